@@ -1,0 +1,15 @@
+// asyncmlp.h — everything a program needs.
+#pragma once
+#include "framework/autograd.h"
+#include "framework/dense.h"
+#include "framework/device.h"
+#include "framework/error.h"
+#include "framework/l2_loss.h"
+#include "framework/memory.h"
+#include "framework/ops.h"
+#include "framework/relu.h"
+#include "framework/runtime.h"
+#include "framework/sequential.h"
+#include "framework/sgd.h"
+#include "framework/tensor.h"
+#include "framework/trace.h"

@@ -1,0 +1,14 @@
+// cuda_stub.cpp — linked when the CUDA backend is not built.
+#include "framework/device.h"
+#include "framework/error.h"
+#include "framework/runtime.h"
+
+namespace amlp {
+
+bool built_with_cuda() { return false; }
+int cuda_device_count() { return 0; }
+std::unique_ptr<Backend> make_cuda_backend(int index) {
+  throw DeviceError("cuda:" + std::to_string(index) + " is not there: this build has no CUDA backend");
+}
+
+}  // namespace amlp

@@ -1,0 +1,57 @@
+// error.h — the exceptions the framework throws, and the CUDA-free check macro.
+//
+// Every error a user can cause (bad shape, absent device, out of memory, a
+// kernel that failed on a worker) is an amlp::Error with one clear message.
+#pragma once
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace amlp {
+
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// A frontend op was given arguments that do not fit (thrown on the calling
+// thread, before anything is queued; names both shapes).
+struct ShapeError : Error {
+  using Error::Error;
+};
+
+// A device string that does not parse, or names a device that is not there.
+struct DeviceError : Error {
+  using Error::Error;
+};
+
+// A pool could not satisfy a request even after releasing its cache.
+struct OutOfMemory : Error {
+  OutOfMemory(const std::string& device, size_t requested, size_t in_use, size_t reserved);
+  size_t requested;
+};
+
+// A kernel failed on a backend worker. Kept with the op's name and sequence
+// number, rethrown by the next blocker on the frontend (DESIGN §5).
+struct KernelError : Error {
+  KernelError(std::string op, uint64_t seq, std::string device, const std::string& what);
+  std::string op;
+  uint64_t seq;
+  std::string device;
+};
+
+}  // namespace amlp
+
+#define AMLP_CHECK(cond, ...)                                                    \
+  do {                                                                          \
+    if (!(cond)) throw ::amlp::Error(::amlp::detail::concat(__VA_ARGS__));      \
+  } while (0)
+
+#include <sstream>
+namespace amlp::detail {
+template <class... A>
+std::string concat(const A&... a) {
+  std::ostringstream s;
+  (s << ... << a);
+  return s.str();
+}
+}  // namespace amlp::detail

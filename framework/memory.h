@@ -1,0 +1,104 @@
+// memory.h — the tracked caching allocator, one per device.
+//
+// Outputs are allocated when an op is queued; a Storage returns its block to
+// the pool when the last handle *and* the last pending op referring to it let
+// go (DESIGN §3). Freed blocks are cached by exact (rounded) size and reused,
+// so a steady training loop stops touching fresh pages (or calling cudaMalloc)
+// after its first step.
+//
+//   Pool& p = ...;  auto s = p.allocate(4096);   // bytes_in_use += 4096
+//   s.reset();                                   // back to the cache
+//   p.stats().bytes_in_use == 0, p.stats().reserved_bytes == 4096
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace amlp {
+
+struct MemoryStats {
+  size_t bytes_in_use = 0;    // handed out now
+  size_t peak_bytes = 0;      // max of bytes_in_use since the last reset_peak()
+  size_t reserved_bytes = 0;  // in use + cached (what the device holds for us)
+  uint64_t alloc_count = 0;   // allocate() calls served
+  uint64_t free_count = 0;    // blocks returned
+  uint64_t raw_alloc_count = 0;  // calls to the device's own allocator (malloc / cudaMalloc)
+  size_t limit_bytes = 0;     // 0 = none
+};
+
+// How a pool gets raw memory from its device.
+struct RawAllocator {
+  virtual ~RawAllocator() = default;
+  virtual void* raw_alloc(size_t bytes) = 0;  // returns nullptr when out of memory
+  virtual void raw_free(void* p) noexcept = 0;
+};
+
+class Pool;
+
+// One buffer on one device. Move-free, shared through shared_ptr.
+class Storage {
+ public:
+  Storage(Pool* pool, void* data, size_t bytes) : pool_(pool), data_(data), bytes_(bytes) {}
+  ~Storage();
+  Storage(const Storage&) = delete;  // to prevent performance accidents
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+
+  // Last op that wrote this buffer: its queue (opaque) and sequence number.
+  // Touched by the frontend thread only.
+  void* writer_queue = nullptr;
+  uint64_t writer_seq = 0;
+  // How many queued-but-unfinished ops refer to this buffer (backlog accounting).
+  std::atomic<int> pending_uses{0};
+  void* backlog_queue = nullptr;  // the queue whose backlog counts these bytes
+
+ private:
+  Pool* pool_;
+  void* data_;
+  size_t bytes_;
+};
+
+class Pool {
+ public:
+  static constexpr size_t kRound = 512;  // block sizes are multiples of this
+
+  Pool(std::string device, std::unique_ptr<RawAllocator> raw);
+  ~Pool();
+
+  // Throws OutOfMemory (after releasing the cache and retrying once).
+  std::shared_ptr<Storage> allocate(size_t bytes);
+
+  MemoryStats stats() const;
+  void reset_peak();
+  void empty_cache();              // give cached blocks back to the device
+  void set_limit(size_t bytes);    // cap on reserved bytes, 0 = none (makes OOM testable)
+  static size_t round(size_t bytes) { return (bytes + kRound - 1) / kRound * kRound; }
+
+ private:
+  friend class Storage;
+  void release(void* p, size_t bytes) noexcept;
+  void* raw_alloc_locked(size_t bytes);
+
+  std::string device_;
+  std::unique_ptr<RawAllocator> raw_;
+  mutable std::mutex mu_;
+  std::unordered_map<size_t, std::vector<void*>> cache_;
+  size_t cached_bytes_ = 0;
+  size_t limit_ = 0;
+  std::atomic<size_t> in_use_{0};
+  std::atomic<size_t> peak_{0};
+  std::atomic<size_t> reserved_{0};
+  std::atomic<uint64_t> allocs_{0}, frees_{0}, raw_allocs_{0};
+};
+
+// Resident set size of this process, from /proc/self/statm (0 if unreadable).
+size_t process_rss_bytes();
+
+}  // namespace amlp

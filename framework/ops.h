@@ -1,0 +1,55 @@
+// ops.h — frontend ops. Each checks its arguments on the calling thread
+// (a ShapeError names both shapes), allocates its outputs, queues one kernel
+// on its device and returns (DESIGN §1). Ops with a backward record
+// themselves for autograd when an input requires a gradient.
+#pragma once
+#include <cstdint>
+
+#include "framework/tensor.h"
+
+namespace amlp {
+
+// --- creation -------------------------------------------------------------
+Tensor empty(const Shape& s, Device d);                 // uninitialised
+Tensor full(const Shape& s, float value, Device d);
+inline Tensor zeros(const Shape& s, Device d) { return full(s, 0.f, d); }
+inline Tensor ones(const Shape& s, Device d) { return full(s, 1.f, d); }
+Tensor from_host(const Shape& s, const float* values, Device d);  // copies values at once
+Tensor randn(const Shape& s, Device d, float mean = 0.f, float stddev = 1.f);
+Tensor rand_uniform(const Shape& s, Device d, float lo = 0.f, float hi = 1.f);
+
+// Global random stream: Philox4x32-10 at (seed, offset). Each random op draws
+// at the current offset and advances it, so a seed fixes every number on
+// every backend.
+void manual_seed(uint64_t seed);
+uint64_t random_offset();
+
+// --- math (differentiable) --------------------------------------------------
+// op(a)·op(b): a (M,K) [or (K,M) with transpose_a], b (K,N) [or (N,K)].
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
+// x (B,C) + b (C)
+Tensor bias_add(const Tensor& x, const Tensor& b);
+// Dense layer in one kernel: y = x·Wᵀ + b;  x (B,in), W (out,in), b (out) or undefined.
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b);
+// Column sums: x (R,C) → (C)   (the bias gradient)
+Tensor sum_rows(const Tensor& x);
+Tensor relu(const Tensor& x);
+// Per-sample 0.5·mean_c (pred − label)²: pred (B,C), label (B,C) or (B) when C == 1 → (B)
+Tensor l2_loss(const Tensor& pred, const Tensor& label);
+Tensor add(const Tensor& a, const Tensor& b);           // same shapes
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor scale(const Tensor& a, float s);
+Tensor add_scalar(const Tensor& a, float s);
+Tensor sum(const Tensor& a);                            // → shape ()
+Tensor mean(const Tensor& a);                           // → shape ()
+
+// --- not differentiable ------------------------------------------------------
+Tensor copy_to(const Tensor& a, Device d);              // waits for the source's writer
+void copy_(Tensor& dst, const Tensor& src);             // same shape, same device
+// Queues a kernel that fails (with KernelError) if any value is not finite.
+void check_finite(const Tensor& a, const char* what);
+// In-place SGD update of w from g (mom may be undefined when momentum == 0).
+void sgd_update_(Tensor& w, const Tensor& g, Tensor& mom, float lr, float momentum, float wd,
+                 float rescale);
+
+}  // namespace amlp

@@ -1,0 +1,43 @@
+// trace.h — Chrome trace-event JSON (Perfetto, chrome://tracing).
+//
+// When enabled, the frontend's enqueue spans go on one track, each device
+// queue's execution spans on a track of their own, and counters record queue
+// depth and bytes in use. When disabled, each op pays one relaxed atomic load.
+//
+//   trace::start();  ... run ...;  trace::stop_and_write("run.json");
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace amlp::trace {
+
+extern std::atomic<bool> g_enabled;
+inline bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
+
+uint64_t now_us();                    // steady clock, microseconds since process start
+int register_track(const std::string& name);  // a named thread track ("frontend", "queue cpu:0")
+int frontend_track();
+
+void start();                         // clears and enables
+void span(int track, const char* name, uint64_t begin_us, uint64_t end_us, uint64_t seq = 0);
+void counter(const char* name, uint64_t ts_us, double value);
+void instant(int track, const char* name, uint64_t ts_us);
+// Disables and writes; throws amlp::Error if the file cannot be written.
+void stop_and_write(const std::string& path);
+size_t event_count();
+
+// RAII span on the frontend track (a training step, a batch).
+class Scope {
+ public:
+  explicit Scope(const char* name) : name_(name), begin_(enabled() ? now_us() : 0) {}
+  ~Scope() {
+    if (begin_) span(frontend_track(), name_, begin_, now_us());
+  }
+
+ private:
+  const char* name_;
+  uint64_t begin_;
+};
+
+}  // namespace amlp::trace
