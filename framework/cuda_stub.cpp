@@ -7,6 +7,7 @@ namespace amlp {
 
 bool built_with_cuda() { return false; }
 int cuda_device_count() { return 0; }
+bool device_memory_info(Device, size_t*, size_t*) { return false; }
 std::unique_ptr<Backend> make_cuda_backend(int index) {
   throw DeviceError("cuda:" + std::to_string(index) + " is not there: this build has no CUDA backend");
 }

@@ -79,6 +79,14 @@ void Queue::finish(Op& op) {
 }
 
 void Queue::worker_loop() {
+  if (sync_) {
+    try {
+      sync_->worker_start();
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lk(mu_);
+      error_ = std::make_exception_ptr(KernelError("(worker start)", 0, name_, e.what()));
+    }
+  }
   for (;;) {
     Op op;
     {
@@ -96,14 +104,19 @@ void Queue::worker_loop() {
         lk.unlock();
         if (d.queue->sync_) d.queue->sync_->wait_done(d.seq);
       }
+      if (sync_) sync_->before_op(op.seq, op.name);
       op.kernel();
-      if (sync_) sync_->after_op(op.seq);
     } catch (const std::exception& e) {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (!error_) error_ = std::make_exception_ptr(KernelError(op.name, op.seq, name_, e.what()));
+      keep_error(op, e.what());
     } catch (...) {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (!error_) error_ = std::make_exception_ptr(KernelError(op.name, op.seq, name_, "unknown exception"));
+      keep_error(op, "unknown exception");
+    }
+    if (sync_) {
+      try {
+        sync_->after_op(op.seq);
+      } catch (const std::exception& e) {
+        keep_error(op, e.what());
+      }
     }
     if (t0) trace::span(track_, op.name, t0, trace::now_us(), op.seq);
     finish(op);
@@ -114,6 +127,11 @@ void Queue::worker_loop() {
     done_cv_.notify_all();
     space_cv_.notify_all();
   }
+}
+
+void Queue::keep_error(const Op& op, const char* what) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!error_) error_ = std::make_exception_ptr(KernelError(op.name, op.seq, name_, what));
 }
 
 void Queue::wait_for(uint64_t seq) {

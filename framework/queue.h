@@ -31,7 +31,9 @@ class Storage;
 // so it records an event after each and waits on it here.
 struct StreamSync {
   virtual ~StreamSync() = default;
-  virtual void after_op(uint64_t /*seq*/) {}     // worker thread, after the kernel ran
+  virtual void worker_start() {}                 // worker thread, once, before any op (bind the device)
+  virtual void before_op(uint64_t /*seq*/, const char* /*name*/) {}  // worker thread (NVTX push)
+  virtual void after_op(uint64_t /*seq*/) {}     // worker thread, after the kernel ran or threw (NVTX pop, event)
   virtual void wait_done(uint64_t /*seq*/) {}    // any thread, after the op was run by the worker
 };
 
@@ -96,6 +98,7 @@ class Queue {
   };
   void worker_loop();
   void finish(Op& op);  // backlog accounting; releases refs
+  void keep_error(const Op& op, const char* what);  // the first error is kept until a blocker takes it
 
   std::string name_;
   StreamSync* sync_;

@@ -56,6 +56,10 @@ MemoryStats memory_stats(Device d);
 QueueStats queue_stats(Device d);
 void reset_peaks(Device d);
 
+// Free and total memory of a GPU as the driver reports them (cudaMemGetInfo);
+// false for a CPU device or when unavailable.
+bool device_memory_info(Device d, size_t* free_bytes, size_t* total_bytes);
+
 // TF32 tensor-core math for CUDA GEMMs (off by default; no effect on the CPU).
 void set_tf32(bool on);
 bool tf32();
