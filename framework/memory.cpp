@@ -59,6 +59,7 @@ std::shared_ptr<Storage> Pool::allocate(size_t bytes) {
     if (!p) throw OutOfMemory(device_, bytes, in_use_.load(), reserved_.load());
   }
   allocs_++;
+  bytes_total_ += sz;
   update_max(peak_, in_use_ += sz);
   return std::make_shared<Storage>(this, p, sz);
 }
@@ -81,6 +82,7 @@ MemoryStats Pool::stats() const {
   s.alloc_count = allocs_.load();
   s.free_count = frees_.load();
   s.raw_alloc_count = raw_allocs_.load();
+  s.bytes_allocated_total = bytes_total_.load();
   std::lock_guard<std::mutex> lk(mu_);
   s.limit_bytes = limit_;
   return s;

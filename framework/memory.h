@@ -28,6 +28,7 @@ struct MemoryStats {
   uint64_t alloc_count = 0;   // allocate() calls served
   uint64_t free_count = 0;    // blocks returned
   uint64_t raw_alloc_count = 0;  // calls to the device's own allocator (malloc / cudaMalloc)
+  uint64_t bytes_allocated_total = 0;  // sum of every allocate() (rounded), ever
   size_t limit_bytes = 0;     // 0 = none
 };
 
@@ -95,7 +96,7 @@ class Pool {
   std::atomic<size_t> in_use_{0};
   std::atomic<size_t> peak_{0};
   std::atomic<size_t> reserved_{0};
-  std::atomic<uint64_t> allocs_{0}, frees_{0}, raw_allocs_{0};
+  std::atomic<uint64_t> allocs_{0}, frees_{0}, raw_allocs_{0}, bytes_total_{0};
 };
 
 // Resident set size of this process, from /proc/self/statm (0 if unreadable).
