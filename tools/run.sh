@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The main job: build, then run the sync-vs-async comparison on the default
+# device (a GPU if there is one, else the CPU) and draw its memory plot.
+#
+#   bash tools/run.sh                         # configs/quick.ini, --compare
+#   bash tools/run.sh --config configs/d2l.ini --compare   # any train_mlp options
+# Outputs land in out/: summary.json, memory.<mode>.csv, trace.json, memory.svg
+source "$(dirname "$0")/setup.sh"
+amlp_install_deps
+amlp_build build
+cd "$AMLP_ROOT"
+mkdir -p out
+args=("$@")
+((${#args[@]})) || args=(--config configs/quick.ini --compare)
+amlp_log "build/bin/train_mlp ${args[*]}"
+build/bin/train_mlp "${args[@]}" --memory-log out/memory.csv --summary-json out/summary.json --trace out/trace.json
+python3 tools/plot_memory.py --summary out/summary.json out/memory*.csv -o out/memory.svg
+amlp_log "plot: out/memory.svg   trace: out/trace.json (open in https://ui.perfetto.dev)"

@@ -1,0 +1,54 @@
+# tools/setup.sh — sourced by run.sh and test.sh: installs what is missing
+# (Debian packages; needs root or sudo), then configures and builds one build
+# folder. Quick when nothing changed: dpkg checks and an incremental build.
+#
+#   amlp_install_deps
+#   amlp_build BUILD_DIR [extra cmake args...]
+set -euo pipefail
+
+AMLP_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+AMLP_PACKAGES=(cmake ninja-build g++ pkg-config libboost-program-options-dev libopenblas-dev
+               libgtest-dev libbenchmark-dev python3)
+
+amlp_log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+amlp_install_deps() {
+  local missing=()
+  for p in "${AMLP_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    amlp_log "installing ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq
+    $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+  # The CUDA Toolkit (nvcc, cuRAND, cuBLAS) lives in /usr/local/cuda on our machines.
+  if [ -z "${CUDACXX:-}" ] && [ -x /usr/local/cuda/bin/nvcc ]; then export CUDACXX=/usr/local/cuda/bin/nvcc; fi
+  if [ -z "${CUDACXX:-}" ] && ! command -v nvcc >/dev/null; then
+    amlp_log "no nvcc found: building without the CUDA backend"
+    AMLP_NO_CUDA=1
+  fi
+}
+
+# CUDA architectures: native Hopper plus 75 (PTX runs on anything newer);
+# CI builds one to stay fast.
+amlp_cuda_archs() {
+  if [ "${CI:-}" = true ]; then echo "90"; else echo "75;90"; fi
+}
+
+amlp_build() {
+  local dir=$1; shift
+  local args=(-G Ninja -DCMAKE_BUILD_TYPE=Release)
+  if [ "${AMLP_NO_CUDA:-0}" = 1 ]; then args+=(-DASYNCMLP_CUDA=OFF); else args+=("-DCMAKE_CUDA_ARCHITECTURES=$(amlp_cuda_archs)"); fi
+  if [ ! -f "$AMLP_ROOT/$dir/build.ninja" ]; then
+    amlp_log "configuring $dir"
+    cmake -S "$AMLP_ROOT" -B "$AMLP_ROOT/$dir" "${args[@]}" "$@" >"$AMLP_ROOT/$dir.configure.log" 2>&1 ||
+      { cat "$AMLP_ROOT/$dir.configure.log" >&2; return 1; }
+  fi
+  amlp_log "building $dir"
+  cmake --build "$AMLP_ROOT/$dir" -j "$(nproc)" | grep -vE '^\[[0-9]+/[0-9]+\] ' || true
+  test "${PIPESTATUS[0]}" = 0
+}
