@@ -2,7 +2,11 @@
 // random numbers through cuRAND's host Philox generator (no GPU needed), and
 // plain loops for the rest. Kernels run on the device's worker thread.
 #include <cblas.h>
+#if ASYNCMLP_HAVE_CURAND
 #include <curand.h>
+#else
+#include "framework/philox.h"
+#endif
 
 #include <cmath>
 #include <cstdlib>
@@ -16,6 +20,7 @@ namespace amlp {
 
 namespace {
 
+#if ASYNCMLP_HAVE_CURAND
 const char* curand_str(curandStatus_t s) {
   switch (s) {
     case CURAND_STATUS_SUCCESS: return "CURAND_STATUS_SUCCESS";
@@ -33,13 +38,16 @@ const char* curand_str(curandStatus_t s) {
       throw Error(detail::concat(__FILE__, ":", __LINE__, ": ", #call, " failed: ",         \
                                  curand_str(st_), " (", static_cast<int>(st_), ") on cpu"));  \
   } while (0)
+#endif
 
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(int index) : index_(index) {}
+#if ASYNCMLP_HAVE_CURAND
   ~CpuBackend() override {
     if (gen_) curandDestroyGenerator(gen_);
   }
+#endif
 
   void* raw_alloc(size_t bytes) override {
     // 64-byte aligned; bytes is a multiple of 512.
@@ -111,6 +119,7 @@ class CpuBackend final : public Backend {
     const float v = x[0] * scale;
     for (size_t i = 0; i < n; ++i) y[i] = v;
   }
+#if ASYNCMLP_HAVE_CURAND
   void random_normal(float* y, size_t n, uint64_t seed, uint64_t offset, float mean, float sd) override {
     prepare(seed, offset);
     if (n % 2 == 0) {
@@ -124,9 +133,17 @@ class CpuBackend final : public Backend {
   void random_uniform(float* y, size_t n, uint64_t seed, uint64_t offset, float lo, float hi) override {
     prepare(seed, offset);
     CURAND_HOST_CHECK(curandGenerateUniform(gen_, y, n));  // (0, 1]
-    const float w = hi - lo;
-    for (size_t i = 0; i < n; ++i) y[i] = lo + w * y[i];
+    scale_uniform(y, n, lo, hi);
   }
+#else
+  void random_normal(float* y, size_t n, uint64_t seed, uint64_t offset, float mean, float sd) override {
+    philox::normal(y, n, seed, offset, mean, sd);
+  }
+  void random_uniform(float* y, size_t n, uint64_t seed, uint64_t offset, float lo, float hi) override {
+    philox::uniform(y, n, seed, offset);
+    scale_uniform(y, n, lo, hi);
+  }
+#endif
   void sgd_update(float* w, const float* g, float* mom, size_t n, float lr, float momentum, float wd,
                   float rescale) override {
     if (momentum == 0.f || !mom) {
@@ -148,14 +165,20 @@ class CpuBackend final : public Backend {
   }
 
  private:
+  static void scale_uniform(float* y, size_t n, float lo, float hi) {
+    const float w = hi - lo;
+    for (size_t i = 0; i < n; ++i) y[i] = lo + w * y[i];
+  }
+#if ASYNCMLP_HAVE_CURAND
   void prepare(uint64_t seed, uint64_t offset) {
     if (!gen_) CURAND_HOST_CHECK(curandCreateGeneratorHost(&gen_, CURAND_RNG_PSEUDO_PHILOX4_32_10));
     CURAND_HOST_CHECK(curandSetPseudoRandomGeneratorSeed(gen_, seed));
     CURAND_HOST_CHECK(curandSetGeneratorOffset(gen_, offset));
   }
-  int index_;
   curandGenerator_t gen_ = nullptr;
   std::vector<float> scratch_;
+#endif
+  [[maybe_unused]] int index_;
 };
 
 }  // namespace
