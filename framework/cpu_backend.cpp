@@ -74,7 +74,10 @@ class CpuBackend final : public Backend {
     for (size_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : 0.f;
   }
   void relu_backward(const float* x, const float* dy, float* dx, size_t n) override {
-    for (size_t i = 0; i < n; ++i) dx[i] = x[i] > 0.f ? dy[i] : 0.f;
+    for (size_t i = 0; i < n; ++i) {
+      const float g = dy[i];  // unconditional load: the select vectorises, a branch would not
+      dx[i] = x[i] > 0.f ? g : 0.f;
+    }
   }
   void l2_loss(const float* p, const float* l, float* loss, int rows, int cols) override {
     for (int r = 0; r < rows; ++r) {
