@@ -158,9 +158,16 @@ class CpuBackend final : public Backend {
       }
     }
   }
-  void copy(void* dst, const void* src, size_t bytes) override { std::memmove(dst, src, bytes); }
-  void copy_to_host(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void copy_from_host(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  // An empty tensor's host side may be a null pointer, which memcpy must not see even for 0 bytes.
+  void copy(void* dst, const void* src, size_t bytes) override {
+    if (bytes) std::memmove(dst, src, bytes);
+  }
+  void copy_to_host(void* dst, const void* src, size_t bytes) override {
+    if (bytes) std::memcpy(dst, src, bytes);
+  }
+  void copy_from_host(void* dst, const void* src, size_t bytes) override {
+    if (bytes) std::memcpy(dst, src, bytes);
+  }
   void check_finite(const float* x, size_t n, const char* what) override {
     for (size_t i = 0; i < n; ++i)
       if (!std::isfinite(x[i]))

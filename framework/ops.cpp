@@ -62,9 +62,13 @@ void need_defined(const char* op, std::initializer_list<const Tensor*> ts) {
     if (!t->defined()) throw Error(detail::concat(op, ": undefined tensor argument"));
 }
 
-void need_2d(const char* op, const Tensor& t, const char* what) {
+// For a binary op, `other` is the second operand, named in the message too.
+void need_2d(const char* op, const Tensor& t, const char* what, const Tensor* other = nullptr,
+             const char* other_what = "") {
   if (t.ndim() != 2)
-    throw ShapeError(detail::concat(op, ": ", what, " must be 2-D, got shape ", shape_str(t.shape())));
+    throw ShapeError(detail::concat(op, ": ", what, " must be 2-D, got shape ", shape_str(t.shape()),
+                                    other ? detail::concat(" (", other_what, " ", shape_str(other->shape()), ")")
+                                          : std::string()));
 }
 
 struct RandomState {
@@ -164,8 +168,8 @@ Tensor rand_uniform(const Shape& s, Device d, float lo, float hi) {
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   need_defined("matmul", {&a, &b});
-  need_2d("matmul", a, "a");
-  need_2d("matmul", b, "b");
+  need_2d("matmul", a, "a", &b, "b");
+  need_2d("matmul", b, "b", &a, "a");
   same_device("matmul", a, b);
   const int64_t M = ta ? a.dim(1) : a.dim(0), K = ta ? a.dim(0) : a.dim(1);
   const int64_t K2 = tb ? b.dim(1) : b.dim(0), N = tb ? b.dim(0) : b.dim(1);
@@ -195,7 +199,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
 
 Tensor bias_add(const Tensor& x, const Tensor& b) {
   need_defined("bias_add", {&x, &b});
-  need_2d("bias_add", x, "x");
+  need_2d("bias_add", x, "x", &b, "bias");
   if (b.ndim() != 1 || b.dim(0) != x.dim(1))
     throw ShapeError(detail::concat("bias_add: x ", shape_str(x.shape()), " and bias ", shape_str(b.shape()),
                                     " do not fit (bias must be (", x.dim(1), ",))"));
@@ -229,8 +233,8 @@ Tensor sum_rows(const Tensor& x) {
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   need_defined("linear", {&x, &w});
-  need_2d("linear", x, "x");
-  need_2d("linear", w, "weight");
+  need_2d("linear", x, "x", &w, "weight");
+  need_2d("linear", w, "weight", &x, "x");
   if (x.dim(1) != w.dim(1))
     throw ShapeError(detail::concat("linear: input ", shape_str(x.shape()), " and weight ", shape_str(w.shape()),
                                     " do not fit (input has ", x.dim(1), " features, weight expects ", w.dim(1), ")"));
@@ -293,7 +297,7 @@ Tensor relu(const Tensor& x) {
 
 Tensor l2_loss(const Tensor& pred, const Tensor& label) {
   need_defined("l2_loss", {&pred, &label});
-  need_2d("l2_loss", pred, "prediction");
+  need_2d("l2_loss", pred, "prediction", &label, "label");
   same_device("l2_loss", pred, label);
   const int64_t B = pred.dim(0), C = pred.dim(1);
   const bool fits = label.numel() == B * C && label.ndim() >= 1 && label.dim(0) == B;

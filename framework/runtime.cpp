@@ -74,14 +74,12 @@ DeviceContext& context(Device d) {
   if (d.is_cuda() && (d.index >= kMaxCuda || d.index >= cuda_device_count()))
     throw DeviceError(detail::concat("device '", d.str(), "' is not there (", cuda_device_count(), " CUDA GPU(s) visible)"));
   auto& slot = d.is_cuda() ? r.cuda[d.index] : r.cpu[d.index];
-  DeviceContext* c = slot.get();  // fast path without the lock is unsafe; keep it simple
   std::lock_guard<std::mutex> lk(r.mu);
   if (!slot) {
     slot = std::make_unique<DeviceContext>(d, d.is_cuda() ? make_cuda_backend(d.index) : make_cpu_backend(d.index));
     r.order.push_back(slot.get());
   }
-  c = slot.get();
-  return *c;
+  return *slot;
 }
 
 std::vector<DeviceContext*> live_contexts() {

@@ -2,7 +2,14 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <random>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "framework/asyncmlp.h"
@@ -31,5 +38,103 @@ class PausedQueue {
  private:
   Queue& q_;
 };
+
+// Generous bound on every wait a test makes, so a broken property fails the
+// test instead of hanging it. Never used to assert anything about speed.
+constexpr std::chrono::seconds kHangGuard{60};
+
+// A one-shot gate a kernel can wait on; open() (from any thread) lets it go.
+// A kernel still shut after kHangGuard throws, which surfaces as a
+// KernelError at the next blocker, so the test fails instead of hanging.
+class Gate {
+ public:
+  Gate() : f_(p_.get_future().share()) {}
+  ~Gate() { open(); }
+  Gate(const Gate&) = delete;
+  Gate& operator=(const Gate&) = delete;
+
+  void open() {
+    std::call_once(once_, [this] { p_.set_value(); });
+  }
+  Queue::Kernel waiter() const {
+    auto f = f_;
+    return [f] {
+      if (f.wait_for(kHangGuard) != std::future_status::ready) throw std::runtime_error("gate never opened");
+    };
+  }
+
+ private:
+  std::promise<void> p_;
+  std::shared_future<void> f_;
+  std::once_flag once_;
+};
+
+// Opens `gate` from another thread after a short delay, setting `released`
+// first. A blocker that returns with `released` still false did not wait.
+// (The delay only gives a non-blocking blocker the chance to be caught; no
+// assertion depends on how long anything takes.)
+class OpenLater {
+ public:
+  OpenLater(Gate& gate, std::atomic<bool>& released, std::chrono::milliseconds delay = std::chrono::milliseconds(30))
+      : t_([&gate, &released, delay] {
+          std::this_thread::sleep_for(delay);
+          released = true;
+          gate.open();
+        }) {}
+  ~OpenLater() { t_.join(); }
+
+ private:
+  std::thread t_;
+};
+
+// Sets synchronous mode for the guard's lifetime, then restores it.
+class ScopedBlocking {
+ public:
+  explicit ScopedBlocking(bool on) : prev_(blocking()) { set_blocking(on); }
+  ~ScopedBlocking() { set_blocking(prev_); }
+
+ private:
+  bool prev_;
+};
+
+// Back-pressure on one queue for the guard's lifetime; back to unbounded after.
+class ScopedMaxPending {
+ public:
+  ScopedMaxPending(Queue& q, uint64_t ops, size_t bytes) : q_(q) { q_.set_max_pending(ops, bytes); }
+  ~ScopedMaxPending() { q_.set_max_pending(0, 0); }
+
+ private:
+  Queue& q_;
+};
+
+// Fixture for suites parameterised over test_devices(): asynchronous mode
+// whatever the environment says, and no kernel error left behind for the
+// next test.
+class DeviceTest : public ::testing::TestWithParam<Device> {
+ protected:
+  Device dev() const { return GetParam(); }
+  void TearDown() override {
+    try {
+      waitall();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "a kernel error was left for the next test: " << e.what();
+    }
+  }
+
+ private:
+  ScopedBlocking async_{false};
+};
+
+// Host values, uniform in [lo, hi], from a seeded engine.
+inline std::vector<float> uniform_values(std::mt19937& rng, int64_t n, float lo = -1.f, float hi = 1.f) {
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+inline int uniform_int(std::mt19937& rng, int lo, int hi) {
+  return std::uniform_int_distribution<int>(lo, hi)(rng);
+}
 
 }  // namespace amlp::testing

@@ -1,0 +1,192 @@
+// bench_cuda_gemm.cu — the GEMM floor of one d2l MLP training step on a GPU:
+// the eight GEMMs the framework issues for Dense(2048, relu) -> Dense(512,
+// relu) -> Dense(1) at batch 1024 and 512 features, through the very
+// row-major cuBLAS call the backend makes (framework/cuda/gemm.h), on one
+// stream, timed alone with CUDA events. A training step can approach this
+// time but not beat it; train_mlp's steps/s is quoted against it.
+//
+//   BM_CudaMlpGemmFloor/tf32:0   all eight, per step (FP32, the default)
+//   BM_CudaMlpGemmFloor/tf32:1   the same with TF32 tensor cores
+//   BM_CudaMlpGemm/<i>           one GEMM at a time (the label names it)
+//
+// Each timed iteration runs kRepeat steps back to back between two events,
+// after a warm-up, so the launch cost of the small GEMMs is hidden as it is
+// in a run-ahead training loop. Without a GPU every benchmark reports
+// "no CUDA GPU visible" and the program exits 0.
+#include <benchmark/benchmark.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <string>
+#include <vector>
+
+#include "framework/cuda/cuda_check.h"
+#include "framework/cuda/cuda_handles.h"
+#include "framework/cuda/gemm.h"
+
+namespace {
+
+using namespace amlp::cuda;
+
+// One cuBLAS call as ops.cpp issues it: op(A)(M,K) · op(B)(K,N) → C(M,N), row-major.
+struct Gemm {
+  const char* name;
+  bool trans_a, trans_b;
+  int M, N, K, lda, ldb;
+  float beta;  // linear() pre-fills y with the bias: beta = 1
+  double flops() const { return 2.0 * M * N * K; }
+};
+
+constexpr int kBatch = 1024, kIn = 512, kH1 = 2048, kH2 = 512, kOut = 1;
+
+// Forward, linear():  y = x·Wᵀ + y           x (B,in), W (out,in)
+// Backward, linear's: dX = G·W (B,in);  dW = Gᵀ·X (out,in)   G (B,out)
+// (The input X needs no gradient, so layer 1 has no dX.)
+const Gemm kStep[] = {
+    {"fwd1 X(1024x512).W1t(512x2048)", false, true, kBatch, kH1, kIn, kIn, kIn, 1.f},
+    {"fwd2 H1(1024x2048).W2t(2048x512)", false, true, kBatch, kH2, kH1, kH1, kH1, 1.f},
+    {"fwd3 H2(1024x512).W3t(512x1)", false, true, kBatch, kOut, kH2, kH2, kH2, 1.f},
+    {"dH2 G3(1024x1).W3(1x512)", false, false, kBatch, kH2, kOut, kOut, kH2, 0.f},
+    {"dW3 G3t(1x1024).H2(1024x512)", true, false, kOut, kH2, kBatch, kOut, kH2, 0.f},
+    {"dH1 G2(1024x512).W2(512x2048)", false, false, kBatch, kH1, kH2, kH2, kH1, 0.f},
+    {"dW2 G2t(512x1024).H1(1024x2048)", true, false, kH2, kH1, kBatch, kH2, kH1, 0.f},
+    {"dW1 G1t(2048x1024).X(1024x512)", true, false, kH1, kIn, kBatch, kH1, kIn, 0.f},
+};
+constexpr int kGemms = sizeof(kStep) / sizeof(kStep[0]);
+constexpr int kRepeat = 10;  // steps per timed iteration
+constexpr int kWarmUp = 20;
+
+__global__ void init_kernel(float* p, size_t n, unsigned salt) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(blockDim.x) * gridDim.x) {
+    unsigned h = static_cast<unsigned>(i) * 2654435761u ^ salt;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    p[i] = (h & 0xffffff) / float(0x800000) - 1.f;  // [-1, 1)
+  }
+}
+
+// Everything the benchmarks share: made once, on first use, for the process.
+struct Floor {
+  std::string no_gpu;  // why not, when there is no GPU
+  StreamPtr stream;
+  CublasPtr blas;
+  DeviceBuffer workspace;
+  EventPtr start, stop;
+  std::vector<DeviceBuffer> a, b, c;
+
+  Floor() {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+      (void)cudaGetLastError();
+      no_gpu = "no CUDA GPU visible: the CUDA runtime reports 0 devices";
+      return;
+    }
+    AMLP_CUDA_CHECK(cudaSetDevice(0));
+    stream = make_stream();
+    blas = make_cublas();
+    AMLP_CUDA_CHECK(cublasSetStream(blas.get(), stream.get()));
+    const size_t ws = size_t(32) << 20;  // as the backend: CudaBackend::kBlasWorkspaceBytes
+    workspace = device_alloc(ws);
+    AMLP_CUDA_CHECK(cublasSetWorkspace(blas.get(), workspace.get(), ws));
+    cudaEvent_t e0, e1;
+    AMLP_CUDA_CHECK(cudaEventCreate(&e0));
+    start.reset(e0);
+    AMLP_CUDA_CHECK(cudaEventCreate(&e1));
+    stop.reset(e1);
+    unsigned salt = 1;
+    auto filled = [&](size_t n) {
+      DeviceBuffer p = device_alloc(n * sizeof(float));
+      init_kernel<<<256, 256, 0, stream.get()>>>(static_cast<float*>(p.get()), n, salt++);
+      AMLP_CUDA_CHECK_LAUNCH();
+      return p;
+    };
+    for (const Gemm& g : kStep) {
+      const size_t a_rows = g.trans_a ? g.K : g.M, b_rows = g.trans_b ? g.N : g.K;
+      a.push_back(filled(a_rows * g.lda));
+      b.push_back(filled(b_rows * g.ldb));
+      c.push_back(filled(size_t(g.M) * g.N));
+    }
+    AMLP_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+  }
+
+  void set_tf32(bool on) { AMLP_CUDA_CHECK(cublasSetMathMode(blas.get(), math_mode(on))); }
+
+  void run(int i) {
+    const Gemm& g = kStep[i];
+    const float one = 1.f;
+    AMLP_CUDA_CHECK(sgemm_row_major(blas.get(), g.trans_a, g.trans_b, g.M, g.N, g.K, &one,
+                                    static_cast<const float*>(a[i].get()), g.lda,
+                                    static_cast<const float*>(b[i].get()), g.ldb, &g.beta,
+                                    static_cast<float*>(c[i].get()), g.N));
+  }
+
+  // Runs `body` kRepeat times between the two events; seconds per repetition.
+  template <class Body>
+  double timed(Body body) {
+    AMLP_CUDA_CHECK(cudaEventRecord(start.get(), stream.get()));
+    for (int r = 0; r < kRepeat; ++r) body();
+    AMLP_CUDA_CHECK(cudaEventRecord(stop.get(), stream.get()));
+    AMLP_CUDA_CHECK(cudaEventSynchronize(stop.get()));
+    float ms = 0;
+    AMLP_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+    return ms / 1e3 / kRepeat;
+  }
+};
+
+Floor& floor_state() {
+  static Floor* f = new Floor();  // leaked: the CUDA runtime may be gone before static destructors
+  return *f;
+}
+
+template <class Body>
+void measure(benchmark::State& state, Floor& f, Body body, double flops) {
+  for (int i = 0; i < kWarmUp; ++i) body();
+  AMLP_CUDA_CHECK(cudaStreamSynchronize(f.stream.get()));
+  double total = 0;
+  for (auto _ : state) {
+    const double s = f.timed(body);
+    state.SetIterationTime(s);
+    total += s;
+  }
+  const double iters = static_cast<double>(state.iterations());
+  if (total > 0) {
+    state.counters["us_per_call"] = total / iters * 1e6;
+    state.counters["TFLOPS"] = flops * iters / total / 1e12;
+  }
+}
+
+void BM_CudaMlpGemmFloor(benchmark::State& state) {
+  Floor& f = floor_state();
+  if (!f.no_gpu.empty()) {
+    state.SkipWithError(f.no_gpu.c_str());
+    return;
+  }
+  const bool tf32 = state.range(0) != 0;
+  f.set_tf32(tf32);
+  double flops = 0;
+  for (const Gemm& g : kStep) flops += g.flops();
+  measure(state, f, [&] {
+    for (int i = 0; i < kGemms; ++i) f.run(i);
+  }, flops);
+  f.set_tf32(false);
+  state.SetLabel(tf32 ? "8 GEMMs of a d2l step, TF32" : "8 GEMMs of a d2l step, FP32");
+}
+BENCHMARK(BM_CudaMlpGemmFloor)->ArgName("tf32")->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+void BM_CudaMlpGemm(benchmark::State& state) {
+  Floor& f = floor_state();
+  if (!f.no_gpu.empty()) {
+    state.SkipWithError(f.no_gpu.c_str());
+    return;
+  }
+  const int i = static_cast<int>(state.range(0));
+  f.set_tf32(false);
+  measure(state, f, [&] { f.run(i); }, kStep[i].flops());
+  state.SetLabel(kStep[i].name);
+}
+BENCHMARK(BM_CudaMlpGemm)->DenseRange(0, kGemms - 1)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

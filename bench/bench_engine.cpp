@@ -1,0 +1,216 @@
+// bench_engine.cpp — what the engine costs: pushing an op, waking the worker,
+// waiting, and one d2l MLP training step against the floor of its own GEMMs.
+//
+// Run (medians of 5, interleaved so load drift hits every benchmark alike):
+//   build/bin/bench_engine --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+//       --benchmark_enable_random_interleaving=true
+//   build/bin/bench_engine --benchmark_filter='Mlp' --benchmark_repetitions=5 ...   # one group
+//   python3 tools/bench_ratio.py build/bin/bench_engine      # the same, plus the two target checks
+// Targets (issue 2): BM_PushNoop median ≤ 1 µs; BM_MlpStep ≤ 1.15 × BM_MlpGemmFloor.
+// Keep OPENBLAS_CORETYPE as the environment sets it: both MLP benchmarks use
+// the same OpenBLAS kernels, so the ratio compares like with like.
+//
+//   BM_PushNoop             add_scalar on a (1,) tensor pushed onto a paused cpu:0 queue: the
+//                           frontend's own cost per op (check, allocate, record, push). The
+//                           backlog is drained outside the timed region every kDrainEvery ops.
+//   BM_PushNoopWorkerRunning the same with the worker running: push cost while the worker
+//                           contends for the queue's lock and cache lines (for comparison).
+//   BM_PushToExecute        push → the kernel starts running, worker idle (manual time).
+//   BM_WaitFinished         wait_to_read() on a tensor whose op has finished.
+//   BM_WaitPending          push add_scalar on a (1,) tensor, then wait_to_read() it: the round trip.
+//   BM_MlpStep              Dense(2048,relu) → Dense(512,relu) → Dense(1), input 512, batch 1024:
+//                           forward, L2Loss, backward, SGD(0.005).step(1024), waitall().
+//   BM_MlpGemmFloor         exactly that step's eight GEMMs through cblas_sgemm, same shapes and
+//                           transposes, on preallocated, pre-touched buffers.
+//   BM_MlpStepPaired        the two alternately in one loop; counter `ratio` is the median of
+//                           step/floor per pair: on a shared machine, load drift between the two
+//                           benchmarks above can move their ratio by ±30%, the paired one by a few %.
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "framework/asyncmlp.h"
+#include "models/mlp.h"
+
+namespace {
+
+using amlp::Device;
+using amlp::Tensor;
+using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kDrainEvery = 4096;
+constexpr int64_t kBatch = 1024, kIn = 512, kH1 = 2048, kH2 = 512;
+
+const Device kCpu = Device::cpu(0);
+
+void push_noop(benchmark::State& state, bool paused) {
+  if (amlp::blocking()) {  // a push onto a paused queue would wait forever
+    state.SkipWithError("synchronous mode (ASYNCMLP_BLOCKING) is on: pushes wait, nothing to measure");
+    return;
+  }
+  amlp::Queue& q = amlp::context(kCpu).queue;
+  Tensor x = amlp::ones({1}, kCpu);
+  amlp::waitall();
+  if (paused) q.pause();
+  int64_t n = 0;
+  for (auto _ : state) {
+    Tensor y = amlp::add_scalar(x, 1.f);
+    benchmark::DoNotOptimize(y.impl());
+    if (++n % kDrainEvery == 0) {
+      state.PauseTiming();
+      y = Tensor();
+      q.resume();
+      amlp::waitall();
+      if (paused) q.pause();
+      state.ResumeTiming();
+    }
+  }
+  q.resume();
+  amlp::waitall();
+}
+
+void BM_PushNoop(benchmark::State& state) { push_noop(state, /*paused=*/true); }
+void BM_PushNoopWorkerRunning(benchmark::State& state) { push_noop(state, /*paused=*/false); }
+
+void BM_PushToExecute(benchmark::State& state) {
+  amlp::Queue& q = amlp::context(kCpu).queue;
+  amlp::waitall();
+  auto ns = [](Clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  };
+  std::atomic<int64_t> started_ns{0};
+  for (auto _ : state) {
+    std::this_thread::sleep_for(std::chrono::microseconds(50));  // let the worker fall asleep
+    const auto t0 = Clock::now();
+    uint64_t seq = q.push("probe", [&] { started_ns = ns(Clock::now()); });  // runs on the worker
+    q.wait_for(seq);
+    state.SetIterationTime(double(started_ns.load() - ns(t0)) * 1e-9);
+  }
+}
+
+void BM_WaitFinished(benchmark::State& state) {
+  Tensor y = amlp::add_scalar(amlp::ones({1}, kCpu), 1.f);
+  amlp::waitall();
+  for (auto _ : state) y.wait_to_read();
+}
+
+void BM_WaitPending(benchmark::State& state) {
+  Tensor x = amlp::ones({1}, kCpu);
+  amlp::waitall();
+  for (auto _ : state) {
+    Tensor y = amlp::add_scalar(x, 1.f);
+    y.wait_to_read();
+  }
+}
+
+// One d2l MLP training step on cpu:0, synchronized at its end. Data made once.
+struct MlpStep {
+  std::unique_ptr<amlp::Sequential> net = amlp::models::make_mlp(amlp::models::parse_layer_spec("2048,512"));
+  Tensor X, y;
+  amlp::L2Loss loss;
+  std::unique_ptr<amlp::SGD> sgd;
+
+  MlpStep() {
+    amlp::manual_seed(42);
+    X = amlp::randn({kBatch, kIn}, kCpu);
+    y = amlp::ones({kBatch}, kCpu);
+    net->forward(X);  // deferred initialisation
+    sgd = std::make_unique<amlp::SGD>(net->parameters(), 0.005f);
+    for (int i = 0; i < 2; ++i) run();  // warm-up: the pool caches every buffer
+  }
+  void run() {
+    Tensor l = loss(net->forward(X), y);
+    l.backward();
+    sgd->step(kBatch);
+    amlp::waitall();
+  }
+};
+
+// C(M,N) = op(A)·op(B) + beta·C, row-major, as the CPU backend calls it.
+void gemm(bool ta, bool tb, int M, int N, int K, const float* A, const float* B, float beta, float* C) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, 1.f, A,
+              ta ? M : K, B, tb ? K : N, beta, C, N);
+}
+
+// The same step's eight GEMMs on preallocated, pre-touched buffers.
+struct MlpGemmFloor {
+  static std::vector<float> buf(int64_t rows, int64_t cols) { return std::vector<float>(size_t(rows * cols), 0.01f); }
+  std::vector<float> X = buf(kBatch, kIn);                                         // X: (B, 512)
+  std::vector<float> W1 = buf(kH1, kIn), W2 = buf(kH2, kH1), W3 = buf(1, kH2);     // W: (out, in)
+  std::vector<float> Z1 = buf(kBatch, kH1), Z2 = buf(kBatch, kH2), Z3 = buf(kBatch, 1);  // also H = relu(Z)
+  std::vector<float> G = buf(kBatch, 1);                                           // dL/dZ3: (B, 1)
+  std::vector<float> dW3 = buf(1, kH2), dH2 = buf(kBatch, kH2), dW2 = buf(kH2, kH1), dH1 = buf(kBatch, kH1),
+                     dW1 = buf(kH1, kIn);
+
+  void run() {
+    const int B = int(kBatch), I = int(kIn), H1 = int(kH1), H2 = int(kH2);
+    // forward: Z = H·Wᵀ (+ the bias already in Z: beta = 1, as linear() does)
+    gemm(false, true, B, H1, I, X.data(), W1.data(), 1.f, Z1.data());     // (B,512)·(2048,512)ᵀ → (B,2048)
+    gemm(false, true, B, H2, H1, Z1.data(), W2.data(), 1.f, Z2.data());   // (B,2048)·(512,2048)ᵀ → (B,512)
+    gemm(false, true, B, 1, H2, Z2.data(), W3.data(), 1.f, Z3.data());    // (B,512)·(1,512)ᵀ → (B,1)
+    // backward (g = dZ3; dZ2 = dH2 masked, dZ1 = dH1 masked: the same buffers here)
+    gemm(true, false, 1, H2, B, G.data(), Z2.data(), 0.f, dW3.data());      // dW3 = gᵀ·H2    (1,512)
+    gemm(false, false, B, H2, 1, G.data(), W3.data(), 0.f, dH2.data());     // dH2 = g·W3     (B,512)
+    gemm(true, false, H2, H1, B, dH2.data(), Z1.data(), 0.f, dW2.data());   // dW2 = dZ2ᵀ·H1  (512,2048)
+    gemm(false, false, B, H1, H2, dH2.data(), W2.data(), 0.f, dH1.data());  // dH1 = dZ2·W2   (B,2048)
+    gemm(true, false, H1, I, B, dH1.data(), X.data(), 0.f, dW1.data());     // dW1 = dZ1ᵀ·X   (2048,512)
+    benchmark::ClobberMemory();
+  }
+};
+
+void BM_MlpStep(benchmark::State& state) {
+  MlpStep step;
+  for (auto _ : state) step.run();
+}
+
+void BM_MlpGemmFloor(benchmark::State& state) {
+  MlpGemmFloor floor;
+  for (auto _ : state) floor.run();
+}
+
+// Step and floor alternately, so load from other processes hits both alike:
+// counters step_ms, floor_ms (means) and ratio (median of step/floor per pair).
+void BM_MlpStepPaired(benchmark::State& state) {
+  MlpStep step;
+  MlpGemmFloor floor;
+  floor.run();
+  std::vector<double> ratios;
+  double step_s = 0, floor_s = 0;
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    step.run();
+    const double a = std::chrono::duration<double>(Clock::now() - t0).count();
+    t0 = Clock::now();
+    floor.run();
+    const double b = std::chrono::duration<double>(Clock::now() - t0).count();
+    step_s += a;
+    floor_s += b;
+    ratios.push_back(a / b);
+    state.SetIterationTime(a + b);
+  }
+  std::sort(ratios.begin(), ratios.end());
+  const double n = double(ratios.size());
+  state.counters["step_ms"] = step_s / n * 1e3;
+  state.counters["floor_ms"] = floor_s / n * 1e3;
+  state.counters["ratio"] = ratios.size() % 2 ? ratios[ratios.size() / 2]
+                                              : 0.5 * (ratios[ratios.size() / 2 - 1] + ratios[ratios.size() / 2]);
+}
+
+}  // namespace
+
+BENCHMARK(BM_PushNoop)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PushNoopWorkerRunning)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PushToExecute)->UseManualTime()->Iterations(2000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_WaitFinished)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_WaitPending)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MlpStep)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_MlpGemmFloor)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_MlpStepPaired)->Unit(benchmark::kMillisecond)->UseManualTime();
+
+BENCHMARK_MAIN();

@@ -1,0 +1,324 @@
+// cuda_backend.cpp — see cuda_backend.h.
+#include "framework/cuda/cuda_backend.h"
+
+#include <nvtx3/nvToolsExt.h>
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "framework/cuda/cuda_check.h"
+#include "framework/cuda/device_guard.h"
+#include "framework/cuda/gemm.h"
+#include "framework/cuda/kernels.h"
+#include "framework/error.h"
+#include "framework/runtime.h"
+
+namespace amlp::cuda {
+
+namespace {
+
+// scratch_: [sum partials | check_finite slot]
+constexpr size_t kSumPartialBytes = kMaxSumBlocks * sizeof(double);
+constexpr size_t kScratchBytes = kSumPartialBytes + 256;
+constexpr size_t kMinStagingBytes = size_t(1) << 20;
+
+// True once the CUDA runtime is being torn down at process exit (its atexit
+// handler may run before the static registry that owns the backends): every
+// call would fail, and the driver reclaims everything anyway.
+bool runtime_gone() {
+  int d = 0;
+  const cudaError_t e = cudaGetDevice(&d);
+  if (e == cudaErrorCudartUnloading || e == cudaErrorContextIsDestroyed) {
+    (void)cudaGetLastError();
+    return true;
+  }
+  return false;
+}
+
+bool is_positive_zero(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return bits == 0;
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(int index) : index_(index), name_("cuda:" + std::to_string(index)) {}
+
+CudaBackend::~CudaBackend() {
+  if (!stream_ && !blas_ && !rng_ && !scratch_) return;  // never started: no CUDA call at all
+  if (runtime_gone()) {  // leak the handles on purpose: their deleters would only fail
+    (void)normal_scratch_.release(), (void)staging_.release(), (void)host_slot_.release();
+    (void)scratch_.release(), (void)rng_.release(), (void)blas_.release();
+    (void)blas_workspace_.release(), (void)stream_.release();
+    events_.abandon();
+    return;
+  }
+  DeviceGuard guard(index_, std::nothrow);
+  if (stream_) AMLP_CUDA_CHECK_LOG(cudaStreamSynchronize(stream_.get()));
+  events_.clear();
+  normal_scratch_.reset();
+  staging_.reset();
+  host_slot_.reset();
+  scratch_.reset();
+  rng_.reset();
+  blas_.reset();
+  blas_workspace_.reset();
+  stream_.reset();
+}
+
+// --- memory (frontend thread) ---------------------------------------------------------
+
+void* CudaBackend::raw_alloc(size_t bytes) {
+  DeviceGuard guard(index_);
+  void* p = nullptr;
+  const cudaError_t e = cudaMalloc(&p, bytes);
+  if (e == cudaErrorMemoryAllocation) {  // the Pool releases its cache and retries once
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  if (e != cudaSuccess) throw_failure(__FILE__, __LINE__, "cudaMalloc(&p, bytes)", cudaGetErrorString(e), e);
+  return p;
+}
+
+void CudaBackend::raw_free(void* p) noexcept {
+  if (runtime_gone()) return;
+  DeviceGuard guard(index_, std::nothrow);
+  // A cached block's last kernels were launched but may still run: let them
+  // finish before the memory goes back to the driver.
+  AMLP_CUDA_CHECK_LOG(cudaDeviceSynchronize());
+  AMLP_CUDA_CHECK_LOG(cudaFree(p));
+}
+
+// --- the queue's hooks ------------------------------------------------------------------
+
+void CudaBackend::worker_start() {
+  try {
+    AMLP_CUDA_CHECK(cudaSetDevice(index_));  // this worker thread stays on the device
+    stream_ = make_stream();
+    blas_ = make_cublas();
+    AMLP_CUDA_CHECK(cublasSetStream(blas_.get(), stream_.get()));
+    // After cublasSetStream (which resets it): a workspace of our own, so
+    // cuBLAS allocates nothing per call.
+    blas_workspace_ = device_alloc(kBlasWorkspaceBytes);
+    AMLP_CUDA_CHECK(cublasSetWorkspace(blas_.get(), blas_workspace_.get(), kBlasWorkspaceBytes));
+    AMLP_CUDA_CHECK(cublasSetMathMode(blas_.get(), math_mode(/*tf32=*/false)));
+    tf32_ = false;
+    rng_ = make_curand(CURAND_RNG_PSEUDO_PHILOX4_32_10);
+    AMLP_CUDA_CHECK(curandSetStream(rng_.get(), stream_.get()));
+    scratch_ = device_alloc(kScratchBytes);
+    host_slot_ = pinned_alloc(64);
+    started_ = true;
+  } catch (const std::exception& e) {
+    start_error_ = e.what();
+    throw;
+  }
+}
+
+void CudaBackend::before_op(uint64_t, const char* name) {
+  nvtxRangePushA(name);
+  nvtx_open_ = true;
+}
+
+void CudaBackend::after_op(uint64_t seq) {
+  if (nvtx_open_) {
+    nvtxRangePop();
+    nvtx_open_ = false;
+  }
+  if (!started_) return;
+  const cudaError_t launch = cudaGetLastError();
+  events_.record(seq, stream_.get());
+  if (launch != cudaSuccess)
+    throw_failure(__FILE__, __LINE__, "the op's launches (cudaGetLastError)", cudaGetErrorString(launch), launch);
+  if (amlp::blocking())  // synchronous mode: a fault is reported at this op, by name
+    AMLP_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+}
+
+void CudaBackend::wait_done(uint64_t seq) {
+  // Called after the worker ran op `seq` (the queue's mutex orders it after
+  // worker_start), from any thread.
+  if (!started_) return;
+  events_.wait(seq, stream_.get());
+}
+
+cudaStream_t CudaBackend::stream() const {
+  if (!started_)
+    throw Error(name_ + " cannot run kernels: its worker failed to start (" +
+                (start_error_.empty() ? std::string("not started") : start_error_) + ")");
+  return stream_.get();
+}
+
+// --- kernels (worker thread: launch and return) ---------------------------------------------
+
+void CudaBackend::gemm(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
+                       int ldb, float beta, float* C, int ldc) {
+  (void)stream();
+  if (M <= 0 || N <= 0) return;
+  const bool want_tf32 = amlp::tf32();
+  if (want_tf32 != tf32_) {
+    AMLP_CUDA_CHECK(cublasSetMathMode(blas_.get(), math_mode(want_tf32)));
+    tf32_ = want_tf32;
+  }
+  AMLP_CUDA_CHECK(sgemm_row_major(blas_.get(), ta, tb, M, N, K, &alpha, A, lda, B, ldb, &beta, C, ldc));
+}
+
+void CudaBackend::fill(float* y, size_t n, float value) {
+  cudaStream_t s = stream();
+  if (n == 0) return;
+  if (is_positive_zero(value))
+    AMLP_CUDA_CHECK(cudaMemsetAsync(y, 0, n * sizeof(float), s));
+  else
+    launch_fill(y, n, value, s);
+}
+
+void CudaBackend::add_bias(const float* x, const float* b, float* y, int rows, int cols) {
+  launch_add_bias(x, b, y, rows, cols, stream());
+}
+
+void CudaBackend::relu(const float* x, float* y, size_t n) { launch_relu(x, y, n, stream()); }
+
+void CudaBackend::relu_backward(const float* x, const float* dy, float* dx, size_t n) {
+  launch_relu_backward(x, dy, dx, n, stream());
+}
+
+void CudaBackend::l2_loss(const float* pred, const float* label, float* loss, int rows, int cols) {
+  launch_l2_loss(pred, label, loss, rows, cols, stream());
+}
+
+void CudaBackend::l2_loss_backward(const float* pred, const float* label, const float* dloss, float* dpred, int rows,
+                                   int cols) {
+  launch_l2_loss_backward(pred, label, dloss, dpred, rows, cols, stream());
+}
+
+void CudaBackend::axpby(float alpha, const float* a, float beta, const float* b, float* y, size_t n) {
+  launch_axpby(alpha, a, beta, b, y, n, stream());
+}
+
+void CudaBackend::add_scalar(const float* x, float s, float* y, size_t n) {
+  launch_add_scalar(x, s, y, n, stream());
+}
+
+void CudaBackend::sum_rows(const float* x, float* y, int rows, int cols) {
+  launch_sum_rows(x, y, rows, cols, stream());
+}
+
+void CudaBackend::sum(const float* x, float* y, size_t n, float scale) {
+  cudaStream_t s = stream();
+  launch_sum(x, n, scale, static_cast<double*>(scratch_.get()), y, s);
+}
+
+void CudaBackend::broadcast_scalar(const float* x, float scale, float* y, size_t n) {
+  launch_broadcast_scalar(x, scale, y, n, stream());
+}
+
+// The CPU backend's sequence on its host Philox generator: seed, then offset.
+void CudaBackend::seed(uint64_t seed, uint64_t offset) {
+  AMLP_CUDA_CHECK(curandSetPseudoRandomGeneratorSeed(rng_.get(), seed));
+  AMLP_CUDA_CHECK(curandSetGeneratorOffset(rng_.get(), offset));
+}
+
+float* CudaBackend::normal_scratch(size_t n) {
+  if (normal_scratch_floats_ < n) {
+    // The old buffer may still be read by a launched copy.
+    AMLP_CUDA_CHECK(cudaStreamSynchronize(stream()));
+    normal_scratch_.reset();
+    normal_scratch_floats_ = 0;
+    normal_scratch_ = device_alloc(n * sizeof(float));
+    normal_scratch_floats_ = n;
+  }
+  return static_cast<float*>(normal_scratch_.get());
+}
+
+void CudaBackend::random_normal(float* y, size_t n, uint64_t seed_value, uint64_t offset, float mean, float stddev) {
+  cudaStream_t s = stream();
+  if (n == 0) return;
+  seed(seed_value, offset);
+  // cuRAND draws normals in pairs into 8-byte-aligned memory; an odd count
+  // draws n + 1 into scratch, as the CPU backend does, so both keep the same pairs.
+  const bool direct = n % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(float)) == 0;
+  if (direct) {
+    AMLP_CUDA_CHECK(curandGenerateNormal(rng_.get(), y, n, mean, stddev));
+    return;
+  }
+  const size_t even = n + (n & 1);
+  float* tmp = normal_scratch(even);
+  AMLP_CUDA_CHECK(curandGenerateNormal(rng_.get(), tmp, even, mean, stddev));
+  AMLP_CUDA_CHECK(cudaMemcpyAsync(y, tmp, n * sizeof(float), cudaMemcpyDeviceToDevice, s));
+}
+
+void CudaBackend::random_uniform(float* y, size_t n, uint64_t seed_value, uint64_t offset, float lo, float hi) {
+  cudaStream_t s = stream();
+  if (n == 0) return;
+  seed(seed_value, offset);
+  AMLP_CUDA_CHECK(curandGenerateUniform(rng_.get(), y, n));  // (0, 1]
+  const float width = hi - lo;
+  if (!(lo == 0.f && width == 1.f)) launch_affine(y, n, lo, width, s);  // lo + width*y, as on the CPU
+}
+
+void CudaBackend::sgd_update(float* w, const float* g, float* mom, size_t n, float lr, float momentum, float wd,
+                             float rescale) {
+  launch_sgd_update(w, g, mom, n, lr, momentum, wd, rescale, stream());
+}
+
+void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
+  cudaStream_t s = stream();
+  if (bytes == 0 || dst == src) return;
+  AMLP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
+}
+
+void* CudaBackend::staging(size_t bytes) {
+  if (staging_bytes_ < bytes) {  // the old buffer is idle: every use ends in a synchronize
+    const size_t grown = std::min(std::max({bytes, 2 * staging_bytes_, kMinStagingBytes}), kMaxStagingBytes);
+    staging_.reset();
+    staging_bytes_ = 0;
+    staging_ = pinned_alloc(std::max(grown, bytes));
+    staging_bytes_ = std::max(grown, bytes);
+  }
+  return staging_.get();
+}
+
+void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t bytes) {
+  cudaStream_t s = stream();
+  auto* out = static_cast<char*>(host_dst);
+  const auto* in = static_cast<const char*>(src);
+  for (size_t off = 0; off < bytes;) {
+    const size_t len = std::min(bytes - off, kMaxStagingBytes);
+    void* pinned = staging(len);
+    AMLP_CUDA_CHECK(cudaMemcpyAsync(pinned, in + off, len, cudaMemcpyDeviceToHost, s));
+    AMLP_CUDA_CHECK(cudaStreamSynchronize(s));
+    std::memcpy(out + off, pinned, len);
+    off += len;
+  }
+}
+
+void CudaBackend::copy_from_host(void* dst, const void* host_src, size_t bytes) {
+  cudaStream_t s = stream();
+  auto* out = static_cast<char*>(dst);
+  const auto* in = static_cast<const char*>(host_src);
+  for (size_t off = 0; off < bytes;) {
+    const size_t len = std::min(bytes - off, kMaxStagingBytes);
+    void* pinned = staging(len);
+    std::memcpy(pinned, in + off, len);
+    AMLP_CUDA_CHECK(cudaMemcpyAsync(out + off, pinned, len, cudaMemcpyHostToDevice, s));
+    AMLP_CUDA_CHECK(cudaStreamSynchronize(s));  // staging is free again; host_src fully read
+    off += len;
+  }
+}
+
+void CudaBackend::check_finite(const float* x, size_t n, const char* what) {
+  cudaStream_t s = stream();
+  auto* first = reinterpret_cast<unsigned long long*>(static_cast<char*>(scratch_.get()) + kSumPartialBytes);
+  auto* verdict = static_cast<unsigned long long*>(host_slot_.get());
+  auto* value = reinterpret_cast<float*>(verdict + 1);
+  launch_find_non_finite(x, n, first, s);
+  AMLP_CUDA_CHECK(cudaMemcpyAsync(verdict, first, sizeof *verdict, cudaMemcpyDeviceToHost, s));
+  AMLP_CUDA_CHECK(cudaStreamSynchronize(s));
+  const unsigned long long i = *verdict;
+  if (i == ~0ull) return;
+  AMLP_CUDA_CHECK(cudaMemcpyAsync(value, x + i, sizeof *value, cudaMemcpyDeviceToHost, s));
+  AMLP_CUDA_CHECK(cudaStreamSynchronize(s));
+  throw Error(detail::concat("non-finite value ", *value, " at index ", i, " of ", what));
+}
+
+}  // namespace amlp::cuda

@@ -1,0 +1,101 @@
+// cuda_backend.h — the kernel table for one GPU (private to framework/cuda).
+//
+// One non-blocking CUDA stream per device. The device's queue worker calls
+// worker_start() once (binds the device, makes the stream, the cuBLAS handle,
+// the cuRAND Philox generator and the scratch buffers: nothing CUDA happens
+// at construction, so a machine without a GPU never gets here), then for each
+// op before_op() (NVTX push), the kernel function — which only *launches*
+// onto the stream — and after_op() (launch check, NVTX pop, a CUDA event for
+// the op). Blockers on any thread call wait_done(seq), which waits on that
+// event. copy_to_host/copy_from_host and check_finite are the exceptions
+// that wait for the GPU: they must hand back host data or a verdict.
+//
+// raw_alloc/raw_free come from the frontend thread (the Pool) and switch
+// device with a guard. A block the pool hands out again is safe to reuse at
+// once: every op runs on this one stream, in launch order.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "framework/backend.h"
+#include "framework/cuda/cuda_handles.h"
+#include "framework/cuda/event_ring.h"
+
+namespace amlp::cuda {
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int index);  // no CUDA call here
+  ~CudaBackend() override;          // drains the stream; never throws
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  // RawAllocator — frontend thread.
+  void* raw_alloc(size_t bytes) override;  // nullptr when the GPU is out of memory
+  void raw_free(void* p) noexcept override;
+
+  // StreamSync — worker thread, except wait_done (any thread).
+  void worker_start() override;
+  void before_op(uint64_t seq, const char* name) override;
+  void after_op(uint64_t seq) override;
+  void wait_done(uint64_t seq) override;
+
+  // Kernels — worker thread; they launch and return.
+  void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
+            int ldb, float beta, float* C, int ldc) override;
+  void fill(float* y, size_t n, float value) override;
+  void add_bias(const float* x, const float* b, float* y, int rows, int cols) override;
+  void relu(const float* x, float* y, size_t n) override;
+  void relu_backward(const float* x, const float* dy, float* dx, size_t n) override;
+  void l2_loss(const float* pred, const float* label, float* loss, int rows, int cols) override;
+  void l2_loss_backward(const float* pred, const float* label, const float* dloss, float* dpred, int rows,
+                        int cols) override;
+  void axpby(float alpha, const float* a, float beta, const float* b, float* y, size_t n) override;
+  void add_scalar(const float* x, float s, float* y, size_t n) override;
+  void sum_rows(const float* x, float* y, int rows, int cols) override;
+  void sum(const float* x, float* y, size_t n, float scale) override;
+  void broadcast_scalar(const float* x, float scale, float* y, size_t n) override;
+  void random_normal(float* y, size_t n, uint64_t seed, uint64_t offset, float mean, float stddev) override;
+  void random_uniform(float* y, size_t n, uint64_t seed, uint64_t offset, float lo, float hi) override;
+  void sgd_update(float* w, const float* g, float* mom, size_t n, float lr, float momentum, float wd,
+                  float rescale) override;
+  void copy(void* dst, const void* src, size_t bytes) override;
+  // Both return only when the host buffer was fully written / read (through
+  // pinned staging, in chunks of at most kMaxStagingBytes).
+  void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
+  void copy_from_host(void* dst, const void* host_src, size_t bytes) override;
+  void check_finite(const float* x, size_t n, const char* what) override;
+
+  static constexpr size_t kBlasWorkspaceBytes = size_t(32) << 20;  // cuBLAS's advice for Hopper
+  static constexpr size_t kMaxStagingBytes = size_t(64) << 20;
+
+ private:
+  cudaStream_t stream() const;  // throws if worker_start() failed
+  void seed(uint64_t seed, uint64_t offset);
+  void* staging(size_t bytes);  // pinned, grown on demand up to kMaxStagingBytes
+  float* normal_scratch(size_t n);
+
+  const int index_;
+  const std::string name_;  // "cuda:N"
+  std::atomic<bool> started_{false};  // worker_start() succeeded
+  std::string start_error_;
+  bool nvtx_open_ = false;
+  bool tf32_ = false;       // the handle's current math mode
+
+  // Owned handles; released in ~CudaBackend in reverse order, after a drain.
+  StreamPtr stream_;
+  CublasPtr blas_;
+  DeviceBuffer blas_workspace_;
+  CurandPtr rng_;
+  DeviceBuffer scratch_;          // sum partials (kMaxSumBlocks doubles), then the check_finite slot
+  PinnedBuffer host_slot_;        // check_finite's verdict and value
+  PinnedBuffer staging_;
+  size_t staging_bytes_ = 0;
+  DeviceBuffer normal_scratch_;   // odd-length normals (cuRAND draws them in pairs)
+  size_t normal_scratch_floats_ = 0;
+  EventRing events_;
+};
+
+}  // namespace amlp::cuda

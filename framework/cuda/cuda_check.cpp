@@ -1,0 +1,66 @@
+// cuda_check.cpp — messages for the CUDA error-check family (cuda_check.h).
+#include "framework/cuda/cuda_check.h"
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace amlp::cuda {
+
+const char* status_string(curandStatus_t s) {
+  switch (s) {
+    case CURAND_STATUS_SUCCESS: return "CURAND_STATUS_SUCCESS";
+    case CURAND_STATUS_VERSION_MISMATCH: return "CURAND_STATUS_VERSION_MISMATCH";
+    case CURAND_STATUS_NOT_INITIALIZED: return "CURAND_STATUS_NOT_INITIALIZED";
+    case CURAND_STATUS_ALLOCATION_FAILED: return "CURAND_STATUS_ALLOCATION_FAILED";
+    case CURAND_STATUS_TYPE_ERROR: return "CURAND_STATUS_TYPE_ERROR";
+    case CURAND_STATUS_OUT_OF_RANGE: return "CURAND_STATUS_OUT_OF_RANGE";
+    case CURAND_STATUS_LENGTH_NOT_MULTIPLE: return "CURAND_STATUS_LENGTH_NOT_MULTIPLE";
+    case CURAND_STATUS_DOUBLE_PRECISION_REQUIRED: return "CURAND_STATUS_DOUBLE_PRECISION_REQUIRED";
+    case CURAND_STATUS_LAUNCH_FAILURE: return "CURAND_STATUS_LAUNCH_FAILURE";
+    case CURAND_STATUS_PREEXISTING_FAILURE: return "CURAND_STATUS_PREEXISTING_FAILURE";
+    case CURAND_STATUS_INITIALIZATION_FAILED: return "CURAND_STATUS_INITIALIZATION_FAILED";
+    case CURAND_STATUS_ARCH_MISMATCH: return "CURAND_STATUS_ARCH_MISMATCH";
+    case CURAND_STATUS_INTERNAL_ERROR: return "CURAND_STATUS_INTERNAL_ERROR";
+  }
+  return "unknown cuRAND status";
+}
+
+namespace {
+
+// "cuda:N" for the calling thread's current device, without creating a context.
+std::string current_device() {
+  int d = -1;
+  if (cudaGetDevice(&d) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return "cuda:?";
+  }
+  return "cuda:" + std::to_string(d);
+}
+
+std::string message(const char* file, int line, const char* call, const char* status, int code) {
+  return detail::concat(file, ":", line, ": ", call, " failed: ", status, " (code ", code, ") on ",
+                        current_device());
+}
+
+}  // namespace
+
+void throw_failure(const char* file, int line, const char* call, const char* status, int code) {
+  std::string m = message(file, line, call, status, code);
+  (void)cudaGetLastError();  // reported once, here
+  throw Error(m);
+}
+
+void log_failure(const char* file, int line, const char* call, const char* status, int code) noexcept {
+  for (cudaError_t quiet : {cudaErrorCudartUnloading, cudaErrorContextIsDestroyed})
+    if (code == static_cast<int>(quiet) && std::strcmp(status, cudaGetErrorString(quiet)) == 0) return;
+  try {
+    std::string m = message(file, line, call, status, code);
+    std::fprintf(stderr, "asyncmlp: %s\n", m.c_str());
+  } catch (...) {
+    std::fprintf(stderr, "asyncmlp: %s:%d: %s failed: %s\n", file, line, call, status);
+  }
+  (void)cudaGetLastError();
+}
+
+}  // namespace amlp::cuda

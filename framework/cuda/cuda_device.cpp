@@ -1,0 +1,53 @@
+// cuda_device.cpp — what the CUDA build tells the rest of the framework: the
+// GPUs it can see, their memory, and the backend for one of them.
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+
+#include "framework/cuda/cuda_backend.h"
+#include "framework/cuda/device_guard.h"
+#include "framework/device.h"
+#include "framework/error.h"
+#include "framework/runtime.h"
+
+namespace amlp {
+
+bool built_with_cuda() { return true; }
+
+int cuda_device_count() {
+  // Asked once. Any failure (no driver, a driver too old, no device) means
+  // no GPU: the CPU backend takes over and callers say so.
+  static const int count = [] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    return n;
+  }();
+  return count;
+}
+
+bool device_memory_info(Device d, size_t* free_bytes, size_t* total_bytes) {
+  if (!d.is_cuda() || d.index < 0 || d.index >= cuda_device_count()) return false;
+  cuda::DeviceGuard guard(d.index, std::nothrow);
+  size_t f = 0, t = 0;
+  if (cudaMemGetInfo(&f, &t) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  if (free_bytes) *free_bytes = f;
+  if (total_bytes) *total_bytes = t;
+  return true;
+}
+
+std::unique_ptr<Backend> make_cuda_backend(int index) {
+  const int n = cuda_device_count();
+  if (index < 0 || index >= n)
+    throw DeviceError(detail::concat("device 'cuda:", index, "' is not there (", n, " CUDA GPU", n == 1 ? "" : "s",
+                                     " visible)"));
+  return std::make_unique<cuda::CudaBackend>(index);
+}
+
+}  // namespace amlp

@@ -1,0 +1,43 @@
+// device_guard.h — makes a GPU current for a scope and restores the previous
+// one (the frontend thread allocates on any device; it must not be left
+// switched by hand).
+//
+//   { DeviceGuard g(1); cudaMalloc(...); }          // back to the old device here
+//   { DeviceGuard g(1, std::nothrow); ... }          // destructors: never throws
+#pragma once
+#include <cuda_runtime.h>
+
+#include <new>
+
+#include "framework/cuda/cuda_check.h"
+
+namespace amlp::cuda {
+
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    AMLP_CUDA_CHECK(cudaGetDevice(&prev_));
+    if (prev_ != device) AMLP_CUDA_CHECK(cudaSetDevice(device));
+    switched_ = prev_ != device;
+  }
+  DeviceGuard(int device, std::nothrow_t) noexcept {
+    cudaError_t e = cudaGetDevice(&prev_);
+    if (e == cudaSuccess && prev_ != device) {
+      e = cudaSetDevice(device);
+      switched_ = e == cudaSuccess;
+    }
+    if (e != cudaSuccess)
+      log_failure(__FILE__, __LINE__, "cudaGetDevice / cudaSetDevice", cudaGetErrorString(e), static_cast<int>(e));
+  }
+  ~DeviceGuard() {
+    if (switched_) AMLP_CUDA_CHECK_LOG(cudaSetDevice(prev_));
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int prev_ = 0;
+  bool switched_ = false;
+};
+
+}  // namespace amlp::cuda

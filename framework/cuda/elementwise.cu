@@ -1,0 +1,139 @@
+// elementwise.cu — fill, bias, ReLU and its backward, axpby, scalar ops, the
+// uniform map and the SGD update. Each repeats cpu_backend.cpp's float
+// operations in the same order with round-to-nearest intrinsics (__fmul_rn,
+// __fadd_rn, ...), which nvcc never fuses into an FMA: the results are
+// bitwise equal to the CPU's.
+#include "framework/cuda/cuda_check.h"
+#include "framework/cuda/kernels.h"
+#include "framework/cuda/launch.cuh"
+
+namespace amlp::cuda {
+
+namespace {
+
+__global__ void fill_kernel(float* y, size_t n, float v) {
+  for (size_t i = global_thread(); i < n; i += grid_threads()) y[i] = v;
+}
+
+// x, y: (rows, cols) with n = rows*cols; b: (cols). y may alias x.
+__global__ void add_bias_kernel(const float* x, const float* b, float* y, size_t n, size_t cols) {
+  for (size_t i = global_thread(); i < n; i += grid_threads()) y[i] = __fadd_rn(x[i], b[i % cols]);
+}
+
+__global__ void relu_kernel(const float* x, float* y, size_t n) {
+  for (size_t i = global_thread(); i < n; i += grid_threads()) {
+    const float v = x[i];
+    y[i] = v > 0.f ? v : 0.f;
+  }
+}
+
+__global__ void relu_backward_kernel(const float* x, const float* dy, float* dx, size_t n) {
+  for (size_t i = global_thread(); i < n; i += grid_threads()) dx[i] = x[i] > 0.f ? dy[i] : 0.f;
+}
+
+__global__ void axpby_kernel(float alpha, const float* a, float beta, const float* b, float* y, size_t n) {
+  for (size_t i = global_thread(); i < n; i += grid_threads())
+    y[i] = __fadd_rn(__fmul_rn(alpha, a[i]), __fmul_rn(beta, b[i]));
+}
+
+__global__ void scale_kernel(float alpha, const float* a, float* y, size_t n) {
+  for (size_t i = global_thread(); i < n; i += grid_threads()) y[i] = __fmul_rn(alpha, a[i]);
+}
+
+__global__ void add_scalar_kernel(const float* x, float add, float* y, size_t n) {
+  for (size_t i = global_thread(); i < n; i += grid_threads()) y[i] = __fadd_rn(x[i], add);
+}
+
+__global__ void broadcast_scalar_kernel(const float* x, float scale, float* y, size_t n) {
+  const float v = __fmul_rn(x[0], scale);
+  for (size_t i = global_thread(); i < n; i += grid_threads()) y[i] = v;
+}
+
+__global__ void affine_kernel(float* y, size_t n, float lo, float width) {
+  for (size_t i = global_thread(); i < n; i += grid_threads()) y[i] = __fadd_rn(lo, __fmul_rn(width, y[i]));
+}
+
+// g' = rescale*g + wd*w;  w -= lr*g'
+__global__ void sgd_kernel(float* w, const float* g, size_t n, float lr, float wd, float rescale) {
+  for (size_t i = global_thread(); i < n; i += grid_threads()) {
+    const float gp = __fadd_rn(__fmul_rn(rescale, g[i]), __fmul_rn(wd, w[i]));
+    w[i] = __fsub_rn(w[i], __fmul_rn(lr, gp));
+  }
+}
+
+// mom = momentum*mom - lr*g';  w += mom
+__global__ void sgd_momentum_kernel(float* w, const float* g, float* mom, size_t n, float lr, float momentum,
+                                    float wd, float rescale) {
+  for (size_t i = global_thread(); i < n; i += grid_threads()) {
+    const float gp = __fadd_rn(__fmul_rn(rescale, g[i]), __fmul_rn(wd, w[i]));
+    const float m = __fsub_rn(__fmul_rn(momentum, mom[i]), __fmul_rn(lr, gp));
+    mom[i] = m;
+    w[i] = __fadd_rn(w[i], m);
+  }
+}
+
+}  // namespace
+
+void launch_fill(float* y, size_t n, float value, cudaStream_t s) {
+  if (n == 0) return;
+  fill_kernel<<<blocks_for(n), kBlock, 0, s>>>(y, n, value);
+  AMLP_CUDA_CHECK_LAUNCH();
+}
+
+void launch_add_bias(const float* x, const float* b, float* y, int rows, int cols, cudaStream_t s) {
+  const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cols);
+  if (n == 0) return;
+  add_bias_kernel<<<blocks_for(n), kBlock, 0, s>>>(x, b, y, n, static_cast<size_t>(cols));
+  AMLP_CUDA_CHECK_LAUNCH();
+}
+
+void launch_relu(const float* x, float* y, size_t n, cudaStream_t s) {
+  if (n == 0) return;
+  relu_kernel<<<blocks_for(n), kBlock, 0, s>>>(x, y, n);
+  AMLP_CUDA_CHECK_LAUNCH();
+}
+
+void launch_relu_backward(const float* x, const float* dy, float* dx, size_t n, cudaStream_t s) {
+  if (n == 0) return;
+  relu_backward_kernel<<<blocks_for(n), kBlock, 0, s>>>(x, dy, dx, n);
+  AMLP_CUDA_CHECK_LAUNCH();
+}
+
+void launch_axpby(float alpha, const float* a, float beta, const float* b, float* y, size_t n, cudaStream_t s) {
+  if (n == 0) return;
+  if (b)
+    axpby_kernel<<<blocks_for(n), kBlock, 0, s>>>(alpha, a, beta, b, y, n);
+  else
+    scale_kernel<<<blocks_for(n), kBlock, 0, s>>>(alpha, a, y, n);
+  AMLP_CUDA_CHECK_LAUNCH();
+}
+
+void launch_add_scalar(const float* x, float add, float* y, size_t n, cudaStream_t s) {
+  if (n == 0) return;
+  add_scalar_kernel<<<blocks_for(n), kBlock, 0, s>>>(x, add, y, n);
+  AMLP_CUDA_CHECK_LAUNCH();
+}
+
+void launch_broadcast_scalar(const float* x, float scale, float* y, size_t n, cudaStream_t s) {
+  if (n == 0) return;
+  broadcast_scalar_kernel<<<blocks_for(n), kBlock, 0, s>>>(x, scale, y, n);
+  AMLP_CUDA_CHECK_LAUNCH();
+}
+
+void launch_affine(float* y, size_t n, float lo, float width, cudaStream_t s) {
+  if (n == 0) return;
+  affine_kernel<<<blocks_for(n), kBlock, 0, s>>>(y, n, lo, width);
+  AMLP_CUDA_CHECK_LAUNCH();
+}
+
+void launch_sgd_update(float* w, const float* g, float* mom, size_t n, float lr, float momentum, float wd,
+                       float rescale, cudaStream_t s) {
+  if (n == 0) return;
+  if (momentum == 0.f || !mom)
+    sgd_kernel<<<blocks_for(n), kBlock, 0, s>>>(w, g, n, lr, wd, rescale);
+  else
+    sgd_momentum_kernel<<<blocks_for(n), kBlock, 0, s>>>(w, g, mom, n, lr, momentum, wd, rescale);
+  AMLP_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace amlp::cuda

@@ -1,0 +1,94 @@
+// event_ring.cpp — see event_ring.h.
+#include "framework/cuda/event_ring.h"
+
+#include <algorithm>
+#include <string>
+
+namespace amlp::cuda {
+
+namespace {
+constexpr int kRecyclePerRecord = 16;  // bounds the worker's time per op
+}
+
+void EventRing::recycle_passed_locked() {
+  for (int n = 0; n < kRecyclePerRecord && !live_.empty(); ++n) {
+    Entry& front = live_.front();
+    if (front.waiters > 0) return;
+    const cudaError_t e = cudaEventQuery(front.event);
+    if (e == cudaErrorNotReady) {
+      (void)cudaGetLastError();  // not an error: the GPU is behind
+      return;
+    }
+    AMLP_CUDA_CHECK(e);  // an asynchronous fault of an earlier op
+    passed_ = std::max(passed_, front.seq);
+    free_.push_back(front.event);
+    live_.pop_front();
+  }
+}
+
+void EventRing::record(uint64_t seq, cudaStream_t stream) {
+  std::lock_guard<std::mutex> lk(mu_);
+  recycle_passed_locked();
+  cudaEvent_t ev;
+  if (free_.empty()) {
+    owned_.push_back(make_event());
+    ev = owned_.back().get();
+  } else {
+    ev = free_.back();
+    free_.pop_back();
+  }
+  const cudaError_t e = cudaEventRecord(ev, stream);
+  if (e != cudaSuccess) {
+    free_.push_back(ev);
+    throw_failure(__FILE__, __LINE__, "cudaEventRecord(ev, stream)", cudaGetErrorString(e), static_cast<int>(e));
+  }
+  live_.push_back(Entry{seq, ev, 0});
+}
+
+void EventRing::wait(uint64_t seq, cudaStream_t stream) {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (seq <= passed_) return;
+  auto it = std::lower_bound(live_.begin(), live_.end(), seq,
+                             [](const Entry& e, uint64_t s) { return e.seq < s; });
+  if (it == live_.end()) {  // no event at or after seq (its record failed): wait for everything
+    lk.unlock();
+    if (stream) AMLP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return;
+  }
+  Entry* entry = &*it;  // stays valid: entries with waiters are never popped
+  entry->waiters++;
+  const cudaEvent_t ev = entry->event;
+  const uint64_t at = entry->seq;
+  lk.unlock();
+  const cudaError_t e = cudaEventSynchronize(ev);
+  lk.lock();
+  entry->waiters--;
+  if (e == cudaSuccess) passed_ = std::max(passed_, at);
+  lk.unlock();
+  if (e != cudaSuccess) {
+    const std::string what = "cudaEventSynchronize (waiting for op #" + std::to_string(seq) + ")";
+    throw_failure(__FILE__, __LINE__, what.c_str(), cudaGetErrorString(e), static_cast<int>(e));
+  }
+}
+
+void EventRing::clear() noexcept {
+  std::lock_guard<std::mutex> lk(mu_);
+  live_.clear();
+  free_.clear();
+  owned_.clear();  // cudaEventDestroy, logged on failure
+}
+
+void EventRing::abandon() noexcept {
+  std::lock_guard<std::mutex> lk(mu_);
+  live_.clear();
+  free_.clear();
+  for (EventPtr& e : owned_) (void)e.release();
+  owned_.clear();
+}
+
+size_t EventRing::live() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return live_.size();
+}
+
+}  // namespace amlp::cuda

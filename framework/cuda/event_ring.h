@@ -1,0 +1,58 @@
+// event_ring.h — how far the GPU has got through a queue: one CUDA event
+// recorded after each op, keyed by its sequence number, recycled once the GPU
+// has passed it.
+//
+//   ring.record(seq, stream);   // worker thread, after op `seq` was launched
+//   ring.wait(seq, stream);     // any thread: returns when the GPU finished op `seq`
+//
+// The worker records while frontends (and other queues' workers) wait, so
+// everything is under one mutex, held only for bookkeeping, never while
+// blocking on the GPU. An entry with waiters is never recycled.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include "framework/cuda/cuda_handles.h"
+
+namespace amlp::cuda {
+
+class EventRing {
+ public:
+  EventRing() = default;
+  EventRing(const EventRing&) = delete;
+  EventRing& operator=(const EventRing&) = delete;
+
+  // Worker thread, with the stream's device current; `seq` increases call by
+  // call. Also recycles the oldest events the GPU has passed.
+  void record(uint64_t seq, cudaStream_t stream);
+  // Any thread: waits on the event of the smallest recorded seq >= `seq`
+  // (falls back to synchronizing `stream` if there is none). Throws on a CUDA
+  // error, e.g. an earlier kernel that faulted.
+  void wait(uint64_t seq, cudaStream_t stream);
+  // Destroys every event (the backend's destructor, after its stream drained).
+  void clear() noexcept;
+  // Forgets every event without destroying it (the CUDA runtime is gone at exit).
+  void abandon() noexcept;
+
+  size_t live() const;  // events not yet recycled (bounded by the GPU's backlog)
+
+ private:
+  struct Entry {
+    uint64_t seq;
+    cudaEvent_t event;
+    int waiters;  // threads blocked on it outside the lock
+  };
+  void recycle_passed_locked();
+
+  mutable std::mutex mu_;
+  std::deque<Entry> live_;           // increasing seq; references stay valid on push_back/pop_front
+  std::vector<cudaEvent_t> free_;    // recorded before, passed, ready to be recorded again
+  std::vector<EventPtr> owned_;      // every event made, for destruction
+  uint64_t passed_ = 0;              // the GPU finished every op <= passed_
+};
+
+}  // namespace amlp::cuda

@@ -1,0 +1,72 @@
+// loss.cu — L2Loss forward and backward: loss(r) = 0.5 * mean_c (p - l)^2,
+// dp(r,c) = dloss(r) * (p - l) / cols. Narrow rows (the d2l MLP has one
+// column) take one thread per row in the CPU's order, bitwise equal to it;
+// wide rows take a warp each.
+#include "framework/cuda/cuda_check.h"
+#include "framework/cuda/kernels.h"
+#include "framework/cuda/launch.cuh"
+
+namespace amlp::cuda {
+
+namespace {
+
+__global__ void l2_loss_row_thread_kernel(const float* p, const float* l, float* loss, size_t rows, int cols) {
+  for (size_t r = global_thread(); r < rows; r += grid_threads()) {
+    const float* pr = p + r * cols;
+    const float* lr = l + r * cols;
+    float s = 0.f;
+    for (int c = 0; c < cols; ++c) {
+      const float d = __fsub_rn(pr[c], lr[c]);
+      s = __fadd_rn(s, __fmul_rn(d, d));
+    }
+    loss[r] = __fdiv_rn(__fmul_rn(0.5f, s), static_cast<float>(cols));
+  }
+}
+
+// Whole warps per row: the row index is the same in every lane, so the
+// shuffles below always run with all 32 lanes.
+__global__ void l2_loss_row_warp_kernel(const float* p, const float* l, float* loss, size_t rows, int cols) {
+  const int lane = threadIdx.x & 31;
+  const size_t warps = grid_threads() / 32;
+  for (size_t r = global_thread() / 32; r < rows; r += warps) {
+    const float* pr = p + r * cols;
+    const float* lr = l + r * cols;
+    float s = 0.f;
+    for (int c = lane; c < cols; c += 32) {
+      const float d = __fsub_rn(pr[c], lr[c]);
+      s = __fadd_rn(s, __fmul_rn(d, d));
+    }
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+    if (lane == 0) loss[r] = __fdiv_rn(__fmul_rn(0.5f, s), static_cast<float>(cols));
+  }
+}
+
+__global__ void l2_loss_backward_kernel(const float* p, const float* l, const float* dloss, float* dp, size_t n,
+                                        int cols) {
+  for (size_t i = global_thread(); i < n; i += grid_threads()) {
+    const size_t r = i / cols;
+    dp[i] = __fdiv_rn(__fmul_rn(dloss[r], __fsub_rn(p[i], l[i])), static_cast<float>(cols));
+  }
+}
+
+}  // namespace
+
+void launch_l2_loss(const float* p, const float* l, float* loss, int rows, int cols, cudaStream_t s) {
+  if (rows <= 0) return;
+  const size_t r = static_cast<size_t>(rows);
+  if (cols <= kL2RowThreadMaxCols)
+    l2_loss_row_thread_kernel<<<blocks_for(r), kBlock, 0, s>>>(p, l, loss, r, cols);
+  else
+    l2_loss_row_warp_kernel<<<blocks_for(r * 32), kBlock, 0, s>>>(p, l, loss, r, cols);
+  AMLP_CUDA_CHECK_LAUNCH();
+}
+
+void launch_l2_loss_backward(const float* p, const float* l, const float* dloss, float* dp, int rows, int cols,
+                             cudaStream_t s) {
+  const size_t n = static_cast<size_t>(rows > 0 ? rows : 0) * static_cast<size_t>(cols > 0 ? cols : 0);
+  if (n == 0) return;
+  l2_loss_backward_kernel<<<blocks_for(n), kBlock, 0, s>>>(p, l, dloss, dp, n, cols);
+  AMLP_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace amlp::cuda

@@ -1,0 +1,639 @@
+// test_cuda_backend.cpp — the CUDA backend against the CPU backend, and the
+// asynchronous contract on a GPU (DESIGN §1–§7).
+//
+// Differential tests in the ggml test-backend-ops style: every op on cuda:0
+// and cpu:0 from the same inputs, each with the bound it is held to and why;
+// then the d2l MLP's 20-step loss trajectory (llm.c test_gpt2.cu style),
+// Philox numbers host vs device, memory (no cudaMalloc after warm-up, bytes
+// back to baseline, clean out-of-memory), errors across the queue, blockers
+// and cross-device ordering.
+//
+// Without a GPU (or without the CUDA backend) every test is skipped with the
+// reason; none passes vacuously.
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "models/mlp.h"
+#include "test_util.h"
+
+namespace amlp::testing {
+namespace {
+
+std::string no_gpu_reason() {
+  if (!built_with_cuda()) return "built without the CUDA backend (configure with -DASYNCMLP_CUDA=ON)";
+  if (cuda_device_count() == 0)
+    return "no CUDA GPU visible: the CUDA runtime reports 0 devices (no GPU, or no driver, or a driver older "
+           "than this toolkit)";
+  return "";
+}
+
+#define SKIP_WITHOUT_GPU()                          \
+  do {                                              \
+    const std::string why_ = no_gpu_reason();       \
+    if (!why_.empty()) GTEST_SKIP() << why_;        \
+  } while (0)
+
+Device gpu() { return Device::cuda(0); }
+Device cpu() { return Device::cpu(0); }
+
+// TF32 for the guard's lifetime. tf32() is read when a GEMM is launched, on
+// the worker: drain the queues before switching it.
+class ScopedTf32 {
+ public:
+  explicit ScopedTf32(bool on) : prev_(tf32()) {
+    waitall();
+    set_tf32(on);
+  }
+  ~ScopedTf32() {
+    try {
+      waitall();
+    } catch (...) {
+    }
+    set_tf32(prev_);
+  }
+
+ private:
+  bool prev_;
+};
+
+// A cap on a pool's reserved bytes for the guard's lifetime.
+class ScopedPoolLimit {
+ public:
+  ScopedPoolLimit(Pool& p, size_t bytes) : pool_(p) { pool_.set_limit(bytes); }
+  ~ScopedPoolLimit() { pool_.set_limit(0); }
+
+ private:
+  Pool& pool_;
+};
+
+class Cuda : public ::testing::Test {
+ protected:
+  void SetUp() override { SKIP_WITHOUT_GPU(); }
+  void TearDown() override {
+    if (IsSkipped()) return;
+    try {
+      waitall();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "a kernel error was left for the next test: " << e.what();
+    }
+  }
+
+ private:
+  ScopedBlocking async_{false};
+};
+
+// --- comparing results --------------------------------------------------------------
+
+// Distance in units in the last place (0 for equal values, +0 and -0 included).
+int64_t ulp_distance(float a, float b) {
+  auto key = [](float f) {
+    int32_t i;
+    std::memcpy(&i, &f, sizeof i);
+    return i >= 0 ? int64_t(i) : int64_t(INT32_MIN) - int64_t(i);
+  };
+  const int64_t d = key(a) - key(b);
+  return d < 0 ? -d : d;
+}
+
+// "" when bitwise equal, else where they first differ.
+std::string bitwise_mismatch(const std::vector<float>& got, const std::vector<float>& want) {
+  if (got.size() != want.size()) return "sizes " + std::to_string(got.size()) + " and " + std::to_string(want.size());
+  size_t count = 0, first = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0 && count++ == 0) first = i;
+  if (count == 0) return "";
+  std::ostringstream os;
+  os.precision(9);
+  os << count << " of " << got.size() << " values differ; first at " << first << ": got " << got[first]
+     << ", want " << want[first] << " (" << ulp_distance(got[first], want[first]) << " ulp)";
+  return os.str();
+}
+
+// ||got - want||_2 / ||want||_2
+double norm_rel(const std::vector<float>& got, const std::vector<float>& want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double d = double(got[i]) - double(want[i]);
+    num += d * d;
+    den += double(want[i]) * want[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+// max_i |got - want| / max(|want|, 1e-30)
+double max_elem_rel(const std::vector<float>& got, const std::vector<float>& want) {
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double d = std::fabs(double(got[i]) - double(want[i])) / std::max(std::fabs(double(want[i])), 1e-30);
+    if (!(d <= worst)) worst = d;  // NaN counts as worst
+  }
+  return worst;
+}
+
+// --- every op, cuda:0 against cpu:0 ------------------------------------------------------------
+
+enum class Bound {
+  Exact,    // bitwise equal: the same float operations in the same order
+  NormRel,  // ||gpu - cpu|| / ||cpu|| <= tol
+  ElemRel,  // every |gpu - cpu| / |cpu| <= tol
+};
+
+struct OpCase {
+  std::string name;
+  std::vector<Shape> inputs;  // N(0, 1), drawn on cpu:0 and copied to cuda:0
+  std::function<Tensor(Device, std::vector<Tensor>&)> run;
+  Bound bound;
+  double tol;
+  std::string why;
+};
+
+void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
+
+Tensor grad_of(Tensor& x) { return x.grad(); }
+
+std::vector<OpCase> op_cases() {
+  using In = std::vector<Tensor>;
+  const std::string same_ops = "the kernel repeats the CPU loop's float operations in order, without FMA";
+  const std::string gemm = "cuBLAS and OpenBLAS FP32 GEMMs differ in summation order: ~sqrt(K)*2^-24 normwise";
+  const std::string colsum =
+      "the GPU sums columns in double, the CPU in float in order; its rounding error, ~rows*2^-24/sqrt(2) of "
+      "the column norm (~1.5e-6 here), is the difference";
+  std::vector<OpCase> c;
+  c.push_back({"fill", {}, [](Device d, In&) { return full({37, 41}, 3.25f, d); }, Bound::Exact, 0, "a store"});
+  c.push_back({"fill_zero", {}, [](Device d, In&) { return full({1000}, 0.f, d); }, Bound::Exact, 0,
+               "cudaMemsetAsync for +0"});
+  c.push_back({"fill_negative_zero", {}, [](Device d, In&) { return full({1000}, -0.f, d); }, Bound::Exact, 0,
+               "-0 keeps its sign (a kernel, not memset)"});
+  c.push_back({"copy", {{1001}}, [](Device d, In& in) {
+                 Tensor y = zeros({1001}, d);
+                 copy_(y, in[0]);
+                 return y;
+               },
+               Bound::Exact, 0, "bytes"});
+  c.push_back({"add", {{513, 129}, {513, 129}}, [](Device, In& in) { return add(in[0], in[1]); }, Bound::Exact, 0,
+               same_ops});
+  c.push_back({"sub", {{513, 129}, {513, 129}}, [](Device, In& in) { return sub(in[0], in[1]); }, Bound::Exact, 0,
+               same_ops});
+  c.push_back({"scale", {{70001}}, [](Device, In& in) { return scale(in[0], 0.37f); }, Bound::Exact, 0, same_ops});
+  c.push_back({"add_scalar", {{70001}}, [](Device, In& in) { return add_scalar(in[0], -1.5f); }, Bound::Exact, 0,
+               same_ops});
+  c.push_back({"bias_add", {{300, 77}, {77}}, [](Device, In& in) { return bias_add(in[0], in[1]); }, Bound::Exact,
+               0, same_ops});
+  c.push_back({"relu", {{1000, 33}}, [](Device, In& in) { return relu(in[0]); }, Bound::Exact, 0, "a select"});
+  c.push_back({"relu_backward", {{64, 33}, {64, 33}}, [](Device, In& in) {
+                 in[0].requires_grad_();
+                 l2_loss(relu(in[0]), in[1]).backward();  // dpred exact, then dx = dy * (x > 0)
+                 return grad_of(in[0]);
+               },
+               Bound::Exact, 0, same_ops});
+  c.push_back({"l2_loss_one_column", {{1024, 1}, {1024}}, [](Device, In& in) { return l2_loss(in[0], in[1]); },
+               Bound::Exact, 0, "one thread per row, the CPU's order"});
+  c.push_back({"l2_loss_narrow", {{100, 7}, {100, 7}}, [](Device, In& in) { return l2_loss(in[0], in[1]); },
+               Bound::Exact, 0, "one thread per row, the CPU's order"});
+  c.push_back({"l2_loss_wide", {{100, 300}, {100, 300}}, [](Device, In& in) { return l2_loss(in[0], in[1]); },
+               Bound::ElemRel, 1e-5, "a warp's tree sum vs a sequential sum of 300 positive squares: <= 300*2^-24"});
+  c.push_back({"l2_loss_backward", {{100, 7}, {100, 7}}, [](Device, In& in) {
+                 in[0].requires_grad_();
+                 l2_loss(in[0], in[1]).backward();
+                 return grad_of(in[0]);
+               },
+               Bound::Exact, 0, same_ops});
+  c.push_back({"sum", {{1000, 37}}, [](Device, In& in) { return sum(in[0]); }, Bound::ElemRel, 1e-6,
+               "both accumulate in double, then round to float once"});
+  c.push_back({"mean", {{4097}}, [](Device, In& in) { return mean(in[0]); }, Bound::ElemRel, 1e-6,
+               "both accumulate in double, then round to float once"});
+  c.push_back({"mean_backward", {{333, 7}}, [](Device, In& in) {
+                 in[0].requires_grad_();
+                 mean(in[0]).backward();  // broadcast_scalar
+                 return grad_of(in[0]);
+               },
+               Bound::Exact, 0, same_ops});
+  c.push_back({"sum_rows", {{1024, 2048}}, [](Device, In& in) { return sum_rows(in[0]); }, Bound::NormRel, 2e-5,
+               colsum});
+  c.push_back({"sum_rows_one_column", {{1024, 1}}, [](Device, In& in) { return sum_rows(in[0]); }, Bound::NormRel,
+               2e-5, colsum});
+  c.push_back({"sum_rows_odd", {{37, 45}}, [](Device, In& in) { return sum_rows(in[0]); }, Bound::NormRel, 2e-5,
+               colsum});
+  c.push_back({"matmul_nn", {{37, 29}, {29, 53}}, [](Device, In& in) { return matmul(in[0], in[1]); },
+               Bound::NormRel, 1e-5, gemm});
+  c.push_back({"matmul_nt", {{37, 29}, {53, 29}},
+               [](Device, In& in) { return matmul(in[0], in[1], false, /*transpose_b=*/true); }, Bound::NormRel,
+               1e-5, gemm});
+  c.push_back({"matmul_tn", {{29, 37}, {29, 53}},
+               [](Device, In& in) { return matmul(in[0], in[1], /*transpose_a=*/true, false); }, Bound::NormRel,
+               1e-5, gemm});
+  c.push_back({"matmul_tt", {{29, 37}, {53, 29}},
+               [](Device, In& in) { return matmul(in[0], in[1], /*transpose_a=*/true, /*transpose_b=*/true); },
+               Bound::NormRel, 1e-5, gemm});
+  c.push_back({"matmul_vector", {{1, 512}, {512, 1}}, [](Device, In& in) { return matmul(in[0], in[1]); },
+               Bound::NormRel, 1e-5, gemm});
+  c.push_back({"linear_d2l_layer1", {{1024, 512}, {2048, 512}, {2048}},
+               [](Device, In& in) { return linear(in[0], in[1], in[2]); }, Bound::NormRel, 1e-5, gemm});
+  c.push_back({"linear_no_bias", {{1024, 2048}, {512, 2048}},
+               [](Device, In& in) { return linear(in[0], in[1], Tensor()); }, Bound::NormRel, 1e-5, gemm});
+  auto linear_grad = [](int which) {
+    return [which](Device, In& in) {
+      for (Tensor& t : in) t.requires_grad_();
+      l2_loss(linear(in[0], in[1], in[2]), in[3]).backward();
+      return grad_of(in[which]);
+    };
+  };
+  c.push_back({"linear_grad_input", {{256, 512}, {2048, 512}, {2048}, {256, 2048}}, linear_grad(0), Bound::NormRel,
+               1e-5, gemm});
+  c.push_back({"linear_grad_weight", {{256, 512}, {2048, 512}, {2048}, {256, 2048}}, linear_grad(1),
+               Bound::NormRel, 1e-5, gemm});
+  c.push_back({"linear_grad_bias", {{256, 512}, {2048, 512}, {2048}, {256, 2048}}, linear_grad(2), Bound::NormRel,
+               2e-5, colsum});
+  c.push_back({"sgd_update", {{2048, 3}, {2048, 3}}, [](Device, In& in) {
+                 Tensor none;
+                 sgd_update_(in[0], in[1], none, 0.005f, 0.f, 1e-4f, 1.f / 1024);
+                 return in[0];
+               },
+               Bound::Exact, 0, same_ops});
+  c.push_back({"sgd_update_momentum", {{2048, 3}, {2048, 3}, {2048, 3}}, [](Device, In& in) {
+                 sgd_update_(in[0], in[1], in[2], 0.1f, 0.9f, 1e-4f, 1.f / 1024);
+                 return add(in[0], in[2]);  // both the weight and the momentum
+               },
+               Bound::Exact, 0, same_ops});
+  return c;
+}
+
+class CudaVsCpu : public ::testing::TestWithParam<OpCase> {
+ protected:
+  void SetUp() override { SKIP_WITHOUT_GPU(); }
+
+ private:
+  ScopedBlocking async_{false};
+};
+
+TEST_P(CudaVsCpu, SameResultWithinTheStatedBound) {
+  const OpCase& c = GetParam();
+  ScopedTf32 fp32(false);
+  manual_seed(1234);
+  std::vector<Tensor> on_cpu, on_gpu;
+  for (const Shape& s : c.inputs) {
+    on_cpu.push_back(randn(s, cpu()));
+    on_gpu.push_back(copy_to(on_cpu.back(), gpu()));
+  }
+  const Tensor want_t = c.run(cpu(), on_cpu);
+  const Tensor got_t = c.run(gpu(), on_gpu);
+  ASSERT_EQ(got_t.device(), gpu());
+  ASSERT_EQ(shape_str(got_t.shape()), shape_str(want_t.shape()));
+  const std::vector<float> want = want_t.to_host(), got = got_t.to_host();
+  SCOPED_TRACE(c.name + ": " + c.why);
+  switch (c.bound) {
+    case Bound::Exact:
+      EXPECT_EQ(bitwise_mismatch(got, want), "") << "expected bitwise equality";
+      break;
+    case Bound::NormRel:
+      EXPECT_LE(norm_rel(got, want), c.tol);
+      break;
+    case Bound::ElemRel:
+      EXPECT_LE(max_elem_rel(got, want), c.tol);
+      break;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, CudaVsCpu, ::testing::ValuesIn(op_cases()),
+                         [](const ::testing::TestParamInfo<OpCase>& i) { return i.param.name; });
+
+// --- Philox: the host generator (CPU backend) against the device one -----------------------------
+
+using CudaRandom = Cuda;
+
+// Uniforms are x * 2^-32 + 2^-33 on both sides: the product is exact, so
+// even an FMA on the device gives the same float. And lo + w*u is computed
+// with the same float operations. Bitwise, at any size and offset.
+TEST_F(CudaRandom, UniformsAreBitwiseEqualToTheHostGenerator) {
+  for (int64_t n : {int64_t(1), int64_t(7), int64_t(1024), int64_t(1000003)}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    std::vector<std::vector<float>> out[2];
+    const Device devs[2] = {cpu(), gpu()};
+    for (int k = 0; k < 2; ++k) {
+      manual_seed(99);
+      Tensor skip = rand_uniform({5}, devs[k]);  // a non-zero offset for what follows
+      out[k].push_back(rand_uniform({n}, devs[k]).to_host());
+      out[k].push_back(rand_uniform({n}, devs[k], -0.07f, 0.07f).to_host());
+    }
+    EXPECT_EQ(bitwise_mismatch(out[1][0], out[0][0]), "") << "U(0,1]";
+    EXPECT_EQ(bitwise_mismatch(out[1][1], out[0][1]), "") << "U[-0.07, 0.07)";
+  }
+}
+
+// cuRAND's Box-Muller (curand_normal.h, _curand_box_muller) uses the
+// __sincosf intrinsic on the device and sinf/cosf on the host: the sine's
+// absolute error is <= 2^-20.5 on the device, times s = sqrt(-2 ln u) <= 6.8,
+// so |device - host| <= 1e-5 * stddev plus an ulp or two of the final
+// mean + stddev*z. Bitwise equality is reported when it happens.
+TEST_F(CudaRandom, NormalsMatchTheHostGeneratorBitwiseOrWithinTheIntrinsicsError) {
+  const float mean = 0.5f, stddev = 2.f;
+  for (int64_t n : {int64_t(2), int64_t(7), int64_t(100001), int64_t(1024) * 512}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    std::vector<float> out[2];
+    const Device devs[2] = {cpu(), gpu()};
+    for (int k = 0; k < 2; ++k) {
+      manual_seed(7);
+      Tensor skip = randn({3}, devs[k]);  // offset 4
+      out[k] = randn({n}, devs[k], mean, stddev).to_host();
+    }
+    const std::vector<float>&host = out[0], &dev = out[1];
+    size_t differ = 0, violations = 0;
+    int64_t max_ulp = 0;
+    double max_abs = 0;
+    for (size_t i = 0; i < host.size(); ++i) {
+      if (std::memcmp(&host[i], &dev[i], sizeof(float)) == 0) continue;
+      ++differ;
+      const double d = std::fabs(double(dev[i]) - double(host[i]));
+      const double ulp = std::fabs(std::nextafter(host[i], INFINITY) - host[i]);
+      max_abs = std::max(max_abs, d);
+      max_ulp = std::max(max_ulp, ulp_distance(dev[i], host[i]));
+      if (!(d <= 1e-5 * stddev + 2 * ulp)) ++violations;
+    }
+    const std::string verdict =
+        differ == 0 ? "normals: host and device Philox are bitwise equal"
+                    : "normals: not bitwise equal: " + std::to_string(differ) + " of " + std::to_string(n) +
+                          " differ, max |diff| = " + std::to_string(max_abs) + ", max " + std::to_string(max_ulp) +
+                          " ulp (device Box-Muller uses __sincosf)";
+    std::cout << "[   INFO   ] n = " << n << ": " << verdict << "\n";
+    RecordProperty("normals_n" + std::to_string(n), verdict);
+    EXPECT_EQ(violations, 0u) << verdict << "; bound |diff| <= 1e-5*stddev + 2 ulp";
+  }
+}
+
+// --- the d2l MLP, same seed on both backends -----------------------------------------------------
+
+// One d2l training setup: Dense(2048, relu) -> Dense(512, relu) -> Dense(1),
+// 512 input features, L2Loss, SGD(lr = 0.005), data drawn on the device.
+struct MlpRun {
+  Device dev;
+  int64_t batch;
+  std::unique_ptr<Sequential> net = models::make_mlp(models::parse_layer_spec("2048,512"));
+  std::unique_ptr<SGD> sgd;
+
+  MlpRun(Device d, int64_t b, uint64_t seed) : dev(d), batch(b) { manual_seed(seed); }
+  // Queues one step and its mean loss; never blocks.
+  Tensor step() {
+    Tensor X = randn({batch, 512}, dev);
+    Tensor y = ones({batch}, dev);
+    Tensor l = l2_loss((*net)(X), y);
+    if (!sgd) sgd = std::make_unique<SGD>(net->parameters(), 0.005f);  // after deferred init
+    l.backward();
+    sgd->step(batch);
+    NoGradGuard ng;
+    return mean(l);
+  }
+};
+
+std::vector<float> mlp_losses(Device d, int steps, int64_t batch) {
+  MlpRun run(d, batch, 2024);
+  std::vector<float> losses;
+  for (int i = 0; i < steps; ++i) losses.push_back(run.step().item());
+  return losses;
+}
+
+using CudaTraining = Cuda;
+
+TEST_F(CudaTraining, MlpLossesMatchTheCpuFor20StepsWithTf32Off) {
+  ScopedTf32 fp32(false);
+  const std::vector<float> want = mlp_losses(cpu(), 20, 1024);
+  const std::vector<float> got = mlp_losses(gpu(), 20, 1024);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], 1e-4 * std::fabs(want[i])) << "step " << i;
+  std::cout << "[   INFO   ] loss step 0: cpu " << want.front() << " cuda " << got.front() << "; step 19: cpu "
+            << want.back() << " cuda " << got.back() << "\n";
+  EXPECT_LT(want.back(), want.front()) << "the model should learn something in 20 steps";
+}
+
+TEST_F(CudaTraining, Tf32ChangesNothingBeyondOnePercent) {
+  manual_seed(3);
+  Tensor a = randn({1024, 512}, cpu()), b = randn({2048, 512}, cpu());
+  const std::vector<float> want = matmul(a, b, false, /*transpose_b=*/true).to_host();
+  Tensor ga = copy_to(a, gpu()), gb = copy_to(b, gpu());
+  std::vector<float> with_tf32, without;
+  {
+    ScopedTf32 on(true);
+    with_tf32 = matmul(ga, gb, false, true).to_host();  // to_host: launched before the switch back
+  }
+  {
+    ScopedTf32 off(false);
+    without = matmul(ga, gb, false, true).to_host();
+  }
+  EXPECT_LE(norm_rel(with_tf32, want), 1e-2);
+  EXPECT_LE(norm_rel(without, want), 1e-5);
+  EXPECT_GT(norm_rel(with_tf32, without), 0.0)
+      << "TF32 on gave the FP32 result bit for bit: the math mode was not applied";
+  std::cout << "[   INFO   ] GEMM 1024x512 . 512x2048 vs OpenBLAS: TF32 " << norm_rel(with_tf32, want) << ", FP32 "
+            << norm_rel(without, want) << " (normwise relative)\n";
+
+  std::vector<float> losses_tf32;
+  {
+    ScopedTf32 on(true);
+    losses_tf32 = mlp_losses(gpu(), 5, 1024);
+  }
+  const std::vector<float> cpu_losses = mlp_losses(cpu(), 5, 1024);
+  for (size_t i = 0; i < cpu_losses.size(); ++i)
+    EXPECT_NEAR(losses_tf32[i], cpu_losses[i], 1e-2 * std::fabs(cpu_losses[i])) << "step " << i;
+}
+
+// --- memory -------------------------------------------------------------------------------------------
+
+using CudaMemory = Cuda;
+
+TEST_F(CudaMemory, ReportsTheGpuAndItsMemory) {
+  size_t free_bytes = 0, total = 0;
+  ASSERT_TRUE(device_memory_info(gpu(), &free_bytes, &total));
+  EXPECT_GT(total, 0u);
+  EXPECT_LE(free_bytes, total);
+  EXPECT_FALSE(device_memory_info(cpu(), &free_bytes, &total));
+  EXPECT_THROW(context(Device::cuda(cuda_device_count())), DeviceError);
+}
+
+TEST_F(CudaMemory, NoCudaMallocAfterWarmUp) {
+  MlpRun run(gpu(), 1024, 8);
+  run.step().item();  // deferred initialisation; the first buffers
+  {
+    PausedQueue paused(gpu());  // every buffer of a step held at once: the most any step needs
+    Tensor m = run.step();
+  }
+  waitall();
+  const uint64_t after_warm_up = memory_stats(gpu()).raw_alloc_count;
+  for (int i = 0; i < 10; ++i) {
+    run.step().item();
+    EXPECT_EQ(memory_stats(gpu()).raw_alloc_count, after_warm_up) << "a cudaMalloc in step " << i + 3;
+  }
+}
+
+TEST_F(CudaMemory, BytesInUseReturnToBaselineAfterDropAndWaitall) {
+  waitall();
+  const size_t base = memory_stats(gpu()).bytes_in_use;
+  const size_t x_bytes = 1024 * 512 * sizeof(float), h_bytes = 1024 * 1024 * sizeof(float);
+  {
+    PausedQueue paused(gpu());
+    Tensor x = randn({1024, 512}, gpu());
+    Tensor h = relu(matmul(x, x, false, /*transpose_b=*/true));
+    Tensor s = sum(h);
+    x = h = s = Tensor();  // every handle dropped; the pending ops still hold their buffers
+    EXPECT_GE(memory_stats(gpu()).bytes_in_use, base + x_bytes + 2 * h_bytes);
+  }
+  waitall();
+  EXPECT_EQ(memory_stats(gpu()).bytes_in_use, base);
+  EXPECT_GE(memory_stats(gpu()).peak_bytes, base + x_bytes + 2 * h_bytes);
+}
+
+TEST_F(CudaMemory, OutOfMemoryUnderAPoolLimitIsClearAndRecoverable) {
+  Pool& pool = context(gpu()).pool;
+  waitall();
+  const int64_t n = int64_t(16) << 20;  // 64 MiB
+  const size_t bytes = size_t(n) * sizeof(float);
+  {
+    ScopedPoolLimit limit(pool, pool.stats().reserved_bytes + (size_t(1) << 20));
+    try {
+      Tensor t = empty({n}, gpu());
+      FAIL() << "64 MiB were granted with 1 MiB of headroom";
+    } catch (const OutOfMemory& e) {
+      EXPECT_EQ(e.requested, bytes);
+      EXPECT_NE(std::string(e.what()).find(std::to_string(bytes)), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("cuda:0"), std::string::npos) << e.what();
+    }
+  }
+  Tensor t = full({n}, 2.f, gpu());
+  EXPECT_EQ(sum(t).item(), 2.f * float(n));
+}
+
+TEST_F(CudaMemory, AnImpossibleRequestIsOutOfMemoryAndTheProcessGoesOn) {
+  size_t total = 0;
+  ASSERT_TRUE(device_memory_info(gpu(), nullptr, &total));
+  const int64_t n = int64_t(total / sizeof(float)) * 2;  // twice the GPU
+  try {
+    Tensor t = empty({n}, gpu());
+    FAIL() << "twice the GPU's memory was granted";
+  } catch (const OutOfMemory& e) {
+    EXPECT_EQ(e.requested, size_t(n) * sizeof(float));
+    EXPECT_NE(std::string(e.what()).find(std::to_string(size_t(n) * sizeof(float))), std::string::npos) << e.what();
+  }
+  Tensor x = full({1000}, 1.f, gpu());
+  EXPECT_EQ(sum(x).item(), 1000.f);
+}
+
+// --- errors cross the queue ------------------------------------------------------------------------------
+
+using CudaErrors = Cuda;
+
+TEST_F(CudaErrors, NonFiniteValueSurfacesAtTheNextBlockerWithTheOpName) {
+  std::vector<float> v(1000, 1.f);
+  v[123] = std::numeric_limits<float>::quiet_NaN();
+  Tensor x = from_host({1000}, v.data(), gpu());
+  check_finite(x, "activations");  // returns at once: the check runs on the worker
+  Tensor y = add_scalar(x, 1.f);   // the queue goes on after a failure
+  try {
+    y.wait_to_read();
+    FAIL() << "the failed check was not reported";
+  } catch (const KernelError& e) {
+    EXPECT_EQ(e.op, "check_finite");
+    EXPECT_EQ(e.device, "cuda:0");
+    EXPECT_NE(std::string(e.what()).find("index 123"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("activations"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(waitall());  // taken by that blocker, once
+  EXPECT_EQ(sum(full({10}, 1.f, gpu())).item(), 10.f);
+}
+
+TEST_F(CudaErrors, SynchronousModeReportsTheErrorAtTheCallSite) {
+  std::vector<float> v(1000, 1.f);
+  v[7] = std::numeric_limits<float>::infinity();
+  Tensor x = from_host({1000}, v.data(), gpu());
+  x.wait_to_read();
+  ScopedBlocking sync(true);
+  try {
+    check_finite(x, "weights");
+    FAIL() << "synchronous mode must throw at the call";
+  } catch (const KernelError& e) {
+    EXPECT_EQ(e.op, "check_finite");
+    EXPECT_NE(std::string(e.what()).find("index 7"), std::string::npos) << e.what();
+  }
+  Tensor y = add_scalar(x, 1.f);
+  EXPECT_EQ(queue_stats(gpu()).depth, 0u) << "a push in synchronous mode returns when its op is done";
+  EXPECT_EQ(y.to_host()[0], 2.f);
+}
+
+// --- blockers and ordering ------------------------------------------------------------------------------------
+
+using CudaQueue = Cuda;
+
+// The worker only launches; wait_to_read must wait for the GPU itself. A
+// chain of large GEMMs takes the GPU far longer than the launches take the
+// worker, so if wait_to_read returned after the launch, the next blocker
+// would carry the GPU time instead.
+TEST_F(CudaQueue, WaitToReadWaitsForTheGpuNotJustTheLaunch) {
+  using clock = std::chrono::steady_clock;
+  const int64_t n = 4096;
+  manual_seed(11);
+  Tensor w = scale(randn({n, n}, gpu()), 1.f / 64);  // keeps the values' scale: 4096 * (1/64)^2 = 1
+  Tensor y = randn({n, n}, gpu());
+  matmul(y, w).wait_to_read();  // cuBLAS loads its kernels
+  const auto t0 = clock::now();
+  for (int i = 0; i < 50; ++i) y = matmul(y, w);  // ~7 TFLOP
+  const auto t1 = clock::now();
+  y.wait_to_read();
+  const auto t2 = clock::now();
+  const float s = sum(y).item();
+  const auto t3 = clock::now();
+  auto ms = [](clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  std::cout << "[   INFO   ] push " << ms(t1 - t0) << " ms, wait_to_read " << ms(t2 - t1) << " ms, then sum+item "
+            << ms(t3 - t2) << " ms\n";
+  EXPECT_TRUE(std::isfinite(s));
+  EXPECT_GT(ms(t2 - t1), ms(t3 - t2)) << "wait_to_read returned before the GPU finished";
+  EXPECT_LT(ms(t1 - t0), ms(t2 - t1)) << "the frontend should queue 50 GEMMs faster than the GPU runs them";
+}
+
+TEST_F(CudaQueue, CrossDeviceCopiesWaitForBothQueues) {
+  const int64_t n = 1 << 20;
+  Tensor on_gpu;
+  {
+    PausedQueue paused(cpu());
+    Tensor c = full({n}, 7.f, cpu());  // not run yet
+    on_gpu = copy_to(c, gpu());        // the GPU's worker waits for it
+  }
+  for (float v : on_gpu.to_host()) ASSERT_EQ(v, 7.f);
+  Tensor plus;
+  {
+    PausedQueue paused(gpu());
+    Tensor g = full({n}, 5.f, gpu());
+    Tensor back = copy_to(g, cpu());  // queued on the GPU's queue
+    plus = add_scalar(back, 1.f);     // on cpu:0, after that copy
+  }
+  for (float v : plus.to_host()) ASSERT_EQ(v, 6.f);
+}
+
+TEST_F(CudaQueue, HostDeviceRoundTripIsExact) {
+  std::mt19937 rng(5);
+  // The last size is larger than the pinned staging buffer (64 MiB): copied in chunks.
+  for (int64_t n : {int64_t(0), int64_t(1), int64_t(7), int64_t(4096), int64_t(20000003)}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) {  // every bit pattern: NaN payloads, infinities, -0, denormals
+      const uint32_t bits = rng();
+      std::memcpy(&x, &bits, sizeof x);
+    }
+    Tensor c = from_host({n}, v.data(), cpu());
+    const std::vector<float> through_tensors = copy_to(copy_to(c, gpu()), cpu()).to_host();
+    const std::vector<float> direct = from_host({n}, v.data(), gpu()).to_host();
+    ASSERT_EQ(through_tensors.size(), v.size());
+    ASSERT_EQ(direct.size(), v.size());
+    EXPECT_EQ(0, std::memcmp(through_tensors.data(), v.data(), v.size() * sizeof(float)));
+    EXPECT_EQ(0, std::memcmp(direct.data(), v.data(), v.size() * sizeof(float)));
+  }
+}
+
+}  // namespace
+}  // namespace amlp::testing

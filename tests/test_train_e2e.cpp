@@ -1,0 +1,132 @@
+// test_train_e2e.cpp — the README's main command, `train_mlp --config
+// configs/quick.ini --compare`, run in-process on cpu:0: the unsynchronized
+// run's backlog and memory are several times the synchronized run's, the
+// memory model predicts the increase, every mode reaches the same loss, and
+// back-pressure keeps the memory within its bound. No timing assertions.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <stdexcept>
+#include <sstream>
+
+#include "train/driver.h"
+#include "train/experiment.h"
+#include "train/options.h"
+
+namespace amlp::train {
+namespace {
+
+// CTest runs each test in a process of its own, so the comparison (several
+// seconds) runs once, in one test, and each property is checked in its own
+// function below.
+struct Compare {
+  Options options;
+  std::string output;
+  std::map<std::string, RunResult> runs;
+  const RunResult& run(const std::string& label) const {
+    auto it = runs.find(label);
+    if (it == runs.end()) throw std::runtime_error("no run '" + label + "'");
+    return it->second;
+  }
+};
+
+void runs_every_mode(const Compare& c) {
+  ASSERT_EQ(c.runs.size(), 3 + c.options.compare_every.size());
+  for (const char* label : {"batch", "none", "bounded"}) EXPECT_TRUE(c.runs.count(label)) << label;
+  for (int k : c.options.compare_every) EXPECT_TRUE(c.runs.count("every=" + std::to_string(k))) << k;
+  for (const auto& [label, r] : c.runs) {
+    EXPECT_EQ(r.batches, c.options.batches) << label;
+    EXPECT_EQ(r.device, "cpu:0") << label;
+    EXPECT_GT(r.bytes_per_batch, 0u) << label;
+  }
+}
+
+void prints_the_books_lines_and_the_table(const Compare& c) {
+  const int n = c.options.batches;
+  const int half = n >= 100 ? 50 : n / 2;
+  EXPECT_NE(c.output.find("batch " + std::to_string(half) + ", time "), std::string::npos) << c.output;
+  EXPECT_NE(c.output.find("batch " + std::to_string(n) + ", time "), std::string::npos) << c.output;
+  EXPECT_NE(c.output.find("increased memory: "), std::string::npos);
+  for (const char* column : {"mode", "wall s", "samples/s", "mem incr MB", "peak backlog", "predicted MB", "final loss"})
+    EXPECT_NE(c.output.find(column), std::string::npos) << column;
+}
+
+void unsynchronized_is_several_times_synchronized(const Compare& c) {
+  const RunResult &sync = c.run("batch"), &none = c.run("none");
+  EXPECT_EQ(sync.peak_backlog_batches, 1);  // the batch in flight
+  EXPECT_GE(none.peak_backlog_batches, 4 * sync.peak_backlog_batches);
+  EXPECT_GE(none.peak_queue_depth, 4 * sync.peak_queue_depth);
+  EXPECT_GT(sync.mem_increase_bytes, 0u);
+  EXPECT_GE(none.mem_increase_bytes, 4 * sync.mem_increase_bytes);
+}
+
+void memory_model_predicts_the_increase(const Compare& c) {
+  const RunResult& none = c.run("none");
+  const double measured = double(none.mem_increase_bytes), predicted = double(none.predicted_increase_bytes);
+  EXPECT_EQ(none.predicted_increase_bytes, size_t(none.peak_backlog_batches) * none.bytes_per_batch);
+  EXPECT_NEAR(predicted, measured, 0.10 * measured) << "predicted " << predicted << ", measured " << measured;
+  // Everywhere the model is an upper bound, and not a loose one: the worker
+  // may only have freed part of the batch it is running.
+  for (const auto& [label, r] : c.runs) {
+    EXPECT_LE(r.mem_increase_bytes, r.predicted_increase_bytes) << label;
+    EXPECT_GE(double(r.mem_increase_bytes), 0.5 * double(r.predicted_increase_bytes)) << label;
+  }
+  for (int k : c.options.compare_every)  // every=K holds at most K batches
+    EXPECT_LE(c.run("every=" + std::to_string(k)).peak_backlog_batches, k) << k;
+}
+
+void every_mode_reaches_the_same_loss(const Compare& c) {
+  const double ref = c.run("batch").final_loss;
+  ASSERT_TRUE(std::isfinite(ref));
+  for (const auto& [label, r] : c.runs) EXPECT_NEAR(r.final_loss, ref, 1e-5 * std::fabs(ref)) << label;
+}
+
+void back_pressure_keeps_memory_within_its_bound(const Compare& c) {
+  const RunResult& b = c.run("bounded");
+  ASSERT_GT(b.max_pending_bytes, 0u);
+  EXPECT_NEAR(double(b.max_pending_bytes), 2.0 * double(c.run("none").bytes_per_batch),
+              0.01 * double(b.max_pending_bytes));  // about two batches' footprint
+  EXPECT_LE(b.mem_increase_bytes, b.max_pending_bytes + b.largest_tensor_bytes);
+  EXPECT_LT(b.mem_increase_bytes, c.run("none").mem_increase_bytes / 4);
+}
+
+TEST(QuickCompare, ReproducesTheExperimentAndItsMemoryModel) {
+  const std::string config = std::string(ASYNCMLP_SOURCE_DIR) + "/configs/quick.ini";
+  ParseOutcome p = parse_options(std::vector<std::string>{"--config", config, "--compare", "--device", "cpu"});
+  ASSERT_EQ(p.status, ParseStatus::Run) << p.message;
+  Compare c{p.options, "", {}};
+  std::ostringstream out, err;
+  std::vector<RunResult> results;
+  ASSERT_EQ(run_driver(p.options, out, err, &results), 0) << err.str();
+  c.output = out.str();
+  for (const RunResult& r : results) c.runs[r.label] = r;
+
+  {
+    SCOPED_TRACE("runs every mode");
+    runs_every_mode(c);
+  }
+  {
+    SCOPED_TRACE("prints the book's lines and the table");
+    prints_the_books_lines_and_the_table(c);
+  }
+  {
+    SCOPED_TRACE("unsynchronized backlog and memory are several times synchronized");
+    unsynchronized_is_several_times_synchronized(c);
+  }
+  {
+    SCOPED_TRACE("the memory model predicts the increase");
+    memory_model_predicts_the_increase(c);
+  }
+  {
+    SCOPED_TRACE("every mode reaches the same loss");
+    every_mode_reaches_the_same_loss(c);
+  }
+  {
+    SCOPED_TRACE("back-pressure keeps memory within its bound");
+    back_pressure_keeps_memory_within_its_bound(c);
+  }
+}
+
+}  // namespace
+}  // namespace amlp::train

@@ -1,0 +1,387 @@
+// test_train_logs.cpp — what train_mlp writes, parsed back: the memory log
+// (header, one row per batch, loss only on synchronized batches, intact when a
+// run fails half way), the Chrome trace and the summary JSON.
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "framework/error.h"
+#include "train/memory_log.h"
+#include "train_test_util.h"
+
+namespace amlp::train {
+namespace {
+
+using amlp::testing::Ran;
+using amlp::testing::read_file;
+using amlp::testing::run_train_mlp;
+using amlp::testing::ScratchDir;
+using amlp::testing::split_lines;
+
+// --- a small JSON reader, strict enough to tell valid JSON from not --------------
+
+struct Json {
+  enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
+  bool boolean = false;
+  double number = 0;
+  std::string string;
+  std::vector<Json> array;
+  std::vector<std::pair<std::string, Json>> object;
+
+  const Json* find(const std::string& key) const {
+    for (const auto& kv : object)
+      if (kv.first == key) return &kv.second;
+    return nullptr;
+  }
+  const Json& at(const std::string& key) const {
+    const Json* j = find(key);
+    if (!j) throw std::runtime_error("no key '" + key + "'");
+    return *j;
+  }
+};
+
+class JsonReader {
+ public:
+  explicit JsonReader(const std::string& text) : s_(text) {}
+  Json document() {
+    Json j = value();
+    space();
+    if (i_ != s_.size()) fail("trailing characters");
+    return j;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& why) {
+    throw std::runtime_error("invalid JSON at offset " + std::to_string(i_) + ": " + why);
+  }
+  void space() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r')) ++i_;
+  }
+  void expect(char c) {
+    space();
+    if (i_ >= s_.size() || s_[i_] != c) fail(std::string("expected '") + c + "'");
+    ++i_;
+  }
+  bool literal(const char* word) {
+    const std::string w(word);
+    if (s_.compare(i_, w.size(), w) != 0) return false;
+    i_ += w.size();
+    return true;
+  }
+  std::string str() {
+    expect('"');
+    std::string out;
+    while (i_ < s_.size() && s_[i_] != '"') {
+      char c = s_[i_++];
+      if (static_cast<unsigned char>(c) < 0x20) fail("control character in a string");
+      if (c == '\\') {
+        if (i_ >= s_.size()) fail("unterminated escape");
+        char e = s_[i_++];
+        if (e == 'u') {
+          if (i_ + 4 > s_.size()) fail("short \\u escape");
+          i_ += 4;
+          out += '?';
+          continue;
+        }
+        if (std::string("\"\\/bfnrt").find(e) == std::string::npos) fail("bad escape");
+        out += e == 'n' ? '\n' : e == 't' ? '\t' : e;
+        continue;
+      }
+      out += c;
+    }
+    if (i_ >= s_.size()) fail("unterminated string");
+    ++i_;
+    return out;
+  }
+  Json value() {
+    space();
+    if (i_ >= s_.size()) fail("unexpected end");
+    Json j;
+    const char c = s_[i_];
+    if (c == '{') {
+      j.kind = Json::Object;
+      ++i_;
+      space();
+      if (i_ < s_.size() && s_[i_] == '}') return ++i_, j;
+      for (;;) {
+        std::string k = (space(), str());
+        expect(':');
+        j.object.emplace_back(k, value());
+        space();
+        if (i_ < s_.size() && s_[i_] == ',') {
+          ++i_;
+          continue;
+        }
+        expect('}');
+        return j;
+      }
+    }
+    if (c == '[') {
+      j.kind = Json::Array;
+      ++i_;
+      space();
+      if (i_ < s_.size() && s_[i_] == ']') return ++i_, j;
+      for (;;) {
+        j.array.push_back(value());
+        space();
+        if (i_ < s_.size() && s_[i_] == ',') {
+          ++i_;
+          continue;
+        }
+        expect(']');
+        return j;
+      }
+    }
+    if (c == '"') {
+      j.kind = Json::String;
+      j.string = str();
+      return j;
+    }
+    if (literal("true")) return j.kind = Json::Bool, j.boolean = true, j;
+    if (literal("false")) return j.kind = Json::Bool, j;
+    if (literal("null")) return j;
+    const size_t start = i_;
+    if (i_ < s_.size() && s_[i_] == '-') ++i_;
+    if (i_ >= s_.size() || !std::isdigit(static_cast<unsigned char>(s_[i_]))) fail("bad value");
+    while (i_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[i_])) || std::strchr(".eE+-", s_[i_]))) ++i_;
+    j.kind = Json::Number;
+    char* end = nullptr;
+    const std::string num = s_.substr(start, i_ - start);
+    j.number = std::strtod(num.c_str(), &end);
+    if (*end) fail("bad number '" + num + "'");
+    return j;
+  }
+
+  const std::string& s_;
+  size_t i_ = 0;
+};
+
+Json parse_json(const std::string& text) { return JsonReader(text).document(); }
+
+TEST(JsonReader, TellsValidFromInvalid) {
+  EXPECT_NO_THROW(parse_json(R"({"a": [1, -2.5e3, "x\"y", true, null, {}], "b": {}})"));
+  for (const char* bad : {"", "{", "[1,]", "{\"a\" 1}", "[1 2]", "{\"a\": nan}", "\"abc", "[1] x"})
+    EXPECT_THROW(parse_json(bad), std::runtime_error) << bad;
+}
+
+// --- the memory log ---------------------------------------------------------------
+
+std::vector<std::string> fields(const std::string& line) {
+  std::vector<std::string> f;
+  size_t start = 0;
+  for (;;) {
+    size_t comma = line.find(',', start);
+    f.push_back(line.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) return f;
+    start = comma + 1;
+  }
+}
+
+const std::vector<std::string> kColumns{"batch",          "wall_s",    "queue_depth", "bytes_in_use",
+                                        "peak_bytes",     "reserved_bytes", "rss_bytes", "loss",
+                                        "backlog_batches", "backlog_bytes"};
+
+// Parses a memory log back; checks the header and that every row is whole.
+std::vector<std::map<std::string, std::string>> read_memory_log(const std::string& path) {
+  std::vector<std::string> lines = split_lines(read_file(path));
+  EXPECT_FALSE(lines.empty()) << path;
+  if (lines.empty()) return {};
+  EXPECT_EQ(fields(lines[0]), kColumns);
+  std::vector<std::map<std::string, std::string>> rows;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    std::vector<std::string> f = fields(lines[i]);
+    EXPECT_EQ(f.size(), kColumns.size()) << "row " << i << ": " << lines[i];
+    std::map<std::string, std::string> row;
+    for (size_t c = 0; c < f.size() && c < kColumns.size(); ++c) row[kColumns[c]] = f[c];
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+TEST(MemoryLog, WritesHeaderAndRowsFlushedAsTheyGo) {
+  ScratchDir dir;
+  {
+    MemoryLog log(dir.file("m.csv"));
+    BatchSample s;
+    s.batch = 1;
+    s.wall_s = 0.25;
+    s.queue_depth = 26;
+    s.bytes_in_use = 1000;
+    s.peak_bytes = 2000;
+    s.reserved_bytes = 3000;
+    s.rss_bytes = 4000;
+    s.backlog_batches = 1;
+    s.backlog_bytes = 512;
+    log.write(s);
+    s.batch = 2;
+    s.loss = 0.125;
+    log.write(s);
+    // Flushed per row: readable before the log is closed.
+    auto rows = read_memory_log(dir.file("m.csv"));
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[0]["loss"], "");
+    EXPECT_EQ(rows[1]["loss"], "0.125");
+    EXPECT_EQ(rows[1]["queue_depth"], "26");
+    EXPECT_EQ(rows[1]["bytes_in_use"], "1000");
+    EXPECT_EQ(rows[1]["backlog_bytes"], "512");
+  }
+  EXPECT_THROW(MemoryLog(dir.file("no/such/dir.csv")), Error);
+}
+
+TEST(TrainMlpLogs, OneRowPerBatchLossOnlyWhereSynchronized) {
+  ScratchDir dir;
+  Ran r = run_train_mlp("--device cpu --sync every=3 --batches 7 --batch-size 16 --features 8 --hidden 8 --memory-log " +
+                        dir.file("m.csv"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto rows = read_memory_log(dir.file("m.csv"));
+  ASSERT_EQ(rows.size(), 7u);
+  double last_t = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int batch = static_cast<int>(i) + 1;
+    EXPECT_EQ(std::stoi(rows[i]["batch"]), batch);
+    EXPECT_EQ(rows[i]["loss"].empty(), batch % 3 != 0) << "batch " << batch;
+    if (!rows[i]["loss"].empty()) EXPECT_TRUE(std::isfinite(std::stod(rows[i]["loss"])));
+    const double t = std::stod(rows[i]["wall_s"]);
+    EXPECT_GE(t, last_t);
+    last_t = t;
+    EXPECT_GT(std::stoull(rows[i]["bytes_in_use"]), 0u);
+    EXPECT_GE(std::stoull(rows[i]["peak_bytes"]), std::stoull(rows[i]["bytes_in_use"]));
+    EXPECT_GE(std::stoull(rows[i]["reserved_bytes"]), std::stoull(rows[i]["bytes_in_use"]));
+    EXPECT_GT(std::stoull(rows[i]["rss_bytes"]), 0u);
+    EXPECT_GE(std::stoi(rows[i]["backlog_batches"]), 0);
+  }
+}
+
+TEST(TrainMlpLogs, CompareWritesOneLogAndOneSummaryPerMode) {
+  ScratchDir dir;
+  Ran r = run_train_mlp("--device cpu --compare --compare-every 2 --batches 4 --batch-size 16 --features 8 --hidden 8 "
+                        "--memory-log " + dir.file("mem.csv") + " --summary-json " + dir.file("s.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* tag : {"batch", "none", "every2", "bounded"}) {
+    auto rows = read_memory_log(dir.file(std::string("mem.") + tag + ".csv"));
+    EXPECT_EQ(rows.size(), 4u) << tag;
+    for (auto& row : rows) EXPECT_EQ(row["loss"].empty(), std::string(tag) == "none" || std::string(tag) == "bounded" ||
+                                                              (std::string(tag) == "every2" && std::stoi(row["batch"]) % 2));
+  }
+  Json s = parse_json(read_file(dir.file("s.json")));
+  ASSERT_EQ(s.kind, Json::Array);
+  ASSERT_EQ(s.array.size(), 4u);
+  std::vector<std::string> labels;
+  for (const Json& run : s.array) labels.push_back(run.at("label").string);
+  EXPECT_EQ(labels, (std::vector<std::string>{"batch", "none", "every=2", "bounded"}));
+  EXPECT_GT(s.array[3].at("max_pending_bytes").number, 0);
+}
+
+TEST(TrainMlpLogs, SummaryJsonHasEveryKey) {
+  ScratchDir dir;
+  Ran r = run_train_mlp("--device cpu --sync none --batches 3 --batch-size 16 --features 8 --hidden 8 --summary-json " +
+                        dir.file("s.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  Json s = parse_json(read_file(dir.file("s.json")));
+  ASSERT_EQ(s.kind, Json::Array);
+  ASSERT_EQ(s.array.size(), 1u);
+  const Json& run = s.array[0];
+  EXPECT_EQ(run.at("mode").string, "none");
+  EXPECT_EQ(run.at("device").string, "cpu:0");
+  for (const char* key : {"batches", "batch_size", "wall_s", "samples_per_s", "mem_increase_bytes", "rss_increase_bytes",
+                          "peak_queue_depth", "predicted_increase_bytes", "final_loss", "peak_backlog_batches",
+                          "bytes_per_batch"})
+    EXPECT_EQ(run.at(key).kind, Json::Number) << key;
+  EXPECT_EQ(run.at("batches").number, 3);
+  EXPECT_EQ(run.at("batch_size").number, 16);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("s.json.tmp")));
+}
+
+// --- failing half way ---------------------------------------------------------------
+
+// Unsynchronized with a pool capped at ~10 batches' footprint: out of memory
+// mid-run. One line, status 1, every row so far whole, no summary.
+TEST(TrainMlpLogs, OutOfMemoryMidRunKeepsTheRowsSoFar) {
+  ScratchDir dir;
+  Ran r = run_train_mlp("--device cpu --sync none --batches 40 --batch-size 256 --features 512 --hidden 512,128 "
+                        "--memory-limit 48MiB --memory-log " + dir.file("m.csv") + " --trace " + dir.file("t.json") +
+                        " --summary-json " + dir.file("s.json"));
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err_lines(), 1u) << r.err;
+  EXPECT_NE(r.err.find("train_mlp: error: run 'none' failed at batch "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("out of memory on cpu:0"), std::string::npos) << r.err;
+  auto rows = read_memory_log(dir.file("m.csv"));
+  ASSERT_GE(rows.size(), 2u);
+  ASSERT_LT(rows.size(), 40u);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(std::stoi(rows[i]["batch"]), static_cast<int>(i) + 1);
+    EXPECT_LE(std::stoull(rows[i]["reserved_bytes"]), size_t(48) << 20);
+  }
+  EXPECT_NE(r.err.find("at batch " + std::to_string(rows.size() + 1) + " of 40"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("s.json")));
+  EXPECT_NO_THROW(parse_json(read_file(dir.file("t.json"))));  // what was recorded, whole
+}
+
+// A queued check that fails (a non-finite loss from a huge step) surfaces at
+// the next blocker: the synchronizing item() of the batch that queued it.
+TEST(TrainMlpLogs, KernelErrorSurfacesAtTheNextBlocker) {
+  ScratchDir dir;
+  Ran r = run_train_mlp("--device cpu --sync batch --batches 20 --batch-size 64 --features 32 --hidden 32 --lr 1e6 "
+                        "--check-finite --memory-log " + dir.file("m.csv"));
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err_lines(), 1u) << r.err;
+  EXPECT_NE(r.err.find("kernel 'check_finite'"), std::string::npos) << r.err;
+  auto rows = read_memory_log(dir.file("m.csv"));
+  ASSERT_LT(rows.size(), 20u);
+  EXPECT_NE(r.err.find("at batch " + std::to_string(rows.size() + 1) + " of 20"), std::string::npos) << r.err;
+  for (auto& row : rows) EXPECT_TRUE(std::isfinite(std::stod(row["loss"])));
+}
+
+// --- the trace --------------------------------------------------------------------------
+
+TEST(TrainMlpLogs, TraceIsChromeTraceJsonWithFrontendAndQueueTracks) {
+  ScratchDir dir;
+  Ran r = run_train_mlp("--device cpu --sync none --batches 3 --batch-size 16 --features 8 --hidden 8 --trace " +
+                        dir.file("t.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  Json t = parse_json(read_file(dir.file("t.json")));
+  ASSERT_EQ(t.kind, Json::Object);
+  const Json& events = t.at("traceEvents");
+  ASSERT_EQ(events.kind, Json::Array);
+  std::map<double, std::string> track_names;
+  std::map<double, int> spans_on;
+  std::set<std::string> counters, frontend_spans;
+  for (const Json& e : events.array) {
+    const std::string ph = e.at("ph").string;
+    if (ph == "M" && e.at("name").string == "thread_name") track_names[e.at("tid").number] = e.at("args").at("name").string;
+    if (ph == "X") {
+      EXPECT_EQ(e.at("ts").kind, Json::Number);
+      EXPECT_EQ(e.at("dur").kind, Json::Number);
+      spans_on[e.at("tid").number]++;
+    }
+    if (ph == "C") {
+      counters.insert(e.at("name").string);
+      EXPECT_EQ(e.at("args").at("value").kind, Json::Number);
+    }
+  }
+  double frontend = -1, queue = -1;
+  for (auto& [tid, name] : track_names) {
+    if (name.find("frontend") != std::string::npos) frontend = tid;
+    if (name == "queue cpu:0") queue = tid;
+  }
+  ASSERT_GE(frontend, 0) << "no frontend track";
+  ASSERT_GE(queue, 0) << "no queue cpu:0 track";
+  EXPECT_GT(spans_on[frontend], 3 * 10);  // enqueue spans and the batch spans
+  EXPECT_GT(spans_on[queue], 3 * 10);     // execution spans
+  for (const Json& e : events.array)
+    if (e.at("ph").string == "X" && e.at("tid").number == frontend) frontend_spans.insert(e.at("name").string);
+  EXPECT_TRUE(frontend_spans.count("batch"));
+  EXPECT_TRUE(frontend_spans.count("matmul"));
+  EXPECT_TRUE(counters.count("queue depth cpu:0"));
+  EXPECT_TRUE(counters.count("bytes in use MiB cpu:0"));
+  EXPECT_TRUE(counters.count("backlog batches"));
+}
+
+}  // namespace
+}  // namespace amlp::train

@@ -1,0 +1,295 @@
+// test_train_options.cpp — train_mlp's options: defaults, every kind of bad
+// input (one line naming the culprit, exit status 2, nothing written), config
+// precedence, and the small parsers behind them.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "framework/device.h"
+#include "train/byte_size.h"
+#include "train/options.h"
+#include "train/sync_policy.h"
+#include "train_test_util.h"
+
+namespace amlp::train {
+namespace {
+
+using amlp::testing::Ran;
+using amlp::testing::run_train_mlp;
+using amlp::testing::ScratchDir;
+
+std::vector<std::string> words(const std::string& s) {
+  std::vector<std::string> w;
+  std::istringstream in(s);
+  for (std::string x; in >> x;) w.push_back(x);
+  return w;
+}
+
+ParseOutcome parse(const std::string& args) { return parse_options(words(args)); }
+
+TEST(TrainOptions, DefaultsAreTheBooksExperiment) {
+  ParseOutcome p = parse("");
+  ASSERT_EQ(p.status, ParseStatus::Run) << p.message;
+  const Options& o = p.options;
+  EXPECT_EQ(o.batches, 100);
+  EXPECT_EQ(o.batch_size, 1024);
+  EXPECT_EQ(o.features, 512);
+  EXPECT_EQ(o.hidden.hidden, (std::vector<int64_t>{2048, 512}));
+  EXPECT_FLOAT_EQ(o.lr, 0.005f);
+  EXPECT_EQ(o.sync.policy, SyncPolicy::EveryBatch);
+  EXPECT_EQ(o.max_pending, 0u);
+  EXPECT_EQ(o.max_pending_bytes, 0u);
+  EXPECT_FALSE(o.compare);
+  EXPECT_EQ(o.device_text, "auto");
+  EXPECT_EQ(o.device_fell_back, cuda_device_count() == 0);
+}
+
+TEST(TrainOptions, ReadsEveryOption) {
+  ParseOutcome p = parse(
+      "--device cpu:1 --sync every=4 --batches 7 --batch-size 32 --features 16 --hidden 8,4,2 --lr 0.1 "
+      "--momentum 0.9 --seed 99 --max-pending 12 --max-pending-bytes 3MiB --memory-limit 1G --blocking --tf32 "
+      "--check-finite --compare --compare-every 3,5");
+  ASSERT_EQ(p.status, ParseStatus::Run) << p.message;
+  const Options& o = p.options;
+  EXPECT_EQ(o.device, Device::cpu(1));
+  EXPECT_EQ(o.sync, (SyncMode{SyncPolicy::EveryK, 4}));
+  EXPECT_EQ(o.batches, 7);
+  EXPECT_EQ(o.batch_size, 32);
+  EXPECT_EQ(o.features, 16);
+  EXPECT_EQ(o.hidden.hidden, (std::vector<int64_t>{8, 4, 2}));
+  EXPECT_FLOAT_EQ(o.lr, 0.1f);
+  EXPECT_FLOAT_EQ(o.momentum, 0.9f);
+  EXPECT_EQ(o.seed, 99u);
+  EXPECT_EQ(o.max_pending, 12u);
+  EXPECT_EQ(o.max_pending_bytes, size_t(3) << 20);
+  EXPECT_EQ(o.memory_limit, size_t(1) << 30);
+  EXPECT_TRUE(o.blocking && o.tf32 && o.check_finite && o.compare);
+  EXPECT_EQ(o.compare_every, (std::vector<int>{3, 5}));
+}
+
+TEST(TrainOptions, HelpDocumentsEveryOptionWithItsDefault) {
+  ParseOutcome p = parse("--help");
+  ASSERT_EQ(p.status, ParseStatus::Exit);
+  EXPECT_EQ(p.exit_code, 0);
+  for (const char* opt : {"--device", "--sync", "--batches", "--batch-size", "--features", "--hidden", "--lr",
+                          "--momentum", "--seed", "--max-pending", "--max-pending-bytes", "--memory-limit",
+                          "--blocking", "--tf32", "--check-finite", "--memory-log", "--trace", "--summary-json",
+                          "--compare", "--compare-every", "--config", "--help", "--version"})
+    EXPECT_NE(p.message.find(opt), std::string::npos) << opt;
+  for (const char* def : {"(=auto)", "(=batch)", "(=100)", "(=1024)", "(=512)", "(=2048,512)", "(=0.005)"})
+    EXPECT_NE(p.message.find(def), std::string::npos) << def;
+  EXPECT_NE(p.message.find("Memory model"), std::string::npos);
+  EXPECT_NE(p.message.find("mem.none.csv"), std::string::npos);  // the --compare log names
+}
+
+TEST(TrainOptions, VersionPrintsTheVersionString) {
+  ParseOutcome p = parse("--version");
+  ASSERT_EQ(p.status, ParseStatus::Exit);
+  EXPECT_EQ(p.message.rfind("asyncmlp ", 0), 0u) << p.message;
+}
+
+// --- bad input: one line naming the culprit, exit status 2 ---------------------
+
+struct BadCase {
+  const char* args;
+  const char* culprit;  // the message must contain this
+};
+
+class BadInput : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadInput, IsOneLineNamingTheCulpritWithStatus2) {
+  ParseOutcome p = parse(GetParam().args);
+  ASSERT_EQ(p.status, ParseStatus::Error) << GetParam().args;
+  EXPECT_EQ(p.exit_code, kExitBadInput);
+  EXPECT_NE(p.message.find(GetParam().culprit), std::string::npos) << p.message;
+  EXPECT_EQ(p.message.find('\n'), std::string::npos) << p.message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    TrainOptions, BadInput,
+    ::testing::Values(BadCase{"--bogus", "unknown option '--bogus'"}, BadCase{"--batche 5", "'--batche'"},
+                      BadCase{"stray", "unexpected argument 'stray'"}, BadCase{"--batches", "'--batches' needs a value"},
+                      BadCase{"--batches 1 --batches 2", "more than once"},
+                      BadCase{"--batches 0", "--batches must be a positive integer (got 0)"},
+                      BadCase{"--batches -3", "--batches must be a positive integer (got -3)"},
+                      BadCase{"--batches x", "--batches must be a positive integer (got 'x')"},
+                      BadCase{"--batch-size 0", "--batch-size"}, BadCase{"--batch-size -8", "--batch-size"},
+                      BadCase{"--features 0", "--features"}, BadCase{"--sync every=0", "'every=0'"},
+                      BadCase{"--sync every=x", "'every=x'"}, BadCase{"--sync every=", "'every='"},
+                      BadCase{"--sync sometimes", "'sometimes'"}, BadCase{"--hidden 2048,,x", "'2048,,x'"},
+                      BadCase{"--hidden 2048,0", "'2048,0'"}, BadCase{"--lr 0", "--lr must be positive"},
+                      BadCase{"--lr -0.1", "--lr must be positive"}, BadCase{"--lr fast", "--lr must be a number"},
+                      BadCase{"--lr nan", "--lr"}, BadCase{"--momentum 1", "--momentum"},
+                      BadCase{"--seed -1", "--seed"}, BadCase{"--max-pending -1", "--max-pending"},
+                      BadCase{"--max-pending-bytes 12XB", "'12XB'"}, BadCase{"--max-pending-bytes MiB", "'MiB'"},
+                      BadCase{"--memory-limit lots", "'lots'"}, BadCase{"--memory-limit 1.5", "'1.5'"},
+                      BadCase{"--compare-every 0", "--compare-every"}, BadCase{"--compare-every 2,,3", "--compare-every"},
+                      BadCase{"--device tpu", "unknown device 'tpu'"},
+                      BadCase{"--device cuda:99", "device 'cuda:99' is not there"},
+                      BadCase{"--device cpu:9", "device 'cpu:9' is not there"},
+                      BadCase{"--config /nonexistent/x.ini", "cannot read config file '/nonexistent/x.ini'"},
+                      BadCase{"--memory-log /nonexistent/m.csv", "--memory-log: cannot write '/nonexistent/m.csv'"},
+                      BadCase{"--memory-log /tmp", "it is a directory"},
+                      BadCase{"--trace /nonexistent/t.json", "--trace: cannot write"},
+                      BadCase{"--summary-json /nonexistent/s.json", "--summary-json: cannot write"},
+                      BadCase{"--compare --memory-log /nonexistent/m.csv", "'/nonexistent/m.batch.csv'"}));
+
+TEST(TrainOptions, AbsentGpuIsNamed) {
+  if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is visible: 'cuda' is there";
+  ParseOutcome p = parse("--device cuda");
+  ASSERT_EQ(p.status, ParseStatus::Error);
+  EXPECT_NE(p.message.find("device 'cuda' is not there"), std::string::npos) << p.message;
+}
+
+// --- config files ----------------------------------------------------------------
+
+TEST(TrainOptions, CommandLineBeatsConfigBeatsDefault) {
+  ScratchDir dir;
+  const std::string ini = dir.write("c.ini", "# comment\nbatches = 7\nbatch-size = 64\nsync = none\ncompare = true\n");
+  ParseOutcome p = parse("--config " + ini + " --batches 9");
+  ASSERT_EQ(p.status, ParseStatus::Run) << p.message;
+  EXPECT_EQ(p.options.batches, 9);                              // command line wins
+  EXPECT_EQ(p.options.batch_size, 64);                          // the file beats the default
+  EXPECT_EQ(p.options.sync.policy, SyncPolicy::Never);
+  EXPECT_TRUE(p.options.compare);                               // a switch from the file
+  EXPECT_EQ(p.options.features, 512);                           // default
+  ParseOutcome q = parse("--sync batch --config " + ini);     // order on the line does not matter
+  ASSERT_EQ(q.status, ParseStatus::Run) << q.message;
+  EXPECT_EQ(q.options.sync.policy, SyncPolicy::EveryBatch);
+}
+
+TEST(TrainOptions, ShippedConfigsParse) {
+  for (const char* name : {"d2l.ini", "quick.ini", "sweep.ini"}) {
+    ParseOutcome p = parse(std::string("--config ") + ASYNCMLP_SOURCE_DIR + "/configs/" + name);
+    EXPECT_EQ(p.status, ParseStatus::Run) << name << ": " << p.message;
+  }
+  ParseOutcome d2l = parse(std::string("--config ") + ASYNCMLP_SOURCE_DIR + "/configs/d2l.ini");
+  EXPECT_EQ(d2l.options.batches, 100);
+  EXPECT_EQ(d2l.options.batch_size, 1024);
+  EXPECT_EQ(models::to_string(d2l.options.hidden), "2048,512");
+}
+
+TEST(TrainOptions, ConfigErrorsNameTheFileAndKey) {
+  ScratchDir dir;
+  const std::string unknown = dir.write("unknown.ini", "batches = 5\nbatchez = 6\n");
+  ParseOutcome p = parse("--config " + unknown);
+  ASSERT_EQ(p.status, ParseStatus::Error);
+  EXPECT_NE(p.message.find(unknown), std::string::npos) << p.message;
+  EXPECT_NE(p.message.find("unknown key 'batchez'"), std::string::npos) << p.message;
+
+  const std::string bad = dir.write("bad.ini", "batches = 0\n");
+  p = parse("--config " + bad);
+  ASSERT_EQ(p.status, ParseStatus::Error);
+  EXPECT_NE(p.message.find("'batches' in " + bad), std::string::npos) << p.message;
+  EXPECT_EQ(parse("--config " + bad + " --batches 3").status, ParseStatus::Run);  // overridden: fine
+
+  const std::string syntax = dir.write("syntax.ini", "just words\n");
+  p = parse("--config " + syntax);
+  ASSERT_EQ(p.status, ParseStatus::Error);
+  EXPECT_NE(p.message.find(syntax), std::string::npos) << p.message;
+
+  p = parse("--config " + dir.path());
+  ASSERT_EQ(p.status, ParseStatus::Error);
+  EXPECT_NE(p.message.find("it is a directory"), std::string::npos) << p.message;
+
+  const std::string cfg_in_cfg = dir.write("nested.ini", "config = other.ini\n");
+  p = parse("--config " + cfg_in_cfg);
+  ASSERT_EQ(p.status, ParseStatus::Error);
+  EXPECT_NE(p.message.find("unknown key 'config'"), std::string::npos) << p.message;
+}
+
+// --- the small parsers -------------------------------------------------------------
+
+TEST(SyncPolicy, ParsesEveryModeAndSaysWhenToWait) {
+  SyncMode b = parse_sync_mode("batch"), n = parse_sync_mode("none"), k = parse_sync_mode("every=3");
+  EXPECT_EQ(b.policy, SyncPolicy::EveryBatch);
+  EXPECT_EQ(n.policy, SyncPolicy::Never);
+  EXPECT_EQ(k, (SyncMode{SyncPolicy::EveryK, 3}));
+  for (int i = 1; i <= 9; ++i) {
+    EXPECT_TRUE(b.syncs_after(i));
+    EXPECT_FALSE(n.syncs_after(i));
+    EXPECT_EQ(k.syncs_after(i), i % 3 == 0) << i;
+  }
+  EXPECT_EQ(to_string(k), "every=3");
+  EXPECT_EQ(file_tag(k), "every3");
+  EXPECT_EQ(to_string(parse_sync_mode(to_string(n))), "none");
+  for (const char* bad : {"", "Batch", "every", "every=0", "every=-1", "every=x", "every=2x", "every=9999999999"})
+    EXPECT_THROW(parse_sync_mode(bad), std::invalid_argument) << bad;
+}
+
+TEST(ByteSize, ParsesSuffixes) {
+  EXPECT_EQ(parse_byte_size("0"), 0u);
+  EXPECT_EQ(parse_byte_size("4096"), 4096u);
+  EXPECT_EQ(parse_byte_size("4096B"), 4096u);
+  EXPECT_EQ(parse_byte_size("2K"), 2048u);
+  EXPECT_EQ(parse_byte_size("2KiB"), 2048u);
+  EXPECT_EQ(parse_byte_size("2kb"), 2000u);
+  EXPECT_EQ(parse_byte_size("256MiB"), size_t(256) << 20);
+  EXPECT_EQ(parse_byte_size("256M"), size_t(256) << 20);
+  EXPECT_EQ(parse_byte_size("1G"), size_t(1) << 30);
+  EXPECT_EQ(parse_byte_size("1.5GiB"), size_t(3) << 29);
+  EXPECT_EQ(parse_byte_size("2GB"), size_t(2000000000));
+  EXPECT_EQ(parse_byte_size("1TiB"), size_t(1) << 40);
+  for (const char* bad : {"", "MiB", "-1", "1.5", "12XB", "1 G", "1..2M", "1e9", "99999999999T"})
+    EXPECT_THROW(parse_byte_size(bad), std::invalid_argument) << bad;
+}
+
+TEST(TrainOptions, TaggedPathsForCompare) {
+  EXPECT_EQ(tagged_path("out/mem.csv", "none"), "out/mem.none.csv");
+  EXPECT_EQ(tagged_path("mem.csv", "every10"), "mem.every10.csv");
+  EXPECT_EQ(tagged_path("out.d/mem", "batch"), "out.d/mem.batch");
+  EXPECT_EQ(tagged_path("out/.hidden", "batch"), "out/.hidden.batch");
+}
+
+// --- the real binary -------------------------------------------------------------------
+
+class BinaryBadInput : public ::testing::TestWithParam<const char*> {};
+
+// Exit status 2, exactly one line on stderr, and not one output file created.
+TEST_P(BinaryBadInput, FailsUpFrontWritingNothing) {
+  ScratchDir dir;
+  const std::string outputs = " --memory-log " + dir.file("m.csv") + " --trace " + dir.file("t.json") +
+                              " --summary-json " + dir.file("s.json");
+  Ran r = run_train_mlp(std::string(GetParam()) + outputs);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(r.err_lines(), 1u) << r.err;
+  EXPECT_EQ(r.err.rfind("train_mlp: error: ", 0), 0u) << r.err;
+  EXPECT_TRUE(dir.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(TrainMlp, BinaryBadInput,
+                         ::testing::Values("--bogus", "--batches 0", "--batch-size -1", "--sync every=0",
+                                           "--sync every=x", "--hidden 2048,,x", "--lr 0",
+                                           "--max-pending-bytes 12XB", "--config /nonexistent/x.ini",
+                                           "--device tpu", "--device cuda:99",
+                                           "--batches 2 --trace /nonexistent/t.json"));
+
+TEST(TrainMlp, UnknownConfigKeyFailsUpFront) {
+  ScratchDir dir;
+  const std::string ini = dir.write("c.ini", "batches = 2\nnot-an-option = 1\n");
+  Ran r = run_train_mlp("--config " + ini + " --memory-log " + dir.file("m.csv"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err_lines(), 1u) << r.err;
+  EXPECT_NE(r.err.find("'not-an-option'"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("m.csv")));
+}
+
+TEST(TrainMlp, HelpAndVersionExitZero) {
+  Ran h = run_train_mlp("--help");
+  EXPECT_EQ(h.code, 0);
+  EXPECT_NE(h.out.find("--max-pending-bytes"), std::string::npos);
+  EXPECT_TRUE(h.err.empty());
+  Ran v = run_train_mlp("--version");
+  EXPECT_EQ(v.code, 0);
+  EXPECT_EQ(v.out.rfind("asyncmlp ", 0), 0u) << v.out;
+}
+
+TEST(TrainMlp, AutoSaysItFellBackToTheCpu) {
+  if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is visible";
+  Ran r = run_train_mlp("--device auto --batches 2 --batch-size 8 --hidden 4");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("falling back to cpu:0"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace amlp::train

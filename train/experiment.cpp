@@ -1,0 +1,337 @@
+#include "train/experiment.h"
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ostream>
+
+#include "framework/asyncmlp.h"
+#include "train/byte_size.h"
+#include "train/memory_log.h"
+
+namespace amlp::train {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Back-pressure for the lifetime of one run; unbounded again afterwards, even
+// when the run throws.
+class PendingLimit {
+ public:
+  PendingLimit(uint64_t ops, size_t bytes) { set_max_pending(ops, bytes); }
+  ~PendingLimit() { set_max_pending(0, 0); }
+  PendingLimit(const PendingLimit&) = delete;
+  PendingLimit& operator=(const PendingLimit&) = delete;
+};
+
+// A clean device for each run: nothing pending, the cache handed back to the
+// system (and glibc's free lists trimmed, so the RSS figures of back-to-back
+// runs stand alone), peaks reset.
+void fresh_device(Device d) {
+  waitall();
+  context(d).pool.empty_cache();
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+  reset_peaks(d);
+}
+
+// The book prints the time at batches 50 and 100; shorter runs print at the
+// halfway point and at the end.
+bool prints_time_at(int batch, int batches) {
+  if (batches >= 100) return batch % 50 == 0 || batch == batches;
+  return batch == batches || (batches >= 2 && batch == batches / 2);
+}
+
+// Batches whose last op has not completed: seq of each batch's last op,
+// compared with the queue's completed count (monotone, so a moving cursor).
+class BacklogCounter {
+ public:
+  void batch_queued(uint64_t last_seq) { last_.push_back(last_seq); }
+  int pending(uint64_t completed) {
+    while (first_pending_ < last_.size() && last_[first_pending_] <= completed) ++first_pending_;
+    return static_cast<int>(last_.size() - first_pending_);
+  }
+  // The batch (1-based) that queued op `seq`, or 0 if it came after the last one.
+  int batch_of(uint64_t seq) const {
+    auto it = std::lower_bound(last_.begin(), last_.end(), seq);
+    return it == last_.end() ? 0 : static_cast<int>(it - last_.begin()) + 1;
+  }
+
+ private:
+  std::vector<uint64_t> last_;
+  size_t first_pending_ = 0;
+};
+
+std::string mode_text(const SyncMode& m) { return to_string(m); }
+
+}  // namespace
+
+size_t predicted_increase(const RunResult& r) {
+  size_t p = static_cast<size_t>(r.peak_backlog_batches) * r.bytes_per_batch;
+  // Back-pressure caps the bytes pending ops hold; the op waiting to be
+  // queued has already allocated its output.
+  if (r.max_pending_bytes) p = std::min(p, r.max_pending_bytes + r.largest_tensor_bytes);
+  return p;
+}
+
+namespace {
+
+}  // namespace
+
+RunSpec spec_from_options(const Options& o) {
+  RunSpec s;
+  s.label = to_string(o.sync);
+  if (o.max_pending || o.max_pending_bytes) s.label += " (bounded)";
+  s.device = o.device;
+  s.sync = o.sync;
+  s.batches = o.batches;
+  s.batch_size = o.batch_size;
+  s.features = o.features;
+  s.hidden = o.hidden;
+  s.lr = o.lr;
+  s.momentum = o.momentum;
+  s.seed = o.seed;
+  s.max_pending_ops = o.max_pending;
+  s.max_pending_bytes = o.max_pending_bytes;
+  s.check_finite = o.check_finite;
+  s.memory_log = o.memory_log;
+  return s;
+}
+
+RunResult run_experiment(const RunSpec& s, std::ostream& out) {
+  const Device d = s.device;
+  const int64_t B = s.batch_size, F = s.features;
+  fresh_device(d);
+
+  // Same seed ⇒ same weights and the same data in every mode.
+  manual_seed(s.seed);
+  auto net = models::make_mlp(s.hidden);
+  {
+    NoGradGuard ng;
+    net->forward(zeros({1, F}, d));  // deferred initialisation; draws only the weights
+  }
+  L2Loss loss;
+  SGD sgd(net->parameters(), s.lr, s.momentum);
+  std::vector<Parameter*> params = net->parameters();
+  fresh_device(d);
+
+  RunResult r;
+  r.label = s.label;
+  r.mode = mode_text(s.sync);
+  r.device = d.str();
+  r.batches = s.batches;
+  r.batch_size = s.batch_size;
+  r.max_pending_ops = s.max_pending_ops;
+  r.max_pending_bytes = s.max_pending_bytes;
+  {
+    int64_t widest = F;
+    for (int64_t h : s.hidden.hidden) widest = std::max(widest, h);
+    r.largest_tensor_bytes = Pool::round(static_cast<size_t>(B * widest) * sizeof(float));
+  }
+
+  MemoryLog log = s.memory_log.empty() ? MemoryLog() : MemoryLog(s.memory_log);  // opened before the run
+  PendingLimit limit(s.max_pending_ops, s.max_pending_bytes);
+  const std::string run_name = "run " + s.label;
+  trace::Scope run_span(run_name.c_str());
+
+  r.start_bytes = memory_stats(d).bytes_in_use;
+  r.start_rss = r.peak_rss = process_rss_bytes();
+  BacklogCounter backlog;
+  Tensor last_loss;  // the final batch's per-sample loss, for the final figure
+  bool last_synced = false;
+  int batch = 0;
+  const Clock::time_point t0 = Clock::now();
+  try {
+    for (batch = 1; batch <= s.batches; ++batch) {
+      trace::Scope batch_span("batch");
+      const uint64_t allocated_before = memory_stats(d).bytes_allocated_total;
+      // Batches alive from now on: the unfinished ones and this one. The count
+      // only rises when a batch starts, so its peak is seen here.
+      r.peak_backlog_batches = std::max(r.peak_backlog_batches, backlog.pending(queue_stats(d).completed) + 1);
+
+      // The data iterator: X ~ N(0, 1) (B, F), y = ones (B), generated by queued ops.
+      Tensor X = randn({B, F}, d), y = ones({B}, d);
+      if (prints_time_at(batch, s.batches)) {
+        char line[64];
+        std::snprintf(line, sizeof line, "batch %d, time %.4f sec", batch, seconds_since(t0));
+        out << line << std::endl;
+      }
+      Tensor l = loss(net->forward(X), y);  // (B)
+      l.backward();
+      sgd.step(B);
+      for (Parameter* p : params) p->value.impl()->grad.reset();  // set-to-none: the pending update holds it
+      if (s.check_finite) check_finite(l, "loss");
+
+      // The sample: the batch is queued; nothing has waited for it yet.
+      const QueueStats q = queue_stats(d);
+      const MemoryStats m = memory_stats(d);
+      backlog.batch_queued(q.pushed);
+      BatchSample row;
+      row.batch = batch;
+      row.wall_s = seconds_since(t0);
+      row.queue_depth = q.depth;
+      row.bytes_in_use = m.bytes_in_use;
+      row.peak_bytes = m.peak_bytes;
+      row.reserved_bytes = m.reserved_bytes;
+      row.rss_bytes = process_rss_bytes();
+      row.backlog_batches = backlog.pending(q.completed);
+      row.backlog_bytes = q.backlog_bytes;
+      r.peak_rss = std::max(r.peak_rss, row.rss_bytes);
+      if (trace::enabled()) {
+        const uint64_t ts = trace::now_us();
+        trace::counter(("bytes in use MiB " + r.device).c_str(), ts, m.bytes_in_use / 1048576.0);
+        trace::counter("backlog batches", ts, row.backlog_batches);
+      }
+
+      last_synced = s.sync.syncs_after(batch);
+      if (last_synced) {  // the book's run 1: read the loss (a blocking item())
+        NoGradGuard ng;
+        row.loss = mean(l).item();
+        r.final_loss = *row.loss;
+      }
+      r.bytes_per_batch =
+          std::max<size_t>(r.bytes_per_batch, memory_stats(d).bytes_allocated_total - allocated_before);
+      if (batch == s.batches) last_loss = l;
+      log.write(row);
+    }
+    waitall();
+  } catch (const Error& e) {
+    std::string where = batch <= s.batches ? "at batch " + std::to_string(batch) + " of " + std::to_string(s.batches)
+                                           : "in the final waitall()";
+    std::string what = e.what();
+    if (auto* k = dynamic_cast<const KernelError*>(&e))
+      if (int b = backlog.batch_of(k->seq); b && b != batch) what += " (op #" + std::to_string(k->seq) + " was queued in batch " + std::to_string(b) + ")";
+    throw Error("run '" + s.label + "' failed " + where + ": " + what);
+  }
+  r.wall_s = seconds_since(t0);
+  r.samples_per_s = r.wall_s > 0 ? double(s.batches) * double(B) / r.wall_s : 0;
+
+  const MemoryStats m = memory_stats(d);
+  const QueueStats q = queue_stats(d);
+  r.end_rss = process_rss_bytes();
+  r.peak_rss = std::max(r.peak_rss, r.end_rss);
+  r.rss_increase_bytes = r.peak_rss > r.start_rss ? r.peak_rss - r.start_rss : 0;
+  r.peak_bytes = m.peak_bytes;
+  r.mem_increase_bytes = m.peak_bytes > r.start_bytes ? m.peak_bytes - r.start_bytes : 0;
+  r.peak_queue_depth = q.peak_depth;
+  r.peak_backlog_bytes = q.peak_backlog_bytes;
+  r.predicted_increase_bytes = predicted_increase(r);
+  if (!last_synced) {
+    NoGradGuard ng;
+    r.final_loss = mean(last_loss).item();
+  }
+  last_loss = Tensor();
+  r.end_bytes = memory_stats(d).bytes_in_use;
+
+  char line[128];
+  std::snprintf(line, sizeof line, "increased memory: %.1f MB (tracked; RSS +%.1f MB)", r.mem_increase_bytes / 1e6,
+                r.rss_increase_bytes / 1e6);
+  out << line << std::endl;
+  return r;
+}
+
+std::vector<RunSpec> compare_specs(const Options& o) {
+  std::vector<RunSpec> specs;
+  const std::vector<std::string> tags = compare_tags(o);
+  std::vector<SyncMode> modes{{SyncPolicy::EveryBatch, 1}, {SyncPolicy::Never, 0}};
+  for (int k : o.compare_every) modes.push_back({SyncPolicy::EveryK, k});
+  modes.push_back({SyncPolicy::Never, 0});  // bounded
+  for (size_t i = 0; i < modes.size(); ++i) {
+    RunSpec s = spec_from_options(o);
+    s.sync = modes[i];
+    const bool bounded = i + 1 == modes.size();
+    s.label = bounded ? "bounded" : to_string(modes[i]);
+    s.max_pending_ops = bounded ? o.max_pending : 0;
+    s.max_pending_bytes = bounded ? o.max_pending_bytes : 0;  // 0: two batches' footprint, once measured
+    s.memory_log = o.memory_log.empty() ? "" : tagged_path(o.memory_log, tags[i]);
+    specs.push_back(s);
+  }
+  return specs;
+}
+
+std::vector<RunResult> run_compare(const Options& o, std::ostream& out) {
+  std::vector<RunResult> results;
+  for (RunSpec s : compare_specs(o)) {
+    if (s.label == "bounded" && s.max_pending_bytes == 0) {
+      size_t bpb = 0;
+      for (const RunResult& r : results) bpb = std::max(bpb, r.bytes_per_batch);
+      s.max_pending_bytes = 2 * bpb;
+    }
+    out << "\n== " << s.label;
+    if (s.max_pending_bytes) out << " (none, max-pending-bytes " << format_mb(double(s.max_pending_bytes)) << ")";
+    out << " ==" << std::endl;
+    results.push_back(run_experiment(s, out));
+  }
+  fresh_device(o.device);
+  return results;
+}
+
+void print_summary(const RunResult& r, std::ostream& out) {
+  char buf[256];
+  auto line = [&](const char* key, const std::string& v) { out << "  " << key << std::string(20 - std::min<size_t>(20, std::strlen(key)), ' ') << v << "\n"; };
+  out << "summary\n";
+  line("device", r.device);
+  std::string mode = r.mode;
+  if (r.max_pending_ops || r.max_pending_bytes) {
+    mode += " with back-pressure (";
+    if (r.max_pending_ops) mode += std::to_string(r.max_pending_ops) + " ops";
+    if (r.max_pending_ops && r.max_pending_bytes) mode += ", ";
+    if (r.max_pending_bytes) mode += format_mb(double(r.max_pending_bytes));
+    mode += ")";
+  }
+  line("mode", mode);
+  std::snprintf(buf, sizeof buf, "%.3f s (%d batches of %d)", r.wall_s, r.batches, r.batch_size);
+  line("wall time", buf);
+  std::snprintf(buf, sizeof buf, "%.0f", r.samples_per_s);
+  line("samples/s", buf);
+  line("memory increase", format_mb(double(r.mem_increase_bytes)) + " tracked, " +
+                              format_mb(double(r.rss_increase_bytes)) + " RSS");
+  std::snprintf(buf, sizeof buf, "%llu ops, %d batch%s", static_cast<unsigned long long>(r.peak_queue_depth),
+                r.peak_backlog_batches, r.peak_backlog_batches == 1 ? "" : "es");
+  line("peak queue depth", buf);
+  const bool capped = r.predicted_increase_bytes < size_t(r.peak_backlog_batches) * r.bytes_per_batch;
+  std::snprintf(buf, sizeof buf, "%s = %s (measured / predicted = %.3f)",
+                format_mb(double(r.predicted_increase_bytes)).c_str(),
+                capped ? "max-pending-bytes + one op's output"
+                       : (std::to_string(r.peak_backlog_batches) + " x " + format_mb(double(r.bytes_per_batch)) +
+                          " per batch").c_str(),
+                r.predicted_increase_bytes ? double(r.mem_increase_bytes) / double(r.predicted_increase_bytes) : 0.0);
+  line("predicted increase", buf);
+  std::snprintf(buf, sizeof buf, "%.6g", r.final_loss);
+  line("final loss", buf);
+  out.flush();
+}
+
+void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out) {
+  if (rs.empty()) return;
+  char buf[256];
+  out << "\n" << rs[0].device << ", " << rs[0].batches << " batches of " << rs[0].batch_size << "\n";
+  std::snprintf(buf, sizeof buf, "%-10s %8s %10s %12s %12s %13s %11s %12s %9s %11s\n", "mode", "wall s", "samples/s",
+                "mem incr MB", "RSS incr MB", "peak backlog", "peak depth", "predicted MB", "meas/pred",
+                "final loss");
+  out << buf;
+  for (const RunResult& r : rs) {
+    std::snprintf(buf, sizeof buf, "%-10s %8.3f %10.0f %12.1f %12.1f %13d %11llu %12.1f %9.3f %11.6g\n",
+                  r.label.c_str(), r.wall_s, r.samples_per_s, r.mem_increase_bytes / 1e6, r.rss_increase_bytes / 1e6,
+                  r.peak_backlog_batches, static_cast<unsigned long long>(r.peak_queue_depth),
+                  r.predicted_increase_bytes / 1e6,
+                  r.predicted_increase_bytes ? double(r.mem_increase_bytes) / double(r.predicted_increase_bytes) : 0.0,
+                  r.final_loss);
+    out << buf;
+  }
+  out << "peak backlog: most batches alive at once; peak depth: most ops queued at once.\n"
+      << "predicted = peak backlog x " << format_mb(double(rs[0].bytes_per_batch))
+      << " per batch (at most max-pending-bytes + one op's output when bounded)\n";
+  out.flush();
+}
+
+}  // namespace amlp::train

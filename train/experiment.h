@@ -1,0 +1,90 @@
+// experiment.h — one training run of the d2l "Asynchronous Computation"
+// experiment, measured, and --compare (every mode back to back).
+//
+//   RunSpec s = spec_from_options(opts);           // or fill one by hand
+//   RunResult r = run_experiment(s, std::cout);    // prints the book's lines
+//   print_summary(r, std::cout);
+//
+// The memory model (stated in --help; the README explains it):
+//   bytes_per_batch  = what the frontend allocates for one batch (data, forward,
+//                      loss, backward, step, the loss read), the change in
+//                      MemoryStats::bytes_allocated_total across the batch;
+//   backlog          = batches alive: those whose last op has not completed,
+//                      plus the one being queued. It only rises when a batch
+//                      starts, so its peak is sampled there;
+//   predicted        = peak backlog × bytes_per_batch, and with back-pressure
+//                      of B bytes at most B + one op's largest output.
+// Every queued op holds its outputs until it has run, and the loop releases the
+// gradients after each step (set-to-none), so a finished batch holds nothing:
+// the bytes in use above the start are those of the alive batches, less what
+// the worker has already freed of the one it is running. The prediction is
+// therefore an upper bound, and exact when the backlog is all unstarted work.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "framework/device.h"
+#include "models/mlp.h"
+#include "train/options.h"
+#include "train/sync_policy.h"
+
+namespace amlp::train {
+
+struct RunSpec {
+  std::string label;            // "batch", "none", "every=10", "bounded"
+  Device device;
+  SyncMode sync;
+  int batches = 100;
+  int batch_size = 1024;
+  int features = 512;
+  models::LayerSpec hidden{{2048, 512}};
+  float lr = 0.005f;
+  float momentum = 0.f;
+  uint64_t seed = 1;
+  uint64_t max_pending_ops = 0;  // back-pressure for this run only (restored to 0 after)
+  size_t max_pending_bytes = 0;
+  bool check_finite = false;
+  std::string memory_log;        // "" = none
+};
+
+struct RunResult {
+  std::string label, mode, device;
+  int batches = 0, batch_size = 0;
+  double wall_s = 0, samples_per_s = 0;
+  size_t start_bytes = 0, peak_bytes = 0, end_bytes = 0;  // tracked pool, bytes in use
+  size_t mem_increase_bytes = 0;                          // peak − start
+  size_t start_rss = 0, peak_rss = 0, end_rss = 0;
+  size_t rss_increase_bytes = 0;                          // peak sampled RSS − start
+  uint64_t peak_queue_depth = 0;                          // ops
+  int peak_backlog_batches = 0;                           // most batches alive at once
+  size_t peak_backlog_bytes = 0;                          // bytes referenced by pending ops (QueueStats)
+  size_t bytes_per_batch = 0;
+  size_t predicted_increase_bytes = 0;
+  size_t largest_tensor_bytes = 0;                        // one op's largest output (rounded)
+  uint64_t max_pending_ops = 0;
+  size_t max_pending_bytes = 0;
+  double final_loss = 0;
+};
+
+RunSpec spec_from_options(const Options& o);  // the single run --sync asks for
+
+// The memory model's prediction from a run's measurements (see above).
+size_t predicted_increase(const RunResult& r);
+
+// Runs one experiment on a clean device (waitall, empty cache, fresh peaks),
+// printing the book's lines to `out`. Throws amlp::Error (naming the mode and
+// the batch) when the run fails; the memory log keeps the rows written so far.
+RunResult run_experiment(const RunSpec& spec, std::ostream& out);
+
+// batch, none, every=K for each K in o.compare_every, and bounded (none with
+// o.max_pending_bytes, or two batches' footprint when that is 0).
+std::vector<RunSpec> compare_specs(const Options& o);
+std::vector<RunResult> run_compare(const Options& o, std::ostream& out);
+
+void print_summary(const RunResult& r, std::ostream& out);
+void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out);
+
+}  // namespace amlp::train

@@ -1,0 +1,56 @@
+// memory_log.h — the per-batch CSV (--memory-log): one row per batch,
+// flushed as it is written, so a run that fails keeps every row so far.
+//
+//   MemoryLog log("out/mem.csv");          // opens (truncates) and writes the header; throws amlp::Error
+//   log.write({batch, wall_s, ...});       // one row, flushed
+//
+// Columns (DESIGN.md, "What a user sees", plus the backlog):
+//   batch,wall_s,queue_depth,bytes_in_use,peak_bytes,reserved_bytes,rss_bytes,loss,backlog_batches,backlog_bytes
+// The sample is taken when the batch has been queued, before any
+// synchronization; loss is empty when the batch was not synchronized.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+namespace amlp::train {
+
+struct BatchSample {
+  int batch = 0;                // 1-based
+  double wall_s = 0;            // since the loop began
+  uint64_t queue_depth = 0;     // ops pushed but not finished
+  size_t bytes_in_use = 0;      // tracked pool
+  size_t peak_bytes = 0;
+  size_t reserved_bytes = 0;
+  size_t rss_bytes = 0;         // process resident set
+  std::optional<double> loss;   // only when the batch was synchronized
+  int backlog_batches = 0;      // batches whose last op has not completed (this one included)
+  size_t backlog_bytes = 0;     // bytes referenced by pending ops (QueueStats)
+};
+
+extern const char* const kMemoryLogHeader;
+
+class MemoryLog {
+ public:
+  MemoryLog() = default;  // writes nothing
+  explicit MemoryLog(const std::string& path);
+  ~MemoryLog();
+  MemoryLog(const MemoryLog&) = delete;
+  MemoryLog& operator=(const MemoryLog&) = delete;
+  MemoryLog(MemoryLog&& o) noexcept;
+  MemoryLog& operator=(MemoryLog&& o) noexcept;
+
+  bool is_open() const { return f_ != nullptr; }
+  const std::string& path() const { return path_; }
+  void write(const BatchSample& s);  // one row, flushed; throws amlp::Error on a write failure
+
+ private:
+  std::string path_;
+  std::FILE* f_ = nullptr;
+};
+
+std::string format_row(const BatchSample& s);  // without the newline
+
+}  // namespace amlp::train

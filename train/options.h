@@ -1,0 +1,84 @@
+// options.h — train_mlp's options: command line and INI file (--config),
+// through Boost.Program_options. The command line wins over the file, the
+// file over the defaults. INI keys are the long option names.
+//
+//   ParseOutcome p = parse_options(argc, argv);
+//   if (p.status == ParseStatus::Error) { std::cerr << "train_mlp: error: " << p.message << "\n"; return p.exit_code; }
+//   if (p.status == ParseStatus::Exit)  { std::cout << p.message; return 0; }   // --help, --version
+//   run(p.options);
+//
+// Everything a user can get wrong is caught here, before anything runs or any
+// file is created: unknown options and config keys, malformed or out-of-range
+// values, a missing config, an absent device, an unwritable output path.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "framework/device.h"
+#include "models/mlp.h"
+#include "train/sync_policy.h"
+
+namespace amlp::train {
+
+struct Options {
+  std::string config;             // --config FILE ("" = none)
+  std::string device_text = "auto";
+  Device device;                  // resolved from device_text
+  bool device_fell_back = false;  // "auto" found no GPU and chose cpu:0
+  SyncMode sync;                  // --sync batch|none|every=K
+  int batches = 100;
+  int batch_size = 1024;
+  int features = 512;
+  models::LayerSpec hidden{{2048, 512}};
+  float lr = 0.005f;
+  float momentum = 0.f;
+  uint64_t seed = 1;
+  uint64_t max_pending = 0;       // back-pressure in ops (0 = unbounded)
+  size_t max_pending_bytes = 0;   // back-pressure in bytes (0 = unbounded)
+  size_t memory_limit = 0;        // cap on the device pool (0 = none)
+  bool blocking = false;
+  bool tf32 = false;
+  bool check_finite = false;
+  std::string memory_log, trace, summary_json;  // "" = not written
+  bool compare = false;
+  std::vector<int> compare_every{2, 10};  // the every=K modes --compare runs
+};
+
+enum class ParseStatus {
+  Run,    // options are valid: run
+  Exit,   // --help or --version: print message on stdout, exit 0
+  Error,  // print "train_mlp: error: " + message on stderr, exit exit_code (2)
+};
+
+struct ParseOutcome {
+  ParseStatus status = ParseStatus::Run;
+  int exit_code = 0;
+  std::string message;  // one line for Error; the help or version text for Exit
+  Options options;
+};
+
+constexpr int kExitBadInput = 2;
+constexpr int kExitRunFailed = 1;
+
+ParseOutcome parse_options(int argc, const char* const argv[]);
+ParseOutcome parse_options(const std::vector<std::string>& args);  // args without argv[0]
+
+// The memory-log path of one --compare mode: "out/mem.csv" + "none" → "out/mem.none.csv".
+std::string tagged_path(const std::string& path, const std::string& tag);
+
+// The modes --compare runs, as file tags: batch, none, every<K>..., bounded.
+std::vector<std::string> compare_tags(const Options& o);
+
+// Every file the options will write (one memory log per mode with --compare).
+struct OutputFile {
+  std::string option;  // "memory-log"
+  std::string path;
+};
+std::vector<OutputFile> output_files(const Options& o);
+
+// "" when `path` can be created or overwritten, else why not (nothing is created).
+std::string output_path_problem(const std::string& path);
+
+}  // namespace amlp::train

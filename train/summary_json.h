@@ -1,0 +1,18 @@
+// summary_json.h — the run summaries for scripts (--summary-json): a JSON
+// array, one object per run, written to a temporary file and renamed, so a
+// reader never sees half a file.
+//
+//   [{"mode": "none", "label": "none", "device": "cpu:0", "batches": 60, "batch_size": 256,
+//     "wall_s": 0.41, "samples_per_s": 37463, "mem_increase_bytes": 188743680, ...}]
+#pragma once
+#include <string>
+#include <vector>
+
+#include "train/experiment.h"
+
+namespace amlp::train {
+
+std::string summary_json(const std::vector<RunResult>& runs);
+void write_summary_json(const std::string& path, const std::vector<RunResult>& runs);  // throws amlp::Error
+
+}  // namespace amlp::train

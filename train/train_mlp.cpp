@@ -1,0 +1,23 @@
+// train_mlp — the d2l "Asynchronous Computation" experiment: train an MLP with
+// and without per-minibatch synchronization and show what each costs.
+// See `train_mlp --help`; the work is in the asyncmlp_train library.
+#include <iostream>
+
+#include "train/driver.h"
+#include "train/options.h"
+
+int main(int argc, char** argv) {
+  using namespace amlp::train;
+  const ParseOutcome p = parse_options(argc, argv);
+  switch (p.status) {
+    case ParseStatus::Error:
+      std::cerr << "train_mlp: error: " << p.message << std::endl;
+      return p.exit_code;
+    case ParseStatus::Exit:
+      std::cout << p.message;
+      return 0;
+    case ParseStatus::Run:
+      break;
+  }
+  return run_driver(p.options, std::cout, std::cerr);
+}
