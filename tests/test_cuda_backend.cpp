@@ -234,7 +234,9 @@ std::vector<OpCase> op_cases() {
   c.push_back({"matmul_tt", {{29, 37}, {53, 29}},
                [](Device, In& in) { return matmul(in[0], in[1], /*transpose_a=*/true, /*transpose_b=*/true); },
                Bound::NormRel, 1e-5, gemm});
-  c.push_back({"matmul_vector", {{1, 512}, {512, 1}}, [](Device, In& in) { return matmul(in[0], in[1]); },
+  c.push_back({"matmul_one_row", {{1, 512}, {512, 64}}, [](Device, In& in) { return matmul(in[0], in[1]); },
+               Bound::NormRel, 1e-5, gemm});
+  c.push_back({"matmul_one_column", {{64, 512}, {512, 1}}, [](Device, In& in) { return matmul(in[0], in[1]); },
                Bound::NormRel, 1e-5, gemm});
   c.push_back({"linear_d2l_layer1", {{1024, 512}, {2048, 512}, {2048}},
                [](Device, In& in) { return linear(in[0], in[1], in[2]); }, Bound::NormRel, 1e-5, gemm});

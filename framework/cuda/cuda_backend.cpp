@@ -109,6 +109,7 @@ void CudaBackend::worker_start() {
     AMLP_CUDA_CHECK(curandSetStream(rng_.get(), stream_.get()));
     scratch_ = device_alloc(kScratchBytes);
     host_slot_ = pinned_alloc(64);
+    (void)staging(kMinStagingBytes);  // item() and small copies never pin memory mid-run
     started_ = true;
   } catch (const std::exception& e) {
     start_error_ = e.what();
