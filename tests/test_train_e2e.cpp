@@ -7,8 +7,8 @@
 
 #include <cmath>
 #include <map>
-#include <stdexcept>
 #include <sstream>
+#include <stdexcept>
 
 #include "train/driver.h"
 #include "train/experiment.h"
@@ -48,7 +48,8 @@ void prints_the_books_lines_and_the_table(const Compare& c) {
   EXPECT_NE(c.output.find("batch " + std::to_string(half) + ", time "), std::string::npos) << c.output;
   EXPECT_NE(c.output.find("batch " + std::to_string(n) + ", time "), std::string::npos) << c.output;
   EXPECT_NE(c.output.find("increased memory: "), std::string::npos);
-  for (const char* column : {"mode", "wall s", "samples/s", "mem incr MB", "peak backlog", "predicted MB", "final loss"})
+  for (const char* column :
+       {"mode", "wall s", "samples/s", "mem incr MB", "peak backlog", "predicted MB", "final loss"})
     EXPECT_NE(c.output.find(column), std::string::npos) << column;
 }
 

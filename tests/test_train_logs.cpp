@@ -183,8 +183,8 @@ std::vector<std::string> fields(const std::string& line) {
   }
 }
 
-const std::vector<std::string> kColumns{"batch",          "wall_s",    "queue_depth", "bytes_in_use",
-                                        "peak_bytes",     "reserved_bytes", "rss_bytes", "loss",
+const std::vector<std::string> kColumns{"batch",           "wall_s",         "queue_depth", "bytes_in_use",
+                                        "peak_bytes",      "reserved_bytes", "rss_bytes",   "loss",
                                         "backlog_batches", "backlog_bytes"};
 
 // Parses a memory log back; checks the header and that every row is whole.
@@ -236,8 +236,9 @@ TEST(MemoryLog, WritesHeaderAndRowsFlushedAsTheyGo) {
 
 TEST(TrainMlpLogs, OneRowPerBatchLossOnlyWhereSynchronized) {
   ScratchDir dir;
-  Ran r = run_train_mlp("--device cpu --sync every=3 --batches 7 --batch-size 16 --features 8 --hidden 8 --memory-log " +
-                        dir.file("m.csv"));
+  Ran r =
+      run_train_mlp("--device cpu --sync every=3 --batches 7 --batch-size 16 --features 8 --hidden 8 --memory-log " +
+                    dir.file("m.csv"));
   ASSERT_EQ(r.code, 0) << r.err;
   auto rows = read_memory_log(dir.file("m.csv"));
   ASSERT_EQ(rows.size(), 7u);
@@ -260,14 +261,17 @@ TEST(TrainMlpLogs, OneRowPerBatchLossOnlyWhereSynchronized) {
 
 TEST(TrainMlpLogs, CompareWritesOneLogAndOneSummaryPerMode) {
   ScratchDir dir;
-  Ran r = run_train_mlp("--device cpu --compare --compare-every 2 --batches 4 --batch-size 16 --features 8 --hidden 8 "
-                        "--memory-log " + dir.file("mem.csv") + " --summary-json " + dir.file("s.json"));
+  Ran r = run_train_mlp(
+      "--device cpu --compare --compare-every 2 --batches 4 --batch-size 16 --features 8 --hidden 8 "
+      "--memory-log " +
+      dir.file("mem.csv") + " --summary-json " + dir.file("s.json"));
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* tag : {"batch", "none", "every2", "bounded"}) {
     auto rows = read_memory_log(dir.file(std::string("mem.") + tag + ".csv"));
     EXPECT_EQ(rows.size(), 4u) << tag;
-    for (auto& row : rows) EXPECT_EQ(row["loss"].empty(), std::string(tag) == "none" || std::string(tag) == "bounded" ||
-                                                              (std::string(tag) == "every2" && std::stoi(row["batch"]) % 2));
+    for (auto& row : rows)
+      EXPECT_EQ(row["loss"].empty(), std::string(tag) == "none" || std::string(tag) == "bounded" ||
+                                         (std::string(tag) == "every2" && std::stoi(row["batch"]) % 2));
   }
   Json s = parse_json(read_file(dir.file("s.json")));
   ASSERT_EQ(s.kind, Json::Array);
@@ -289,9 +293,9 @@ TEST(TrainMlpLogs, SummaryJsonHasEveryKey) {
   const Json& run = s.array[0];
   EXPECT_EQ(run.at("mode").string, "none");
   EXPECT_EQ(run.at("device").string, "cpu:0");
-  for (const char* key : {"batches", "batch_size", "wall_s", "samples_per_s", "mem_increase_bytes", "rss_increase_bytes",
-                          "peak_queue_depth", "predicted_increase_bytes", "final_loss", "peak_backlog_batches",
-                          "bytes_per_batch"})
+  for (const char* key :
+       {"batches", "batch_size", "wall_s", "samples_per_s", "mem_increase_bytes", "rss_increase_bytes",
+        "peak_queue_depth", "predicted_increase_bytes", "final_loss", "peak_backlog_batches", "bytes_per_batch"})
     EXPECT_EQ(run.at(key).kind, Json::Number) << key;
   EXPECT_EQ(run.at("batches").number, 3);
   EXPECT_EQ(run.at("batch_size").number, 16);
@@ -304,9 +308,10 @@ TEST(TrainMlpLogs, SummaryJsonHasEveryKey) {
 // mid-run. One line, status 1, every row so far whole, no summary.
 TEST(TrainMlpLogs, OutOfMemoryMidRunKeepsTheRowsSoFar) {
   ScratchDir dir;
-  Ran r = run_train_mlp("--device cpu --sync none --batches 40 --batch-size 256 --features 512 --hidden 512,128 "
-                        "--memory-limit 48MiB --memory-log " + dir.file("m.csv") + " --trace " + dir.file("t.json") +
-                        " --summary-json " + dir.file("s.json"));
+  Ran r = run_train_mlp(
+      "--device cpu --sync none --batches 40 --batch-size 256 --features 512 --hidden 512,128 "
+      "--memory-limit 48MiB --memory-log " +
+      dir.file("m.csv") + " --trace " + dir.file("t.json") + " --summary-json " + dir.file("s.json"));
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_EQ(r.err_lines(), 1u) << r.err;
   EXPECT_NE(r.err.find("train_mlp: error: run 'none' failed at batch "), std::string::npos) << r.err;
@@ -327,8 +332,10 @@ TEST(TrainMlpLogs, OutOfMemoryMidRunKeepsTheRowsSoFar) {
 // the next blocker: the synchronizing item() of the batch that queued it.
 TEST(TrainMlpLogs, KernelErrorSurfacesAtTheNextBlocker) {
   ScratchDir dir;
-  Ran r = run_train_mlp("--device cpu --sync batch --batches 20 --batch-size 64 --features 32 --hidden 32 --lr 1e6 "
-                        "--check-finite --memory-log " + dir.file("m.csv"));
+  Ran r = run_train_mlp(
+      "--device cpu --sync batch --batches 20 --batch-size 64 --features 32 --hidden 32 --lr 1e6 "
+      "--check-finite --memory-log " +
+      dir.file("m.csv"));
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_EQ(r.err_lines(), 1u) << r.err;
   EXPECT_NE(r.err.find("kernel 'check_finite'"), std::string::npos) << r.err;
@@ -354,7 +361,8 @@ TEST(TrainMlpLogs, TraceIsChromeTraceJsonWithFrontendAndQueueTracks) {
   std::set<std::string> counters, frontend_spans;
   for (const Json& e : events.array) {
     const std::string ph = e.at("ph").string;
-    if (ph == "M" && e.at("name").string == "thread_name") track_names[e.at("tid").number] = e.at("args").at("name").string;
+    if (ph == "M" && e.at("name").string == "thread_name")
+      track_names[e.at("tid").number] = e.at("args").at("name").string;
     if (ph == "X") {
       EXPECT_EQ(e.at("ts").kind, Json::Number);
       EXPECT_EQ(e.at("dur").kind, Json::Number);
@@ -381,6 +389,26 @@ TEST(TrainMlpLogs, TraceIsChromeTraceJsonWithFrontendAndQueueTracks) {
   EXPECT_TRUE(counters.count("queue depth cpu:0"));
   EXPECT_TRUE(counters.count("bytes in use MiB cpu:0"));
   EXPECT_TRUE(counters.count("backlog batches"));
+}
+
+// --- the plot ---------------------------------------------------------------------------
+
+TEST(PlotMemory, DrawsBothPanelsFromTheCompareLogs) {
+  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+  ScratchDir dir;
+  Ran r = run_train_mlp("--device cpu --compare --batches 4 --batch-size 16 --features 8 --hidden 8 --memory-log " +
+                        dir.file("mem.csv") + " --summary-json " + dir.file("s.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string cmd = "python3 " + std::string(ASYNCMLP_SOURCE_DIR) + "/tools/plot_memory.py " + dir.path() +
+                          "/mem.*.csv " + dir.file("s.json") + " -o " + dir.file("plot.svg") + " >/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const std::string svg = read_file(dir.file("plot.svg"));
+  EXPECT_EQ(svg.rfind("<svg ", 0), 0u);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  EXPECT_NE(svg.find("Memory in use while training"), std::string::npos);
+  EXPECT_NE(svg.find("Memory increase vs throughput"), std::string::npos);
+  for (const char* mode : {"batch", "none", "every=2", "every=10", "bounded"})
+    EXPECT_NE(svg.find(std::string(">") + mode + "<"), std::string::npos) << mode;  // in a legend or a label
 }
 
 }  // namespace

@@ -71,10 +71,29 @@ TEST(TrainOptions, HelpDocumentsEveryOptionWithItsDefault) {
   ParseOutcome p = parse("--help");
   ASSERT_EQ(p.status, ParseStatus::Exit);
   EXPECT_EQ(p.exit_code, 0);
-  for (const char* opt : {"--device", "--sync", "--batches", "--batch-size", "--features", "--hidden", "--lr",
-                          "--momentum", "--seed", "--max-pending", "--max-pending-bytes", "--memory-limit",
-                          "--blocking", "--tf32", "--check-finite", "--memory-log", "--trace", "--summary-json",
-                          "--compare", "--compare-every", "--config", "--help", "--version"})
+  for (const char* opt : {"--device",
+                          "--sync",
+                          "--batches",
+                          "--batch-size",
+                          "--features",
+                          "--hidden",
+                          "--lr",
+                          "--momentum",
+                          "--seed",
+                          "--max-pending",
+                          "--max-pending-bytes",
+                          "--memory-limit",
+                          "--blocking",
+                          "--tf32",
+                          "--check-finite",
+                          "--memory-log",
+                          "--trace",
+                          "--summary-json",
+                          "--compare",
+                          "--compare-every",
+                          "--config",
+                          "--help",
+                          "--version"})
     EXPECT_NE(p.message.find(opt), std::string::npos) << opt;
   for (const char* def : {"(=auto)", "(=batch)", "(=100)", "(=1024)", "(=512)", "(=2048,512)", "(=0.005)"})
     EXPECT_NE(p.message.find(def), std::string::npos) << def;
@@ -107,32 +126,32 @@ TEST_P(BadInput, IsOneLineNamingTheCulpritWithStatus2) {
 
 INSTANTIATE_TEST_SUITE_P(
     TrainOptions, BadInput,
-    ::testing::Values(BadCase{"--bogus", "unknown option '--bogus'"}, BadCase{"--batche 5", "'--batche'"},
-                      BadCase{"stray", "unexpected argument 'stray'"}, BadCase{"--batches", "'--batches' needs a value"},
-                      BadCase{"--batches 1 --batches 2", "more than once"},
-                      BadCase{"--batches 0", "--batches must be a positive integer (got 0)"},
-                      BadCase{"--batches -3", "--batches must be a positive integer (got -3)"},
-                      BadCase{"--batches x", "--batches must be a positive integer (got 'x')"},
-                      BadCase{"--batch-size 0", "--batch-size"}, BadCase{"--batch-size -8", "--batch-size"},
-                      BadCase{"--features 0", "--features"}, BadCase{"--sync every=0", "'every=0'"},
-                      BadCase{"--sync every=x", "'every=x'"}, BadCase{"--sync every=", "'every='"},
-                      BadCase{"--sync sometimes", "'sometimes'"}, BadCase{"--hidden 2048,,x", "'2048,,x'"},
-                      BadCase{"--hidden 2048,0", "'2048,0'"}, BadCase{"--lr 0", "--lr must be positive"},
-                      BadCase{"--lr -0.1", "--lr must be positive"}, BadCase{"--lr fast", "--lr must be a number"},
-                      BadCase{"--lr nan", "--lr"}, BadCase{"--momentum 1", "--momentum"},
-                      BadCase{"--seed -1", "--seed"}, BadCase{"--max-pending -1", "--max-pending"},
-                      BadCase{"--max-pending-bytes 12XB", "'12XB'"}, BadCase{"--max-pending-bytes MiB", "'MiB'"},
-                      BadCase{"--memory-limit lots", "'lots'"}, BadCase{"--memory-limit 1.5", "'1.5'"},
-                      BadCase{"--compare-every 0", "--compare-every"}, BadCase{"--compare-every 2,,3", "--compare-every"},
-                      BadCase{"--device tpu", "unknown device 'tpu'"},
-                      BadCase{"--device cuda:99", "device 'cuda:99' is not there"},
-                      BadCase{"--device cpu:9", "device 'cpu:9' is not there"},
-                      BadCase{"--config /nonexistent/x.ini", "cannot read config file '/nonexistent/x.ini'"},
-                      BadCase{"--memory-log /nonexistent/m.csv", "--memory-log: cannot write '/nonexistent/m.csv'"},
-                      BadCase{"--memory-log /tmp", "it is a directory"},
-                      BadCase{"--trace /nonexistent/t.json", "--trace: cannot write"},
-                      BadCase{"--summary-json /nonexistent/s.json", "--summary-json: cannot write"},
-                      BadCase{"--compare --memory-log /nonexistent/m.csv", "'/nonexistent/m.batch.csv'"}));
+    ::testing::Values(
+        BadCase{"--bogus", "unknown option '--bogus'"}, BadCase{"--batche 5", "'--batche'"},
+        BadCase{"stray", "unexpected argument 'stray'"}, BadCase{"--batches", "'--batches' needs a value"},
+        BadCase{"--batches 1 --batches 2", "more than once"},
+        BadCase{"--batches 0", "--batches must be a positive integer (got 0)"},
+        BadCase{"--batches -3", "--batches must be a positive integer (got -3)"},
+        BadCase{"--batches x", "--batches must be a positive integer (got 'x')"},
+        BadCase{"--batch-size 0", "--batch-size"}, BadCase{"--batch-size -8", "--batch-size"},
+        BadCase{"--features 0", "--features"}, BadCase{"--sync every=0", "'every=0'"},
+        BadCase{"--sync every=x", "'every=x'"}, BadCase{"--sync every=", "'every='"},
+        BadCase{"--sync sometimes", "'sometimes'"}, BadCase{"--hidden 2048,,x", "'2048,,x'"},
+        BadCase{"--hidden 2048,0", "'2048,0'"}, BadCase{"--lr 0", "--lr must be positive"},
+        BadCase{"--lr -0.1", "--lr must be positive"}, BadCase{"--lr fast", "--lr must be a number"},
+        BadCase{"--lr nan", "--lr"}, BadCase{"--momentum 1", "--momentum"}, BadCase{"--seed -1", "--seed"},
+        BadCase{"--max-pending -1", "--max-pending"}, BadCase{"--max-pending-bytes 12XB", "'12XB'"},
+        BadCase{"--max-pending-bytes MiB", "'MiB'"}, BadCase{"--memory-limit lots", "'lots'"},
+        BadCase{"--memory-limit 1.5", "'1.5'"}, BadCase{"--compare-every 0", "--compare-every"},
+        BadCase{"--compare-every 2,,3", "--compare-every"}, BadCase{"--device tpu", "unknown device 'tpu'"},
+        BadCase{"--device cuda:99", "device 'cuda:99' is not there"},
+        BadCase{"--device cpu:9", "device 'cpu:9' is not there"},
+        BadCase{"--config /nonexistent/x.ini", "cannot read config file '/nonexistent/x.ini'"},
+        BadCase{"--memory-log /nonexistent/m.csv", "--memory-log: cannot write '/nonexistent/m.csv'"},
+        BadCase{"--memory-log /tmp", "it is a directory"},
+        BadCase{"--trace /nonexistent/t.json", "--trace: cannot write"},
+        BadCase{"--summary-json /nonexistent/s.json", "--summary-json: cannot write"},
+        BadCase{"--compare --memory-log /nonexistent/m.csv", "'/nonexistent/m.batch.csv'"}));
 
 TEST(TrainOptions, AbsentGpuIsNamed) {
   if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is visible: 'cuda' is there";
@@ -148,12 +167,12 @@ TEST(TrainOptions, CommandLineBeatsConfigBeatsDefault) {
   const std::string ini = dir.write("c.ini", "# comment\nbatches = 7\nbatch-size = 64\nsync = none\ncompare = true\n");
   ParseOutcome p = parse("--config " + ini + " --batches 9");
   ASSERT_EQ(p.status, ParseStatus::Run) << p.message;
-  EXPECT_EQ(p.options.batches, 9);                              // command line wins
-  EXPECT_EQ(p.options.batch_size, 64);                          // the file beats the default
+  EXPECT_EQ(p.options.batches, 9);      // command line wins
+  EXPECT_EQ(p.options.batch_size, 64);  // the file beats the default
   EXPECT_EQ(p.options.sync.policy, SyncPolicy::Never);
-  EXPECT_TRUE(p.options.compare);                               // a switch from the file
-  EXPECT_EQ(p.options.features, 512);                           // default
-  ParseOutcome q = parse("--sync batch --config " + ini);     // order on the line does not matter
+  EXPECT_TRUE(p.options.compare);                          // a switch from the file
+  EXPECT_EQ(p.options.features, 512);                      // default
+  ParseOutcome q = parse("--sync batch --config " + ini);  // order on the line does not matter
   ASSERT_EQ(q.status, ParseStatus::Run) << q.message;
   EXPECT_EQ(q.options.sync.policy, SyncPolicy::EveryBatch);
 }
@@ -248,8 +267,8 @@ class BinaryBadInput : public ::testing::TestWithParam<const char*> {};
 // Exit status 2, exactly one line on stderr, and not one output file created.
 TEST_P(BinaryBadInput, FailsUpFrontWritingNothing) {
   ScratchDir dir;
-  const std::string outputs = " --memory-log " + dir.file("m.csv") + " --trace " + dir.file("t.json") +
-                              " --summary-json " + dir.file("s.json");
+  const std::string outputs =
+      " --memory-log " + dir.file("m.csv") + " --trace " + dir.file("t.json") + " --summary-json " + dir.file("s.json");
   Ran r = run_train_mlp(std::string(GetParam()) + outputs);
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_EQ(r.err_lines(), 1u) << r.err;
@@ -259,9 +278,8 @@ TEST_P(BinaryBadInput, FailsUpFrontWritingNothing) {
 
 INSTANTIATE_TEST_SUITE_P(TrainMlp, BinaryBadInput,
                          ::testing::Values("--bogus", "--batches 0", "--batch-size -1", "--sync every=0",
-                                           "--sync every=x", "--hidden 2048,,x", "--lr 0",
-                                           "--max-pending-bytes 12XB", "--config /nonexistent/x.ini",
-                                           "--device tpu", "--device cuda:99",
+                                           "--sync every=x", "--hidden 2048,,x", "--lr 0", "--max-pending-bytes 12XB",
+                                           "--config /nonexistent/x.ini", "--device tpu", "--device cuda:99",
                                            "--batches 2 --trace /nonexistent/t.json"));
 
 TEST(TrainMlp, UnknownConfigKeyFailsUpFront) {

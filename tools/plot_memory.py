@@ -97,6 +97,8 @@ def nice_ticks(lo, hi, n=6):
 
 
 def fmt(v, step=None):
+    if v == 0:
+        return "0"
     if step is not None and step >= 1000:
         return "%gk" % (v / 1e3)
     if step is not None and step < 1:

@@ -19,17 +19,16 @@ size_t parse_byte_size(const std::string& text) {
   std::string suf = text.substr(i);
   for (char& c : suf) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (num.empty() || num.find('.') != num.rfind('.') || num == ".") throw bad("no number");
-  double mult = 1;
-  if (suf.empty() || suf == "b") mult = 1;
-  else if (suf == "k" || suf == "kib") mult = 1024.0;
-  else if (suf == "m" || suf == "mib") mult = 1024.0 * 1024;
-  else if (suf == "g" || suf == "gib") mult = 1024.0 * 1024 * 1024;
-  else if (suf == "t" || suf == "tib") mult = 1024.0 * 1024 * 1024 * 1024;
-  else if (suf == "kb") mult = 1e3;
-  else if (suf == "mb") mult = 1e6;
-  else if (suf == "gb") mult = 1e9;
-  else if (suf == "tb") mult = 1e12;
-  else throw bad("unknown suffix '" + text.substr(i) + "'");
+  static const struct {
+    const char* suffix;
+    double bytes;
+  } kUnits[] = {{"", 1},         {"b", 1},      {"k", 0x1p10},   {"kib", 0x1p10}, {"m", 0x1p20},
+                {"mib", 0x1p20}, {"g", 0x1p30}, {"gib", 0x1p30}, {"t", 0x1p40},   {"tib", 0x1p40},
+                {"kb", 1e3},     {"mb", 1e6},   {"gb", 1e9},     {"tb", 1e12}};
+  double mult = 0;
+  for (const auto& u : kUnits)
+    if (suf == u.suffix) mult = u.bytes;
+  if (mult == 0) throw bad("unknown suffix '" + text.substr(i) + "'");
   const double v = std::strtod(num.c_str(), nullptr) * mult;
   if (!std::isfinite(v) || v >= 1.8e19) throw bad("too large");
   if (v != std::floor(v)) throw bad("not a whole number of bytes");

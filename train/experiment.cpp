@@ -83,9 +83,7 @@ size_t predicted_increase(const RunResult& r) {
   return p;
 }
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 RunSpec spec_from_options(const Options& o) {
   RunSpec s;
@@ -198,8 +196,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
         row.loss = mean(l).item();
         r.final_loss = *row.loss;
       }
-      r.bytes_per_batch =
-          std::max<size_t>(r.bytes_per_batch, memory_stats(d).bytes_allocated_total - allocated_before);
+      r.bytes_per_batch = std::max<size_t>(r.bytes_per_batch, memory_stats(d).bytes_allocated_total - allocated_before);
       if (batch == s.batches) last_loss = l;
       log.write(row);
     }
@@ -209,7 +206,8 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
                                            : "in the final waitall()";
     std::string what = e.what();
     if (auto* k = dynamic_cast<const KernelError*>(&e))
-      if (int b = backlog.batch_of(k->seq); b && b != batch) what += " (op #" + std::to_string(k->seq) + " was queued in batch " + std::to_string(b) + ")";
+      if (int b = backlog.batch_of(k->seq); b && b != batch)
+        what += " (op #" + std::to_string(k->seq) + " was queued in batch " + std::to_string(b) + ")";
     throw Error("run '" + s.label + "' failed " + where + ": " + what);
   }
   r.wall_s = seconds_since(t0);
@@ -277,7 +275,9 @@ std::vector<RunResult> run_compare(const Options& o, std::ostream& out) {
 
 void print_summary(const RunResult& r, std::ostream& out) {
   char buf[256];
-  auto line = [&](const char* key, const std::string& v) { out << "  " << key << std::string(20 - std::min<size_t>(20, std::strlen(key)), ' ') << v << "\n"; };
+  auto line = [&](const char* key, const std::string& v) {
+    out << "  " << key << std::string(20 - std::min<size_t>(20, std::strlen(key)), ' ') << v << "\n";
+  };
   out << "summary\n";
   line("device", r.device);
   std::string mode = r.mode;
@@ -293,18 +293,18 @@ void print_summary(const RunResult& r, std::ostream& out) {
   line("wall time", buf);
   std::snprintf(buf, sizeof buf, "%.0f", r.samples_per_s);
   line("samples/s", buf);
-  line("memory increase", format_mb(double(r.mem_increase_bytes)) + " tracked, " +
-                              format_mb(double(r.rss_increase_bytes)) + " RSS");
+  line("memory increase",
+       format_mb(double(r.mem_increase_bytes)) + " tracked, " + format_mb(double(r.rss_increase_bytes)) + " RSS");
   std::snprintf(buf, sizeof buf, "%llu ops, %d batch%s", static_cast<unsigned long long>(r.peak_queue_depth),
                 r.peak_backlog_batches, r.peak_backlog_batches == 1 ? "" : "es");
   line("peak queue depth", buf);
   const bool capped = r.predicted_increase_bytes < size_t(r.peak_backlog_batches) * r.bytes_per_batch;
-  std::snprintf(buf, sizeof buf, "%s = %s (measured / predicted = %.3f)",
-                format_mb(double(r.predicted_increase_bytes)).c_str(),
-                capped ? "max-pending-bytes + one op's output"
-                       : (std::to_string(r.peak_backlog_batches) + " x " + format_mb(double(r.bytes_per_batch)) +
-                          " per batch").c_str(),
-                r.predicted_increase_bytes ? double(r.mem_increase_bytes) / double(r.predicted_increase_bytes) : 0.0);
+  std::snprintf(
+      buf, sizeof buf, "%s = %s (measured / predicted = %.3f)", format_mb(double(r.predicted_increase_bytes)).c_str(),
+      capped ? "max-pending-bytes + one op's output"
+             : (std::to_string(r.peak_backlog_batches) + " x " + format_mb(double(r.bytes_per_batch)) + " per batch")
+                   .c_str(),
+      r.predicted_increase_bytes ? double(r.mem_increase_bytes) / double(r.predicted_increase_bytes) : 0.0);
   line("predicted increase", buf);
   std::snprintf(buf, sizeof buf, "%.6g", r.final_loss);
   line("final loss", buf);
@@ -316,8 +316,7 @@ void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out) {
   char buf[256];
   out << "\n" << rs[0].device << ", " << rs[0].batches << " batches of " << rs[0].batch_size << "\n";
   std::snprintf(buf, sizeof buf, "%-10s %8s %10s %12s %12s %13s %11s %12s %9s %11s\n", "mode", "wall s", "samples/s",
-                "mem incr MB", "RSS incr MB", "peak backlog", "peak depth", "predicted MB", "meas/pred",
-                "final loss");
+                "mem incr MB", "RSS incr MB", "peak backlog", "peak depth", "predicted MB", "meas/pred", "final loss");
   out << buf;
   for (const RunResult& r : rs) {
     std::snprintf(buf, sizeof buf, "%-10s %8.3f %10.0f %12.1f %12.1f %13d %11llu %12.1f %9.3f %11.6g\n",

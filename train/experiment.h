@@ -34,7 +34,7 @@
 namespace amlp::train {
 
 struct RunSpec {
-  std::string label;            // "batch", "none", "every=10", "bounded"
+  std::string label;  // "batch", "none", "every=10", "bounded"
   Device device;
   SyncMode sync;
   int batches = 100;
@@ -47,7 +47,7 @@ struct RunSpec {
   uint64_t max_pending_ops = 0;  // back-pressure for this run only (restored to 0 after)
   size_t max_pending_bytes = 0;
   bool check_finite = false;
-  std::string memory_log;        // "" = none
+  std::string memory_log;  // "" = none
 };
 
 struct RunResult {
@@ -57,13 +57,13 @@ struct RunResult {
   size_t start_bytes = 0, peak_bytes = 0, end_bytes = 0;  // tracked pool, bytes in use
   size_t mem_increase_bytes = 0;                          // peak − start
   size_t start_rss = 0, peak_rss = 0, end_rss = 0;
-  size_t rss_increase_bytes = 0;                          // peak sampled RSS − start
-  uint64_t peak_queue_depth = 0;                          // ops
-  int peak_backlog_batches = 0;                           // most batches alive at once
-  size_t peak_backlog_bytes = 0;                          // bytes referenced by pending ops (QueueStats)
+  size_t rss_increase_bytes = 0;  // peak sampled RSS − start
+  uint64_t peak_queue_depth = 0;  // ops
+  int peak_backlog_batches = 0;   // most batches alive at once
+  size_t peak_backlog_bytes = 0;  // bytes referenced by pending ops (QueueStats)
   size_t bytes_per_batch = 0;
   size_t predicted_increase_bytes = 0;
-  size_t largest_tensor_bytes = 0;                        // one op's largest output (rounded)
+  size_t largest_tensor_bytes = 0;  // one op's largest output (rounded)
   uint64_t max_pending_ops = 0;
   size_t max_pending_bytes = 0;
   double final_loss = 0;

@@ -18,16 +18,16 @@
 namespace amlp::train {
 
 struct BatchSample {
-  int batch = 0;                // 1-based
-  double wall_s = 0;            // since the loop began
-  uint64_t queue_depth = 0;     // ops pushed but not finished
-  size_t bytes_in_use = 0;      // tracked pool
+  int batch = 0;             // 1-based
+  double wall_s = 0;         // since the loop began
+  uint64_t queue_depth = 0;  // ops pushed but not finished
+  size_t bytes_in_use = 0;   // tracked pool
   size_t peak_bytes = 0;
   size_t reserved_bytes = 0;
-  size_t rss_bytes = 0;         // process resident set
-  std::optional<double> loss;   // only when the batch was synchronized
-  int backlog_batches = 0;      // batches whose last op has not completed (this one included)
-  size_t backlog_bytes = 0;     // bytes referenced by pending ops (QueueStats)
+  size_t rss_bytes = 0;        // process resident set
+  std::optional<double> loss;  // only when the batch was synchronized
+  int backlog_batches = 0;     // batches whose last op has not completed (this one included)
+  size_t backlog_bytes = 0;    // bytes referenced by pending ops (QueueStats)
 };
 
 extern const char* const kMemoryLogHeader;

@@ -168,9 +168,7 @@ std::vector<int> to_int_list(const std::string& name, const std::string& text) {
 // Reads the validated values out of the variables map.
 Options to_options(const po::variables_map& vm, const std::set<std::string>& from_config) {
   auto s = [&](const char* k) { return vm[k].as<std::string>(); };
-  auto n = [&](const std::string& k) {
-    return from_config.count(k) ? "'" + k + "' in " + s("config") : "--" + k;
-  };
+  auto n = [&](const std::string& k) { return from_config.count(k) ? "'" + k + "' in " + s("config") : "--" + k; };
   Options o;
   o.config = s("config");
   o.batches = static_cast<int>(to_int(n("batches"), s("batches"), 1, 100000000, "a positive integer"));
@@ -184,7 +182,8 @@ Options to_options(const po::variables_map& vm, const std::set<std::string>& fro
   o.lr = static_cast<float>(to_double(n("lr"), s("lr")));
   if (!(o.lr > 0.f)) throw BadInput(n("lr") + " must be positive (got " + s("lr") + ")");
   o.momentum = static_cast<float>(to_double(n("momentum"), s("momentum")));
-  if (o.momentum < 0.f || o.momentum >= 1.f) throw BadInput(n("momentum") + " must be in [0, 1) (got " + s("momentum") + ")");
+  if (o.momentum < 0.f || o.momentum >= 1.f)
+    throw BadInput(n("momentum") + " must be in [0, 1) (got " + s("momentum") + ")");
   {
     const std::string t = s("seed");
     errno = 0;
@@ -194,8 +193,8 @@ Options to_options(const po::variables_map& vm, const std::set<std::string>& fro
       throw BadInput(n("seed") + " must be a non-negative integer (got '" + t + "')");
     o.seed = v;
   }
-  o.max_pending = static_cast<uint64_t>(
-      to_int(n("max-pending"), s("max-pending"), 0, int64_t(1) << 40, "a non-negative integer"));
+  o.max_pending =
+      static_cast<uint64_t>(to_int(n("max-pending"), s("max-pending"), 0, int64_t(1) << 40, "a non-negative integer"));
   o.max_pending_bytes = to_bytes(n("max-pending-bytes"), s("max-pending-bytes"));
   o.memory_limit = to_bytes(n("memory-limit"), s("memory-limit"));
   try {
@@ -232,8 +231,6 @@ std::string option_error(const po::error& e, const std::string& where) {
   }
   if (auto* m = dynamic_cast<const po::multiple_occurrences*>(&e))
     return (where.empty() ? "" : where + ": ") + "option '" + m->get_option_name() + "' given more than once";
-  if (dynamic_cast<const po::too_many_positional_options_error*>(&e))
-    return "unexpected argument (options start with --; see --help)";
   std::string what = e.what();
   return where.empty() ? what : where + ": " + what;
 }
@@ -258,7 +255,8 @@ std::vector<std::string> compare_tags(const Options& o) {
 std::vector<OutputFile> output_files(const Options& o) {
   std::vector<OutputFile> files;
   if (!o.memory_log.empty()) {
-    if (!o.compare) files.push_back({"memory-log", o.memory_log});
+    if (!o.compare)
+      files.push_back({"memory-log", o.memory_log});
     else
       for (const std::string& t : compare_tags(o)) files.push_back({"memory-log", tagged_path(o.memory_log, t)});
   }

@@ -23,7 +23,7 @@
 namespace amlp::train {
 
 struct Options {
-  std::string config;             // --config FILE ("" = none)
+  std::string config;  // --config FILE ("" = none)
   std::string device_text = "auto";
   Device device;                  // resolved from device_text
   bool device_fell_back = false;  // "auto" found no GPU and chose cpu:0
@@ -35,9 +35,9 @@ struct Options {
   float lr = 0.005f;
   float momentum = 0.f;
   uint64_t seed = 1;
-  uint64_t max_pending = 0;       // back-pressure in ops (0 = unbounded)
-  size_t max_pending_bytes = 0;   // back-pressure in bytes (0 = unbounded)
-  size_t memory_limit = 0;        // cap on the device pool (0 = none)
+  uint64_t max_pending = 0;      // back-pressure in ops (0 = unbounded)
+  size_t max_pending_bytes = 0;  // back-pressure in bytes (0 = unbounded)
+  size_t memory_limit = 0;       // cap on the device pool (0 = none)
   bool blocking = false;
   bool tf32 = false;
   bool check_finite = false;

@@ -37,10 +37,9 @@ std::string summary_json(const std::vector<RunResult>& runs) {
     const RunResult& r = runs[i];
     os << (i ? ",\n " : "\n ") << "{";
     os << "\"mode\": " << quoted(r.mode) << ", \"label\": " << quoted(r.label) << ", \"device\": " << quoted(r.device)
-       << ", \"batches\": " << r.batches << ", \"batch_size\": " << r.batch_size
-       << ", \"wall_s\": " << number(r.wall_s) << ", \"samples_per_s\": " << number(r.samples_per_s)
-       << ", \"mem_increase_bytes\": " << r.mem_increase_bytes << ", \"rss_increase_bytes\": " << r.rss_increase_bytes
-       << ", \"peak_queue_depth\": " << r.peak_queue_depth
+       << ", \"batches\": " << r.batches << ", \"batch_size\": " << r.batch_size << ", \"wall_s\": " << number(r.wall_s)
+       << ", \"samples_per_s\": " << number(r.samples_per_s) << ", \"mem_increase_bytes\": " << r.mem_increase_bytes
+       << ", \"rss_increase_bytes\": " << r.rss_increase_bytes << ", \"peak_queue_depth\": " << r.peak_queue_depth
        << ", \"peak_backlog_batches\": " << r.peak_backlog_batches
        << ", \"peak_backlog_bytes\": " << r.peak_backlog_bytes << ", \"bytes_per_batch\": " << r.bytes_per_batch
        << ", \"predicted_increase_bytes\": " << r.predicted_increase_bytes

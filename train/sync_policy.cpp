@@ -23,9 +23,12 @@ SyncMode parse_sync_mode(const std::string& text) {
 
 std::string to_string(const SyncMode& m) {
   switch (m.policy) {
-    case SyncPolicy::EveryBatch: return "batch";
-    case SyncPolicy::Never: return "none";
-    case SyncPolicy::EveryK: return "every=" + std::to_string(m.every);
+    case SyncPolicy::EveryBatch:
+      return "batch";
+    case SyncPolicy::Never:
+      return "none";
+    case SyncPolicy::EveryK:
+      return "every=" + std::to_string(m.every);
   }
   return "?";
 }

@@ -21,9 +21,12 @@ struct SyncMode {
   // Whether the loop reads the loss (and so waits) after batch `batch` (1-based).
   bool syncs_after(int batch) const {
     switch (policy) {
-      case SyncPolicy::EveryBatch: return true;
-      case SyncPolicy::Never: return false;
-      case SyncPolicy::EveryK: return batch % every == 0;
+      case SyncPolicy::EveryBatch:
+        return true;
+      case SyncPolicy::Never:
+        return false;
+      case SyncPolicy::EveryK:
+        return batch % every == 0;
     }
     return false;
   }
