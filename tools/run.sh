@@ -10,9 +10,10 @@ amlp_install_deps
 amlp_build build
 cd "$AMLP_ROOT"
 mkdir -p out
+rm -f out/memory*.csv out/memory.svg out/summary.json
 args=("$@")
 ((${#args[@]})) || args=(--config configs/quick.ini --compare)
 amlp_log "build/bin/train_mlp ${args[*]}"
 build/bin/train_mlp "${args[@]}" --memory-log out/memory.csv --summary-json out/summary.json --trace out/trace.json
-python3 tools/plot_memory.py --summary out/summary.json out/memory*.csv -o out/memory.svg
+python3 tools/plot_memory.py out/memory*.csv out/summary.json -o out/memory.svg
 amlp_log "plot: out/memory.svg   trace: out/trace.json (open in https://ui.perfetto.dev)"
