@@ -63,15 +63,20 @@ uint64_t Queue::push(const char* name, Kernel k, std::vector<std::shared_ptr<Sto
 void Queue::finish(Op& op) {
   op.kernel = nullptr;  // drop captures before the buffers they may point into
   size_t freed = 0;
-  for (auto& r : op.refs)
+  for (auto& r : op.refs) {
+    // Read which queue counts these bytes while our use still pins it: once
+    // the count reaches 0, the frontend may push the buffer again and
+    // re-assign backlog_queue (a data race, and the wrong queue debited).
+    void* counted_by = r->backlog_queue;
     if (r->pending_uses.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      if (r->backlog_queue == this) freed += r->bytes();
-      else if (r->backlog_queue) {  // counted by another queue (a cross-device copy)
-        Queue* q = static_cast<Queue*>(r->backlog_queue);
+      if (counted_by == this) freed += r->bytes();
+      else if (counted_by) {  // counted by another queue (a cross-device copy)
+        Queue* q = static_cast<Queue*>(counted_by);
         std::lock_guard<std::mutex> lk(q->mu_);
         q->backlog_bytes_ -= r->bytes();
       }
     }
+  }
   op.refs.clear();  // buffers go back to their pools here, before completion is announced
   op.deps.clear();
   std::lock_guard<std::mutex> lk(mu_);

@@ -263,17 +263,25 @@ struct BackwardCase {
   bool a_ok, b_ok;  // which leaves the checker must pass
 };
 
+// g: (M, N).  The right gradients: da = g·bᵀ (M,K), db = aᵀ·g (K,N).
+Tensor right_da(const Tensor& b, const Tensor& g) { return matmul(g, b, false, /*transpose_b=*/true); }
+Tensor right_db(const Tensor& a, const Tensor& g) { return matmul(a, g, /*transpose_a=*/true, false); }
+
 TEST_P(GradCheck, CheckerCatchesWrongGradients) {
-  // g: (M, N).  Correct: da = g·bᵀ (M,K), db = aᵀ·g (K,N).
+  using Grads = std::vector<Tensor>;
   const BackwardCase cases[] = {
-      {"correct (control)", [](auto& a, auto& b, auto& g) { return std::vector<Tensor>{matmul(g, b, false, true), matmul(a, g, true, false)}; }, true, true},
-      {"db off by 1%", [](auto& a, auto& b, auto& g) { return std::vector<Tensor>{matmul(g, b, false, true), scale(matmul(a, g, true, false), 1.01f)}; }, true, false},
-      {"da sign flipped", [](auto&, auto& b, auto& g) { return std::vector<Tensor>{scale(matmul(g, b, false, true), -1.f), Tensor()}; }, false, false},
-      {"db missing", [](auto&, auto& b, auto& g) { return std::vector<Tensor>{matmul(g, b, false, true), Tensor()}; }, true, false},
-      {"da with b untransposed", [](auto& a, auto& b, auto& g) { return std::vector<Tensor>{matmul(g, b), matmul(a, g, true, false)}; }, false, true},
+      {"correct (control)", [](auto& a, auto& b, auto& g) { return Grads{right_da(b, g), right_db(a, g)}; },
+       true, true},
+      {"db off by 1%", [](auto& a, auto& b, auto& g) { return Grads{right_da(b, g), scale(right_db(a, g), 1.01f)}; },
+       true, false},
+      {"da sign flipped, db missing", [](auto&, auto& b, auto& g) { return Grads{scale(right_da(b, g), -1.f), {}}; },
+       false, false},
+      {"db missing", [](auto&, auto& b, auto& g) { return Grads{right_da(b, g), Tensor()}; }, true, false},
+      {"da with b untransposed", [](auto& a, auto& b, auto& g) { return Grads{matmul(g, b), right_db(a, g)}; },
+       false, true},
   };
   std::mt19937 rng(7);
-  Tensor a = leaf({3, 3}, rng), b = leaf({3, 3}, rng);  // square, so every wrong gradient still has the right shape
+  Tensor a = leaf({3, 3}, rng), b = leaf({3, 3}, rng);  // square: every wrong gradient has the right shape
   for (const BackwardCase& c : cases) {
     SCOPED_TRACE(c.name);
     GradCheckReport r = check_gradients([&] { return matmul_with_backward(a, b, c.bw); }, {{"a", a}, {"b", b}});

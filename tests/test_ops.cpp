@@ -223,12 +223,16 @@ TEST_P(Ops, ShapeErrorsThrowAtTheCallSiteNamingBothShapes) {
   Tensor no_momentum;
   const BadCall calls[] = {
       {"matmul", {{{2, 3}, d}, {{4, 5}, d}}, [](auto& t) { matmul(t[0], t[1]); }, {"(2, 3)", "(4, 5)"}},
-      {"matmul, a transposed", {{{2, 3}, d}, {{3, 5}, d}}, [](auto& t) { matmul(t[0], t[1], true); }, {"(2, 3)", "(3, 5)"}},
-      {"matmul, b transposed", {{{2, 3}, d}, {{4, 5}, d}}, [](auto& t) { matmul(t[0], t[1], false, true); }, {"(2, 3)", "(4, 5)"}},
+      {"matmul, a transposed", {{{2, 3}, d}, {{3, 5}, d}},
+       [](auto& t) { matmul(t[0], t[1], true); }, {"(2, 3)", "(3, 5)"}},
+      {"matmul, b transposed", {{{2, 3}, d}, {{4, 5}, d}},
+       [](auto& t) { matmul(t[0], t[1], false, true); }, {"(2, 3)", "(4, 5)"}},
       {"matmul, 1-D operand", {{{3}, d}, {{3, 2}, d}}, [](auto& t) { matmul(t[0], t[1]); }, {"(3,)", "(3, 2)"}},
       {"bias_add", {{{2, 3}, d}, {{4}, d}}, [](auto& t) { bias_add(t[0], t[1]); }, {"(2, 3)", "(4,)"}},
-      {"linear, input", {{{2, 3}, d}, {{4, 5}, d}}, [](auto& t) { linear(t[0], t[1], Tensor()); }, {"(2, 3)", "(4, 5)"}},
-      {"linear, bias", {{{2, 3}, d}, {{4, 3}, d}, {{5}, d}}, [](auto& t) { linear(t[0], t[1], t[2]); }, {"(4, 3)", "(5,)"}},
+      {"linear, input", {{{2, 3}, d}, {{4, 5}, d}},
+       [](auto& t) { linear(t[0], t[1], Tensor()); }, {"(2, 3)", "(4, 5)"}},
+      {"linear, bias", {{{2, 3}, d}, {{4, 3}, d}, {{5}, d}},
+       [](auto& t) { linear(t[0], t[1], t[2]); }, {"(4, 3)", "(5,)"}},
       {"l2_loss, columns", {{{2, 3}, d}, {{2}, d}}, [](auto& t) { l2_loss(t[0], t[1]); }, {"(2, 3)", "(2,)"}},
       {"l2_loss, rows", {{{2, 1}, d}, {{3}, d}}, [](auto& t) { l2_loss(t[0], t[1]); }, {"(2, 1)", "(3,)"}},
       {"add", {{{2, 3}, d}, {{3, 2}, d}}, [](auto& t) { add(t[0], t[1]); }, {"(2, 3)", "(3, 2)"}},
@@ -267,7 +271,7 @@ TEST_P(Ops, DeviceMismatchThrowsAtTheCallSite) {
 
 INSTANTIATE_TEST_SUITE_P(Devices, Ops, ::testing::ValuesIn(test_devices()), device_name);
 
-TEST(ParseDevice, GoodStrings) {
+TEST(OpsParseDevice, GoodStrings) {
   EXPECT_EQ(parse_device("cpu"), Device::cpu(0));
   EXPECT_EQ(parse_device("cpu:0"), Device::cpu(0));
   EXPECT_EQ(parse_device("cpu:1"), Device::cpu(1));
@@ -287,7 +291,7 @@ TEST(ParseDevice, GoodStrings) {
   EXPECT_EQ(Device::cuda(2).str(), "cuda:2");
 }
 
-TEST(ParseDevice, BadStringsThrowDeviceErrorNamingThem) {
+TEST(OpsParseDevice, BadStringsThrowDeviceErrorNamingThem) {
   std::vector<std::string> bad{"cpu:8", "gpu", "cuda:x", "cpu:-1", "cpu:", "CPU", "cpu:1x", " cpu", "cpu:0:0",
                                "cuda:" + std::to_string(cuda_device_count())};
   if (cuda_device_count() == 0) bad.push_back("cuda");

@@ -63,7 +63,7 @@ TEST_P(QueueSemantics, KernelsRunInPushOrder) {
 TEST_P(QueueSemantics, WaitToReadWaitsForItsProducerAndNoMore) {
   Queue& q = queue();
   Gate gate;
-  Tensor t = full({8}, 2.f, dev());                // the producer
+  Tensor t = full({8}, 2.f, dev());                       // the producer
   const uint64_t later = q.push("gated", gate.waiter());  // a later op, held shut
   const uint64_t after = q.push("after", [] {});
   t.wait_to_read();
@@ -78,24 +78,38 @@ TEST_P(QueueSemantics, WaitToReadWaitsForItsProducerAndNoMore) {
 TEST_P(QueueSemantics, WaitallDrainsEveryDevice) {
   std::vector<Device> devices{Device::cpu(0), Device::cpu(1)};
   if (dev().is_cuda()) devices.push_back(dev());
-  Gate gate;
-  std::atomic<bool> released{false};
-  std::vector<Tensor> outs;
-  for (Device d : devices) {
-    context(d).queue.push("gated", gate.waiter());
-    outs.push_back(full({16}, 1.f, d));  // behind the gate on each device
-  }
-  {
-    OpenLater opener(gate, released);
+  const size_t n = devices.size();
+  // Each device's work sits behind its own gate; the gates open one by one,
+  // in both orders, so whichever device waitall() took last, it must have
+  // waited for the others too.
+  for (bool reversed : {false, true}) {
+    SCOPED_TRACE(reversed ? "gates opened last device first" : "gates opened first device first");
+    std::vector<std::unique_ptr<Gate>> gates;
+    std::vector<std::atomic<bool>> released(n);
+    std::vector<Tensor> outs;
+    for (size_t i = 0; i < n; ++i) {
+      gates.push_back(std::make_unique<Gate>());
+      context(devices[i]).queue.push("gated", gates[i]->waiter());
+      outs.push_back(full({16}, 1.f, devices[i]));  // behind the gate on each device
+    }
+    std::thread opener([&] {
+      for (size_t k = 0; k < n; ++k) {
+        const size_t i = reversed ? n - 1 - k : k;
+        std::this_thread::sleep_for(20ms);
+        released[i] = true;
+        gates[i]->open();
+      }
+    });
     waitall();
-    EXPECT_TRUE(released) << "waitall returned before the queued work could run";
-  }
-  for (size_t i = 0; i < devices.size(); ++i) {
-    SCOPED_TRACE(devices[i].str());
-    const QueueStats s = queue_stats(devices[i]);
-    EXPECT_EQ(s.depth, 0u);
-    EXPECT_EQ(s.completed, s.pushed);
-    EXPECT_TRUE(context(devices[i]).queue.done(outs[i].storage()->writer_seq));
+    for (size_t i = 0; i < n; ++i) {
+      SCOPED_TRACE(devices[i].str());
+      EXPECT_TRUE(released[i]) << "waitall returned before this device's work could run";
+      const QueueStats s = queue_stats(devices[i]);
+      EXPECT_EQ(s.depth, 0u);
+      EXPECT_EQ(s.completed, s.pushed);
+      EXPECT_TRUE(context(devices[i]).queue.done(outs[i].storage()->writer_seq));
+    }
+    opener.join();
   }
 }
 
@@ -285,7 +299,7 @@ INSTANTIATE_TEST_SUITE_P(Devices, QueueSemantics, ::testing::ValuesIn(test_devic
 // Each kernel waits until both are running at once: only possible if cpu:0's
 // and cpu:1's workers run in parallel. (Serialised, the first would give up
 // after kHangGuard and the test would fail.)
-TEST(CpuDevices, TwoDevicesRunAtTheSameTime) {
+TEST(QueueCpuDevices, TwoDevicesRunAtTheSameTime) {
   struct Rendezvous {
     std::mutex mu;
     std::condition_variable cv;
@@ -308,7 +322,7 @@ TEST(CpuDevices, TwoDevicesRunAtTheSameTime) {
   EXPECT_EQ(met, 2) << "cpu:0 and cpu:1 never ran kernels at the same time";
 }
 
-TEST(CpuDevices, CrossDeviceCopyWaitsForItsSource) {
+TEST(QueueCpuDevices, CrossDeviceCopyWaitsForItsSource) {
   ScopedBlocking async(false);
   Gate gate;
   std::atomic<bool> released{false};
@@ -318,6 +332,31 @@ TEST(CpuDevices, CrossDeviceCopyWaitsForItsSource) {
   OpenLater opener(gate, released);
   EXPECT_EQ(dst.to_host(), std::vector<float>(5, 7.f));
   EXPECT_TRUE(released) << "the copy on cpu:1 ran before its source on cpu:0 was written";
+}
+
+// A buffer referenced by pending ops on two queues is counted once, by the
+// queue that first referred to it, and un-counted when its last op finishes
+// on whichever queue that is.
+TEST(QueueCpuDevices, SharedBufferBacklogIsCountedOnceAndReturnsToZero) {
+  ScopedBlocking async(false);
+  Queue& q0 = context(Device::cpu(0)).queue;
+  Queue& q1 = context(Device::cpu(1)).queue;
+  Tensor shared = empty({1024}, Device::cpu(0));
+  const size_t bytes = shared.storage()->bytes();
+  const size_t base0 = q0.stats().backlog_bytes, base1 = q1.stats().backlog_bytes;
+  {
+    PausedQueue p0(Device::cpu(0)), p1(Device::cpu(1));
+    q0.push("read on cpu:0", [] {}, {shared.storage()});
+    q1.push("read on cpu:1", [] {}, {shared.storage()});
+    EXPECT_EQ(q0.stats().backlog_bytes - base0, bytes);
+    EXPECT_EQ(q1.stats().backlog_bytes - base1, 0u);
+    p0.resume();  // cpu:0 finishes first; cpu:1 still holds the buffer
+    q0.wait_all();
+    EXPECT_EQ(q0.stats().backlog_bytes - base0, bytes);
+  }  // cpu:1's op is the last: it un-counts the bytes on cpu:0
+  waitall();
+  EXPECT_EQ(q0.stats().backlog_bytes, base0);
+  EXPECT_EQ(q1.stats().backlog_bytes, base1);
 }
 
 TEST(StandaloneQueue, DestructionDrainsThenJoins) {
