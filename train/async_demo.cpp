@@ -18,6 +18,7 @@
 #include <functional>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "framework/asyncmlp.h"
@@ -49,6 +50,19 @@ std::string human(double s) {
   std::string out = buf;
   if (out.find("µ") != std::string::npos) out.insert(0, " ");  // printf widths count bytes; µ is two
   return out;
+}
+
+// "load average 2.54 on 2 cores" — context for timings on a shared machine.
+std::string machine_load() {
+  double l1 = -1;
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &l1) != 1) l1 = -1;
+    std::fclose(f);
+  }
+  char buf[64];
+  if (l1 < 0) std::snprintf(buf, sizeof buf, "%u cores", std::thread::hardware_concurrency());
+  else std::snprintf(buf, sizeof buf, "load average %.2f on %u cores", l1, std::thread::hardware_concurrency());
+  return buf;
 }
 
 struct Options {
@@ -222,27 +236,20 @@ void run_sync_vs_async(const Options& o) {
   };
   auto push_add = [&] { Tensor y = amlp::add_scalar(x, 1.f); };
   auto push_noop = [&] { q.push("noop", [] {}); };
-  double t1 = 0, t2 = 0, t1_raw = 0, t2_raw = 0, scratch = 0;
-  paused_run(push_add, &scratch, &scratch);  // warm-up: the pool caches N buffers
-  std::vector<double> v1, v2, v1r, v2r, rt, synced, async, async_push;
-  for (int r = 0; r < o.repeats; ++r) {
-    paused_run(push_add, &t1, &t2);
-    v1.push_back(t1);
-    v2.push_back(t2);
-    paused_run(push_noop, &t1_raw, &t2_raw);
-    v1r.push_back(t1_raw);
-    v2r.push_back(t2_raw);
-  }
   // t3: one barrier's fixed cost = the round trip of an empty kernel (push,
-  // wake the idle worker, run, wake the waiting frontend) minus its push and run.
-  for (int k = 0; k < 200 * o.repeats; ++k) {
-    const auto t0 = Clock::now();
-    q.wait_for(q.push("noop", [] {}));
-    rt.push_back(since(t0));
-  }
-  t1 = median(v1), t2 = median(v2);
-  const double t3 = std::max(0.0, median(rt) - median(v1r) - median(v2r));
-
+  // wake the idle worker, run, wake the waiting frontend) minus its push and
+  // run. Waking a sleeping thread dominates it, and on a VM that cost can jump
+  // (~5 µs ↔ ~60 µs) over seconds, so every quantity is measured again in each
+  // repeat, right around the runs it models.
+  auto round_trip = [&] {
+    std::vector<double> v;
+    for (int k = 0; k < 200; ++k) {
+      const auto t0 = Clock::now();
+      q.wait_for(q.push("noop", [] {}));
+      v.push_back(since(t0));
+    }
+    return median(v);
+  };
   auto synced_loop = [&](int64_t n) {
     for (int64_t i = 0; i < n; ++i) {
       Tensor y = amlp::add_scalar(x, 1.f);
@@ -256,23 +263,38 @@ void run_sync_vs_async(const Options& o) {
     amlp::waitall();
     return pushed;
   };
-  synced_loop(std::min<int64_t>(N, 1000));  // warm-up
+
+  double t1_r = 0, t2_r = 0, t1_raw = 0, t2_raw = 0;
+  paused_run(push_add, &t1_r, &t2_r);  // warm-up: the pool caches N buffers
+  synced_loop(std::min<int64_t>(N, 1000));
   async_loop(std::min<int64_t>(N, 1000));
+  std::vector<double> v1, v2, v3, rt, synced, async, async_push;
   for (int r = 0; r < o.repeats; ++r) {
+    paused_run(push_add, &t1_r, &t2_r);
+    paused_run(push_noop, &t1_raw, &t2_raw);
+    const double rt_before = round_trip();
     auto t0 = Clock::now();
     synced_loop(N);
     synced.push_back(since(t0));
     t0 = Clock::now();
     async_push.push_back(async_loop(N));
     async.push_back(since(t0));
+    rt.push_back(0.5 * (rt_before + round_trip()));
+    v1.push_back(t1_r);
+    v2.push_back(t2_r);
+    v3.push_back(std::max(0.0, rt.back() - t1_raw - t2_raw));
   }
+  const double t1 = median(v1), t2 = median(v2), t3 = median(v3);
   const double ms = median(synced), ma = median(async);
+  const auto t3_range = std::minmax_element(v3.begin(), v3.end());
   const double model_s = double(N) * (t1 + t2 + t3), model_a = t1 + double(N) * t2 + t3;
   auto err = [](double measured, double model) { return 100.0 * (model - measured) / measured; };
   std::printf("  t1 frontend push, per op    %10s   (add_scalar pushed onto a paused queue)\n", human(t1).c_str());
   std::printf("  t2 backend execution, per op%10s   (that backlog drained by the worker)\n", human(t2).c_str());
-  std::printf("  t3 one barrier's fixed cost %10s   (empty kernel's round trip %s minus its push and run)\n",
-              human(t3).c_str(), human(median(rt)).c_str());
+  std::printf("  t3 one barrier's fixed cost %10s   (empty kernel's round trip %s minus its push and run;\n"
+              "                                          over the repeats: %s .. %s)\n",
+              human(t3).c_str(), human(median(rt)).c_str(), human(*t3_range.first).c_str(),
+              human(*t3_range.second).c_str());
   std::printf("  %-34s %11s %11s %8s\n", ("medians of " + std::to_string(o.repeats) + ":").c_str(), "measured", "model",
               "error");
   std::printf("  %-34s %11s %11s %+7.0f%%\n", "barrier each op  N·(t1+t2+t3)", human(ms).c_str(),
@@ -506,7 +528,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    std::printf("async_demo on %s%s\n", o.device.str().c_str(), o.fell_back ? " (--device auto: no GPU visible)" : "");
+    std::printf("async_demo on %s%s; %s\n", o.device.str().c_str(),
+                o.fell_back ? " (--device auto: no GPU visible)" : "", machine_load().c_str());
     if (amlp::blocking())
       std::printf("synchronous mode is on (ASYNCMLP_BLOCKING): every push waits for its op, so nothing runs ahead\n");
     for (const auto& s : subcommands())
