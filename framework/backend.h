@@ -21,7 +21,8 @@ struct Backend : RawAllocator, StreamSync {
   virtual void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                     int lda, const float* B, int ldb, float beta, float* C, int ldc) = 0;
   virtual void fill(float* y, size_t n, float value) = 0;
-  // y(r,c) = x(r,c) + b(c)      x, y: (rows, cols); b: (cols). y may alias x.
+  // y(r,c) = x(r,c) + b(c)      x, y: (rows, cols); b: (cols). y may alias x;
+  // x == nullptr broadcasts: y(r,c) = b(c).
   virtual void add_bias(const float* x, const float* b, float* y, int rows, int cols) = 0;
   virtual void relu(const float* x, float* y, size_t n) = 0;
   // dx = dy * (x > 0)

@@ -65,8 +65,12 @@ class CpuBackend final : public Backend {
   }
   void add_bias(const float* x, const float* b, float* y, int rows, int cols) override {
     for (int r = 0; r < rows; ++r) {
-      const float* xr = x + static_cast<size_t>(r) * cols;
       float* yr = y + static_cast<size_t>(r) * cols;
+      if (!x) {
+        std::memcpy(yr, b, sizeof(float) * static_cast<size_t>(cols));
+        continue;
+      }
+      const float* xr = x + static_cast<size_t>(r) * cols;
       for (int c = 0; c < cols; ++c) yr[c] = xr[c] + b[c];
     }
   }

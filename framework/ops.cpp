@@ -254,8 +254,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   enqueue(c, "linear", {&x, &w, &b}, {&y}, [=] {
     float beta = 0.f;
     if (pb) {  // y = broadcast(b), then y += x·Wᵀ in the same GEMM
-      be->fill(py, size_t(B * out), 0.f);
-      be->add_bias(py, pb, py, int(B), int(out));
+      be->add_bias(/*x=*/nullptr, pb, py, int(B), int(out));
       beta = 1.f;
     }
     be->gemm(false, /*trans_b=*/true, int(B), int(out), int(in), 1.f, px, int(in), pw, int(in), beta, py, int(out));

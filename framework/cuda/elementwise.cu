@@ -17,7 +17,7 @@ __global__ void fill_kernel(float* y, size_t n, float v) {
 
 // x, y: (rows, cols) with n = rows*cols; b: (cols). y may alias x.
 __global__ void add_bias_kernel(const float* x, const float* b, float* y, size_t n, size_t cols) {
-  for (size_t i = global_thread(); i < n; i += grid_threads()) y[i] = __fadd_rn(x[i], b[i % cols]);
+  for (size_t i = global_thread(); i < n; i += grid_threads()) y[i] = x ? __fadd_rn(x[i], b[i % cols]) : b[i % cols];
 }
 
 __global__ void relu_kernel(const float* x, float* y, size_t n) {
