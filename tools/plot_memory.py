@@ -253,14 +253,23 @@ def draw_memory_vs_throughput(svg, box, runs, colors):
     series = sorted((mode_rank(l), x, y, l) for l, x, y in pts if mode_rank(l) is not None)
     if len(series) > 1:
         p.polyline([(x, y) for _, x, y, _ in series], "#999", 1.4, dash="3,3")
+    placed = []  # label anchors already drawn: move a label that would overlap one
     for label, x, y in pts:
         bounded = mode_rank(label) is None
         c = colors.get(label, "#333")
         p.marker(x, y, c, "square" if bounded else "circle")
-        anchor_right = p.px(x) > x0 + w - 90
+        # back-pressure's label goes left of its square: it sits beside the sync series
+        anchor_right = bounded or p.px(x) > x0 + w - 90
+        lx, ly = p.px(x) + (-9 if anchor_right else 9), p.py(y) - 8
+        tw = 7.0 * len(label)  # rough text width at font-size 12
+        left, right = (lx - tw, lx) if anchor_right else (lx, lx + tw)
+        for dy in (0, 22, -16, 38, -32):
+            if all(abs(ly + dy - qy) > 14 or right < ql or left > qr for ql, qr, qy in placed):
+                ly += dy
+                break
+        placed.append((left, right, ly))
         svg.append("<text x='%.1f' y='%.1f' font-size='12' text-anchor='%s' %s>%s</text>"
-                   % (p.px(x) + (-9 if anchor_right else 9), p.py(y) - 8,
-                      "end" if anchor_right else "start", FONT, escape(label)))
+                   % (lx, ly, "end" if anchor_right else "start", FONT, escape(label)))
     p.legend([("sync interval: batch, every=K, none", "#999", "line"),
               ("back-pressure (bounded)", colors.get("bounded", PALETTE[2]), "square")], corner="bottom-left")
 
