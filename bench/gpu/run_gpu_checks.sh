@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
-# run_gpu_checks.sh — every check a GPU session makes, in one go: the
+# run_gpu_checks.sh — every check to make on a machine with a GPU, in one go: the
 # machine, every test executable, compute-sanitizer (memcheck, racecheck) on
 # the CUDA tests, then train_mlp in both sync modes beside the PyTorch eager
 # peer (interleaved, in the same minutes), the cuBLAS GEMM floor, and a short
 # table last. Correctness first, then timings.
 #
 # Run from the repository root on the GPU machine, with a prebuilt build-gpu
-# (see ../shared/device/README.md: build here, bundle-runtime.sh, carry
-# build-gpu/bin and build-gpu/rt):
+# (built elsewhere with -DCMAKE_CUDA_ARCHITECTURES=90; the non-CUDA shared
+# libraries it needs — OpenBLAS, Boost — copied into build-gpu/rt):
 #
 #   bench/gpu/run_gpu_checks.sh [all|info|tests|sanitize|memcheck|racecheck|perf]
 #
 # (default: all; sanitize = memcheck + racecheck). Each phase is bounded by
 # timeouts of 500 s per program; run the phases one by one where a command
-# has a time limit (10 minutes on the lent machines). Full logs go to $OUT (default: out/gpu); the table is also in
+# has a time limit. Full logs go to $OUT (default: out/gpu); the table is also in
 # $OUT/table.txt. Exit status: 0 when every test and sanitizer run passed.
 # Environment: BUILD (default build-gpu), OUT, REPEATS (default 5), BATCHES
 # (default 100), BATCH_SIZE (default 1024).
