@@ -37,7 +37,7 @@ TEST(TrainOptions, DefaultsAreTheBooksExperiment) {
   EXPECT_EQ(o.hidden.hidden, (std::vector<int64_t>{2048, 512}));
   EXPECT_FLOAT_EQ(o.lr, 0.005f);
   EXPECT_EQ(o.sync.policy, SyncPolicy::EveryBatch);
-  EXPECT_EQ(o.max_pending, 0u);
+  EXPECT_EQ(o.max_pending_ops, 0u);
   EXPECT_EQ(o.max_pending_bytes, 0u);
   EXPECT_FALSE(o.compare);
   EXPECT_EQ(o.device_text, "auto");
@@ -60,7 +60,7 @@ TEST(TrainOptions, ReadsEveryOption) {
   EXPECT_FLOAT_EQ(o.lr, 0.1f);
   EXPECT_FLOAT_EQ(o.momentum, 0.9f);
   EXPECT_EQ(o.seed, 99u);
-  EXPECT_EQ(o.max_pending, 12u);
+  EXPECT_EQ(o.max_pending_ops, 12u);
   EXPECT_EQ(o.max_pending_bytes, size_t(3) << 20);
   EXPECT_EQ(o.memory_limit, size_t(1) << 30);
   EXPECT_TRUE(o.blocking && o.tf32 && o.check_finite && o.compare);

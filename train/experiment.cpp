@@ -83,25 +83,11 @@ size_t predicted_increase(const RunResult& r) {
   return p;
 }
 
-namespace {}  // namespace
-
 RunSpec spec_from_options(const Options& o) {
   RunSpec s;
+  static_cast<RunSettings&>(s) = o;
   s.label = to_string(o.sync);
-  if (o.max_pending || o.max_pending_bytes) s.label += " (bounded)";
-  s.device = o.device;
-  s.sync = o.sync;
-  s.batches = o.batches;
-  s.batch_size = o.batch_size;
-  s.features = o.features;
-  s.hidden = o.hidden;
-  s.lr = o.lr;
-  s.momentum = o.momentum;
-  s.seed = o.seed;
-  s.max_pending_ops = o.max_pending;
-  s.max_pending_bytes = o.max_pending_bytes;
-  s.check_finite = o.check_finite;
-  s.memory_log = o.memory_log;
+  if (o.max_pending_ops || o.max_pending_bytes) s.label += " (bounded)";
   return s;
 }
 
@@ -248,7 +234,7 @@ std::vector<RunSpec> compare_specs(const Options& o) {
     s.sync = modes[i];
     const bool bounded = i + 1 == modes.size();
     s.label = bounded ? "bounded" : to_string(modes[i]);
-    s.max_pending_ops = bounded ? o.max_pending : 0;
+    s.max_pending_ops = bounded ? o.max_pending_ops : 0;
     s.max_pending_bytes = bounded ? o.max_pending_bytes : 0;  // 0: two batches' footprint, once measured
     s.memory_log = o.memory_log.empty() ? "" : tagged_path(o.memory_log, tags[i]);
     specs.push_back(s);

@@ -33,21 +33,10 @@
 
 namespace amlp::train {
 
-struct RunSpec {
+// One run: the settings (back-pressure applies to this run only, restored to
+// 0 after) and the label it is reported under.
+struct RunSpec : RunSettings {
   std::string label;  // "batch", "none", "every=10", "bounded"
-  Device device;
-  SyncMode sync;
-  int batches = 100;
-  int batch_size = 1024;
-  int features = 512;
-  models::LayerSpec hidden{{2048, 512}};
-  float lr = 0.005f;
-  float momentum = 0.f;
-  uint64_t seed = 1;
-  uint64_t max_pending_ops = 0;  // back-pressure for this run only (restored to 0 after)
-  size_t max_pending_bytes = 0;
-  bool check_finite = false;
-  std::string memory_log;  // "" = none
 };
 
 struct RunResult {

@@ -193,7 +193,7 @@ Options to_options(const po::variables_map& vm, const std::set<std::string>& fro
       throw BadInput(n("seed") + " must be a non-negative integer (got '" + t + "')");
     o.seed = v;
   }
-  o.max_pending =
+  o.max_pending_ops =
       static_cast<uint64_t>(to_int(n("max-pending"), s("max-pending"), 0, int64_t(1) << 40, "a non-negative integer"));
   o.max_pending_bytes = to_bytes(n("max-pending-bytes"), s("max-pending-bytes"));
   o.memory_limit = to_bytes(n("memory-limit"), s("memory-limit"));

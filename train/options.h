@@ -22,12 +22,10 @@
 
 namespace amlp::train {
 
-struct Options {
-  std::string config;  // --config FILE ("" = none)
-  std::string device_text = "auto";
-  Device device;                  // resolved from device_text
-  bool device_fell_back = false;  // "auto" found no GPU and chose cpu:0
-  SyncMode sync;                  // --sync batch|none|every=K
+// What one training run needs: the options' core, and each run --compare makes.
+struct RunSettings {
+  Device device;  // resolved from --device
+  SyncMode sync;  // --sync batch|none|every=K
   int batches = 100;
   int batch_size = 1024;
   int features = 512;
@@ -35,13 +33,20 @@ struct Options {
   float lr = 0.005f;
   float momentum = 0.f;
   uint64_t seed = 1;
-  uint64_t max_pending = 0;      // back-pressure in ops (0 = unbounded)
+  uint64_t max_pending_ops = 0;  // back-pressure in ops (0 = unbounded)
   size_t max_pending_bytes = 0;  // back-pressure in bytes (0 = unbounded)
-  size_t memory_limit = 0;       // cap on the device pool (0 = none)
+  bool check_finite = false;
+  std::string memory_log;  // "" = not written
+};
+
+struct Options : RunSettings {
+  std::string config;  // --config FILE ("" = none)
+  std::string device_text = "auto";
+  bool device_fell_back = false;  // "auto" found no GPU and chose cpu:0
+  size_t memory_limit = 0;        // cap on the device pool (0 = none)
   bool blocking = false;
   bool tf32 = false;
-  bool check_finite = false;
-  std::string memory_log, trace, summary_json;  // "" = not written
+  std::string trace, summary_json;  // "" = not written
   bool compare = false;
   std::vector<int> compare_every{2, 10};  // the every=K modes --compare runs
 };
