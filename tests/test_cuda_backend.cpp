@@ -79,12 +79,7 @@ class Cuda : public ::testing::Test {
  protected:
   void SetUp() override { SKIP_WITHOUT_GPU(); }
   void TearDown() override {
-    if (IsSkipped()) return;
-    try {
-      waitall();
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "a kernel error was left for the next test: " << e.what();
-    }
+    if (!IsSkipped()) expect_no_kernel_error_left();
   }
 
  private:

@@ -110,16 +110,19 @@ class ScopedMaxPending {
 // Fixture for suites parameterised over test_devices(): asynchronous mode
 // whatever the environment says, and no kernel error left behind for the
 // next test.
+// Drains every queue; a kernel error still pending fails the current test.
+inline void expect_no_kernel_error_left() {
+  try {
+    waitall();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "a kernel error was left for the next test: " << e.what();
+  }
+}
+
 class DeviceTest : public ::testing::TestWithParam<Device> {
  protected:
   Device dev() const { return GetParam(); }
-  void TearDown() override {
-    try {
-      waitall();
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "a kernel error was left for the next test: " << e.what();
-    }
-  }
+  void TearDown() override { expect_no_kernel_error_left(); }
 
  private:
   ScopedBlocking async_{false};
