@@ -28,4 +28,8 @@ void SGD::step(int64_t batch_size) {
   }
 }
 
+void SGD::zero_grad() {
+  for (Parameter* p : params_) p->value.impl()->grad.reset();
+}
+
 }  // namespace amlp

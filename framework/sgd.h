@@ -16,6 +16,9 @@ class SGD {
  public:
   SGD(std::vector<Parameter*> params, float lr, float momentum = 0.f, float weight_decay = 0.f);
   void step(int64_t batch_size);  // queues one update per parameter; never blocks
+  // Drops the gradients (PyTorch's set_to_none): the queued updates still hold
+  // them until they have run, then their buffers return to the pool.
+  void zero_grad();
   float lr() const { return lr_; }
 
  private:

@@ -105,7 +105,6 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
   }
   L2Loss loss;
   SGD sgd(net->parameters(), s.lr, s.momentum);
-  std::vector<Parameter*> params = net->parameters();
   fresh_device(d);
 
   RunResult r;
@@ -152,7 +151,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
       Tensor l = loss(net->forward(X), y);  // (B)
       l.backward();
       sgd.step(B);
-      for (Parameter* p : params) p->value.impl()->grad.reset();  // set-to-none: the pending update holds it
+      sgd.zero_grad();  // set-to-none: the pending updates hold the gradients until they ran
       if (s.check_finite) check_finite(l, "loss");
 
       // The sample: the batch is queued; nothing has waited for it yet.
