@@ -112,8 +112,10 @@ void stop_and_write(const std::string& path) {
       os << ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":" << i + 1 << ",\"name\":\"thread_name\",\"args\":{\"name\":\"";
       json_escape(os, s.tracks[i]);
       os << "\"}}";
+      // The frontend's track first, then the queues in the order they were made.
+      const size_t order = s.tracks[i].rfind("frontend", 0) == 0 ? 0 : i + 1;
       os << ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":" << i + 1
-         << ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":" << i + 1 << "}}";
+         << ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":" << order << "}}";
     }
     for (const Event& e : s.events) {
       os << ",\n{\"ph\":\"" << e.ph << "\",\"pid\":1,\"tid\":" << e.track << ",\"ts\":" << e.ts << ",\"name\":\"";
