@@ -30,14 +30,22 @@ Settings& settings() {
 
 constexpr int kMaxCuda = 16;
 
-// Contexts live until exit; destroyed in reverse order of creation, each
-// draining its queue before its pool goes.
+// Contexts live until exit; all queues are drained, then the contexts are
+// destroyed in reverse order of creation.
 struct Registry {
   std::mutex mu;
   std::array<std::unique_ptr<DeviceContext>, kMaxCpuDevices> cpu;
   std::array<std::unique_ptr<DeviceContext>, kMaxCuda> cuda;
   std::vector<DeviceContext*> order;
   ~Registry() {
+    // Drain every queue before destroying any context: an op on one queue may
+    // wait for another queue's op (a cross-device copy).
+    for (DeviceContext* c : order) {
+      try {
+        c->queue.wait_all();
+      } catch (...) {  // an error nobody waited for: nothing left to report it to
+      }
+    }
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       auto& slot = (*it)->device.is_cuda() ? cuda[(*it)->device.index] : cpu[(*it)->device.index];
       slot.reset();

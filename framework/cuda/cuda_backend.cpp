@@ -140,6 +140,9 @@ void CudaBackend::wait_done(uint64_t seq) {
   // Called after the worker ran op `seq` (the queue's mutex orders it after
   // worker_start), from any thread.
   if (!started_) return;
+  // The caller may be the frontend or another queue's worker (a cross-device
+  // dependency), bound to another GPU or to none: wait with this one current.
+  DeviceGuard guard(index_);
   events_.wait(seq, stream_.get());
 }
 
