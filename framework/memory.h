@@ -56,6 +56,15 @@ class Storage {
   // Touched by the frontend thread only.
   void* writer_queue = nullptr;
   uint64_t writer_seq = 0;
+  // The last op of each queue that used (read or wrote) this buffer, so a
+  // write on one queue can wait for pending reads on another. Almost always
+  // one queue: kept inline, with an overflow for buffers several queues touch.
+  struct Use {
+    void* queue;
+    uint64_t seq;
+  };
+  Use first_use{nullptr, 0};
+  std::vector<Use> more_uses;
   // How many queued-but-unfinished ops refer to this buffer (backlog accounting).
   std::atomic<int> pending_uses{0};
   void* backlog_queue = nullptr;  // the queue whose backlog counts these bytes

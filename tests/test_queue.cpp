@@ -334,6 +334,24 @@ TEST(QueueCpuDevices, CrossDeviceCopyWaitsForItsSource) {
   EXPECT_TRUE(released) << "the copy on cpu:1 ran before its source on cpu:0 was written";
 }
 
+// Write-after-read across queues: an in-place write on cpu:0 must wait for a
+// copy on cpu:1 that still has to read the old values.
+TEST(QueueCpuDevices, AWriteWaitsForAPendingReadOnAnotherQueue) {
+  ScopedBlocking async(false);
+  Tensor w = full({5}, 1.f, Device::cpu(0));
+  Tensor twos = full({5}, 2.f, Device::cpu(0));
+  waitall();
+  Gate gate;
+  std::atomic<bool> released{false};
+  context(Device::cpu(1)).queue.push("gated", gate.waiter());
+  Tensor snapshot = copy_to(w, Device::cpu(1));  // reads w on cpu:1, behind the gate
+  copy_(w, twos);                                // overwrites w on cpu:0
+  OpenLater opener(gate, released);
+  EXPECT_EQ(snapshot.to_host(), std::vector<float>(5, 1.f)) << "cpu:0 overwrote w before cpu:1 read it";
+  EXPECT_EQ(w.to_host(), std::vector<float>(5, 2.f));
+  EXPECT_TRUE(released);
+}
+
 // A buffer referenced by pending ops on two queues is counted once, by the
 // queue that first referred to it, and un-counted when its last op finishes
 // on whichever queue that is.
