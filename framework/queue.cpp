@@ -1,5 +1,7 @@
 #include "framework/queue.h"
 
+#include <chrono>
+
 #include "framework/error.h"
 #include "framework/memory.h"
 #include "framework/trace.h"
@@ -103,10 +105,8 @@ void Queue::worker_loop() {
     }
     const uint64_t t0 = trace::enabled() ? trace::now_us() : 0;
     try {
-      for (const QueueDep& d : op.deps) {  // another queue's op this one reads
-        std::unique_lock<std::mutex> lk(d.queue->mu_);
-        d.queue->done_cv_.wait(lk, [&] { return d.queue->completed_ >= d.seq; });
-        lk.unlock();
+      for (const QueueDep& d : op.deps) {  // another queue's op this one reads or must not overtake
+        d.queue->wait_completed(d.seq);
         if (d.queue->sync_) d.queue->sync_->wait_done(d.seq);
       }
       if (sync_) sync_->before_op(op.seq, op.name);
@@ -128,6 +128,7 @@ void Queue::worker_loop() {
     {
       std::lock_guard<std::mutex> lk(mu_);
       completed_ = op.seq;
+      completed_seen_.store(op.seq, std::memory_order_release);
     }
     done_cv_.notify_all();
     space_cv_.notify_all();
@@ -139,11 +140,30 @@ void Queue::keep_error(const Op& op, const char* what) {
   if (!error_) error_ = std::make_exception_ptr(KernelError(op.name, op.seq, name_, what));
 }
 
+template <class Ready>
+bool Queue::spin_until(Ready ready) {
+  constexpr auto kSpin = std::chrono::microseconds(50);
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (ready()) return true;
+    if ((i & 15) == 15 && std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::yield();  // on 2 cores, let the thread we wait for run
+  }
+}
+
+void Queue::wait_completed(uint64_t seq) {
+  if (spin_until([&] { return completed_seen_.load(std::memory_order_acquire) >= seq; })) return;
+  std::unique_lock<std::mutex> lk(mu_);
+  done_cv_.wait(lk, [&] { return completed_ >= seq; });
+}
+
 void Queue::wait_for(uint64_t seq) {
-  {
-    std::unique_lock<std::mutex> lk(mu_);
-    if (seq > pushed_) seq = pushed_;
-    done_cv_.wait(lk, [&] { return completed_ >= seq; });
+  if (completed_seen_.load(std::memory_order_acquire) < seq) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (seq > pushed_) seq = pushed_;
+    }
+    wait_completed(seq);
   }
   if (sync_ && seq) {
     try {

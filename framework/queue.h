@@ -10,6 +10,7 @@
 //   uint64_t s = q.push("work", [] { /* runs on the worker */ });
 //   q.wait_for(s);   // blocks until it ran; rethrows a kept error
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -99,6 +100,13 @@ class Queue {
   void worker_loop();
   void finish(Op& op);  // backlog accounting; releases refs
   void keep_error(const Op& op, const char* what);  // the first error is kept until a blocker takes it
+  // A waiter spins (yielding) for a short while before sleeping on a condition
+  // variable: waking a sleeping thread costs tens of µs on a VM, more than most
+  // kernels. The worker does not spin: when it has caught up it sleeps, so
+  // streaming pushes never contend with a spinning worker.
+  template <class Ready>
+  static bool spin_until(Ready ready);
+  void wait_completed(uint64_t seq);  // blocks until completed_ >= seq (no sync, no rethrow)
 
   std::string name_;
   StreamSync* sync_;
@@ -111,6 +119,7 @@ class Queue {
   uint64_t max_ops_ = 0;
   size_t max_bytes_ = 0;
   bool paused_ = false, stop_ = false, blocking_ = false;
+  std::atomic<uint64_t> completed_seen_{0};  // lock-free mirror of completed_ for waiters
   std::exception_ptr error_;
   std::thread worker_;
 };
