@@ -235,26 +235,22 @@ void run_sync_vs_async(const Options& o) {
     *t2 = since(tr) / double(N);
   };
   auto push_add = [&] { Tensor y = amlp::add_scalar(x, 1.f); };
-  auto push_noop = [&] { q.push("noop", [] {}); };
-  // t3: one barrier's fixed cost = the round trip of an empty kernel (push,
-  // wake the idle worker, run, wake the waiting frontend) minus its push and
-  // run. Waking a sleeping thread dominates it, and on a VM that cost can jump
-  // (~5 µs ↔ ~60 µs) over seconds, so every quantity is measured again in each
-  // repeat, right around the runs it models.
-  auto round_trip = [&] {
-    std::vector<double> v;
-    for (int k = 0; k < 200; ++k) {
-      const auto t0 = Clock::now();
-      q.wait_for(q.push("noop", [] {}));
-      v.push_back(since(t0));
-    }
-    return median(v);
-  };
   auto synced_loop = [&](int64_t n) {
     for (int64_t i = 0; i < n; ++i) {
       Tensor y = amlp::add_scalar(x, 1.f);
       y.wait_to_read();
     }
+  };
+  // t3: one barrier's fixed cost, calibrated on a short synced run of the same
+  // op (kCalib iterations: push, wake the worker, run, wake the waiter) minus
+  // its push and run. Thread wake-ups dominate it, and on a VM their cost
+  // moves (~5 µs ↔ ~60 µs) over seconds, so it is calibrated again in each
+  // repeat, right around the runs it models.
+  constexpr int64_t kCalib = 500;
+  auto round_trip = [&] {
+    const auto t0 = Clock::now();
+    synced_loop(kCalib);
+    return since(t0) / double(kCalib);
   };
   auto async_loop = [&](int64_t n) {  // returns how long the pushes took
     const auto t0 = Clock::now();
@@ -264,14 +260,13 @@ void run_sync_vs_async(const Options& o) {
     return pushed;
   };
 
-  double t1_r = 0, t2_r = 0, t1_raw = 0, t2_raw = 0;
+  double t1_r = 0, t2_r = 0;
   paused_run(push_add, &t1_r, &t2_r);  // warm-up: the pool caches N buffers
   synced_loop(std::min<int64_t>(N, 1000));
   async_loop(std::min<int64_t>(N, 1000));
   std::vector<double> v1, v2, v3, rt, synced, async, async_push;
   for (int r = 0; r < o.repeats; ++r) {
     paused_run(push_add, &t1_r, &t2_r);
-    paused_run(push_noop, &t1_raw, &t2_raw);
     const double rt_before = round_trip();
     auto t0 = Clock::now();
     synced_loop(N);
@@ -282,7 +277,7 @@ void run_sync_vs_async(const Options& o) {
     rt.push_back(0.5 * (rt_before + round_trip()));
     v1.push_back(t1_r);
     v2.push_back(t2_r);
-    v3.push_back(std::max(0.0, rt.back() - t1_raw - t2_raw));
+    v3.push_back(std::max(0.0, rt.back() - t1_r - t2_r));
   }
   const double t1 = median(v1), t2 = median(v2), t3 = median(v3);
   const double ms = median(synced), ma = median(async);
@@ -291,9 +286,9 @@ void run_sync_vs_async(const Options& o) {
   auto err = [](double measured, double model) { return 100.0 * (model - measured) / measured; };
   std::printf("  t1 frontend push, per op    %10s   (add_scalar pushed onto a paused queue)\n", human(t1).c_str());
   std::printf("  t2 backend execution, per op%10s   (that backlog drained by the worker)\n", human(t2).c_str());
-  std::printf("  t3 one barrier's fixed cost %10s   (empty kernel's round trip %s minus its push and run;\n"
+  std::printf("  t3 one barrier's fixed cost %10s   (a %lld-op synced run: %s per op, minus push and run;\n"
               "                                          over the repeats: %s .. %s)\n",
-              human(t3).c_str(), human(median(rt)).c_str(), human(*t3_range.first).c_str(),
+              human(t3).c_str(), static_cast<long long>(kCalib), human(median(rt)).c_str(), human(*t3_range.first).c_str(),
               human(*t3_range.second).c_str());
   std::printf("  %-34s %11s %11s %8s\n", ("medians of " + std::to_string(o.repeats) + ":").c_str(), "measured", "model",
               "error");
@@ -310,7 +305,7 @@ void run_sync_vs_async(const Options& o) {
   std::printf("  one barrier at the end is %.1f× faster than one per op; in it the frontend pushed at %s per op\n",
               ms / ma, human(t1_busy).c_str());
   std::vector<std::string> lines = {
-      "A barrier per op pays push + run + a full sleep/wake round trip (t3) every time; with one barrier",
+      "A barrier per op pays push + run + a sleep/wake round trip (t3) every time; with one barrier",
       "the frontend's pushing overlaps the worker's running, so only the slower of the two counts, N times.",
       t1 > t2 ? "Here t1 > t2: the frontend is the bottleneck, so N·t1 + t2 + t3 is the model that fits (the book assumes t2 ≥ t1)."
               : "Here t2 ≥ t1: the backend is the bottleneck, as the book assumes."};
