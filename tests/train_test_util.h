@@ -63,11 +63,11 @@ struct Ran {
   size_t err_lines() const { return split_lines(err).size(); }
 };
 
-// Runs build/bin/train_mlp with `args` (shell words), capturing both streams.
-inline Ran run_train_mlp(const std::string& args) {
+// Runs build/bin/<program> with `args` (shell words), capturing both streams.
+inline Ran run_program(const std::string& program, const std::string& args) {
   ScratchDir io;
-  const std::string cmd = std::string(ASYNCMLP_BIN_DIR) + "/train_mlp " + args + " >" + io.file("out") + " 2>" +
-                          io.file("err") + " </dev/null";
+  const std::string cmd = std::string(ASYNCMLP_BIN_DIR) + "/" + program + " " + args + " >" + io.file("out") +
+                          " 2>" + io.file("err") + " </dev/null";
   const int st = std::system(cmd.c_str());
   Ran r;
   r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -75,5 +75,7 @@ inline Ran run_train_mlp(const std::string& args) {
   r.err = read_file(io.file("err"));
   return r;
 }
+
+inline Ran run_train_mlp(const std::string& args) { return run_program("train_mlp", args); }
 
 }  // namespace amlp::testing
