@@ -224,18 +224,13 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
 
 std::vector<RunSpec> compare_specs(const Options& o) {
   std::vector<RunSpec> specs;
-  const std::vector<std::string> tags = compare_tags(o);
-  std::vector<SyncMode> modes{{SyncPolicy::EveryBatch, 1}, {SyncPolicy::Never, 0}};
-  for (int k : o.compare_every) modes.push_back({SyncPolicy::EveryK, k});
-  modes.push_back({SyncPolicy::Never, 0});  // bounded
-  for (size_t i = 0; i < modes.size(); ++i) {
+  for (const CompareMode& m : compare_modes(o)) {
     RunSpec s = spec_from_options(o);
-    s.sync = modes[i];
-    const bool bounded = i + 1 == modes.size();
-    s.label = bounded ? "bounded" : to_string(modes[i]);
-    s.max_pending_ops = bounded ? o.max_pending_ops : 0;
-    s.max_pending_bytes = bounded ? o.max_pending_bytes : 0;  // 0: two batches' footprint, once measured
-    s.memory_log = o.memory_log.empty() ? "" : tagged_path(o.memory_log, tags[i]);
+    s.sync = m.sync;
+    s.label = m.bounded ? "bounded" : to_string(m.sync);
+    s.max_pending_ops = m.bounded ? o.max_pending_ops : 0;
+    s.max_pending_bytes = m.bounded ? o.max_pending_bytes : 0;  // 0: two batches' footprint, once measured
+    s.memory_log = o.memory_log.empty() ? "" : tagged_path(o.memory_log, m.tag);
     specs.push_back(s);
   }
   return specs;

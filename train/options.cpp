@@ -245,11 +245,13 @@ std::string tagged_path(const std::string& path, const std::string& tag) {
   return path.substr(0, dot) + "." + tag + path.substr(dot);
 }
 
-std::vector<std::string> compare_tags(const Options& o) {
-  std::vector<std::string> tags{"batch", "none"};
-  for (int k : o.compare_every) tags.push_back("every" + std::to_string(k));
-  tags.push_back("bounded");
-  return tags;
+std::vector<CompareMode> compare_modes(const Options& o) {
+  std::vector<SyncMode> syncs{{SyncPolicy::EveryBatch, 1}, {SyncPolicy::Never, 0}};
+  for (int k : o.compare_every) syncs.push_back({SyncPolicy::EveryK, k});
+  std::vector<CompareMode> modes;
+  for (const SyncMode& m : syncs) modes.push_back({m, /*bounded=*/false, file_tag(m)});
+  modes.push_back({{SyncPolicy::Never, 0}, /*bounded=*/true, "bounded"});
+  return modes;
 }
 
 std::vector<OutputFile> output_files(const Options& o) {
@@ -258,7 +260,7 @@ std::vector<OutputFile> output_files(const Options& o) {
     if (!o.compare)
       files.push_back({"memory-log", o.memory_log});
     else
-      for (const std::string& t : compare_tags(o)) files.push_back({"memory-log", tagged_path(o.memory_log, t)});
+      for (const CompareMode& m : compare_modes(o)) files.push_back({"memory-log", tagged_path(o.memory_log, m.tag)});
   }
   if (!o.trace.empty()) files.push_back({"trace", o.trace});
   if (!o.summary_json.empty()) files.push_back({"summary-json", o.summary_json});

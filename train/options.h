@@ -73,8 +73,15 @@ ParseOutcome parse_options(const std::vector<std::string>& args);  // args witho
 // The memory-log path of one --compare mode: "out/mem.csv" + "none" → "out/mem.none.csv".
 std::string tagged_path(const std::string& path, const std::string& tag);
 
-// The modes --compare runs, as file tags: batch, none, every<K>..., bounded.
-std::vector<std::string> compare_tags(const Options& o);
+// The runs --compare makes, in order: batch, none, every=K for each K in
+// o.compare_every, and bounded (none with back-pressure). `tag` names each in
+// file names: batch, none, every<K>, bounded.
+struct CompareMode {
+  SyncMode sync;
+  bool bounded = false;
+  std::string tag;
+};
+std::vector<CompareMode> compare_modes(const Options& o);
 
 // Every file the options will write (one memory log per mode with --compare).
 struct OutputFile {
