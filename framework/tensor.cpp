@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "framework/autograd.h"
+#include "framework/enqueue.h"
 #include "framework/error.h"
 #include "framework/runtime.h"
 
@@ -58,10 +59,7 @@ std::vector<float> Tensor::to_host() const {
   float* dst = out.data();
   size_t bytes = nbytes();
   // Queued like any op (so it follows the writer), then waited for.
-  Queue* wq = static_cast<Queue*>(storage()->writer_queue);
-  std::vector<QueueDep> deps;
-  if (wq && wq != &c.queue) deps.push_back({wq, storage()->writer_seq});
-  uint64_t seq = c.queue.push("to_host", [=] { be->copy_to_host(dst, src, bytes); }, {storage()}, deps);
+  uint64_t seq = detail::enqueue(c, "to_host", {this}, {}, [=] { be->copy_to_host(dst, src, bytes); });
   c.queue.wait_for(seq);
   return out;
 }
