@@ -1,15 +1,34 @@
-// asyncmlp.h — everything a program needs.
+// asyncmlp.h — the public interface: everything a program needs.
+//
+//   devices   device.h    Device, parse_device, cuda_device_count
+//   tensors   tensor.h    Tensor and its blockers (wait_to_read, to_host, item), HostCopy
+//   ops       ops.h       creation, math (differentiable), copies, sgd_update_
+//   runtime   runtime.h   waitall, settings (blocking, back-pressure, memory limit),
+//                         memory and queue statistics, QueuePause
+//   errors    error.h     Error, ShapeError, DeviceError, OutOfMemory, KernelError
+//   trace     trace.h     Chrome trace-event JSON of the frontend and every queue
+//   layers    nn/         autograd (backward, NoGradGuard), Dense, ReLU, Sequential,
+//                         L2Loss, SGD
+//
+// The engine behind it (framework/core: queues, pools, enqueue, contexts) and
+// the backends (framework/cpu, framework/cuda) are not part of it.
+//
+//   using namespace amlp;
+//   Tensor X = randn({1024, 512}, Device::cpu());       // queued, returns at once
+//   Sequential net;  net.add(std::make_unique<Dense>(1, Activation::None));
+//   Tensor l = L2Loss()(net(X), ones({1024}, X.device()));
+//   l.backward();  SGD(net.parameters(), 0.005f).step(1024);
+//   float loss = mean(l).item();                        // the only wait
 #pragma once
-#include "framework/autograd.h"
-#include "framework/dense.h"
 #include "framework/device.h"
 #include "framework/error.h"
-#include "framework/l2_loss.h"
-#include "framework/memory.h"
+#include "framework/nn/autograd.h"
+#include "framework/nn/dense.h"
+#include "framework/nn/l2_loss.h"
+#include "framework/nn/relu.h"
+#include "framework/nn/sequential.h"
+#include "framework/nn/sgd.h"
 #include "framework/ops.h"
-#include "framework/relu.h"
 #include "framework/runtime.h"
-#include "framework/sequential.h"
-#include "framework/sgd.h"
 #include "framework/tensor.h"
 #include "framework/trace.h"

@@ -1,4 +1,4 @@
-// error.h — the exceptions the framework throws, and the CUDA-free check macro.
+// error.h — the exceptions the framework throws.
 //
 // Every error a user can cause (bad shape, absent device, out of memory, a
 // kernel that failed on a worker) is an amlp::Error with one clear message.
@@ -40,11 +40,6 @@ struct KernelError : Error {
 };
 
 }  // namespace amlp
-
-#define AMLP_CHECK(cond, ...)                                                    \
-  do {                                                                          \
-    if (!(cond)) throw ::amlp::Error(::amlp::detail::concat(__VA_ARGS__));      \
-  } while (0)
 
 #include <sstream>
 namespace amlp::detail {

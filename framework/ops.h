@@ -4,6 +4,7 @@
 // themselves for autograd when an input requires a gradient.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "framework/tensor.h"
 
@@ -47,7 +48,7 @@ Tensor mean(const Tensor& a);                           // → shape ()
 Tensor copy_to(const Tensor& a, Device d);              // waits for the source's writer
 void copy_(Tensor& dst, const Tensor& src);             // same shape, same device
 // Queues a kernel that fails (with KernelError) if any value is not finite.
-void check_finite(const Tensor& a, const char* what);
+void check_finite(const Tensor& a, const std::string& what);
 // In-place SGD update of w from g (mom may be undefined when momentum == 0).
 void sgd_update_(Tensor& w, const Tensor& g, Tensor& mom, float lr, float momentum, float wd,
                  float rescale);

@@ -1,71 +1,97 @@
-// runtime.h — the devices a process has: for each, a backend, a pool and a
-// queue. Contexts are made lazily on first use (a CUDA context only for a GPU
-// that exists), live until exit, and are drained before they are destroyed.
+// runtime.h — the process's devices as a program sees them: blockers,
+// settings, and the measurements the driver reads every batch. The engine
+// behind them (queues, pools, backends) lives in framework/core/.
 //
-//   DeviceContext& c = context(Device::cpu(1));
-//   c.queue.pause(); ... c.queue.resume();
-//   waitall();                       // every queue of every device
+//   set_max_pending(/*ops=*/0, /*bytes=*/256 << 20);   // back-pressure on every queue
+//   ... queue work ...
+//   QueueStats q = queue_stats(Device::cpu());          // pushed, launched, completed, depth
+//   waitall();                                          // every queue of every device
 #pragma once
+#include <cstddef>
 #include <cstdint>
-#include <memory>
-#include <vector>
 
-#include "framework/backend.h"
 #include "framework/device.h"
-#include "framework/memory.h"
-#include "framework/queue.h"
 
 namespace amlp {
 
-// Lets a Pool draw from its backend without owning it.
-struct ForwardingAllocator : RawAllocator {
-  explicit ForwardingAllocator(RawAllocator* to) : to_(to) {}
-  void* raw_alloc(size_t bytes) override { return to_->raw_alloc(bytes); }
-  void raw_free(void* p) noexcept override { to_->raw_free(p); }
-
- private:
-  RawAllocator* to_;
+// One device's memory pool (tracked bytes; DESIGN §7).
+struct MemoryStats {
+  size_t bytes_in_use = 0;    // handed out now
+  size_t peak_bytes = 0;      // max of bytes_in_use since the last reset_peaks()
+  size_t reserved_bytes = 0;  // in use + cached (what the device holds for us)
+  uint64_t alloc_count = 0;   // allocations served
+  uint64_t free_count = 0;    // blocks returned
+  uint64_t raw_alloc_count = 0;  // calls to the device's own allocator (malloc / cudaMalloc)
+  uint64_t bytes_allocated_total = 0;  // sum of every allocation (rounded), ever
+  size_t limit_bytes = 0;     // 0 = none
 };
 
-struct DeviceContext {
-  DeviceContext(Device d, std::unique_ptr<Backend> b);
-  ~DeviceContext();
-  Device device;
-  std::unique_ptr<Backend> backend;
-  Pool pool;    // allocates through backend
-  Queue queue;  // synchronises through backend
+// One device's queue. An op is *launched* once its worker has run the kernel
+// function (on the CPU it has then finished too; on CUDA it sits on the
+// stream) and *completed* once the device has finished it.
+struct QueueStats {
+  uint64_t pushed = 0;      // ops pushed so far (the last sequence number)
+  uint64_t launched = 0;    // ops the worker has run (CPU) or put on the stream (CUDA)
+  uint64_t completed = 0;   // ops the device has finished
+  uint64_t depth = 0;       // pushed − completed
+  uint64_t unlaunched = 0;  // pushed − launched: what the worker has not reached yet
+  uint64_t peak_depth = 0;  // max of pushed − launched since reset_peaks()
+  size_t backlog_bytes = 0; // bytes referenced by ops not yet launched
+  size_t peak_backlog_bytes = 0;
 };
 
-DeviceContext& context(Device d);        // throws DeviceError for an absent device
-std::vector<DeviceContext*> live_contexts();
-
-// Blocks until every queue of every device is empty; rethrows a kept error.
+// --- blockers ------------------------------------------------------------------
+// Blocks until every queue of every device has completed its ops; rethrows
+// the first error a kernel left behind (DESIGN §4, §5).
 void waitall();
 
+// --- settings --------------------------------------------------------------------
 // Synchronous mode for every queue, present and future (like
-// CUDA_LAUNCH_BLOCKING=1 / MXNet's NaiveEngine). Also on when the
+// CUDA_LAUNCH_BLOCKING=1 / MXNet's NaiveEngine): each push waits for its op,
+// so an error surfaces at the line that caused it. Also on when the
 // environment has ASYNCMLP_BLOCKING=1.
 void set_blocking(bool on);
 bool blocking();
 
-// Back-pressure for every queue, present and future (0 = unbounded).
+// Back-pressure for every queue, present and future (0 = unbounded, the
+// default): a push past `ops` pending ops or `bytes` held by pending ops waits.
 void set_max_pending(uint64_t ops, size_t bytes);
 
-// Per-device and process measurements, cheap enough for every batch.
-MemoryStats memory_stats(Device d);
-QueueStats queue_stats(Device d);
-void reset_peaks(Device d);
-
-// Free and total memory of a GPU as the driver reports them (cudaMemGetInfo);
-// false for a CPU device or when unavailable.
-bool device_memory_info(Device d, size_t* free_bytes, size_t* total_bytes);
+// Cap on the bytes a device's pool may reserve (0 = none); an allocation past
+// it raises OutOfMemory after the pool released its cache.
+void set_memory_limit(Device d, size_t bytes);
+// Hands a device's cached blocks back to the system (or the driver).
+void empty_cache(Device d);
 
 // TF32 tensor-core math for CUDA GEMMs (off by default; no effect on the CPU).
 void set_tf32(bool on);
 bool tf32();
 
-// Factory defined by the CUDA backend (or a stub that throws without it).
-std::unique_ptr<Backend> make_cuda_backend(int index);
-std::unique_ptr<Backend> make_cpu_backend(int index);
+// --- measurements ------------------------------------------------------------------
+MemoryStats memory_stats(Device d);
+// What an allocation of `bytes` takes from a pool (blocks are rounded up to 512 bytes).
+size_t pool_block_bytes(size_t bytes);
+QueueStats queue_stats(Device d);
+void reset_peaks(Device d);
+// Free and total memory of a GPU as the driver reports them (cudaMemGetInfo);
+// false for a CPU device or when unavailable.
+bool device_memory_info(Device d, size_t* free_bytes, size_t* total_bytes);
+// Resident set size of this process, from /proc/self/statm (0 if unreadable).
+size_t process_rss_bytes();
+
+// --- demonstrations and tests ---------------------------------------------------------
+// Holds a device's worker still: ops queue up but none starts until the
+// guard is gone (so a demo can time the frontend alone). Pauses nest; the
+// runtime resumes every queue before it drains at exit.
+class QueuePause {
+ public:
+  explicit QueuePause(Device d);
+  ~QueuePause();
+  QueuePause(const QueuePause&) = delete;
+  QueuePause& operator=(const QueuePause&) = delete;
+
+ private:
+  Device device_;
+};
 
 }  // namespace amlp

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "framework/device.h"
-#include "framework/memory.h"
 
 namespace amlp {
 
@@ -23,18 +22,8 @@ using Shape = std::vector<int64_t>;
 std::string shape_str(const Shape& s);  // "(1024, 512)"
 int64_t numel(const Shape& s);
 
-struct DeviceContext;
-struct Node;
-
-struct TensorImpl {
-  Shape shape;
-  DeviceContext* ctx = nullptr;
-  std::shared_ptr<Storage> storage;
-  // autograd
-  bool requires_grad = false;
-  std::shared_ptr<Node> grad_fn;      // op that made this tensor (non-leaf)
-  std::shared_ptr<TensorImpl> grad;   // leaves: written by each backward()
-};
+struct TensorImpl;  // the engine's side (framework/core/tensor_impl.h)
+class HostCopy;
 
 class Tensor {
  public:
@@ -48,22 +37,19 @@ class Tensor {
   int64_t numel() const;
   size_t nbytes() const { return static_cast<size_t>(numel()) * sizeof(float); }
   Device device() const;
-  DeviceContext& ctx() const;
 
-  // Raw buffer for kernels (valid on the worker; meaningless to read on the
-  // frontend before wait_to_read()).
-  float* data() const;
-  const std::shared_ptr<Storage>& storage() const;
-
-  // Blockers.
+  // Blockers. Each rethrows the error of a failed op upstream of this tensor.
   void wait_to_read() const;            // waits for the op that last wrote this tensor
   std::vector<float> to_host() const;   // waits, then copies out
   float item() const;                   // one-element tensors only
+  // Queues the copy and returns at once; the HostCopy's get() waits for it.
+  HostCopy to_host_async() const;
 
   // Autograd.
   Tensor& requires_grad_(bool on = true);
   bool requires_grad() const;
   Tensor grad() const;                  // undefined until a backward() wrote it
+  void reset_grad() const;              // drops the gradient (set-to-none)
   void backward() const;                // head gradient of ones (MXNet semantics)
 
   TensorImpl* impl() const { return impl_.get(); }
@@ -74,5 +60,28 @@ class Tensor {
 };
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);  // blocks
+
+// A device-to-host copy in flight (Tensor::to_host_async): the values land in
+// host memory the device can write without the frontend waiting (pinned
+// memory on CUDA). get() waits for the copy to complete on the device, not
+// merely to be launched, then hands the values over.
+//
+//   HostCopy h = loss.to_host_async();   // queued behind loss's writer
+//   ... queue the next batch ...
+//   float l = h.get()[0];                // waits for that copy only
+class HostCopy {
+ public:
+  HostCopy() = default;
+  HostCopy(HostCopy&&) noexcept;
+  HostCopy& operator=(HostCopy&&) noexcept;
+  ~HostCopy();  // waits for a copy still in flight (its memory is written by the device)
+  bool ready() const;                   // completed, without waiting
+  const std::vector<float>& get();      // waits; rethrows an upstream failure
+
+ private:
+  friend class Tensor;
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace amlp

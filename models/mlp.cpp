@@ -3,7 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "framework/dense.h"
+#include "framework/nn/dense.h"
 #include "framework/error.h"
 
 namespace amlp::models {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/sequential.h"
+#include "framework/nn/sequential.h"
 
 namespace amlp::models {
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -13,6 +14,8 @@
 #include <vector>
 
 #include "framework/asyncmlp.h"
+#include "framework/core/context.h"      // engine tests reach the queues and pools
+#include "framework/core/tensor_impl.h"
 
 namespace amlp::testing {
 
@@ -28,16 +31,19 @@ inline std::string device_name(const ::testing::TestParamInfo<Device>& info) {
   return info.param.is_cuda() ? "cuda" + std::to_string(info.param.index) : "cpu" + std::to_string(info.param.index);
 }
 
-// Pauses a device's worker for the lifetime of the guard.
+// Pauses a device's worker for the lifetime of the guard (or until resume()).
 class PausedQueue {
  public:
-  explicit PausedQueue(Device d) : q_(context(d).queue) { q_.pause(); }
-  ~PausedQueue() { q_.resume(); }
-  void resume() { q_.resume(); }
+  explicit PausedQueue(Device d) : pause_(std::in_place, d) {}
+  void resume() { pause_.reset(); }
 
  private:
-  Queue& q_;
+  std::optional<QueuePause> pause_;
 };
+
+// The buffer behind a tensor, and the sequence number of the op that last wrote it.
+inline const std::shared_ptr<Storage>& storage(const Tensor& t) { return detail::storage_of(t); }
+inline uint64_t writer_seq(const Tensor& t) { return storage(t)->writer_seq; }
 
 // Generous bound on every wait a test makes, so a broken property fails the
 // test instead of hanging it. Never used to assert anything about speed.
@@ -56,7 +62,7 @@ class Gate {
   void open() {
     std::call_once(once_, [this] { p_.set_value(); });
   }
-  Queue::Kernel waiter() const {
+  Queue::Thunk waiter() const {
     auto f = f_;
     return [f] {
       if (f.wait_for(kHangGuard) != std::future_status::ready) throw std::runtime_error("gate never opened");

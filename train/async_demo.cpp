@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -216,7 +217,6 @@ class AsyncWhilePaused {
 void run_sync_vs_async(const Options& o) {
   const Device d = o.device;
   const int64_t N = o.ops;
-  amlp::Queue& q = amlp::context(d).queue;
   heading("sync-vs-async", "y = x + 1, " + std::to_string(N) + " times, on " + d.str());
   Tensor x = amlp::ones({1, 2}, d);  // the book's x
   x.wait_to_read();
@@ -225,12 +225,12 @@ void run_sync_vs_async(const Options& o) {
   // worker drain them (the backend alone).
   auto paused_run = [&](const std::function<void()>& push_one, double* t1, double* t2) {
     AsyncWhilePaused async_here;
-    q.pause();
+    std::optional<amlp::QueuePause> paused(std::in_place, d);
     const auto t0 = Clock::now();
     for (int64_t i = 0; i < N; ++i) push_one();
     *t1 = since(t0) / double(N);
     const auto tr = Clock::now();
-    q.resume();
+    paused.reset();
     amlp::waitall();
     *t2 = since(tr) / double(N);
   };

@@ -31,8 +31,7 @@ int run_driver(const Options& o, std::ostream& out, std::ostream& err, std::vect
     if (o.blocking) set_blocking(true);
     set_tf32(o.tf32);
     if (o.device_fell_back) out << "device auto: no GPU visible, falling back to cpu:0" << std::endl;
-    DeviceContext& ctx = context(o.device);
-    ctx.pool.set_limit(o.memory_limit);
+    set_memory_limit(o.device, o.memory_limit);
     out << "model: " << models::make_mlp(o.hidden)->describe() << ", " << o.features << " features, " << o.batches
         << " batches of " << o.batch_size << ", lr " << o.lr << ", on " << o.device.str() << std::endl;
     if (!o.trace.empty()) trace::start();

@@ -37,7 +37,7 @@ class PendingLimit {
 // runs stand alone), peaks reset.
 void fresh_device(Device d) {
   waitall();
-  context(d).pool.empty_cache();
+  empty_cache(d);
 #if defined(__GLIBC__)
   malloc_trim(0);
 #endif
@@ -118,7 +118,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
   {
     int64_t widest = F;
     for (int64_t h : s.hidden.hidden) widest = std::max(widest, h);
-    r.largest_tensor_bytes = Pool::round(static_cast<size_t>(B * widest) * sizeof(float));
+    r.largest_tensor_bytes = pool_block_bytes(static_cast<size_t>(B * widest) * sizeof(float));
   }
 
   MemoryLog log = s.memory_log.empty() ? MemoryLog() : MemoryLog(s.memory_log);  // opened before the run

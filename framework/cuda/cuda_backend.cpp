@@ -82,13 +82,30 @@ void* CudaBackend::raw_alloc(size_t bytes) {
   return p;
 }
 
-void CudaBackend::raw_free(void* p) noexcept {
+void CudaBackend::before_raw_free() noexcept {
   if (runtime_gone()) return;
   DeviceGuard guard(index_, std::nothrow);
   // A cached block's last kernels were launched but may still run: let them
-  // finish before the memory goes back to the driver.
+  // finish before any memory goes back to the driver (once per batch of frees).
   AMLP_CUDA_CHECK_LOG(cudaDeviceSynchronize());
+}
+
+void CudaBackend::raw_free(void* p) noexcept {
+  if (runtime_gone()) return;
+  DeviceGuard guard(index_, std::nothrow);
   AMLP_CUDA_CHECK_LOG(cudaFree(p));
+}
+
+void* CudaBackend::alloc_host(size_t bytes) {
+  DeviceGuard guard(index_);
+  void* p = nullptr;
+  AMLP_CUDA_CHECK(cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable));
+  return p;
+}
+
+void CudaBackend::free_host(void* p) noexcept {
+  if (!p || runtime_gone()) return;
+  AMLP_CUDA_CHECK_LOG(cudaFreeHost(p));
 }
 
 // --- the queue's hooks ------------------------------------------------------------------
@@ -136,14 +153,25 @@ void CudaBackend::after_op(uint64_t seq) {
     AMLP_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
 }
 
-void CudaBackend::wait_done(uint64_t seq) {
-  // Called after the worker ran op `seq` (the queue's mutex orders it after
-  // worker_start), from any thread.
+// Called after the worker launched op `seq` (the queue orders it after
+// worker_start), from any thread: the frontend or another queue's worker,
+// bound to another GPU or to none.
+bool CudaBackend::is_complete(uint64_t seq) {
+  if (!started_) return true;
+  DeviceGuard guard(index_, std::nothrow);
+  return events_.is_complete(seq);
+}
+
+void CudaBackend::wait_complete(uint64_t seq) {
   if (!started_) return;
-  // The caller may be the frontend or another queue's worker (a cross-device
-  // dependency), bound to another GPU or to none: wait with this one current.
-  DeviceGuard guard(index_);
+  DeviceGuard guard(index_);  // wait with this GPU current
   events_.wait(seq, stream_.get());
+}
+
+bool CudaBackend::wait_on_device(StreamSync& producer, uint64_t seq) {
+  auto* other = dynamic_cast<CudaBackend*>(&producer);
+  if (!other || !other->started_ || !started_) return false;
+  return other->events_.stream_wait(seq, stream_.get());  // on this (the worker's) device
 }
 
 cudaStream_t CudaBackend::stream() const {
@@ -294,6 +322,11 @@ void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t bytes) {
     std::memcpy(out + off, pinned, len);
     off += len;
   }
+}
+
+void CudaBackend::copy_to_host_async(void* host_dst, const void* src, size_t bytes) {
+  cudaStream_t s = stream();
+  if (bytes) AMLP_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, s));
 }
 
 void CudaBackend::copy_from_host(void* dst, const void* host_src, size_t bytes) {

@@ -6,8 +6,9 @@
 // at construction, so a machine without a GPU never gets here), then for each
 // op before_op() (NVTX push), the kernel function — which only *launches*
 // onto the stream — and after_op() (launch check, NVTX pop, a CUDA event for
-// the op). Blockers on any thread call wait_done(seq), which waits on that
-// event. copy_to_host/copy_from_host and check_finite are the exceptions
+// the op). Completion is answered from that event: is_complete(seq) and
+// wait_complete(seq) on any thread; another GPU's worker makes its stream
+// wait on it (wait_on_device). copy_to_host/copy_from_host and check_finite are the exceptions
 // that wait for the GPU: they must hand back host data or a verdict.
 //
 // raw_alloc/raw_free come from the frontend thread (the Pool) and switch
@@ -19,7 +20,7 @@
 #include <cstdint>
 #include <string>
 
-#include "framework/backend.h"
+#include "framework/core/backend.h"
 #include "framework/cuda/cuda_handles.h"
 #include "framework/cuda/event_ring.h"
 
@@ -35,12 +36,18 @@ class CudaBackend final : public Backend {
   // RawAllocator — frontend thread.
   void* raw_alloc(size_t bytes) override;  // nullptr when the GPU is out of memory
   void raw_free(void* p) noexcept override;
+  void before_raw_free() noexcept override;  // one device synchronisation before a batch of frees
+  void* alloc_host(size_t bytes) override;   // pinned
+  void free_host(void* p) noexcept override;
 
-  // StreamSync — worker thread, except wait_done (any thread).
+  // StreamSync — worker thread, except is_complete and wait_complete (any thread).
   void worker_start() override;
   void before_op(uint64_t seq, const char* name) override;
   void after_op(uint64_t seq) override;
-  void wait_done(uint64_t seq) override;
+  bool asynchronous() const override { return true; }
+  bool is_complete(uint64_t seq) override;
+  void wait_complete(uint64_t seq) override;
+  bool wait_on_device(StreamSync& producer, uint64_t seq) override;
 
   // Kernels — worker thread; they launch and return.
   void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
@@ -66,6 +73,8 @@ class CudaBackend final : public Backend {
   // pinned staging, in chunks of at most kMaxStagingBytes).
   void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
   void copy_from_host(void* dst, const void* host_src, size_t bytes) override;
+  // Into alloc_host() memory: launched on the stream, complete with the op.
+  void copy_to_host_async(void* host_dst, const void* src, size_t bytes) override;
   void check_finite(const float* x, size_t n, const char* what) override;
 
   static constexpr size_t kBlasWorkspaceBytes = size_t(32) << 20;  // cuBLAS's advice for Hopper

@@ -38,24 +38,28 @@ std::string current_device() {
   return "cuda:" + std::to_string(d);
 }
 
-std::string message(const char* file, int line, const char* call, const char* status, int code) {
-  return detail::concat(file, ":", line, ": ", call, " failed: ", status, " (code ", code, ") on ",
-                        current_device());
+std::string message(const char* file, int line, const char* call, const char* status, int code,
+                    const std::string& where) {
+  return detail::concat(file, ":", line, ": ", call, " failed: ", status, " (code ", code, ") on ", where);
 }
 
 }  // namespace
 
 void throw_failure(const char* file, int line, const char* call, const char* status, int code) {
-  std::string m = message(file, line, call, status, code);
+  std::string m = message(file, line, call, status, code, current_device());
   (void)cudaGetLastError();  // reported once, here
   throw Error(m);
+}
+
+void throw_failure_on(const char* file, int line, const char* call, const char* status, int code, const char* where) {
+  throw Error(message(file, line, call, status, code, where));
 }
 
 void log_failure(const char* file, int line, const char* call, const char* status, int code) noexcept {
   for (cudaError_t quiet : {cudaErrorCudartUnloading, cudaErrorContextIsDestroyed})
     if (code == static_cast<int>(quiet) && std::strcmp(status, cudaGetErrorString(quiet)) == 0) return;
   try {
-    std::string m = message(file, line, call, status, code);
+    std::string m = message(file, line, call, status, code, current_device());
     std::fprintf(stderr, "asyncmlp: %s\n", m.c_str());
   } catch (...) {
     std::fprintf(stderr, "asyncmlp: %s:%d: %s failed: %s\n", file, line, call, status);

@@ -8,7 +8,8 @@
 //
 // A failure reads "file:line: call failed: <error string> (code N) on cuda:K",
 // so a worker can hand it to the frontend as it is. Private to framework/cuda
-// (and the CUDA benchmarks): no public header includes it.
+// (the CUDA benchmarks, and the CPU backend's cuRAND host generator): no
+// public header includes it.
 #pragma once
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -35,9 +36,18 @@ const char* status_string(curandStatus_t s);  // cuRAND has no string function o
 // gone: there is nothing left to free).
 void log_failure(const char* file, int line, const char* call, const char* status, int code) noexcept;
 
+// The same, naming `where` instead of the current GPU (cuRAND's host
+// generator on a CPU device).
+[[noreturn]] void throw_failure_on(const char* file, int line, const char* call, const char* status, int code,
+                                   const char* where);
+
 template <class Status>
 inline void check(Status s, const char* file, int line, const char* call) {
   if (!is_ok(s)) throw_failure(file, line, call, status_string(s), static_cast<int>(s));
+}
+template <class Status>
+inline void check_on(Status s, const char* file, int line, const char* call, const char* where) {
+  if (!is_ok(s)) throw_failure_on(file, line, call, status_string(s), static_cast<int>(s), where);
 }
 template <class Status>
 inline void check_log(Status s, const char* file, int line, const char* call) noexcept {
@@ -49,6 +59,12 @@ inline void check_log(Status s, const char* file, int line, const char* call) no
 #define AMLP_CUDA_CHECK(call)                                        \
   do {                                                               \
     ::amlp::cuda::check((call), __FILE__, __LINE__, #call);          \
+  } while (0)
+
+// A call that does not run on the current GPU: `where` names the device.
+#define AMLP_CUDA_CHECK_ON(call, where)                              \
+  do {                                                               \
+    ::amlp::cuda::check_on((call), __FILE__, __LINE__, #call, where); \
   } while (0)
 
 #define AMLP_CUDA_CHECK_LOG(call)                                    \

@@ -9,6 +9,8 @@
 #include "framework/cuda/device_guard.h"
 #include "framework/device.h"
 #include "framework/error.h"
+#include "framework/core/context.h"
+#include "framework/core/settings.h"
 #include "framework/runtime.h"
 
 namespace amlp {
@@ -45,9 +47,29 @@ bool device_memory_info(Device d, size_t* free_bytes, size_t* total_bytes) {
 std::unique_ptr<Backend> make_cuda_backend(int index) {
   const int n = cuda_device_count();
   if (index < 0 || index >= n)
-    throw DeviceError(detail::concat("device 'cuda:", index, "' is not there (", n, " CUDA GPU", n == 1 ? "" : "s",
-                                     " visible)"));
+    throw DeviceError(detail::device_absent("cuda:" + std::to_string(index)));
   return std::make_unique<cuda::CudaBackend>(index);
 }
 
 }  // namespace amlp
+
+namespace amlp::cuda {
+
+bool thread_has_context() noexcept {
+  using GetCurrent = int (*)(void** ctx);  // CUresult cuCtxGetCurrent(CUcontext*)
+  static const GetCurrent get_current = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      fn = nullptr;
+    }
+    return reinterpret_cast<GetCurrent>(fn);
+  }();
+  void* ctx = nullptr;
+  // No driver: nothing was ever made current, and nothing must be restored.
+  return get_current && get_current(&ctx) == 0 && ctx != nullptr;
+}
+
+}  // namespace amlp::cuda

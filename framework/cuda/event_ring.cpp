@@ -71,6 +71,31 @@ void EventRing::wait(uint64_t seq, cudaStream_t stream) {
   }
 }
 
+bool EventRing::is_complete(uint64_t seq) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (seq <= passed_) return true;
+  auto it = std::lower_bound(live_.begin(), live_.end(), seq, [](const Entry& e, uint64_t s) { return e.seq < s; });
+  if (it == live_.end()) return false;
+  const cudaError_t e = cudaEventQuery(it->event);
+  if (e == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  if (e != cudaSuccess) return true;  // failed: a waiter will report it
+  passed_ = std::max(passed_, it->seq);
+  return true;
+}
+
+bool EventRing::stream_wait(uint64_t seq, cudaStream_t consumer) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (seq <= passed_) return true;
+  auto it = std::lower_bound(live_.begin(), live_.end(), seq, [](const Entry& e, uint64_t s) { return e.seq < s; });
+  if (it == live_.end()) return false;
+  // Under the lock: the event cannot be recycled and re-recorded meanwhile.
+  AMLP_CUDA_CHECK(cudaStreamWaitEvent(consumer, it->event, 0));
+  return true;
+}
+
 void EventRing::clear() noexcept {
   std::lock_guard<std::mutex> lk(mu_);
   live_.clear();
@@ -84,11 +109,6 @@ void EventRing::abandon() noexcept {
   free_.clear();
   for (EventPtr& e : owned_) (void)e.release();
   owned_.clear();
-}
-
-size_t EventRing::live() const {
-  std::lock_guard<std::mutex> lk(mu_);
-  return live_.size();
 }
 
 }  // namespace amlp::cuda

@@ -33,12 +33,16 @@ class EventRing {
   // (falls back to synchronizing `stream` if there is none). Throws on a CUDA
   // error, e.g. an earlier kernel that faulted.
   void wait(uint64_t seq, cudaStream_t stream);
+  // Any thread: has the GPU finished op `seq`? (Queries, never blocks.)
+  bool is_complete(uint64_t seq);
+  // Worker thread of another device: makes `consumer` wait on the GPU for op
+  // `seq` (cudaStreamWaitEvent), without blocking the host. False when op
+  // `seq` has no event (its record failed): the caller waits on the host.
+  bool stream_wait(uint64_t seq, cudaStream_t consumer);
   // Destroys every event (the backend's destructor, after its stream drained).
   void clear() noexcept;
   // Forgets every event without destroying it (the CUDA runtime is gone at exit).
   void abandon() noexcept;
-
-  size_t live() const;  // events not yet recycled (bounded by the GPU's backlog)
 
  private:
   struct Entry {

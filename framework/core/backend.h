@@ -1,0 +1,71 @@
+// backend.h — the kernel table each device fills (ggml-backend style).
+//
+// Kernels take raw device pointers (an op's OpArgs, resolved when it runs)
+// and run on the device's worker thread (CPU), or are launched from it onto
+// the device's stream (CUDA). All matrices are row-major float32. No CUDA
+// header appears here: CPU-only code never sees one. Each concept's kernels
+// live in a file of the same name per backend: cpu/elementwise.cpp and
+// cuda/elementwise.cu, cpu/loss.cpp and cuda/loss.cu, ...
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "framework/core/memory.h"
+#include "framework/core/queue.h"
+
+namespace amlp {
+
+struct Backend : RawAllocator, StreamSync {
+  ~Backend() override = default;
+
+  // C(M,N) = alpha * op(A) * op(B) + beta * C; op(A): (M,K), op(B): (K,N).
+  // lda/ldb/ldc are row strides of A, B, C as stored.
+  virtual void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+                    int lda, const float* B, int ldb, float beta, float* C, int ldc) = 0;
+  virtual void fill(float* y, size_t n, float value) = 0;
+  // y(r,c) = x(r,c) + b(c)      x, y: (rows, cols); b: (cols). y may alias x;
+  // x == nullptr broadcasts: y(r,c) = b(c).
+  virtual void add_bias(const float* x, const float* b, float* y, int rows, int cols) = 0;
+  virtual void relu(const float* x, float* y, size_t n) = 0;
+  // dx = dy * (x > 0)
+  virtual void relu_backward(const float* x, const float* dy, float* dx, size_t n) = 0;
+  // loss(r) = 0.5 * mean_c (pred(r,c) - label(r,c))^2
+  virtual void l2_loss(const float* pred, const float* label, float* loss, int rows, int cols) = 0;
+  // dpred(r,c) = dloss(r) * (pred(r,c) - label(r,c)) / cols
+  virtual void l2_loss_backward(const float* pred, const float* label, const float* dloss,
+                                float* dpred, int rows, int cols) = 0;
+  // y = alpha * a + beta * b   (b may be null: y = alpha * a);  y may alias a or b
+  virtual void axpby(float alpha, const float* a, float beta, const float* b, float* y, size_t n) = 0;
+  // y = x + s
+  virtual void add_scalar(const float* x, float s, float* y, size_t n) = 0;
+  // y(c) = sum_r x(r,c)                      (bias gradients)
+  virtual void sum_rows(const float* x, float* y, int rows, int cols) = 0;
+  // y[0] = scale * sum_i x[i]               (sum, mean)
+  virtual void sum(const float* x, float* y, size_t n, float scale) = 0;
+  // y[i] = x[0] * scale                     (gradient of sum/mean)
+  virtual void broadcast_scalar(const float* x, float scale, float* y, size_t n) = 0;
+  // Philox4x32-10 numbers; (seed, offset) fully determine them on every backend.
+  virtual void random_normal(float* y, size_t n, uint64_t seed, uint64_t offset, float mean,
+                             float stddev) = 0;
+  virtual void random_uniform(float* y, size_t n, uint64_t seed, uint64_t offset, float lo,
+                              float hi) = 0;
+  // Gluon SGD:  g' = rescale*g + wd*w;  momentum == 0: w -= lr*g'
+  //             else mom = momentum*mom - lr*g';  w += mom
+  virtual void sgd_update(float* w, const float* g, float* mom, size_t n, float lr, float momentum,
+                          float wd, float rescale) = 0;
+  // Same-device copy, and copies between this device and host memory. The
+  // first three have finished when they return (host memory is pageable).
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
+  virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) = 0;
+  virtual void copy_from_host(void* dst, const void* host_src, size_t bytes) = 0;
+  // Into host memory from alloc_host(): only launched; complete with the op.
+  virtual void copy_to_host_async(void* host_dst, const void* src, size_t bytes) = 0;
+  // Host memory the device can copy into without the frontend waiting (pinned
+  // on CUDA). Frontend thread.
+  virtual void* alloc_host(size_t bytes) = 0;
+  virtual void free_host(void* p) noexcept = 0;
+  // Elementwise check that every value is finite; throws (on the worker) if not.
+  virtual void check_finite(const float* x, size_t n, const char* what) = 0;
+};
+
+}  // namespace amlp

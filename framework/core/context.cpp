@@ -1,0 +1,75 @@
+// context.cpp — the registry of device contexts (context.h).
+#include "framework/core/context.h"
+
+#include <array>
+#include <mutex>
+
+#include "framework/core/settings.h"
+#include "framework/error.h"
+
+namespace amlp {
+
+namespace {
+
+constexpr int kMaxCuda = 16;
+
+// Contexts live until exit; all queues are resumed and drained, then the
+// contexts are destroyed in reverse order of creation.
+struct Registry {
+  std::mutex mu;
+  std::array<std::unique_ptr<DeviceContext>, kMaxCpuDevices> cpu;
+  std::array<std::unique_ptr<DeviceContext>, kMaxCuda> cuda;
+  std::vector<DeviceContext*> order;
+  ~Registry() {
+    // A pause left behind (an exception past a demo's guard) must not hang exit.
+    for (DeviceContext* c : order) c->queue.resume_all();
+    // Drain every queue before destroying any context: an op on one queue may
+    // wait for another queue's op (a cross-device copy).
+    for (DeviceContext* c : order) {
+      try {
+        c->queue.wait_all();
+      } catch (...) {  // an error nobody waited for: nothing left to report it to
+      }
+    }
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      auto& slot = (*it)->device.is_cuda() ? cuda[(*it)->device.index] : cpu[(*it)->device.index];
+      slot.reset();
+    }
+  }
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+}  // namespace
+
+DeviceContext::DeviceContext(Device d, std::unique_ptr<Backend> b)
+    : device(d),
+      backend(std::move(b)),
+      pool(d.str(), std::unique_ptr<RawAllocator>(new ForwardingAllocator(backend.get()))),
+      queue(d.str(), backend.get()) {
+  detail::apply_settings(*this);
+}
+
+DeviceContext& context(Device d) {
+  Registry& r = registry();
+  if (d.index < 0 || (!d.is_cuda() && d.index >= kMaxCpuDevices) || (d.is_cuda() && d.index >= kMaxCuda))
+    throw DeviceError(detail::device_absent(d.str()));
+  auto& slot = d.is_cuda() ? r.cuda[d.index] : r.cpu[d.index];
+  std::lock_guard<std::mutex> lk(r.mu);
+  if (!slot) {
+    slot = std::make_unique<DeviceContext>(d, d.is_cuda() ? make_cuda_backend(d.index) : make_cpu_backend(d.index));
+    r.order.push_back(slot.get());
+  }
+  return *slot;
+}
+
+std::vector<DeviceContext*> live_contexts() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lk(r.mu);
+  return r.order;
+}
+
+}  // namespace amlp

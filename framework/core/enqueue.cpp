@@ -1,0 +1,72 @@
+// enqueue.cpp — how every op reaches its queue, with its cross-queue dependencies.
+#include "framework/core/enqueue.h"
+
+#include "framework/core/context.h"
+#include "framework/core/tensor_impl.h"
+
+namespace amlp::detail {
+
+namespace {
+
+// Records that op `seq` of queue `q` used `s`.
+void note_use(Storage& s, Queue* q, uint64_t seq) {
+  if (!s.first_use.queue || s.first_use.queue == q) {
+    s.first_use = {q, seq};
+    return;
+  }
+  for (Storage::Use& u : s.more_uses)
+    if (u.queue == q) {
+      u.seq = seq;
+      return;
+    }
+  s.more_uses.push_back({q, seq});
+}
+
+// A dependency on another queue's op counts until that op has *completed*
+// (on CUDA: its event has passed), not merely been launched.
+void add_dep(std::vector<QueueDep>& deps, void* queue, uint64_t seq, const Queue* self) {
+  Queue* q = static_cast<Queue*>(queue);
+  if (q && q != self && !q->complete(seq)) deps.push_back({q, seq});
+}
+
+}  // namespace
+
+uint64_t enqueue(DeviceContext& c, const char* name, std::initializer_list<const Tensor*> reads,
+                 std::initializer_list<const Tensor*> writes, OpKernel k) {
+  Queue* self = &c.queue;
+  OpBuffers bufs;
+  bufs.refs.reserve(reads.size() + writes.size());
+  bufs.reads = reads.size();
+  std::vector<QueueDep> deps;
+  for (const Tensor* t : reads) {
+    bufs.refs.push_back(t->defined() ? storage_of(*t) : nullptr);
+    if (const auto& s = bufs.refs.back()) add_dep(deps, s->writer_queue, s->writer_seq, self);
+  }
+  for (const Tensor* t : writes) {
+    bufs.refs.push_back(t->defined() ? storage_of(*t) : nullptr);
+    if (const auto& s = bufs.refs.back()) {
+      add_dep(deps, s->first_use.queue, s->first_use.seq, self);
+      for (const Storage::Use& u : s->more_uses) add_dep(deps, u.queue, u.seq, self);
+    }
+  }
+  Backend* be = c.backend.get();
+  // Bookkeeping reads the refs after the push moved them: keep raw pointers.
+  std::vector<Storage*> used;
+  used.reserve(bufs.refs.size());
+  for (const auto& r : bufs.refs) used.push_back(r.get());
+  const size_t n_reads = bufs.reads;
+  const uint64_t seq = self->push(
+      name, Queue::Kernel([be, k = std::move(k)](const OpArgs& a) { k(*be, a); }), std::move(bufs), std::move(deps));
+  for (size_t i = 0; i < used.size(); ++i) {
+    Storage* s = used[i];
+    if (!s) continue;
+    note_use(*s, self, seq);
+    if (i >= n_reads) {
+      s->writer_queue = self;
+      s->writer_seq = seq;
+    }
+  }
+  return seq;
+}
+
+}  // namespace amlp::detail

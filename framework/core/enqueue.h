@@ -1,0 +1,35 @@
+// enqueue.h — the one way an op reaches its device's queue.
+//
+// An op declares the tensors it reads and writes, once; the kernel receives
+// their buffers when it runs (OpArgs::in(i) / out(i), in declaration order),
+// so what it touches and what the engine tracks cannot disagree. Declared
+// buffers stay alive until the kernel ran. Ops on one queue run in order;
+// across queues, a read waits for the buffer's last writer to complete, and
+// a write waits for every other queue's last use of it.
+//
+//   Tensor y = detail::alloc(x.shape(), c);
+//   enqueue(c, "relu", {&x}, {&y}, [n](Backend& be, const OpArgs& a) {
+//     be.relu(a.in(0), a.out(0), n);
+//   });
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+
+#include "framework/core/queue.h"
+#include "framework/tensor.h"
+
+namespace amlp {
+struct DeviceContext;
+struct Backend;
+namespace detail {
+
+using OpKernel = std::function<void(Backend&, const OpArgs&)>;
+
+// Pushes the op onto c's queue and returns its sequence number. Undefined
+// tensors (an optional bias) are passed to the kernel as nullptr.
+uint64_t enqueue(DeviceContext& c, const char* name, std::initializer_list<const Tensor*> reads,
+                 std::initializer_list<const Tensor*> writes, OpKernel k);
+
+}  // namespace detail
+}  // namespace amlp

@@ -1,0 +1,153 @@
+// memory.cpp — the tracked caching pool (memory.h).
+#include "framework/core/memory.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <new>
+
+#include "framework/error.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define AMLP_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define AMLP_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define AMLP_POISON(p, n) ((void)(p), (void)(n))
+#define AMLP_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+namespace amlp {
+
+Storage::~Storage() {
+  if (data_) pool_->release(data_, bytes_);
+}
+
+Pool::Pool(std::string device, std::unique_ptr<RawAllocator> raw)
+    : device_(std::move(device)), raw_(std::move(raw)) {}
+
+Pool::~Pool() { empty_cache(); }
+
+static void update_max(std::atomic<size_t>& m, size_t v) {
+  size_t cur = m.load(std::memory_order_relaxed);
+  while (v > cur && !m.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+  }
+}
+
+void* Pool::raw_alloc_locked(size_t bytes) {
+  if (limit_ && reserved_.load() + bytes > limit_) return nullptr;
+  void* p = raw_->raw_alloc(bytes);
+  if (p) {
+    raw_allocs_++;
+    reserved_ += bytes;
+  }
+  return p;
+}
+
+std::vector<std::pair<void*, size_t>> Pool::take_cache_locked() {
+  std::vector<std::pair<void*, size_t>> blocks;
+  blocks.reserve(cache_.size());
+  for (auto& kv : cache_)
+    for (void* q : kv.second) blocks.emplace_back(q, kv.first);
+  cache_.clear();
+  cached_bytes_ = 0;
+  return blocks;
+}
+
+// One device synchronisation for the whole batch, then the frees.
+void Pool::free_blocks(const std::vector<std::pair<void*, size_t>>& blocks) noexcept {
+  if (blocks.empty()) return;
+  raw_->before_raw_free();
+  for (const auto& [p, bytes] : blocks) {
+    if (raw_->host_memory()) AMLP_UNPOISON(p, bytes);
+    raw_->raw_free(p);
+    reserved_ -= bytes;
+  }
+}
+
+std::shared_ptr<Storage> Pool::allocate(size_t bytes) {
+  size_t sz = round(bytes == 0 ? 1 : bytes);
+  void* p = nullptr;
+  std::unique_lock<std::mutex> lk(mu_);
+  auto it = cache_.find(sz);
+  if (it != cache_.end() && !it->second.empty()) {
+    p = it->second.back();
+    it->second.pop_back();
+    cached_bytes_ -= sz;
+    if (raw_->host_memory()) AMLP_UNPOISON(p, sz);
+  } else {
+    p = raw_alloc_locked(sz);
+    if (!p) {  // release the cache and retry once
+      free_blocks(take_cache_locked());
+      p = raw_alloc_locked(sz);
+    }
+  }
+  if (!p) throw OutOfMemory(device_, bytes, in_use_.load(), reserved_.load());
+  lk.unlock();
+  allocs_++;
+  bytes_total_ += sz;
+  update_max(peak_, in_use_ += sz);
+  try {
+    return std::make_shared<Storage>(this, p, sz);
+  } catch (...) {
+    release(p, sz);
+    throw;
+  }
+}
+
+void Pool::release(void* p, size_t bytes) noexcept {
+  in_use_ -= bytes;
+  frees_++;
+  std::lock_guard<std::mutex> lk(mu_);
+  try {
+    cache_[bytes].push_back(p);
+  } catch (const std::bad_alloc&) {  // no room to remember it: give it back instead
+    raw_->before_raw_free();
+    raw_->raw_free(p);
+    reserved_ -= bytes;
+    return;
+  }
+  cached_bytes_ += bytes;
+  if (raw_->host_memory()) AMLP_POISON(p, bytes);  // a kernel that kept a stale pointer trips ASan
+}
+
+MemoryStats Pool::stats() const {
+  MemoryStats s;
+  s.bytes_in_use = in_use_.load();
+  s.peak_bytes = peak_.load();
+  s.reserved_bytes = reserved_.load();
+  s.alloc_count = allocs_.load();
+  s.free_count = frees_.load();
+  s.raw_alloc_count = raw_allocs_.load();
+  s.bytes_allocated_total = bytes_total_.load();
+  std::lock_guard<std::mutex> lk(mu_);
+  s.limit_bytes = limit_;
+  return s;
+}
+
+void Pool::reset_peak() { peak_ = in_use_.load(); }
+
+void Pool::empty_cache() {
+  std::vector<std::pair<void*, size_t>> blocks;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    blocks = take_cache_locked();
+  }
+  free_blocks(blocks);
+}
+
+void Pool::set_limit(size_t bytes) {
+  std::lock_guard<std::mutex> lk(mu_);
+  limit_ = bytes;
+}
+
+size_t process_rss_bytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  unsigned long size = 0, resident = 0;
+  int n = std::fscanf(f, "%lu %lu", &size, &resident);
+  std::fclose(f);
+  return n == 2 ? resident * static_cast<size_t>(sysconf(_SC_PAGESIZE)) : 0;
+}
+
+}  // namespace amlp

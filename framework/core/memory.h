@@ -1,0 +1,116 @@
+// memory.h — the tracked caching allocator, one per device.
+//
+// Outputs are allocated when an op is queued; a Storage returns its block to
+// the pool when the last handle *and* the last pending op referring to it let
+// go (DESIGN §3). Freed blocks are cached by exact (rounded) size and reused,
+// so a steady training loop stops touching fresh pages (or calling cudaMalloc)
+// after its first step.
+//
+//   Pool& p = ...;  auto s = p.allocate(4096);   // bytes_in_use += 4096
+//   s.reset();                                   // back to the cache
+//   p.stats().bytes_in_use == 0, p.stats().reserved_bytes == 4096
+#pragma once
+#include <atomic>
+#include <exception>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "framework/runtime.h"
+
+namespace amlp {
+
+// How a pool gets raw memory from its device.
+struct RawAllocator {
+  virtual ~RawAllocator() = default;
+  virtual void* raw_alloc(size_t bytes) = 0;  // returns nullptr when out of memory
+  virtual void raw_free(void* p) noexcept = 0;
+  // Called once before a batch of raw_free()s (CUDA: wait for the device, so
+  // no launched kernel still uses a block that goes back to the driver).
+  virtual void before_raw_free() noexcept {}
+  // True when the frontend can address the memory (the CPU): freed blocks are
+  // then poisoned for AddressSanitizer while they sit in the cache.
+  virtual bool host_memory() const { return false; }
+};
+
+class Pool;
+
+// One buffer on one device. Move-free, shared through shared_ptr.
+class Storage {
+ public:
+  Storage(Pool* pool, void* data, size_t bytes) : pool_(pool), data_(data), bytes_(bytes) {}
+  ~Storage();
+  Storage(const Storage&) = delete;  // to prevent performance accidents
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+
+  // Last op that wrote this buffer: its queue (opaque) and sequence number.
+  // Touched by the frontend thread only.
+  void* writer_queue = nullptr;
+  uint64_t writer_seq = 0;
+  // The last op of each queue that used (read or wrote) this buffer, so a
+  // write on one queue can wait for pending reads on another. Almost always
+  // one queue: kept inline, with an overflow for buffers several queues touch.
+  struct Use {
+    void* queue;
+    uint64_t seq;
+  };
+  Use first_use{nullptr, 0};
+  std::vector<Use> more_uses;
+  // How many queued-but-unfinished ops refer to this buffer (backlog accounting).
+  std::atomic<int> pending_uses{0};
+  void* backlog_queue = nullptr;  // the queue whose backlog counts these bytes
+  // Set by a worker when the op that should have written this buffer failed
+  // (or did not run because its own input had failed): the original error,
+  // which every op and blocker downstream reports (DESIGN §5). Cleared by a
+  // later successful write. Read only after waiting for that writer.
+  std::exception_ptr error;
+
+ private:
+  Pool* pool_;
+  void* data_;
+  size_t bytes_;
+};
+
+class Pool {
+ public:
+  static constexpr size_t kRound = 512;  // block sizes are multiples of this
+
+  Pool(std::string device, std::unique_ptr<RawAllocator> raw);
+  ~Pool();
+
+  // Throws OutOfMemory (after releasing the cache and retrying once).
+  std::shared_ptr<Storage> allocate(size_t bytes);
+
+  MemoryStats stats() const;
+  void reset_peak();
+  void empty_cache();              // give cached blocks back to the device (one device sync, then frees)
+  void set_limit(size_t bytes);    // cap on reserved bytes, 0 = none (makes OOM testable)
+  static size_t round(size_t bytes) { return (bytes + kRound - 1) / kRound * kRound; }
+
+ private:
+  friend class Storage;
+  void release(void* p, size_t bytes) noexcept;
+  void* raw_alloc_locked(size_t bytes);
+  std::vector<std::pair<void*, size_t>> take_cache_locked();
+  void free_blocks(const std::vector<std::pair<void*, size_t>>& blocks) noexcept;
+
+  std::string device_;
+  std::unique_ptr<RawAllocator> raw_;
+  mutable std::mutex mu_;
+  std::unordered_map<size_t, std::vector<void*>> cache_;
+  size_t cached_bytes_ = 0;
+  size_t limit_ = 0;
+  std::atomic<size_t> in_use_{0};
+  std::atomic<size_t> peak_{0};
+  std::atomic<size_t> reserved_{0};
+  std::atomic<uint64_t> allocs_{0}, frees_{0}, raw_allocs_{0}, bytes_total_{0};
+};
+
+}  // namespace amlp

@@ -1,0 +1,377 @@
+// queue.cpp — the in-order queue and its worker (queue.h).
+#include "framework/core/queue.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "framework/core/memory.h"
+#include "framework/error.h"
+#include "framework/trace.h"
+
+namespace amlp {
+
+namespace {
+
+// Every live queue, so a blocker that reports an error can forget it on the
+// other queues that kept the same error (an op downstream of a failure).
+struct Queues {
+  std::mutex mu;
+  std::vector<Queue*> all;
+};
+Queues& queues() {
+  static Queues* q = new Queues;  // leaked: queues may outlive static destruction order
+  return *q;
+}
+
+// Reports `e` once: the queues that kept it forget it, then it is thrown.
+[[noreturn]] void report(const std::exception_ptr& e) {
+  {
+    Queues& qs = queues();
+    std::lock_guard<std::mutex> lk(qs.mu);
+    for (Queue* q : qs.all) q->clear_error(e);
+  }
+  std::rethrow_exception(e);
+}
+
+// A waiter spins (yielding) for a short while before sleeping on a condition
+// variable: waking a sleeping thread costs tens of µs on a VM, more than most
+// kernels. The worker does not spin: when it has caught up it sleeps, so
+// streaming pushes never contend with a spinning worker.
+template <class Ready>
+bool spin_until(Ready ready) {
+  constexpr auto kSpin = std::chrono::microseconds(50);
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (ready()) return true;
+    if ((i & 15) == 15 && std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::yield();  // on 2 cores, let the thread we wait for run
+  }
+}
+
+}  // namespace
+
+// --- OpArgs ----------------------------------------------------------------------
+
+const float* OpArgs::in(size_t i) const {
+  if (i >= reads_)
+    throw Error(detail::concat("op '", op_, "' asked for read #", i, " but declared ", reads_));
+  return bufs_[i] ? static_cast<const float*>(bufs_[i]->data()) : nullptr;
+}
+
+float* OpArgs::out(size_t i) const {
+  if (i >= writes_)
+    throw Error(detail::concat("op '", op_, "' asked for write #", i, " but declared ", writes_));
+  const auto& b = bufs_[reads_ + i];
+  return b ? static_cast<float*>(b->data()) : nullptr;
+}
+
+// --- lifetime -----------------------------------------------------------------------
+
+Queue::Queue(std::string name, StreamSync* sync)
+    : name_(std::move(name)), sync_(sync), track_(trace::register_track("queue " + name_)) {
+  Queues& qs = queues();
+  std::lock_guard<std::mutex> lk(qs.mu);
+  qs.all.push_back(this);
+  worker_ = std::thread([this] { worker_loop(); });  // if this throws, nothing else was started
+}
+
+Queue::~Queue() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+    paused_ = 0;  // drain everything
+  }
+  work_cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+  if (sync_ && sync_->asynchronous() && launched_) {
+    try {
+      sync_->wait_complete(launched_);
+    } catch (...) {  // a destructor reports nothing; the device is going away
+    }
+  }
+  Queues& qs = queues();
+  std::lock_guard<std::mutex> lk(qs.mu);
+  qs.all.erase(std::remove(qs.all.begin(), qs.all.end(), this), qs.all.end());
+}
+
+// --- pushing -----------------------------------------------------------------------
+
+uint64_t Queue::push(const char* name, Thunk k, std::vector<std::shared_ptr<Storage>> refs,
+                     std::vector<QueueDep> deps) {
+  Kernel kernel = [k = std::move(k)](const OpArgs&) { k(); };
+  return push(name, std::move(kernel), OpBuffers{std::move(refs), 0}, std::move(deps));
+}
+
+uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<QueueDep> deps) {
+  const uint64_t t0 = trace::enabled() ? trace::now_us() : 0;
+  size_t new_bytes = 0;
+  for (auto& r : bufs.refs)
+    if (r && r->pending_uses.fetch_add(1, std::memory_order_acq_rel) == 0) {
+      r->backlog_queue = this;
+      new_bytes += r->bytes();
+    }
+  uint64_t seq, depth;
+  size_t backlog;
+  {
+    std::unique_lock<std::mutex> lk(mu_);
+    if (max_ops_ || max_bytes_) {
+      space_cv_.wait(lk, [&] {
+        uint64_t d = pushed_ - launched_;
+        if (d == 0) return true;  // never deadlock on one oversized op
+        return (!max_ops_ || d < max_ops_) && (!max_bytes_ || backlog_bytes_ + new_bytes <= max_bytes_);
+      });
+    }
+    seq = ++pushed_;
+    backlog_bytes_ += new_bytes;
+    peak_backlog_bytes_ = std::max(peak_backlog_bytes_, backlog_bytes_);
+    depth = pushed_ - launched_;
+    peak_depth_ = std::max(peak_depth_, depth);
+    backlog = backlog_bytes_;
+    pending_.push_back(Op{name, seq, std::move(k), std::move(bufs), std::move(deps)});
+  }
+  work_cv_.notify_one();
+  if (t0) {
+    uint64_t t1 = trace::now_us();
+    trace::span(trace::frontend_track(), name, t0, t1, seq);
+    trace::counter(("queue depth " + name_).c_str(), t1, static_cast<double>(depth));
+    trace::counter(("backlog MiB " + name_).c_str(), t1, backlog / 1048576.0);
+  }
+  if (blocking_) wait_for(seq);  // errors surface at the call site
+  return seq;
+}
+
+// --- the worker ------------------------------------------------------------------------
+
+void Queue::debit_backlog(size_t bytes) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    backlog_bytes_ -= bytes;
+  }
+  space_cv_.notify_all();  // a push bounded by bytes may fit now
+}
+
+void Queue::finish(Op& op) {
+  op.kernel = nullptr;  // drop captures before the buffers they may point into
+  size_t freed = 0;
+  for (auto& r : op.bufs.refs) {
+    if (!r) continue;
+    // Read which queue counts these bytes while our use still pins it: once
+    // the count reaches 0, the frontend may push the buffer again and
+    // re-assign backlog_queue (a data race, and the wrong queue debited).
+    void* counted_by = r->backlog_queue;
+    if (r->pending_uses.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      if (counted_by == this) freed += r->bytes();
+      else if (counted_by) static_cast<Queue*>(counted_by)->debit_backlog(r->bytes());
+    }
+  }
+  op.bufs.refs.clear();  // buffers go back to their pools here, before the launch is announced
+  op.deps.clear();
+  std::lock_guard<std::mutex> lk(mu_);
+  backlog_bytes_ -= freed;
+}
+
+// Runs one op: its dependencies, then its kernel, unless an input carries an
+// upstream failure. Never throws: every failure becomes the op's error.
+void Queue::run(Op& op) {
+  std::exception_ptr failed;
+  try {
+    for (const QueueDep& d : op.deps) {  // another queue's op this one reads or must not overtake
+      d.queue->wait_launched(d.seq);
+      const bool on_device = sync_ && d.queue->sync_ && d.queue->sync_->asynchronous() &&
+                             sync_->wait_on_device(*d.queue->sync_, d.seq);
+      if (!on_device) d.queue->wait_complete(d.seq);
+    }
+    for (size_t i = 0; i < op.bufs.reads && !failed; ++i)
+      if (const auto& r = op.bufs.refs[i]; r && r->error) failed = r->error;  // upstream failure: do not run
+    if (!failed) {
+      if (sync_) sync_->before_op(op.seq, op.name);
+      const OpArgs args(op.bufs.refs.data(), op.bufs.reads, op.bufs.refs.size() - op.bufs.reads, op.name);
+      try {
+        op.kernel(args);
+      } catch (const std::exception& e) {
+        failed = std::make_exception_ptr(KernelError(op.name, op.seq, name_, e.what()));
+      } catch (...) {
+        failed = std::make_exception_ptr(KernelError(op.name, op.seq, name_, "unknown exception"));
+      }
+      if (sync_) {
+        try {
+          sync_->after_op(op.seq);
+        } catch (const std::exception& e) {
+          if (!failed) failed = std::make_exception_ptr(KernelError(op.name, op.seq, name_, e.what()));
+        }
+      }
+    }
+  } catch (...) {  // building an error (or waiting) failed itself, e.g. bad_alloc
+    if (!failed) failed = std::current_exception();
+  }
+  for (size_t i = op.bufs.reads; i < op.bufs.refs.size(); ++i)
+    if (const auto& r = op.bufs.refs[i]) r->error = failed;  // a successful write clears an old failure
+  if (failed) keep_error(failed);
+}
+
+void Queue::worker_loop() {
+  if (sync_) {
+    try {
+      sync_->worker_start();
+    } catch (const std::exception& e) {
+      try {
+        keep_error(std::make_exception_ptr(KernelError("(worker start)", 0, name_, e.what())));
+      } catch (...) {
+        keep_error(std::current_exception());
+      }
+    }
+  }
+  for (;;) {
+    Op op;
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      work_cv_.wait(lk, [&] { return (!paused_ && !pending_.empty()) || (stop_ && pending_.empty()); });
+      if (pending_.empty()) return;  // stop_ and drained
+      op = std::move(pending_.front());
+      pending_.pop_front();
+    }
+    const uint64_t t0 = trace::enabled() ? trace::now_us() : 0;
+    run(op);
+    if (t0) {
+      try {
+        trace::span(track_, op.name, t0, trace::now_us(), op.seq);
+      } catch (...) {  // a full trace buffer loses a span, never the op
+      }
+    }
+    finish(op);
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      launched_ = op.seq;
+      launched_seen_.store(op.seq, std::memory_order_release);
+    }
+    done_cv_.notify_all();
+    space_cv_.notify_all();
+  }
+}
+
+void Queue::keep_error(const std::exception_ptr& e) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!error_) error_ = e;
+}
+
+void Queue::clear_error(const std::exception_ptr& e) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (error_ == e) error_ = nullptr;
+}
+
+// --- waiting -----------------------------------------------------------------------------
+
+void Queue::wait_launched(uint64_t seq) {
+  if (spin_until([&] { return launched_seen_.load(std::memory_order_acquire) >= seq; })) return;
+  std::unique_lock<std::mutex> lk(mu_);
+  done_cv_.wait(lk, [&] { return launched_ >= seq; });
+}
+
+void Queue::wait_complete(uint64_t seq) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    seq = std::min(seq, pushed_);
+  }
+  if (seq == 0) return;
+  wait_launched(seq);
+  if (sync_ && sync_->asynchronous()) sync_->wait_complete(seq);
+}
+
+void Queue::wait_for(uint64_t seq) {
+  try {
+    wait_complete(seq);
+  } catch (const std::exception& e) {  // the device failed after the launch (CUDA: a faulting kernel)
+    keep_error(std::make_exception_ptr(KernelError("(asynchronous)", seq, name_, e.what())));
+  }
+  rethrow_if_error();
+}
+
+void Queue::wait_all() {
+  uint64_t last;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    last = pushed_;
+  }
+  wait_for(last);
+}
+
+bool Queue::launched(uint64_t seq) const { return launched_seen_.load(std::memory_order_acquire) >= seq; }
+
+bool Queue::complete(uint64_t seq) const {
+  if (!launched(seq)) return false;
+  return !sync_ || !sync_->asynchronous() || sync_->is_complete(seq);
+}
+
+void Queue::rethrow_if_error() {
+  std::exception_ptr e;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    e = error_;
+  }
+  if (e) report(e);
+}
+
+// --- settings and statistics -----------------------------------------------------------------
+
+void Queue::set_max_pending(uint64_t ops, size_t bytes) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    max_ops_ = ops;
+    max_bytes_ = bytes;
+  }
+  space_cv_.notify_all();
+}
+
+void Queue::pause() {
+  std::lock_guard<std::mutex> lk(mu_);
+  ++paused_;
+}
+
+void Queue::resume() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (paused_ > 0) --paused_;
+  }
+  work_cv_.notify_all();
+}
+
+void Queue::resume_all() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    paused_ = 0;
+  }
+  work_cv_.notify_all();
+}
+
+QueueStats Queue::stats() const {
+  QueueStats s;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    s.pushed = pushed_;
+    s.launched = launched_;
+    s.peak_depth = peak_depth_;
+    s.backlog_bytes = backlog_bytes_;
+    s.peak_backlog_bytes = peak_backlog_bytes_;
+  }
+  s.completed = s.launched;
+  if (sync_ && sync_->asynchronous()) {  // the last launched op the device has finished
+    uint64_t lo = 0, hi = s.launched;    // completion is monotone in seq: bisect
+    while (lo < hi) {
+      const uint64_t mid = lo + (hi - lo + 1) / 2;
+      if (sync_->is_complete(mid)) lo = mid;
+      else hi = mid - 1;
+    }
+    s.completed = lo;
+  }
+  s.depth = s.pushed - s.completed;
+  s.unlaunched = s.pushed - s.launched;
+  return s;
+}
+
+void Queue::reset_peak() {
+  std::lock_guard<std::mutex> lk(mu_);
+  peak_depth_ = pushed_ - launched_;
+  peak_backlog_bytes_ = backlog_bytes_;
+}
+
+}  // namespace amlp

@@ -1,0 +1,180 @@
+// queue.h — an in-order asynchronous queue with one backend worker thread.
+//
+// The frontend pushes ops and goes on; the worker runs them one by one, in
+// order (DESIGN §2). An op declares the buffers it reads and writes; its
+// kernel receives their addresses when it runs (OpArgs), so it cannot reach
+// a buffer it did not declare. A kernel's exception is kept with the op's
+// name and sequence number and rethrown by the next blocker (§5); the
+// buffers it should have written carry the error, so every op downstream of
+// it, on any queue, fails with the same error instead of running.
+// Back-pressure bounds pending ops and/or the bytes the backlog holds (§6);
+// synchronous mode makes every push wait for its op.
+//
+// Two points in an op's life: *launched* (the worker ran its kernel function;
+// on CUDA that put work on the stream) and *completed* (the device finished
+// it). On the CPU they coincide. A buffer may be reused once its last op was
+// launched (stream order keeps that safe on one device); another queue that
+// depends on an op waits for it to complete.
+//
+//   Queue q("cpu:0", nullptr);
+//   uint64_t s = q.push("work", [] { /* runs on the worker */ });
+//   q.wait_for(s);   // blocks until it completed; rethrows a kept error
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "framework/runtime.h"
+
+namespace amlp {
+
+class Storage;
+class Queue;
+
+// How a backend finishes an op after the worker ran it. The CPU backend's
+// kernels are done when they return; the CUDA backend's are only launched,
+// so it records an event after each and answers completion from it.
+struct StreamSync {
+  virtual ~StreamSync() = default;
+  virtual void worker_start() {}                 // worker thread, once, before any op (bind the device)
+  virtual void before_op(uint64_t /*seq*/, const char* /*name*/) {}  // worker thread (NVTX push)
+  virtual void after_op(uint64_t /*seq*/) {}     // worker thread, after the kernel ran or threw (NVTX pop, event)
+  // Launched ops may still be running on the device (a stream).
+  virtual bool asynchronous() const { return false; }
+  // Any thread, for a launched op: has the device finished it? / wait until it has.
+  virtual bool is_complete(uint64_t /*seq*/) { return true; }
+  virtual void wait_complete(uint64_t /*seq*/) {}
+  // Worker thread: make this device's later work wait for `producer`'s op
+  // `seq` (already launched) without blocking the host, e.g. a CUDA stream
+  // waiting on another stream's event. False: not possible, wait on the host.
+  virtual bool wait_on_device(StreamSync& /*producer*/, uint64_t /*seq*/) { return false; }
+};
+
+// A dependency on another queue's op.
+struct QueueDep {
+  Queue* queue;
+  uint64_t seq;
+};
+
+// The buffers an op declared, reads first; handed to its kernel when it runs.
+class OpArgs {
+ public:
+  OpArgs(const std::shared_ptr<Storage>* bufs, size_t reads, size_t writes, const char* op)
+      : bufs_(bufs), reads_(reads), writes_(writes), op_(op) {}
+  // i-th read / write as declared; nullptr for an optional tensor left undefined.
+  const float* in(size_t i) const;
+  float* out(size_t i) const;
+  size_t reads() const { return reads_; }
+  size_t writes() const { return writes_; }
+
+ private:
+  const std::shared_ptr<Storage>* bufs_;
+  size_t reads_, writes_;
+  const char* op_;
+};
+
+// An op's buffers: `reads` then `writes` (null entries allowed), kept alive
+// until the op was launched.
+struct OpBuffers {
+  std::vector<std::shared_ptr<Storage>> refs;
+  size_t reads = 0;
+};
+
+class Queue {
+ public:
+  using Kernel = std::function<void(const OpArgs&)>;
+  using Thunk = std::function<void()>;
+
+  Queue(std::string name, StreamSync* sync);  // starts the worker
+  ~Queue();                                   // resumes, drains, then joins; never throws
+  Queue(const Queue&) = delete;
+  Queue& operator=(const Queue&) = delete;
+
+  // Pushes a kernel; returns its sequence number at once (unless back-pressure
+  // or synchronous mode makes it wait). `deps` are ops on other queues that
+  // must complete before it runs.
+  uint64_t push(const char* name, Kernel k, OpBuffers bufs, std::vector<QueueDep> deps = {});
+  // A kernel that takes no buffer arguments (engine tests, demos); `refs` are
+  // only kept alive and counted in the backlog.
+  uint64_t push(const char* name, Thunk k, std::vector<std::shared_ptr<Storage>> refs = {},
+                std::vector<QueueDep> deps = {});
+
+  void wait_for(uint64_t seq);   // blocks until op `seq` completed; rethrows a kept error
+  void wait_all();               // wait_for(last pushed)
+  void wait_complete(uint64_t seq);  // blocks until op `seq` completed; reports nothing
+  bool launched(uint64_t seq) const;
+  bool complete(uint64_t seq) const;
+  void rethrow_if_error();       // rethrows (and clears) a kept kernel error
+  // Forgets `e` if it is the kept error (a blocker reported it already).
+  void clear_error(const std::exception_ptr& e);
+
+  // Back-pressure (0 = unbounded, the default).
+  void set_max_pending(uint64_t ops, size_t bytes);
+  // Synchronous mode: push waits for its op and rethrows at the call site.
+  void set_blocking(bool on) { blocking_ = on; }
+  bool blocking() const { return blocking_; }
+
+  // A paused worker starts no new op while any Pause is alive (demos and
+  // tests). resume_all() ends every pause (shutdown: nothing may hang).
+  class Pause {
+   public:
+    explicit Pause(Queue& q) : q_(&q) { q_->pause(); }
+    ~Pause() { if (q_) q_->resume(); }
+    void release() { if (q_) q_->resume(), q_ = nullptr; }  // resume early
+    Pause(const Pause&) = delete;
+    Pause& operator=(const Pause&) = delete;
+
+   private:
+    Queue* q_;
+  };
+  void pause();   // prefer Pause: a bare pause() left behind by an exception hangs waiters
+  void resume();
+  void resume_all();
+
+  QueueStats stats() const;
+  void reset_peak();
+  const std::string& name() const { return name_; }
+  StreamSync* sync() const { return sync_; }
+
+ private:
+  struct Op {
+    const char* name;
+    uint64_t seq;
+    Kernel kernel;
+    OpBuffers bufs;
+    std::vector<QueueDep> deps;
+  };
+  void worker_loop();
+  void run(Op& op);
+  void finish(Op& op);  // backlog accounting; releases refs
+  void keep_error(const std::exception_ptr& e);  // the first error is kept until a blocker takes it
+  void wait_launched(uint64_t seq);  // blocks until launched_ >= seq (no sync, no rethrow)
+  void debit_backlog(size_t bytes);  // another queue's op released bytes this one counted
+
+  std::string name_;
+  StreamSync* sync_;
+  int track_;
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_, done_cv_, space_cv_;
+  std::deque<Op> pending_;
+  uint64_t pushed_ = 0, launched_ = 0, peak_depth_ = 0;
+  size_t backlog_bytes_ = 0, peak_backlog_bytes_ = 0;
+  uint64_t max_ops_ = 0;
+  size_t max_bytes_ = 0;
+  int paused_ = 0;
+  bool stop_ = false, blocking_ = false;
+  std::atomic<uint64_t> launched_seen_{0};  // lock-free mirror of launched_ for waiters
+  std::exception_ptr error_;
+  std::thread worker_;
+};
+
+}  // namespace amlp

@@ -1,0 +1,99 @@
+// runtime.cpp — the public runtime (runtime.h): blockers, settings and
+// measurements over every device context.
+#include "framework/runtime.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include "framework/core/context.h"
+#include "framework/core/settings.h"
+#include "framework/error.h"
+
+namespace amlp {
+
+namespace {
+
+struct Settings {
+  std::atomic<bool> blocking{false};
+  std::atomic<uint64_t> max_ops{0};
+  std::atomic<size_t> max_bytes{0};
+  std::atomic<bool> tf32{false};
+  Settings() {
+    const char* b = std::getenv("ASYNCMLP_BLOCKING");
+    blocking = b && std::strcmp(b, "0") != 0 && *b;
+  }
+};
+
+Settings& settings() {
+  static Settings s;
+  return s;
+}
+
+}  // namespace
+
+namespace detail {
+
+void apply_settings(DeviceContext& c) {
+  c.queue.set_blocking(settings().blocking);
+  c.queue.set_max_pending(settings().max_ops, settings().max_bytes);
+}
+
+std::string device_absent(const std::string& name) {
+  std::string why;
+  if (name.rfind("cuda", 0) == 0) {
+    const int n = cuda_device_count();
+    if (!built_with_cuda()) why = "this build has no CUDA backend (configure with -DASYNCMLP_CUDA=ON)";
+    else if (n == 0) why = "no CUDA GPU is visible (the CUDA runtime reports none, or no driver)";
+    else why = concat(n, " CUDA GPU", n == 1 ? "" : "s", " visible: cuda:0 .. cuda:", n - 1);
+  } else {
+    why = concat("cpu:0 .. cpu:", kMaxCpuDevices - 1, " exist");
+  }
+  return concat("device '", name, "' is not there: ", why);
+}
+
+}  // namespace detail
+
+void waitall() {
+  std::exception_ptr first;
+  for (DeviceContext* c : live_contexts()) {
+    try {
+      c->queue.wait_all();
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+
+void set_blocking(bool on) {
+  settings().blocking = on;
+  for (DeviceContext* c : live_contexts()) c->queue.set_blocking(on);
+}
+bool blocking() { return settings().blocking; }
+
+void set_max_pending(uint64_t ops, size_t bytes) {
+  settings().max_ops = ops;
+  settings().max_bytes = bytes;
+  for (DeviceContext* c : live_contexts()) c->queue.set_max_pending(ops, bytes);
+}
+
+void set_memory_limit(Device d, size_t bytes) { context(d).pool.set_limit(bytes); }
+void empty_cache(Device d) { context(d).pool.empty_cache(); }
+
+void set_tf32(bool on) { settings().tf32 = on; }
+bool tf32() { return settings().tf32; }
+
+MemoryStats memory_stats(Device d) { return context(d).pool.stats(); }
+size_t pool_block_bytes(size_t bytes) { return Pool::round(bytes == 0 ? 1 : bytes); }
+QueueStats queue_stats(Device d) { return context(d).queue.stats(); }
+void reset_peaks(Device d) {
+  DeviceContext& c = context(d);
+  c.pool.reset_peak();
+  c.queue.reset_peak();
+}
+
+QueuePause::QueuePause(Device d) : device_(d) { context(d).queue.pause(); }
+QueuePause::~QueuePause() { context(device_).queue.resume(); }
+
+}  // namespace amlp

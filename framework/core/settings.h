@@ -1,0 +1,16 @@
+// settings.h — process-wide settings every new device context starts with
+// (blocking mode, back-pressure), and the one wording of "device absent".
+#pragma once
+#include <string>
+
+namespace amlp {
+struct DeviceContext;
+namespace detail {
+
+void apply_settings(DeviceContext& c);  // a new context takes the current settings
+// "device 'cuda:3' is not there: 1 CUDA GPU visible: cuda:0 .. cuda:0": the one
+// message for a device that is not there, whatever named it.
+std::string device_absent(const std::string& name);
+
+}  // namespace detail
+}  // namespace amlp

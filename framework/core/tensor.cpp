@@ -1,0 +1,182 @@
+// tensor.cpp — Tensor handles, their blockers, and HostCopy (tensor.h).
+#include "framework/tensor.h"
+
+#include <cstring>
+#include <iomanip>
+#include <limits>
+#include <ostream>
+#include <sstream>
+
+#include "framework/core/context.h"
+#include "framework/core/enqueue.h"
+#include "framework/core/tensor_impl.h"
+#include "framework/error.h"
+#include "framework/nn/autograd.h"
+
+namespace amlp {
+
+std::string shape_str(const Shape& s) {
+  std::ostringstream os;
+  os << "(";
+  for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
+  if (s.size() == 1) os << ",";
+  os << ")";
+  return os.str();
+}
+
+int64_t numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+static const TensorImpl& checked(const std::shared_ptr<TensorImpl>& p) {
+  if (!p) throw Error("use of an undefined tensor");
+  return *p;
+}
+
+namespace detail {
+
+DeviceContext& ctx_of(const Tensor& t) { return *checked(t.impl_ptr()).ctx; }
+const std::shared_ptr<Storage>& storage_of(const Tensor& t) { return checked(t.impl_ptr()).storage; }
+
+Tensor alloc(const Shape& s, DeviceContext& c) {
+  for (int64_t d : s)
+    if (d < 0) throw ShapeError("negative dimension in shape " + shape_str(s));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = s;
+  impl->ctx = &c;
+  impl->storage = c.pool.allocate(static_cast<size_t>(numel(s)) * sizeof(float));
+  return Tensor(std::move(impl));
+}
+
+}  // namespace detail
+
+const Shape& Tensor::shape() const { return checked(impl_).shape; }
+int64_t Tensor::dim(int i) const {
+  const Shape& s = shape();
+  int n = static_cast<int>(s.size());
+  if (i < 0) i += n;
+  if (i < 0 || i >= n) throw ShapeError(detail::concat("dimension ", i, " out of range for shape ", shape_str(s)));
+  return s[i];
+}
+int64_t Tensor::numel() const { return amlp::numel(shape()); }
+Device Tensor::device() const { return checked(impl_).ctx->device; }
+
+// After waiting for a buffer's writer: its failure, if it failed (or never
+// ran because its own input had failed), is this blocker's error.
+static void rethrow_upstream(const Storage& s, Queue& q) {
+  if (s.error) {
+    q.clear_error(s.error);
+    std::rethrow_exception(s.error);
+  }
+  q.rethrow_if_error();
+}
+
+void Tensor::wait_to_read() const {
+  const Storage& s = *detail::storage_of(*this);
+  Queue& q = s.writer_queue ? *static_cast<Queue*>(s.writer_queue) : detail::ctx_of(*this).queue;
+  if (s.writer_queue) q.wait_complete(s.writer_seq);
+  rethrow_upstream(s, q);
+}
+
+std::vector<float> Tensor::to_host() const {
+  std::vector<float> out(static_cast<size_t>(numel()));
+  DeviceContext& c = detail::ctx_of(*this);
+  float* dst = out.data();
+  const size_t bytes = nbytes();
+  // Queued like any op (so it follows the writer), then waited for.
+  const uint64_t seq = detail::enqueue(c, "to_host", {this}, {}, [=](Backend& be, const OpArgs& a) {
+    be.copy_to_host(dst, a.in(0), bytes);
+  });
+  c.queue.wait_complete(seq);
+  rethrow_upstream(*detail::storage_of(*this), c.queue);
+  return out;
+}
+
+float Tensor::item() const {
+  if (numel() != 1) throw ShapeError("item() needs a one-element tensor, got shape " + shape_str(shape()));
+  return to_host()[0];
+}
+
+// --- HostCopy ------------------------------------------------------------------------
+
+struct HostCopy::State {
+  DeviceContext* ctx = nullptr;
+  uint64_t seq = 0;
+  std::shared_ptr<Storage> src;  // for its error, once the copy has waited for the writer
+  void* staging = nullptr;       // host memory the device writes (pinned on CUDA)
+  size_t bytes = 0;
+  std::vector<float> values;
+  bool done = false;
+  ~State() {
+    if (!staging) return;
+    try {
+      ctx->queue.wait_complete(seq);  // the device may still be writing into it
+    } catch (...) {
+    }
+    ctx->backend->free_host(staging);
+  }
+};
+
+HostCopy::HostCopy(HostCopy&&) noexcept = default;
+HostCopy& HostCopy::operator=(HostCopy&&) noexcept = default;
+HostCopy::~HostCopy() = default;
+
+HostCopy Tensor::to_host_async() const {
+  DeviceContext& c = detail::ctx_of(*this);
+  HostCopy h;
+  h.state_ = std::make_unique<HostCopy::State>();
+  HostCopy::State& st = *h.state_;
+  st.ctx = &c;
+  st.src = detail::storage_of(*this);
+  st.bytes = nbytes();
+  st.staging = c.backend->alloc_host(st.bytes);
+  void* dst = st.staging;
+  const size_t bytes = st.bytes;
+  st.seq = detail::enqueue(c, "to_host_async", {this}, {}, [=](Backend& be, const OpArgs& a) {
+    be.copy_to_host_async(dst, a.in(0), bytes);
+  });
+  return h;
+}
+
+bool HostCopy::ready() const { return state_ && state_->ctx->queue.complete(state_->seq); }
+
+const std::vector<float>& HostCopy::get() {
+  if (!state_) throw Error("HostCopy::get() on an empty HostCopy");
+  State& st = *state_;
+  if (!st.done) {
+    st.ctx->queue.wait_complete(st.seq);
+    rethrow_upstream(*st.src, st.ctx->queue);
+    st.values.resize(st.bytes / sizeof(float));
+    if (st.bytes) std::memcpy(st.values.data(), st.staging, st.bytes);
+    st.done = true;
+  }
+  return st.values;
+}
+
+// --- autograd state ----------------------------------------------------------------------
+
+Tensor& Tensor::requires_grad_(bool on) {
+  checked(impl_);
+  impl_->requires_grad = on;
+  return *this;
+}
+bool Tensor::requires_grad() const { return checked(impl_).requires_grad; }
+Tensor Tensor::grad() const { return Tensor(checked(impl_).grad); }
+void Tensor::reset_grad() const {
+  checked(impl_);
+  impl_->grad.reset();
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+  if (!t.defined()) return os << "Tensor(undefined)";
+  std::vector<float> v = t.to_host();
+  os << "Tensor" << shape_str(t.shape()) << " on " << t.device().str() << " [";
+  const size_t show = 8;
+  for (size_t i = 0; i < v.size() && i < show; ++i) os << (i ? ", " : "") << v[i];
+  if (v.size() > show) os << ", ... (" << v.size() << " values)";
+  return os << "]";
+}
+
+}  // namespace amlp

@@ -1,0 +1,32 @@
+// tensor_impl.h — what a Tensor handle points to (engine side).
+//
+//   TensorImpl: shape, the device's context, the buffer (Storage), autograd state.
+#pragma once
+#include <memory>
+
+#include "framework/core/memory.h"
+#include "framework/tensor.h"
+
+namespace amlp {
+
+struct DeviceContext;
+struct Node;
+
+struct TensorImpl {
+  Shape shape;
+  DeviceContext* ctx = nullptr;
+  std::shared_ptr<Storage> storage;
+  // autograd
+  bool requires_grad = false;
+  std::shared_ptr<Node> grad_fn;      // op that made this tensor (non-leaf)
+  std::shared_ptr<TensorImpl> grad;   // leaves: written by each backward()
+};
+
+namespace detail {
+DeviceContext& ctx_of(const Tensor& t);                      // throws for an undefined tensor
+const std::shared_ptr<Storage>& storage_of(const Tensor& t);
+// A tensor of shape `s` on `c` whose buffer is allocated now (DESIGN §3).
+Tensor alloc(const Shape& s, DeviceContext& c);
+}  // namespace detail
+
+}  // namespace amlp

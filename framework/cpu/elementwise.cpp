@@ -1,0 +1,54 @@
+// elementwise.cpp — CPU kernels that map each element on its own.
+#include <cmath>
+#include <cstring>
+
+#include "framework/cpu/backend.h"
+#include "framework/error.h"
+
+namespace amlp::cpu {
+
+void CpuBackend::fill(float* y, size_t n, float v) {
+  for (size_t i = 0; i < n; ++i) y[i] = v;
+}
+
+// y(r,c) = x(r,c) + b(c); x == nullptr broadcasts b into every row.
+void CpuBackend::add_bias(const float* x, const float* b, float* y, int rows, int cols) {
+  for (int r = 0; r < rows; ++r) {
+    float* yr = y + static_cast<size_t>(r) * cols;
+    if (!x) {
+      std::memcpy(yr, b, sizeof(float) * static_cast<size_t>(cols));
+      continue;
+    }
+    const float* xr = x + static_cast<size_t>(r) * cols;
+    for (int c = 0; c < cols; ++c) yr[c] = xr[c] + b[c];
+  }
+}
+
+void CpuBackend::relu(const float* x, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : 0.f;
+}
+
+void CpuBackend::relu_backward(const float* x, const float* dy, float* dx, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const float g = dy[i];  // unconditional load: the select vectorises, a branch would not
+    dx[i] = x[i] > 0.f ? g : 0.f;
+  }
+}
+
+void CpuBackend::axpby(float alpha, const float* a, float beta, const float* b, float* y, size_t n) {
+  if (b)
+    for (size_t i = 0; i < n; ++i) y[i] = alpha * a[i] + beta * b[i];
+  else
+    for (size_t i = 0; i < n; ++i) y[i] = alpha * a[i];
+}
+
+void CpuBackend::add_scalar(const float* x, float s, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] = x[i] + s;
+}
+
+void CpuBackend::check_finite(const float* x, size_t n, const char* what) {
+  for (size_t i = 0; i < n; ++i)
+    if (!std::isfinite(x[i])) throw Error(detail::concat("non-finite value ", x[i], " at index ", i, " of ", what));
+}
+
+}  // namespace amlp::cpu

@@ -1,0 +1,27 @@
+// loss.cpp — the CPU L2 loss and its backward.
+#include "framework/cpu/backend.h"
+
+namespace amlp::cpu {
+
+// loss(r) = 0.5 · mean_c (p(r,c) − l(r,c))²
+void CpuBackend::l2_loss(const float* p, const float* l, float* loss, int rows, int cols) {
+  for (int r = 0; r < rows; ++r) {
+    float s = 0.f;
+    for (int c = 0; c < cols; ++c) {
+      float d = p[static_cast<size_t>(r) * cols + c] - l[static_cast<size_t>(r) * cols + c];
+      s += d * d;
+    }
+    loss[r] = 0.5f * s / cols;
+  }
+}
+
+// dp(r,c) = dloss(r) · (p(r,c) − l(r,c)) / cols
+void CpuBackend::l2_loss_backward(const float* p, const float* l, const float* dloss, float* dp, int rows, int cols) {
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) {
+      size_t i = static_cast<size_t>(r) * cols + c;
+      dp[i] = dloss[r] * (p[i] - l[i]) / cols;
+    }
+}
+
+}  // namespace amlp::cpu

@@ -1,0 +1,61 @@
+// copy.cpp — data in and out of devices: from_host, copy_to (across
+// devices), copy_ (same device), and check_finite. Kernels: the backends'
+// copy functions (cpu/backend.cpp, cuda/cuda_backend.cpp).
+#include <memory>
+#include <vector>
+
+#include "framework/ops/op.h"
+
+namespace amlp {
+
+using namespace ops;
+
+Tensor from_host(const Shape& s, const float* values, Device d) {
+  DeviceContext& c = context(d);
+  Tensor y = alloc(s, c);
+  auto host = std::make_shared<std::vector<float>>(values, values + y.numel());
+  const size_t bytes = y.nbytes();
+  enqueue(c, "from_host", {}, {&y}, [host, bytes](Backend& be, const OpArgs& k) {
+    be.copy_from_host(k.out(0), host->data(), bytes);
+  });
+  return y;
+}
+
+Tensor copy_to(const Tensor& a, Device d) {
+  need_defined("copy_to", {&a});
+  DeviceContext& dst_ctx = context(d);
+  if (a.device().is_cuda() && d.is_cuda() && a.device() != d)  // stage through the host
+    return copy_to(copy_to(a, Device::cpu(0)), d);
+  Tensor y = alloc(a.shape(), dst_ctx);
+  const size_t bytes = a.nbytes();
+  // Runs on the CUDA side when one side is a GPU, else on the destination.
+  DeviceContext& run = a.device().is_cuda() ? ctx_of(a) : dst_ctx;
+  const bool to_host = a.device().is_cuda() && !d.is_cuda();
+  const bool from_host = !a.device().is_cuda() && d.is_cuda();
+  enqueue(run, "copy", {&a}, {&y}, [=](Backend& be, const OpArgs& k) {
+    if (to_host) be.copy_to_host(k.out(0), k.in(0), bytes);
+    else if (from_host) be.copy_from_host(k.out(0), k.in(0), bytes);
+    else be.copy(k.out(0), k.in(0), bytes);
+  });
+  return y;
+}
+
+void copy_(Tensor& dst, const Tensor& src) {
+  need_defined("copy_", {&dst, &src});
+  if (dst.shape() != src.shape())
+    throw ShapeError(detail::concat("copy_: shapes ", shape_str(dst.shape()), " and ", shape_str(src.shape()), " differ"));
+  same_device("copy_", {&dst, &src});
+  const size_t bytes = src.nbytes();
+  enqueue(ctx_of(dst), "copy", {&src}, {&dst}, [=](Backend& be, const OpArgs& k) { be.copy(k.out(0), k.in(0), bytes); });
+}
+
+void check_finite(const Tensor& a, const std::string& what) {
+  need_defined("check_finite", {&a});
+  const size_t n = count(a);
+  // The kernel runs later: it owns its copy of the name.
+  enqueue(ctx_of(a), "check_finite", {&a}, {}, [n, what](Backend& be, const OpArgs& k) {
+    be.check_finite(k.in(0), n, what.c_str());
+  });
+}
+
+}  // namespace amlp

@@ -1,0 +1,92 @@
+// elementwise.cpp — ops that map each element on its own: add, sub, scale,
+// add_scalar, relu (and its backward), fill. Kernels: cpu/elementwise.cpp,
+// cuda/elementwise.cu.
+#include "framework/ops/op.h"
+
+namespace amlp {
+
+using namespace ops;
+
+namespace {
+
+// y = alpha·a + beta·b
+Tensor axpby_op(const char* name, const Tensor& a, const Tensor& b, float alpha, float beta) {
+  need_defined(name, {&a, &b});
+  if (a.shape() != b.shape())
+    throw ShapeError(detail::concat(name, ": shapes ", shape_str(a.shape()), " and ", shape_str(b.shape()), " differ"));
+  same_device(name, {&a, &b});
+  Tensor y = alloc(a.shape(), ctx_of(a));
+  const size_t n = count(a);
+  enqueue(ctx_of(a), name, {&a, &b}, {&y}, [=](Backend& be, const OpArgs& k) {
+    be.axpby(alpha, k.in(0), beta, k.in(1), k.out(0), n);
+  });
+  return y;
+}
+
+}  // namespace
+
+Tensor empty(const Shape& s, Device d) { return alloc(s, context(d)); }
+
+Tensor full(const Shape& s, float v, Device d) {
+  DeviceContext& c = context(d);
+  Tensor y = alloc(s, c);
+  const size_t n = count(y);
+  enqueue(c, "fill", {}, {&y}, [=](Backend& be, const OpArgs& k) { be.fill(k.out(0), n, v); });
+  return y;
+}
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  Tensor y = axpby_op("add", a, b, 1.f, 1.f);
+  if (detail::any_requires_grad({&a, &b}))
+    detail::record(y, "add", {a, b}, [](const Tensor& g) { return std::vector<Tensor>{g, g}; });
+  return y;
+}
+
+Tensor sub(const Tensor& a, const Tensor& b) {
+  Tensor y = axpby_op("sub", a, b, 1.f, -1.f);
+  if (detail::any_requires_grad({&a, &b}))
+    detail::record(y, "sub", {a, b}, [](const Tensor& g) { return std::vector<Tensor>{g, scale(g, -1.f)}; });
+  return y;
+}
+
+Tensor scale(const Tensor& a, float s) {
+  need_defined("scale", {&a});
+  Tensor y = alloc(a.shape(), ctx_of(a));
+  const size_t n = count(a);
+  enqueue(ctx_of(a), "scale", {&a}, {&y}, [=](Backend& be, const OpArgs& k) {
+    be.axpby(s, k.in(0), 0.f, nullptr, k.out(0), n);
+  });
+  if (detail::any_requires_grad({&a}))
+    detail::record(y, "scale", {a}, [s](const Tensor& g) { return std::vector<Tensor>{scale(g, s)}; });
+  return y;
+}
+
+Tensor add_scalar(const Tensor& a, float s) {
+  need_defined("add_scalar", {&a});
+  Tensor y = alloc(a.shape(), ctx_of(a));
+  const size_t n = count(a);
+  enqueue(ctx_of(a), "add_scalar", {&a}, {&y}, [=](Backend& be, const OpArgs& k) {
+    be.add_scalar(k.in(0), s, k.out(0), n);
+  });
+  if (detail::any_requires_grad({&a}))
+    detail::record(y, "add_scalar", {a}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
+  return y;
+}
+
+Tensor relu(const Tensor& x) {
+  need_defined("relu", {&x});
+  Tensor y = alloc(x.shape(), ctx_of(x));
+  const size_t n = count(x);
+  enqueue(ctx_of(x), "relu", {&x}, {&y}, [=](Backend& be, const OpArgs& k) { be.relu(k.in(0), k.out(0), n); });
+  if (detail::any_requires_grad({&x}))
+    detail::record(y, "relu", {x}, [x, n](const Tensor& g) {
+      Tensor dx = alloc(x.shape(), ctx_of(x));  // dx = g · (x > 0)
+      enqueue(ctx_of(x), "relu_backward", {&x, &g}, {&dx}, [n](Backend& be, const OpArgs& k) {
+        be.relu_backward(k.in(0), k.in(1), k.out(0), n);
+      });
+      return std::vector<Tensor>{dx};
+    });
+  return y;
+}
+
+}  // namespace amlp

@@ -1,0 +1,89 @@
+// linalg.cpp — matmul, bias_add and linear (a Dense layer's GEMM). Kernels:
+// cpu/linalg.cpp (OpenBLAS), cuda/gemm.h (cuBLAS), add_bias in elementwise.
+#include "framework/ops/op.h"
+
+namespace amlp {
+
+using namespace ops;
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  need_defined("matmul", {&a, &b});
+  need_2d("matmul", a, "a", &b, "b");
+  need_2d("matmul", b, "b", &a, "a");
+  same_device("matmul", {&a, &b});
+  const int64_t M = ta ? a.dim(1) : a.dim(0), K = ta ? a.dim(0) : a.dim(1);
+  const int64_t K2 = tb ? b.dim(1) : b.dim(0), N = tb ? b.dim(0) : b.dim(1);
+  if (K != K2)
+    throw ShapeError(detail::concat("matmul: shapes ", shape_str(a.shape()), ta ? "ᵀ" : "", " and ",
+                                    shape_str(b.shape()), tb ? "ᵀ" : "", " do not fit (inner dimensions ", K,
+                                    " and ", K2, ")"));
+  const int lda = dim_int("matmul", a, 1), ldb = dim_int("matmul", b, 1);
+  dim_int("matmul", a, 0), dim_int("matmul", b, 0);
+  Tensor y = alloc({M, N}, ctx_of(a));  // y: (M, N)
+  enqueue(ctx_of(a), "matmul", {&a, &b}, {&y}, [=](Backend& be, const OpArgs& k) {
+    be.gemm(ta, tb, int(M), int(N), int(K), 1.f, k.in(0), lda, k.in(1), ldb, 0.f, k.out(0), int(N));
+  });
+  if (detail::any_requires_grad({&a, &b}))
+    // g: (M, N).  d op(a) = g·op(b)ᵀ (M,K);  d op(b) = op(a)ᵀ·g (K,N)
+    detail::record(y, "matmul", {a, b}, [a, b, ta, tb](const Tensor& g) {
+      Tensor da, db;
+      if (a.requires_grad()) da = ta ? matmul(b, g, tb, true) : matmul(g, b, false, !tb);
+      if (b.requires_grad()) db = tb ? matmul(g, a, true, ta) : matmul(a, g, !ta, false);
+      return std::vector<Tensor>{da, db};
+    });
+  return y;
+}
+
+Tensor bias_add(const Tensor& x, const Tensor& b) {
+  need_defined("bias_add", {&x, &b});
+  need_2d("bias_add", x, "x", &b, "bias");
+  if (b.ndim() != 1 || b.dim(0) != x.dim(1))
+    throw ShapeError(detail::concat("bias_add: x ", shape_str(x.shape()), " and bias ", shape_str(b.shape()),
+                                    " do not fit (bias must be (", x.dim(1), ",))"));
+  same_device("bias_add", {&x, &b});
+  Tensor y = alloc(x.shape(), ctx_of(x));
+  const int rows = dim_int("bias_add", x, 0), cols = dim_int("bias_add", x, 1);
+  enqueue(ctx_of(x), "bias_add", {&x, &b}, {&y}, [=](Backend& be, const OpArgs& k) {
+    be.add_bias(k.in(0), k.in(1), k.out(0), rows, cols);
+  });
+  if (detail::any_requires_grad({&x, &b}))
+    detail::record(y, "bias_add", {x, b}, [](const Tensor& g) {
+      return std::vector<Tensor>{g, sum_rows(g)};  // dx = g;  db(c) = Σ_r g(r,c)
+    });
+  return y;
+}
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  need_defined("linear", {&x, &w});
+  need_2d("linear", x, "x", &w, "weight");
+  need_2d("linear", w, "weight", &x, "x");
+  if (x.dim(1) != w.dim(1))
+    throw ShapeError(detail::concat("linear: input ", shape_str(x.shape()), " and weight ", shape_str(w.shape()),
+                                    " do not fit (input has ", x.dim(1), " features, weight expects ", w.dim(1), ")"));
+  same_device("linear", {&x, &w, &b});
+  if (b.defined() && (b.ndim() != 1 || b.dim(0) != w.dim(0)))
+    throw ShapeError(detail::concat("linear: weight ", shape_str(w.shape()), " and bias ", shape_str(b.shape()),
+                                    " do not fit (bias must be (", w.dim(0), ",))"));
+  const int B = dim_int("linear", x, 0), in = dim_int("linear", x, 1), out = dim_int("linear", w, 0);
+  Tensor y = alloc({B, out}, ctx_of(x));  // y: (B, out)
+  enqueue(ctx_of(x), "linear", {&x, &w, &b}, {&y}, [=](Backend& be, const OpArgs& k) {
+    float beta = 0.f;
+    if (const float* pb = k.in(2)) {  // y = broadcast(b), then y += x·Wᵀ in the same GEMM
+      be.add_bias(/*x=*/nullptr, pb, k.out(0), B, out);
+      beta = 1.f;
+    }
+    be.gemm(false, /*trans_b=*/true, B, out, in, 1.f, k.in(0), in, k.in(1), in, beta, k.out(0), out);
+  });
+  if (detail::any_requires_grad({&x, &w, &b}))
+    detail::record(y, "linear", {x, w, b}, [x, w, b](const Tensor& g) {
+      // g: (B, out).  dX = g·W (B, in);  dW = gᵀ·X (out, in);  db = Σ_r g (out)
+      Tensor dx, dw, db;
+      if (x.requires_grad()) dx = matmul(g, w);
+      if (w.requires_grad()) dw = matmul(g, x, /*transpose_a=*/true);
+      if (b.defined() && b.requires_grad()) db = sum_rows(g);
+      return std::vector<Tensor>{dx, dw, db};
+    });
+  return y;
+}
+
+}  // namespace amlp

@@ -1,0 +1,395 @@
+// test_queue.cpp — the execution contract (DESIGN "Execution semantics"):
+// pushes return before their kernels run, kernels run in push order on the
+// worker, each blocker waits for exactly what it must, kernel errors cross the
+// queue (or surface at the call site in synchronous mode), back-pressure
+// blocks the push, devices run in parallel, and a queue drains before it dies.
+//
+// Every assertion is about ordering or causality, never about how long
+// something took: a kernel gated shut cannot have run, so a blocker that
+// returns before the gate opened did not wait. Waits are bounded by
+// kHangGuard so a broken property fails instead of hanging.
+#include <condition_variable>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include "test_util.h"
+
+namespace amlp::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+class QueueSemantics : public DeviceTest {
+ protected:
+  Queue& queue() { return context(dev()).queue; }
+};
+
+TEST_P(QueueSemantics, PushReturnsBeforeTheKernelRuns) {
+  Queue& q = queue();
+  std::atomic<bool> ran{false};
+  std::thread::id ran_on;
+  uint64_t seq = 0;
+  Tensor t;
+  {
+    PausedQueue paused(dev());
+    seq = q.push("mark", [&] {
+      ran_on = std::this_thread::get_id();
+      ran = true;
+    });
+    t = full({4}, 1.f, dev());  // a frontend op returns with its output allocated, its kernel queued
+    EXPECT_FALSE(ran);
+    EXPECT_FALSE(q.complete(seq));
+    EXPECT_FALSE(q.complete(storage(t)->writer_seq));
+    EXPECT_EQ(q.stats().depth, 2u);
+  }
+  q.wait_for(seq);
+  EXPECT_TRUE(ran);
+  EXPECT_NE(ran_on, std::this_thread::get_id()) << "a kernel ran on the frontend thread";
+}
+
+TEST_P(QueueSemantics, KernelsRunInPushOrder) {
+  Queue& q = queue();
+  std::vector<int> order;  // touched by the worker only, until wait_all()
+  {
+    PausedQueue paused(dev());  // all queued before any runs
+    for (int i = 0; i < 50; ++i) q.push("record", [&order, i] { order.push_back(i); });
+  }
+  q.wait_all();
+  ASSERT_EQ(order.size(), 50u);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(order[i], i);
+}
+
+TEST_P(QueueSemantics, WaitToReadWaitsForItsProducerAndNoMore) {
+  Queue& q = queue();
+  Gate gate;
+  Tensor t = full({8}, 2.f, dev());                       // the producer
+  const uint64_t later = q.push("gated", gate.waiter());  // a later op, held shut
+  const uint64_t after = q.push("after", [] {});
+  t.wait_to_read();
+  EXPECT_TRUE(q.complete(storage(t)->writer_seq));
+  EXPECT_FALSE(q.complete(later)) << "wait_to_read waited for an op after the producer";
+  EXPECT_FALSE(q.complete(after));
+  gate.open();
+  q.wait_for(after);
+  EXPECT_EQ(t.to_host(), std::vector<float>(8, 2.f));
+}
+
+TEST_P(QueueSemantics, WaitallDrainsEveryDevice) {
+  std::vector<Device> devices{Device::cpu(0), Device::cpu(1)};
+  if (dev().is_cuda()) devices.push_back(dev());
+  const size_t n = devices.size();
+  // Each device's work sits behind its own gate; the gates open one by one,
+  // in both orders, so whichever device waitall() took last, it must have
+  // waited for the others too.
+  for (bool reversed : {false, true}) {
+    SCOPED_TRACE(reversed ? "gates opened last device first" : "gates opened first device first");
+    std::vector<std::unique_ptr<Gate>> gates;
+    std::vector<std::atomic<bool>> released(n);
+    std::vector<Tensor> outs;
+    for (size_t i = 0; i < n; ++i) {
+      gates.push_back(std::make_unique<Gate>());
+      context(devices[i]).queue.push("gated", gates[i]->waiter());
+      outs.push_back(full({16}, 1.f, devices[i]));  // behind the gate on each device
+    }
+    std::thread opener([&] {
+      for (size_t k = 0; k < n; ++k) {
+        const size_t i = reversed ? n - 1 - k : k;
+        std::this_thread::sleep_for(20ms);
+        released[i] = true;
+        gates[i]->open();
+      }
+    });
+    waitall();
+    for (size_t i = 0; i < n; ++i) {
+      SCOPED_TRACE(devices[i].str());
+      EXPECT_TRUE(released[i]) << "waitall returned before this device's work could run";
+      const QueueStats s = queue_stats(devices[i]);
+      EXPECT_EQ(s.depth, 0u);
+      EXPECT_EQ(s.completed, s.pushed);
+      EXPECT_TRUE(context(devices[i]).queue.complete(storage(outs[i])->writer_seq));
+    }
+    opener.join();
+  }
+}
+
+// The five blockers of DESIGN §4. Each is given a tensor whose producer sits
+// behind a shut gate.
+struct Blocker {
+  const char* name;
+  std::function<void(const Tensor&)> call;
+};
+const Blocker kBlockers[] = {
+    {"wait_to_read", [](const Tensor& t) { t.wait_to_read(); }},
+    {"waitall", [](const Tensor&) { waitall(); }},
+    {"to_host", [](const Tensor& t) { EXPECT_EQ(t.to_host(), std::vector<float>{3.f}); }},
+    {"item", [](const Tensor& t) { EXPECT_EQ(t.item(), 3.f); }},
+    {"operator<<", [](const Tensor& t) {
+       std::ostringstream os;
+       os << t;
+       EXPECT_NE(os.str().find("[3]"), std::string::npos) << os.str();
+     }},
+};
+
+TEST_P(QueueSemantics, EachBlockerBlocksUntilItsProducerRan) {
+  Queue& q = queue();
+  for (const Blocker& b : kBlockers) {
+    SCOPED_TRACE(b.name);
+    Gate gate;
+    std::atomic<bool> released{false};
+    q.push("gated", gate.waiter());
+    Tensor t = full({1}, 3.f, dev());  // cannot run before the gate opens
+    OpenLater opener(gate, released);
+    b.call(t);
+    EXPECT_TRUE(released) << b.name << " returned before its producer could run";
+    EXPECT_TRUE(q.complete(storage(t)->writer_seq));
+  }
+}
+
+// A way to make a kernel fail: the op that fails, how many ops the
+// injection pushes (the failing one last), and the injection itself, which
+// returns the failing op's sequence number.
+struct Fault {
+  const char* name;
+  const char* op;
+  uint64_t pushes;
+  std::function<uint64_t(Queue&, Device)> inject;
+};
+const Fault kFaults[] = {
+    {"throwing kernel", "injected_fault", 1,
+     [](Queue& q, Device) { return q.push("injected_fault", [] { throw std::runtime_error("injected failure"); }); }},
+    {"check_finite on NaN", "check_finite", 2,
+     [](Queue& q, Device d) {
+       Tensor x = full({3}, std::nanf(""), d);
+       check_finite(x, "the test tensor");
+       return q.stats().pushed;
+     }},
+};
+
+TEST_P(QueueSemantics, KernelErrorResurfacesAtTheNextBlocker) {
+  Queue& q = queue();
+  for (const Fault& f : kFaults)
+    for (const Blocker& b : kBlockers) {
+      SCOPED_TRACE(std::string(f.name) + ", caught by " + b.name);
+      uint64_t failed = 0;
+      ASSERT_NO_THROW(failed = f.inject(q, dev())) << "an asynchronous push threw";
+      Tensor t = full({1}, 3.f, dev());  // pushing after the failure still works
+      try {
+        b.call(t);
+        ADD_FAILURE() << b.name << " did not rethrow the kernel error";
+      } catch (const KernelError& e) {
+        EXPECT_EQ(e.op, f.op);
+        EXPECT_EQ(e.seq, failed);
+        EXPECT_EQ(e.device, dev().str());
+      }
+      // The error is handed over once, and the queue keeps working.
+      EXPECT_NO_THROW(waitall());
+      EXPECT_EQ(add_scalar(t, 1.f).item(), 4.f);
+    }
+}
+
+TEST_P(QueueSemantics, SynchronousModeSurfacesErrorsAtTheCallSite) {
+  ScopedBlocking sync(true);
+  Queue& q = queue();
+  std::atomic<bool> ran{false};
+  q.push("mark", [&] { ran = true; });
+  EXPECT_TRUE(ran) << "a synchronous push returned before its kernel ran";
+  for (const Fault& f : kFaults) {
+    SCOPED_TRACE(f.name);
+    const uint64_t expected_seq = q.stats().pushed + f.pushes;
+    try {
+      f.inject(q, dev());
+      ADD_FAILURE() << "the failing push returned normally";
+    } catch (const KernelError& e) {
+      EXPECT_EQ(e.op, f.op);
+      EXPECT_EQ(e.seq, expected_seq);
+    }
+    Tensor t = full({2}, 1.f, dev());
+    EXPECT_TRUE(q.complete(storage(t)->writer_seq));
+    EXPECT_EQ(sum(t).item(), 2.f);  // still usable
+  }
+}
+
+// Runs `push` on a second thread while the queue is paused and full; it must
+// not return until the worker has made room.
+void expect_push_waits_for_room(Device d, const std::function<void()>& push) {
+  Queue& q = context(d).queue;
+  const QueueStats before = q.stats();
+  std::atomic<bool> returned{false};
+  uint64_t completed_at_return = 0;
+  std::thread pusher([&] {
+    push();
+    completed_at_return = q.stats().completed;
+    returned = true;
+  });
+  std::this_thread::sleep_for(50ms);  // gives a non-blocking push the chance to be caught
+  EXPECT_FALSE(returned) << "the push past the bound returned while the worker was paused";
+  EXPECT_EQ(q.stats().pushed, before.pushed);
+  q.resume();
+  pusher.join();
+  EXPECT_TRUE(returned);
+  EXPECT_GT(completed_at_return, before.completed) << "the push returned before any op completed";
+}
+
+TEST_P(QueueSemantics, BackPressureOnPendingOpsBlocksThePush) {
+  Queue& q = queue();
+  ScopedMaxPending bound(q, /*ops=*/2, /*bytes=*/0);
+  PausedQueue paused(dev());
+  q.push("fill 1", [] {});
+  q.push("fill 2", [] {});
+  EXPECT_EQ(q.stats().depth, 2u);
+  expect_push_waits_for_room(dev(), [&] { q.push("third", [] {}); });
+  q.wait_all();
+}
+
+TEST_P(QueueSemantics, BackPressureOnPendingBytesBlocksThePush) {
+  Queue& q = queue();
+  Tensor a = empty({1024}, dev()), b = empty({1024}, dev());  // 4 KiB each
+  ScopedMaxPending bound(q, /*ops=*/0, /*bytes=*/6 * 1024);
+  PausedQueue paused(dev());
+  q.push("hold a", [] {}, {storage(a)});
+  EXPECT_EQ(q.stats().backlog_bytes, storage(a)->bytes());
+  expect_push_waits_for_room(dev(), [&] { q.push("hold b", [] {}, {storage(b)}); });
+  q.wait_all();
+  EXPECT_EQ(q.stats().backlog_bytes, 0u);
+}
+
+TEST_P(QueueSemantics, SequenceNumbersAndCounters) {
+  Queue& q = queue();
+  q.reset_peak();
+  const QueueStats s0 = q.stats();
+  EXPECT_EQ(s0.depth, 0u);
+  EXPECT_EQ(s0.peak_depth, 0u);
+  EXPECT_EQ(s0.completed, s0.pushed);
+  Tensor t = empty({256}, dev());
+  uint64_t a, b, c;
+  {
+    PausedQueue paused(dev());
+    a = q.push("a", [] {});
+    b = q.push("b", [] {}, {storage(t)});
+    c = q.push("c", [] {});
+    EXPECT_EQ(a, s0.pushed + 1);
+    EXPECT_EQ(b, a + 1);
+    EXPECT_EQ(c, b + 1);
+    const QueueStats s = q.stats();
+    EXPECT_EQ(s.pushed, c);
+    EXPECT_EQ(s.completed, s0.completed);
+    EXPECT_EQ(s.depth, 3u);
+    EXPECT_EQ(s.peak_depth, 3u);
+    EXPECT_EQ(s.backlog_bytes, storage(t)->bytes());
+    EXPECT_EQ(queue_stats(dev()).pushed, c);  // the runtime reports the same queue
+  }
+  q.wait_all();
+  QueueStats s = q.stats();
+  EXPECT_EQ(s.completed, c);
+  EXPECT_EQ(s.depth, 0u);
+  EXPECT_EQ(s.peak_depth, 3u);  // a peak outlives the backlog
+  EXPECT_EQ(s.backlog_bytes, 0u);
+  EXPECT_EQ(s.peak_backlog_bytes, storage(t)->bytes());
+  reset_peaks(dev());
+  s = q.stats();
+  EXPECT_EQ(s.peak_depth, 0u);
+  EXPECT_EQ(s.peak_backlog_bytes, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, QueueSemantics, ::testing::ValuesIn(test_devices()), device_name);
+
+// --- CPU devices and standalone queues -------------------------------------------
+
+// Each kernel waits until both are running at once: only possible if cpu:0's
+// and cpu:1's workers run in parallel. (Serialised, the first would give up
+// after kHangGuard and the test would fail.)
+TEST(QueueCpuDevices, TwoDevicesRunAtTheSameTime) {
+  struct Rendezvous {
+    std::mutex mu;
+    std::condition_variable cv;
+    int arrived = 0;
+    bool arrive_and_wait() {
+      std::unique_lock<std::mutex> lk(mu);
+      ++arrived;
+      cv.notify_all();
+      return cv.wait_for(lk, kHangGuard, [&] { return arrived == 2; });
+    }
+  };
+  ScopedBlocking async(false);
+  auto rv = std::make_shared<Rendezvous>();
+  std::atomic<int> met{0};
+  for (int i : {0, 1})
+    context(Device::cpu(i)).queue.push("rendezvous", [rv, &met] {
+      if (rv->arrive_and_wait()) ++met;
+    });
+  waitall();
+  EXPECT_EQ(met, 2) << "cpu:0 and cpu:1 never ran kernels at the same time";
+}
+
+TEST(QueueCpuDevices, CrossDeviceCopyWaitsForItsSource) {
+  ScopedBlocking async(false);
+  Gate gate;
+  std::atomic<bool> released{false};
+  context(Device::cpu(0)).queue.push("gated", gate.waiter());
+  Tensor src = full({5}, 7.f, Device::cpu(0));  // behind the gate on cpu:0
+  Tensor dst = copy_to(src, Device::cpu(1));     // queued on cpu:1, which is not held
+  OpenLater opener(gate, released);
+  EXPECT_EQ(dst.to_host(), std::vector<float>(5, 7.f));
+  EXPECT_TRUE(released) << "the copy on cpu:1 ran before its source on cpu:0 was written";
+}
+
+// Write-after-read across queues: an in-place write on cpu:0 must wait for a
+// copy on cpu:1 that still has to read the old values.
+TEST(QueueCpuDevices, AWriteWaitsForAPendingReadOnAnotherQueue) {
+  ScopedBlocking async(false);
+  Tensor w = full({5}, 1.f, Device::cpu(0));
+  Tensor twos = full({5}, 2.f, Device::cpu(0));
+  waitall();
+  Gate gate;
+  std::atomic<bool> released{false};
+  context(Device::cpu(1)).queue.push("gated", gate.waiter());
+  Tensor snapshot = copy_to(w, Device::cpu(1));  // reads w on cpu:1, behind the gate
+  copy_(w, twos);                                // overwrites w on cpu:0
+  OpenLater opener(gate, released);
+  EXPECT_EQ(snapshot.to_host(), std::vector<float>(5, 1.f)) << "cpu:0 overwrote w before cpu:1 read it";
+  EXPECT_EQ(w.to_host(), std::vector<float>(5, 2.f));
+  EXPECT_TRUE(released);
+}
+
+// A buffer referenced by pending ops on two queues is counted once, by the
+// queue that first referred to it, and un-counted when its last op finishes
+// on whichever queue that is.
+TEST(QueueCpuDevices, SharedBufferBacklogIsCountedOnceAndReturnsToZero) {
+  ScopedBlocking async(false);
+  Queue& q0 = context(Device::cpu(0)).queue;
+  Queue& q1 = context(Device::cpu(1)).queue;
+  Tensor shared = empty({1024}, Device::cpu(0));
+  const size_t bytes = storage(shared)->bytes();
+  const size_t base0 = q0.stats().backlog_bytes, base1 = q1.stats().backlog_bytes;
+  {
+    PausedQueue p0(Device::cpu(0)), p1(Device::cpu(1));
+    q0.push("read on cpu:0", [] {}, {storage(shared)});
+    q1.push("read on cpu:1", [] {}, {storage(shared)});
+    EXPECT_EQ(q0.stats().backlog_bytes - base0, bytes);
+    EXPECT_EQ(q1.stats().backlog_bytes - base1, 0u);
+    p0.resume();  // cpu:0 finishes first; cpu:1 still holds the buffer
+    q0.wait_all();
+    EXPECT_EQ(q0.stats().backlog_bytes - base0, bytes);
+  }  // cpu:1's op is the last: it un-counts the bytes on cpu:0
+  waitall();
+  EXPECT_EQ(q0.stats().backlog_bytes, base0);
+  EXPECT_EQ(q1.stats().backlog_bytes, base1);
+}
+
+TEST(StandaloneQueue, DestructionDrainsThenJoins) {
+  std::atomic<int> ran{0};
+  {
+    Queue q("test", nullptr);
+    q.pause();
+    EXPECT_EQ(q.push("count", [&] { ++ran; }), 1u);  // sequence numbers start at 1
+    q.push("injected_fault", [] { throw std::runtime_error("left for no one"); });  // never rethrown: no crash
+    for (int i = 1; i < 100; ++i) q.push("count", [&] { ++ran; });
+    EXPECT_EQ(ran, 0);
+    EXPECT_EQ(q.stats().depth, 101u);
+  }  // still paused: the destructor resumes, drains every op, then joins
+  EXPECT_EQ(ran, 100);
+}
+
+}  // namespace
+}  // namespace amlp::testing
