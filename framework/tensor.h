@@ -71,7 +71,7 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t);  // blocks
 //   float l = h.get()[0];                // waits for that copy only
 class HostCopy {
  public:
-  HostCopy() = default;
+  HostCopy();                          // empty: ready() is false, get() throws
   HostCopy(HostCopy&&) noexcept;
   HostCopy& operator=(HostCopy&&) noexcept;
   ~HostCopy();  // waits for a copy still in flight (its memory is written by the device)

@@ -119,6 +119,7 @@ struct HostCopy::State {
   }
 };
 
+HostCopy::HostCopy() = default;
 HostCopy::HostCopy(HostCopy&&) noexcept = default;
 HostCopy& HostCopy::operator=(HostCopy&&) noexcept = default;
 HostCopy::~HostCopy() = default;

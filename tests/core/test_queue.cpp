@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "framework/core/enqueue.h"
 #include "test_util.h"
 
 namespace amlp::testing {
@@ -212,7 +213,7 @@ TEST_P(QueueSemantics, SynchronousModeSurfacesErrorsAtTheCallSite) {
 
 // Runs `push` on a second thread while the queue is paused and full; it must
 // not return until the worker has made room.
-void expect_push_waits_for_room(Device d, const std::function<void()>& push) {
+void expect_push_waits_for_room(Device d, PausedQueue& paused, const std::function<void()>& push) {
   Queue& q = context(d).queue;
   const QueueStats before = q.stats();
   std::atomic<bool> returned{false};
@@ -225,7 +226,7 @@ void expect_push_waits_for_room(Device d, const std::function<void()>& push) {
   std::this_thread::sleep_for(50ms);  // gives a non-blocking push the chance to be caught
   EXPECT_FALSE(returned) << "the push past the bound returned while the worker was paused";
   EXPECT_EQ(q.stats().pushed, before.pushed);
-  q.resume();
+  paused.resume();
   pusher.join();
   EXPECT_TRUE(returned);
   EXPECT_GT(completed_at_return, before.completed) << "the push returned before any op completed";
@@ -238,7 +239,7 @@ TEST_P(QueueSemantics, BackPressureOnPendingOpsBlocksThePush) {
   q.push("fill 1", [] {});
   q.push("fill 2", [] {});
   EXPECT_EQ(q.stats().depth, 2u);
-  expect_push_waits_for_room(dev(), [&] { q.push("third", [] {}); });
+  expect_push_waits_for_room(dev(), paused, [&] { q.push("third", [] {}); });
   q.wait_all();
 }
 
@@ -249,7 +250,7 @@ TEST_P(QueueSemantics, BackPressureOnPendingBytesBlocksThePush) {
   PausedQueue paused(dev());
   q.push("hold a", [] {}, {storage(a)});
   EXPECT_EQ(q.stats().backlog_bytes, storage(a)->bytes());
-  expect_push_waits_for_room(dev(), [&] { q.push("hold b", [] {}, {storage(b)}); });
+  expect_push_waits_for_room(dev(), paused, [&] { q.push("hold b", [] {}, {storage(b)}); });
   q.wait_all();
   EXPECT_EQ(q.stats().backlog_bytes, 0u);
 }
@@ -389,6 +390,181 @@ TEST(StandaloneQueue, DestructionDrainsThenJoins) {
     EXPECT_EQ(q.stats().depth, 101u);
   }  // still paused: the destructor resumes, drains every op, then joins
   EXPECT_EQ(ran, 100);
+}
+
+
+// --- errors cross queues (DESIGN §5) ----------------------------------------------
+
+// A failed op on cpu:0 poisons what it should have written: the copy to
+// cpu:1 and every op after it there do not run, and each blocker on any
+// tensor downstream rethrows the original error (op, sequence, device).
+TEST(QueueErrors, AFailureOnOneQueueFailsEverythingDownstreamOnAnother) {
+  ScopedBlocking async(false);
+  const Device d0 = Device::cpu(0), d1 = Device::cpu(1);
+  Tensor x = full({1}, 1.f, d0);  // one element: item() is among the blockers
+  Tensor bad = empty({1}, d0);
+  uint64_t failed_seq = 0;
+  std::atomic<int> ran_downstream{0};
+  Tensor y, z;
+  {
+    PausedQueue p0(d0);  // everything is queued before anything runs
+    failed_seq = detail::enqueue(context(d0), "test_fault", {&x}, {&bad},
+                                 [](Backend&, const OpArgs&) { throw std::runtime_error("injected failure"); });
+    y = copy_to(bad, d1);      // cpu:1 waits for cpu:0's op
+    z = add_scalar(y, 1.f);    // further downstream on cpu:1
+    Tensor w = empty({1}, d1);
+    detail::enqueue(context(d1), "test_downstream", {&z}, {&w}, [&](Backend&, const OpArgs&) { ++ran_downstream; });
+    y = Tensor();
+  }
+  for (const Blocker& b : kBlockers) {
+    SCOPED_TRACE(b.name);
+    try {
+      b.call(z);
+      ADD_FAILURE() << b.name << " on a tensor downstream of a failed op returned normally";
+    } catch (const KernelError& e) {
+      EXPECT_EQ(e.op, "test_fault");
+      EXPECT_EQ(e.seq, failed_seq);
+      EXPECT_EQ(e.device, "cpu:0");
+      EXPECT_NE(std::string(e.what()).find("injected failure"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(ran_downstream, 0) << "an op whose input failed upstream ran";
+  // Reported once: the other queues forget the same error; both keep working.
+  EXPECT_NO_THROW(waitall());
+  EXPECT_EQ(add_scalar(copy_to(x, d1), 1.f).item(), 2.f);
+  // Writing the failed buffer again clears its failure.
+  copy_(bad, x);
+  EXPECT_EQ(bad.to_host(), std::vector<float>{1.f});
+}
+
+TEST(QueueErrors, AnUnrelatedTensorOnTheOtherQueueIsNotAffected) {
+  ScopedBlocking async(false);
+  const Device d0 = Device::cpu(0), d1 = Device::cpu(1);
+  Tensor x = full({2}, 1.f, d0), bad = empty({2}, d0);
+  detail::enqueue(context(d0), "test_fault", {&x}, {&bad},
+                  [](Backend&, const OpArgs&) { throw std::runtime_error("injected failure"); });
+  Tensor fine = full({2}, 4.f, d1);
+  bad = Tensor();
+  // Not downstream of the failure: cpu:1's own tensor reads back normally ...
+  const Tensor y = add_scalar(fine, 1.f);
+  context(d1).queue.wait_all();
+  EXPECT_EQ(storage(y)->error, nullptr);
+  // ... and the failure still surfaces at the global blocker.
+  EXPECT_THROW(waitall(), KernelError);
+  EXPECT_EQ(y.to_host(), std::vector<float>(2, 5.f));
+}
+
+// --- launched and completed --------------------------------------------------------
+
+TEST(QueueStatsCpu, LaunchedAndCompletedCountOpsThatRan) {
+  ScopedBlocking async(false);
+  Queue& q = context(Device::cpu(0)).queue;
+  q.wait_all();
+  const QueueStats s0 = q.stats();
+  EXPECT_EQ(s0.launched, s0.pushed);
+  EXPECT_EQ(s0.completed, s0.pushed);
+  EXPECT_EQ(s0.unlaunched, 0u);
+  uint64_t last = 0;
+  {
+    PausedQueue paused(Device::cpu(0));
+    for (int i = 0; i < 3; ++i) last = q.push("noop", [] {});
+    const QueueStats s = q.stats();
+    EXPECT_EQ(s.launched, s0.launched);
+    EXPECT_EQ(s.completed, s0.completed);
+    EXPECT_EQ(s.unlaunched, 3u);
+    EXPECT_EQ(s.depth, 3u);
+    EXPECT_FALSE(q.launched(last));
+    EXPECT_FALSE(q.complete(last));
+  }
+  q.wait_for(last);
+  const QueueStats s = q.stats();
+  EXPECT_TRUE(q.launched(last));
+  EXPECT_TRUE(q.complete(last));
+  EXPECT_EQ(s.launched, last);
+  EXPECT_EQ(s.completed, last);  // on the CPU a launched op has finished
+  EXPECT_EQ(s.unlaunched, 0u);
+  EXPECT_EQ(s.depth, 0u);
+}
+
+// --- asynchronous copies to the host -----------------------------------------------
+
+TEST(HostCopyCpu, ReturnsAtOnceAndGetWaitsForTheCopy) {
+  ScopedBlocking async(false);
+  const Device d = Device::cpu(0);
+  HostCopy c;
+  {
+    PausedQueue paused(d);
+    Tensor x = full({1000}, 2.5f, d);
+    c = x.to_host_async();  // queued behind the fill; x may go
+    EXPECT_FALSE(c.ready()) << "the copy finished while its queue was paused";
+  }
+  const std::vector<float>& v = c.get();
+  EXPECT_TRUE(c.ready());
+  EXPECT_EQ(v, std::vector<float>(1000, 2.5f));
+  EXPECT_EQ(&c.get(), &v);  // a second get() returns the same values without another wait
+}
+
+TEST(HostCopyCpu, AFailureUpstreamIsRethrownByGet) {
+  ScopedBlocking async(false);
+  const Device d = Device::cpu(0);
+  Tensor x = full({2}, 1.f, d), bad = empty({2}, d);
+  const uint64_t seq = detail::enqueue(context(d), "test_fault", {&x}, {&bad},
+                                       [](Backend&, const OpArgs&) { throw std::runtime_error("injected failure"); });
+  HostCopy c = bad.to_host_async();
+  try {
+    c.get();
+    ADD_FAILURE() << "get() on a copy of a failed tensor returned normally";
+  } catch (const KernelError& e) {
+    EXPECT_EQ(e.op, "test_fault");
+    EXPECT_EQ(e.seq, seq);
+  }
+  EXPECT_NO_THROW(waitall());
+}
+
+TEST(HostCopyCpu, DestroyingAnUnreadCopyWaitsForIt) {
+  ScopedBlocking async(false);
+  const Device d = Device::cpu(0);
+  Gate gate;
+  std::atomic<bool> released{false};
+  context(d).queue.push("gated", gate.waiter());
+  {
+    HostCopy c = full({64}, 1.f, d).to_host_async();
+    OpenLater opener(gate, released);
+  }  // ~HostCopy: the queue must not write into freed memory later
+  EXPECT_TRUE(released);
+  waitall();
+}
+
+// --- pausing -----------------------------------------------------------------------
+
+TEST(QueuePauseCpu, PausesNestAndTheLastOneResumes) {
+  ScopedBlocking async(false);
+  const Device d = Device::cpu(0);
+  std::atomic<bool> ran{false};
+  {
+    QueuePause outer(d);
+    {
+      QueuePause inner(d);
+      context(d).queue.push("mark", [&] { ran = true; });
+    }
+    std::this_thread::sleep_for(20ms);  // the chance to run if the inner guard wrongly resumed
+    EXPECT_FALSE(ran) << "the queue ran while an outer pause was alive";
+  }
+  context(d).queue.wait_all();
+  EXPECT_TRUE(ran);
+}
+
+// An exception (or an exit) that leaves a pause behind must not hang the
+// process at exit: the runtime resumes every queue before it drains.
+TEST(QueuePauseDeathTest, ExitWithAQueueLeftPausedDrainsAndEnds) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        new QueuePause(Device::cpu(0));  // never destroyed
+        context(Device::cpu(0)).queue.push("at exit", [] { std::fputs("the queued op ran at exit\n", stderr); });
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "the queued op ran at exit");
 }
 
 }  // namespace
