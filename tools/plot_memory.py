@@ -5,7 +5,8 @@
         --memory-log out/memory.csv --summary-json out/summary.json
     python3 tools/plot_memory.py out/memory*.csv out/summary.json -o out/memory.svg   # or .png
 
-Needs matplotlib 3.6 or newer (Debian 12: python3-matplotlib, seen by /usr/bin/python3).
+Needs matplotlib 3.6 or newer (Debian 12: python3-matplotlib); run by a python3 that
+lacks it, the script runs itself again with /usr/bin/python3.
 
 Inputs, by extension:
   *.csv   memory logs (--memory-log; one per mode with --compare: memory.batch.csv,
@@ -14,12 +15,10 @@ Inputs, by extension:
   *.json  summaries (--summary-json): one object per run, or a list of them.
 
 Panels (each drawn when its data is there):
-  1. memory over wall time, one colour per memory log: tracked bytes in use
-     (solid), sampled when each batch has been queued; the summary's end point
-     (after waitall) joined by a dashed line, the queue draining what was queued;
-     on a CPU device the process's RSS too (dotted), the same memory seen by the
-     operating system, unless the process's own baseline would dwarf the tracked
-     bytes. Log scale when the modes' peaks differ by more than 20x.
+  1. tracked bytes in use over wall time, one line per memory log, sampled when
+     each batch has been queued; the summary's end point (after waitall) joined
+     by a dashed line: the queue draining what was queued. Log scale when the
+     modes' peaks differ by more than 20x.
   2. memory increase (log scale) against samples/s, one point per run; the
      sync-interval series batch, every=K..., none is joined in order of K,
      back-pressure runs (bounded) are squares.
@@ -73,7 +72,7 @@ def number(text, where):
 
 
 def read_log(path):
-    """Rows of (wall_s, bytes_in_use, rss_bytes or None)."""
+    """Rows of (wall_s, bytes_in_use)."""
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
         missing = [c for c in ("batch", "wall_s", "bytes_in_use") if c not in (reader.fieldnames or [])]
@@ -82,9 +81,7 @@ def read_log(path):
         rows = []
         for r in reader:
             where = "%s line %d" % (path, reader.line_num)
-            rss = r.get("rss_bytes")
-            rows.append((number(r["wall_s"], where + " wall_s"), number(r["bytes_in_use"], where + " bytes_in_use"),
-                         number(rss, where + " rss_bytes") if rss else None))
+            rows.append((number(r["wall_s"], where + " wall_s"), number(r["bytes_in_use"], where + " bytes_in_use")))
     if not rows:
         raise InputError("%s: no rows" % path)
     return rows
@@ -116,29 +113,18 @@ def plain_log_labels(axis):
 
 def draw_memory_over_time(ax, logs, runs, colors):
     by_label = {r["label"]: r for r in runs}
-    peaks = [max(b for _, b, _ in rows) for _, rows in logs]
-    log_y = min(peaks) > 0 and max(peaks) / min(peaks) > 20
-    # RSS is the same memory as the tracked bytes only when the device is the host, and worth a line only
-    # when the tracked bytes are not lost under the process's own baseline
-    rss_peak = max((r for _, rows in logs for _, _, r in rows if r is not None), default=0)
-    show_rss = max(peaks) >= 0.1 * rss_peak
-    any_rss = any_tail = False
+    peaks = [max(b for _, b in rows) for _, rows in logs]
+    log_y = min(peaks) > 0 and max(peaks) / min(peaks) > 20  # else the small modes lie flat on the axis
+    any_tail = False
     for label, rows in logs:
-        c = colors[label]
-        run = by_label.get(label, {})
-        t = [w for w, _, _ in rows]
-        ax.plot(t, [b / MB for _, b, _ in rows], color=c, lw=1.8, marker="o" if len(rows) == 1 else None,
+        t, b = zip(*rows)
+        ax.plot(t, [v / MB for v in b], color=colors[label], lw=1.8, marker="o" if len(rows) == 1 else None,
                 label=label)
+        run = by_label.get(label, {})
         if "wall_s" in run and "end_bytes" in run and run["wall_s"] > t[-1]:
-            # straight on a linear scale, the same straight line bent on a log one
-            fractions = [i / 32 for i in range(33)]
-            ax.plot([t[-1] + f * (run["wall_s"] - t[-1]) for f in fractions],
-                    [(rows[-1][1] + f * (run["end_bytes"] - rows[-1][1])) / MB for f in fractions],
-                    color=c, lw=1.3, ls="--")
+            ax.plot([t[-1], run["wall_s"]], [b[-1] / MB, run["end_bytes"] / MB], color=colors[label], lw=1.3,
+                    ls="--")
             any_tail = True
-        if show_rss and str(run.get("device", "cpu")).startswith("cpu") and all(r is not None for _, _, r in rows):
-            ax.plot(t, [r / MB for _, _, r in rows], color=c, lw=1.3, ls=":")
-            any_rss = True
     if log_y:
         ax.set_yscale("log")
         plain_log_labels(ax.yaxis)
@@ -146,53 +132,37 @@ def draw_memory_over_time(ax, logs, runs, colors):
         ax.set_ylim(bottom=0)
     ax.set_xlim(left=0)
     ax.set(title="Memory in use while training", xlabel="wall time since the loop began (s)",
-           ylabel="memory (MB%s)" % (", log scale" if log_y else ""))
-    handles, labels = ax.get_legend_handles_labels()
-    for shown, style, text in ((True, "-", "tracked bytes in use"), (any_rss, ":", "process RSS"),
-                               (any_tail, "--", "draining, until waitall()")):
-        if shown and (any_rss or any_tail):
-            handles.append(ax.plot([], [], color="0.35", lw=1.6, ls=style)[0])
-            labels.append(text)
+           ylabel="tracked bytes in use (MB%s)" % (", log scale" if log_y else ""))
+    if any_tail:
+        ax.plot([], [], color="0.35", lw=1.3, ls="--", label="draining, until waitall()")
     # beside the panel: inside, some line would run under it
-    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", borderaxespad=0)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", borderaxespad=0)
 
 
 def place_labels(ax, points):
-    """Labels beside their points: each at the nearest offset that stays in the axes, overlaps no
-    earlier label, marker or the legend, and lies nearer its own point than any other (a leader line
-    when it had to go further out). Call once the figure is laid out: overlaps are measured in pixels."""
+    """Each label beside its point, at the first offset that keeps it inside the axes and off the
+    markers, the earlier labels and the legend. Call once the figure is laid out: boxes are in pixels."""
+    from matplotlib.transforms import Bbox
     renderer = ax.figure.canvas.get_renderer()
     inside = ax.get_window_extent(renderer)
-    where = [tuple(ax.transData.transform((x, y))) for x, y, _ in points]
-    boxes = [(px - 6, py - 6, px + 6, py + 6) for px, py in where]
+    taken = [Bbox.from_bounds(px - 6, py - 6, 12, 12) for px, py in ax.transData.transform([p[:2] for p in points])]
     if ax.get_legend():
-        lb = ax.get_legend().get_window_extent(renderer)
-        boxes.append((lb.x0, lb.y0, lb.x1, lb.y1))
-    offsets = [(r * dx, r * dy + (4 if dy >= 0 else -12)) for r in (8, 22, 38)
-               for dx, dy in ((1, 0.5), (-1, 0.5), (1, -0.5), (-1, -0.5), (0, 1), (0, -1))]
-    for i, (x, y, text) in enumerate(points):
-        for n, (dx, dy) in enumerate(offsets + [offsets[0]]):  # crowded everywhere: the first place
+        taken.append(ax.get_legend().get_window_extent(renderer))
+    offsets = [(dx, dy) for dy in (9, -9, 21, -21, 33, -33) for dx in (7, -7)]
+    for x, y, text in points:
+        def label(dx, dy):
             a = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize="small",
-                            ha="left" if dx > 0 else "right" if dx < 0 else "center",
-                            arrowprops=dict(arrowstyle="-", color="0.5", lw=0.8, shrinkA=1, shrinkB=5)
-                            if abs(dx) + abs(dy) > 20 else None)
-            bb = a.get_window_extent(renderer)
-            box = (bb.x0 - 2, bb.y0 - 1, bb.x1 + 2, bb.y1 + 1)
-            fits = inside.x0 <= box[0] and box[2] <= inside.x1 and inside.y0 <= box[1] and box[3] <= inside.y1
-            own = distance(box, where[i])
-            if n == len(offsets) or fits and not any(overlap(box, o) for o in boxes) and all(
-                    own < distance(box, p) for j, p in enumerate(where) if j != i):
+                            ha="left" if dx > 0 else "right", va="center")
+            return a, a.get_window_extent(renderer).padded(2)
+        for dx, dy in offsets:
+            a, box = label(dx, dy)
+            if inside.contains(box.x0, box.y0) and inside.contains(box.x1, box.y1) and \
+                    not any(box.overlaps(o) for o in taken):
                 break
             a.remove()
-        boxes.append(box)
-
-
-def distance(box, p):
-    return math.hypot(max(box[0] - p[0], 0, p[0] - box[2]), max(box[1] - p[1], 0, p[1] - box[3]))
-
-
-def overlap(a, b):
-    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+        else:  # crowded everywhere: the first place
+            a, box = label(*offsets[0])
+        taken.append(box)
 
 
 def draw_memory_vs_throughput(ax, runs, colors):
@@ -268,9 +238,12 @@ def main(argv):
         import matplotlib.pyplot as plt
         if tuple(int(v) for v in re.findall(r"\d+", matplotlib.__version__)[:2]) < (3, 6):
             raise ImportError("matplotlib %s is older than 3.6" % matplotlib.__version__)
-    except ImportError:
-        print("%s: error: matplotlib not found for %s (Debian: apt-get install python3-matplotlib)"
-              % (PROG, sys.executable), file=sys.stderr)
+    except ImportError as e:
+        debian = "/usr/bin/python3"  # sees python3-matplotlib, which a python3 earlier on PATH may not
+        if os.path.realpath(sys.executable) != os.path.realpath(debian) and os.access(debian, os.X_OK):
+            os.execv(debian, [debian, os.path.abspath(__file__)] + argv)
+        print("%s: error: no usable matplotlib for %s: %s (Debian: apt-get install python3-matplotlib)"
+              % (PROG, sys.executable, e), file=sys.stderr)
         return 1
     plt.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "asyncmlp", "axes.grid": True,
                          "grid.color": "0.9", "axes.axisbelow": True, "font.size": 11})
