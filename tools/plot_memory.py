@@ -1,24 +1,28 @@
 #!/usr/bin/env python3
-"""plot_memory.py — draw train_mlp's memory logs as an SVG (standard library only).
+"""plot_memory.py — draw train_mlp's memory logs with matplotlib (PNG or SVG).
 
-    train_mlp --config configs/quick.ini --compare \
-        --memory-log out/mem.csv --summary-json out/summary.json
-    python3 tools/plot_memory.py out/mem.*.csv out/summary.json -o out/memory.svg
-    rsvg-convert -o out/memory.png out/memory.svg        # or: -o out/memory.png
+    train_mlp --config configs/quick.ini --compare \\
+        --memory-log out/memory.csv --summary-json out/summary.json
+    python3 tools/plot_memory.py out/memory*.csv out/summary.json -o out/memory.svg   # or .png
+
+Needs matplotlib 3.6 or newer (Debian 12: python3-matplotlib); run by a python3 that
+lacks it, the script runs itself again with /usr/bin/python3.
 
 Inputs, by extension:
-  *.csv   memory logs (--memory-log; one per mode with --compare: mem.batch.csv,
-          mem.none.csv, mem.every10.csv, mem.bounded.csv ...). The mode is read
-          from the file name.
-  *.json  summaries (--summary-json): one object per run.
+  *.csv   memory logs (--memory-log; one per mode with --compare: memory.batch.csv,
+          memory.none.csv, memory.every10.csv, memory.bounded.csv ...). The mode is
+          read from the file name.
+  *.json  summaries (--summary-json): one object per run, or a list of them.
 
 Panels (each drawn when its data is there):
-  1. tracked bytes in use over wall time, one line per memory log. Each row is
-     sampled when its batch has been queued; the summary's end point (after
-     waitall) is joined with a dashed line: the queue draining what was queued.
-  2. memory increase (log scale) against samples/s, one point per run of the
-     summaries; the sync-interval series batch, every=K..., none is joined in
-     order of K, back-pressure runs are drawn apart.
+  1. tracked bytes in use over wall time, one line per memory log, sampled when
+     each batch has been queued; the summary's end point (after waitall) joined
+     by a dashed line: the queue draining what was queued. Log scale when the
+     modes' peaks differ by more than 20x.
+  2. memory increase (log scale) against samples/s, one point per run; the
+     sync-interval series batch, every=K..., none is joined in order of K,
+     back-pressure runs (bounded) are squares.
+Bad input: one line on stderr, exit status 2 (no matplotlib, a failed write: exit 1).
 """
 import argparse
 import csv
@@ -26,319 +30,252 @@ import json
 import math
 import os
 import re
-import shutil
-import subprocess
 import sys
-from xml.sax.saxutils import escape
 
-PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
-           "#7f7f7f", "#bcbd22"]
-FONT = "font-family='DejaVu Sans, Helvetica, Arial, sans-serif'"
 MB = 1e6
+PROG = "plot_memory.py"
+FIXED_COLORS = {"batch": "C0", "none": "C3", "bounded": "C2"}
+OTHER_COLORS = ["C1", "C4", "C5", "C6", "C9", "C7", "C8"]
+
+
+class InputError(Exception):
+    pass
 
 
 def mode_of_file(path):
-    """out/mem.every10.csv -> 'every=10', out/mem.none.csv -> 'none', out/x.csv -> 'x'."""
-    base = os.path.basename(path)
-    base = base[:-4] if base.endswith(".csv") else base
-    tag = base.rsplit(".", 1)[-1]
+    """out/memory.every10.csv -> 'every=10', out/memory.none.csv -> 'none', out/x.csv -> 'x'."""
+    tag = os.path.basename(path)[:-len(".csv")].rsplit(".", 1)[-1]
     m = re.fullmatch(r"every(\d+)", tag)
-    return "every=%s" % m.group(1) if m else tag
-
-
-def read_log(path):
-    rows = []
-    with open(path, newline="") as f:
-        for r in csv.DictReader(f):
-            rows.append({
-                "batch": int(r["batch"]),
-                "wall_s": float(r["wall_s"]),
-                "bytes_in_use": float(r["bytes_in_use"]),
-                "loss": float(r["loss"]) if r.get("loss") else None,
-            })
-    if not rows:
-        raise ValueError("%s: no rows" % path)
-    return rows
-
-
-def read_summaries(paths):
-    runs = []
-    for p in paths:
-        with open(p) as f:
-            data = json.load(f)
-        runs.extend(data if isinstance(data, list) else [data])
-    return runs
+    return "every=" + m.group(1) if m else tag
 
 
 def mode_rank(label):
-    """Order of the sync-interval series: batch (K=1), every=K, none (K=inf)."""
-    if label == "batch":
-        return 1
+    """Place in the sync-interval series: batch (K=1), every=K, none (K=inf); None for others."""
     m = re.fullmatch(r"every=(\d+)", label)
-    if m:
-        return int(m.group(1))
-    if label == "none":
-        return math.inf
-    return None
+    return 1 if label == "batch" else int(m.group(1)) if m else math.inf if label == "none" else None
 
 
-def nice_ticks(lo, hi, n=6):
-    if hi <= lo:
-        hi = lo + 1
-    raw = (hi - lo) / n
-    mag = 10 ** math.floor(math.log10(raw))
-    step = min((s * mag for s in (1, 2, 2.5, 5, 10) if s * mag >= raw), default=10 * mag)
-    start = math.floor(lo / step) * step
-    ticks, i = [], 0
-    while not ticks or ticks[-1] < hi - step * 1e-9:  # the last tick covers hi
-        ticks.append(round(start + i * step, 12))
-        i += 1
-    return ticks, step
+def series_order(label):
+    """batch, every=2, every=10, none, then the others (bounded) by name."""
+    rank = mode_rank(label)
+    return (math.inf if rank is None else rank, rank is None, label)
 
 
-def fmt(v, step=None):
-    if v == 0:
-        return "0"
-    if step is not None and step >= 1000:
-        return "%gk" % (v / 1e3)
-    if step is not None and step < 1:
-        digits = max(0, -int(math.floor(math.log10(step))))
-        return "%.*f" % (digits, v)
-    if abs(v) >= 1e6:
-        return "%gM" % (v / 1e6)
-    if abs(v) >= 1e4:
-        return "%gk" % (v / 1e3)
-    return "%g" % v
+def number(text, where):
+    try:
+        v = float(text)
+    except (TypeError, ValueError):
+        raise InputError("%s: expected a number, got %r" % (where, text))
+    if not math.isfinite(v):
+        raise InputError("%s: expected a finite number, got %r" % (where, text))
+    return v
 
 
-class Panel:
-    """One plot area: maps data to pixels and draws axes, ticks, labels."""
-
-    def __init__(self, svg, x0, y0, w, h, xr, yr, logy=False):
-        self.svg, self.x0, self.y0, self.w, self.h = svg, x0, y0, w, h
-        self.xr, self.yr, self.logy = xr, yr, logy
-
-    def px(self, x):
-        return self.x0 + (x - self.xr[0]) / (self.xr[1] - self.xr[0]) * self.w
-
-    def py(self, y):
-        if self.logy:
-            lo, hi = math.log10(self.yr[0]), math.log10(self.yr[1])
-            return self.y0 + self.h - (math.log10(max(y, self.yr[0])) - lo) / (hi - lo) * self.h
-        return self.y0 + self.h - (y - self.yr[0]) / (self.yr[1] - self.yr[0]) * self.h
-
-    def axes(self, title, xlabel, ylabel, xticks, xstep, yticks, ystep):
-        s = self.svg
-        s.append("<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='white' stroke='#444'/>"
-                 % (self.x0, self.y0, self.w, self.h))
-        for t in xticks:
-            x = self.px(t)
-            s.append("<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='#e4e4e4'/>"
-                     % (x, self.y0, x, self.y0 + self.h))
-            s.append("<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='#444'/>"
-                     % (x, self.y0 + self.h, x, self.y0 + self.h + 5))
-            s.append("<text x='%.1f' y='%.1f' font-size='12' text-anchor='middle' %s>%s</text>"
-                     % (x, self.y0 + self.h + 19, FONT, escape(fmt(t, xstep))))
-        for t in yticks:
-            y = self.py(t)
-            s.append("<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='#e4e4e4'/>"
-                     % (self.x0, y, self.x0 + self.w, y))
-            s.append("<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='#444'/>"
-                     % (self.x0 - 5, y, self.x0, y))
-            s.append("<text x='%.1f' y='%.1f' font-size='12' text-anchor='end' %s>%s</text>"
-                     % (self.x0 - 8, y + 4, FONT, escape(fmt(t, ystep))))
-        s.append("<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='none' stroke='#444'/>"
-                 % (self.x0, self.y0, self.w, self.h))
-        s.append("<text x='%.1f' y='%.1f' font-size='15' font-weight='bold' text-anchor='middle' %s>%s</text>"
-                 % (self.x0 + self.w / 2, self.y0 - 12, FONT, escape(title)))
-        s.append("<text x='%.1f' y='%.1f' font-size='13' text-anchor='middle' %s>%s</text>"
-                 % (self.x0 + self.w / 2, self.y0 + self.h + 40, FONT, escape(xlabel)))
-        cx, cy = self.x0 - 62, self.y0 + self.h / 2
-        s.append("<text x='%.1f' y='%.1f' font-size='13' text-anchor='middle' transform='rotate(-90 %.1f %.1f)' %s>%s</text>"
-                 % (cx, cy, cx, cy, FONT, escape(ylabel)))
-
-    def polyline(self, pts, color, width=2.0, dash=None):
-        d = " ".join("%.1f,%.1f" % (self.px(x), self.py(y)) for x, y in pts)
-        extra = " stroke-dasharray='%s'" % dash if dash else ""
-        self.svg.append("<polyline points='%s' fill='none' stroke='%s' stroke-width='%.1f'%s "
-                        "stroke-linejoin='round'/>" % (d, color, width, extra))
-
-    def marker(self, x, y, color, shape="circle", r=5.5):
-        X, Y = self.px(x), self.py(y)
-        if shape == "square":
-            self.svg.append("<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='%s' stroke='white'/>"
-                            % (X - r, Y - r, 2 * r, 2 * r, color))
-        else:
-            self.svg.append("<circle cx='%.1f' cy='%.1f' r='%.1f' fill='%s' stroke='white'/>" % (X, Y, r, color))
-
-    def legend(self, items, corner="right"):
-        """items: (label, color, style) with style 'line' or 'square' or 'circle'."""
-        s = self.svg
-        width = 12 + max(len(lbl) for lbl, _, _ in items) * 7.2 + 34
-        x = self.x0 + self.w - width - 10 if corner.endswith("right") else self.x0 + 10
-        y = self.y0 + 10 if not corner.startswith("bottom") else self.y0 + self.h - 18 - 19 * len(items)
-        s.append("<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='white' fill-opacity='0.92' stroke='#bbb'/>"
-                 % (x, y, width, 8 + 19 * len(items)))
-        for i, (lbl, color, style) in enumerate(items):
-            cy = y + 16 + 19 * i
-            if style in ("line", "dash"):
-                dash = " stroke-dasharray='6,4'" if style == "dash" else ""
-                s.append("<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='%s' stroke-width='%s'%s/>"
-                         % (x + 8, cy - 4, x + 30, cy - 4, color, "3" if style == "line" else "1.6", dash))
-            elif style == "square":
-                s.append("<rect x='%.1f' y='%.1f' width='10' height='10' fill='%s'/>" % (x + 14, cy - 9, color))
-            else:
-                s.append("<circle cx='%.1f' cy='%.1f' r='5' fill='%s'/>" % (x + 19, cy - 4, color))
-            s.append("<text x='%.1f' y='%.1f' font-size='12' %s>%s</text>" % (x + 38, cy, FONT, escape(lbl)))
+def read_log(path):
+    """Rows of (wall_s, bytes_in_use)."""
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in ("batch", "wall_s", "bytes_in_use") if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputError("%s: not a memory log (no column %s)" % (path, missing[0]))
+        rows = []
+        for r in reader:
+            where = "%s line %d" % (path, reader.line_num)
+            rows.append((number(r["wall_s"], where + " wall_s"), number(r["bytes_in_use"], where + " bytes_in_use")))
+    if not rows:
+        raise InputError("%s: no rows" % path)
+    return rows
 
 
-def color_map(labels):
-    fixed = {"batch": PALETTE[0], "none": PALETTE[1], "bounded": PALETTE[2]}
-    out, i = {}, 3
-    for lbl in labels:
-        if lbl in fixed:
-            out[lbl] = fixed[lbl]
-        elif lbl not in out:
-            out[lbl] = PALETTE[i % len(PALETTE)]
-            i += 1
-    return out
+def read_summaries(path):
+    with open(path) as f:
+        try:
+            data = json.load(f)
+        except json.JSONDecodeError as e:
+            raise InputError("%s: not JSON (%s)" % (path, e))
+    runs = data if isinstance(data, list) else [data]
+    for i, r in enumerate(runs):
+        if not isinstance(r, dict) or not isinstance(r.get("label", r.get("mode")), str):
+            raise InputError("%s: run %d is not a summary (no label or mode)" % (path, i + 1))
+        r["label"] = r.get("label", r.get("mode"))
+        for key in ("samples_per_s", "mem_increase_bytes", "wall_s", "end_bytes"):
+            if key in r:
+                r[key] = number(r[key], "%s: run '%s' %s" % (path, r["label"], key))
+    return runs
 
 
-def draw_memory_over_time(svg, box, logs, runs, colors):
-    x0, y0, w, h = box
-    by_label = {r.get("label", r.get("mode")): r for r in runs}
-    t_max, m_max = 0.0, 0.0
-    series = []
+def plain_log_labels(axis):
+    """1, 10, 100 on a log axis instead of powers of ten; minor ticks unlabelled (the axes span a decade)."""
+    from matplotlib.ticker import NullFormatter
+    axis.set_major_formatter("{x:g}")
+    axis.set_minor_formatter(NullFormatter())
+
+
+def draw_memory_over_time(ax, logs, runs, colors):
+    by_label = {r["label"]: r for r in runs}
+    peaks = [max(b for _, b in rows) for _, rows in logs]
+    log_y = min(peaks) > 0 and max(peaks) / min(peaks) > 20  # else the small modes lie flat on the axis
+    any_tail = False
     for label, rows in logs:
-        pts = [(r["wall_s"], r["bytes_in_use"] / MB) for r in rows]
-        run = by_label.get(label)
-        tail = None
-        if run and "end_bytes" in run and run.get("wall_s", 0) > pts[-1][0]:
-            tail = [pts[-1], (run["wall_s"], run["end_bytes"] / MB)]
-        series.append((label, pts, tail))
-        t_max = max([t_max] + [p[0] for p in pts] + ([tail[1][0]] if tail else []))
-        m_max = max([m_max] + [p[1] for p in pts])
-    xt, xs = nice_ticks(0, t_max * 1.02 or 1)
-    yt, ys = nice_ticks(0, m_max * 1.08 or 1)
-    p = Panel(svg, x0, y0, w, h, (0, xt[-1]), (0, yt[-1]))
-    p.axes("Memory in use while training", "wall time since the loop began (s)",
-           "tracked bytes in use (MB)", xt, xs, yt, ys)
-    for label, pts, tail in series:
-        c = colors[label]
-        if len(pts) == 1:
-            p.marker(pts[0][0], pts[0][1], c, r=3.5)
-        else:
-            p.polyline(pts, c, 2.4)
-        if tail:
-            p.polyline(tail, c, 1.6, dash="6,4")
-    items = [(lbl, colors[lbl], "line") for lbl, _, _ in series]
-    if any(t for _, _, t in series):
-        items.append(("draining, until waitall()", "#666", "dash"))
-    p.legend(items)
+        t, b = zip(*rows)
+        ax.plot(t, [v / MB for v in b], color=colors[label], lw=1.8, marker="o" if len(rows) == 1 else None,
+                label=label)
+        run = by_label.get(label, {})
+        if "wall_s" in run and "end_bytes" in run and run["wall_s"] > t[-1]:
+            ax.plot([t[-1], run["wall_s"]], [b[-1] / MB, run["end_bytes"] / MB], color=colors[label], lw=1.3,
+                    ls="--")
+            any_tail = True
+    if log_y:
+        ax.set_yscale("log")
+        plain_log_labels(ax.yaxis)
+    else:
+        ax.set_ylim(bottom=0)
+    ax.set_xlim(left=0)
+    ax.set(title="Memory in use while training", xlabel="wall time since the loop began (s)",
+           ylabel="tracked bytes in use (MB%s)" % (", log scale" if log_y else ""))
+    if any_tail:
+        ax.plot([], [], color="0.35", lw=1.3, ls="--", label="draining, until waitall()")
+    # beside the panel: inside, some line would run under it
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", borderaxespad=0)
 
 
-def draw_memory_vs_throughput(svg, box, runs, colors):
-    x0, y0, w, h = box
-    pts = [(r.get("label", r.get("mode")), r["samples_per_s"], max(r["mem_increase_bytes"], 1) / MB)
-           for r in runs if r.get("samples_per_s")]
-    xs = [p[1] for p in pts]
-    ys = [p[2] for p in pts]
-    xt, xstep = nice_ticks(0, max(xs) * 1.12)
-    lo = 10 ** math.floor(math.log10(min(ys) / 1.5))
-    hi = 10 ** math.ceil(math.log10(max(ys) * 1.5))
-    yt = [10 ** e for e in range(int(round(math.log10(lo))), int(round(math.log10(hi))) + 1)]
-    p = Panel(svg, x0, y0, w, h, (0, xt[-1]), (lo, hi), logy=True)
-    p.axes("Memory increase vs throughput", "throughput (samples/s)",
-           "memory increase (MB, log scale)", xt, xstep, yt, None)
-    series = sorted((mode_rank(l), x, y, l) for l, x, y in pts if mode_rank(l) is not None)
-    if len(series) > 1:
-        p.polyline([(x, y) for _, x, y, _ in series], "#999", 1.4, dash="3,3")
-    placed = []  # label anchors already drawn: move a label that would overlap one
-    for label, x, y in pts:
-        bounded = mode_rank(label) is None
-        c = colors.get(label, "#333")
-        p.marker(x, y, c, "square" if bounded else "circle")
-        # back-pressure's label goes left of its square: it sits beside the sync series
-        anchor_right = bounded or p.px(x) > x0 + w - 90
-        lx, ly = p.px(x) + (-9 if anchor_right else 9), p.py(y) - 8
-        tw = 7.0 * len(label)  # rough text width at font-size 12
-        left, right = (lx - tw, lx) if anchor_right else (lx, lx + tw)
-        for dy in (0, 22, -16, 38, -32):
-            if all(abs(ly + dy - qy) > 14 or right < ql or left > qr for ql, qr, qy in placed):
-                ly += dy
+def place_labels(ax, points):
+    """Each label beside its point, at the first offset that keeps it inside the axes and off the
+    markers, the earlier labels and the legend. Call once the figure is laid out: boxes are in pixels."""
+    from matplotlib.transforms import Bbox
+    renderer = ax.figure.canvas.get_renderer()
+    inside = ax.get_window_extent(renderer)
+    taken = [Bbox.from_bounds(px - 6, py - 6, 12, 12) for px, py in ax.transData.transform([p[:2] for p in points])]
+    if ax.get_legend():
+        taken.append(ax.get_legend().get_window_extent(renderer))
+    offsets = [(dx, dy) for dy in (9, -9, 21, -21, 33, -33) for dx in (7, -7)]
+    for x, y, text in points:
+        def label(dx, dy):
+            a = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize="small",
+                            ha="left" if dx > 0 else "right", va="center")
+            return a, a.get_window_extent(renderer).padded(2)
+        for dx, dy in offsets:
+            a, box = label(dx, dy)
+            if inside.contains(box.x0, box.y0) and inside.contains(box.x1, box.y1) and \
+                    not any(box.overlaps(o) for o in taken):
                 break
-        placed.append((left, right, ly))
-        svg.append("<text x='%.1f' y='%.1f' font-size='12' text-anchor='%s' %s>%s</text>"
-                   % (lx, ly, "end" if anchor_right else "start", FONT, escape(label)))
-    p.legend([("sync interval: batch, every=K, none", "#999", "line"),
-              ("back-pressure (bounded)", colors.get("bounded", PALETTE[2]), "square")], corner="bottom-left")
+            a.remove()
+        else:  # crowded everywhere: the first place
+            a, box = label(*offsets[0])
+        taken.append(box)
+
+
+def draw_memory_vs_throughput(ax, runs, colors):
+    from matplotlib.lines import Line2D
+    pts = [(r["label"], r["samples_per_s"], max(r["mem_increase_bytes"], 1) / MB) for r in runs]
+    series = sorted((mode_rank(l), x, y) for l, x, y in pts if mode_rank(l) is not None)
+    if len(series) > 1:
+        ax.plot([x for _, x, _ in series], [y for _, _, y in series], color="0.6", lw=1.2, ls="--", zorder=1)
+    for label, x, y in pts:
+        ax.scatter([x], [y], s=60, color=colors.get(label, "0.2"), marker="s" if mode_rank(label) is None else "o",
+                   edgecolors="white", zorder=3)
+    ax.set_yscale("log")
+    plain_log_labels(ax.yaxis)
+    ys = [y for _, _, y in pts]
+    ax.set_ylim(10 ** math.floor(math.log10(min(ys) / 1.5)), 10 ** math.ceil(math.log10(max(ys) * 1.5)))
+    ax.set_xlim(0, max(x for _, x, _ in pts) * 1.15)
+    ax.set(title="Memory increase vs throughput", xlabel="throughput (samples/s)",
+           ylabel="memory increase (MB, log scale)")
+    others = [l for l, _, _ in pts if mode_rank(l) is None]
+    keys = [(Line2D([], [], color="0.6", lw=1.2, ls="--", marker="o", mfc="0.45", mec="white", ms=7),
+             "sync interval: batch, every=K, none")] if len(series) > 1 else []
+    if others:
+        keys.append((Line2D([], [], color=colors[others[0]], ls="", marker="s", mec="white", ms=7),
+                     "back-pressure (%s)" % ", ".join(others)))
+    if keys:
+        ax.legend(*zip(*keys), loc="lower left", fontsize="small", framealpha=0.92)
+    return lambda: place_labels(ax, [(x, y, l) for l, x, y in pts])
+
+
+def parse_args(argv):
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):  # one line, exit 2
+            print("%s: error: %s" % (PROG, message), file=sys.stderr)
+            sys.exit(2)
+
+    ap = Parser(prog=PROG, description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n", 1)[1],
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("inputs", nargs="+", help="memory-log CSVs and summary JSONs")
+    ap.add_argument("-o", "--output", default="memory.svg", help="file to write, .svg or .png (default memory.svg)")
+    ap.add_argument("--title", default=None, help="title above the panels")
+    a = ap.parse_args(argv)
+    for p in a.inputs:
+        if not p.endswith((".csv", ".json")):
+            ap.error("don't know what %s is (expected .csv memory logs or .json summaries)" % p)
+    if os.path.splitext(a.output)[1].lower() not in (".svg", ".png"):
+        ap.error("-o %s: the output must end in .svg or .png" % a.output)
+    if not os.path.isdir(os.path.dirname(a.output) or "."):
+        ap.error("-o %s: directory '%s' does not exist" % (a.output, os.path.dirname(a.output)))
+    return a
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog=__doc__.split("\n", 1)[1])
-    ap.add_argument("inputs", nargs="+", help="memory-log CSVs and summary JSONs")
-    ap.add_argument("-o", "--output", default="memory.svg",
-                    help="SVG to write (default memory.svg); a .png name writes the SVG beside it "
-                         "and converts it with rsvg-convert")
-    ap.add_argument("--title", default=None, help="title above the panels")
-    a = ap.parse_args(argv)
-
-    csvs = [p for p in a.inputs if p.endswith(".csv")]
-    jsons = [p for p in a.inputs if p.endswith(".json")]
-    other = [p for p in a.inputs if p not in csvs and p not in jsons]
-    if other:
-        ap.error("don't know what %s is (expected .csv memory logs or .json summaries)" % other[0])
+    a = parse_args(argv)
     try:
-        logs = [(mode_of_file(p), read_log(p)) for p in csvs]
-        runs = read_summaries(jsons)
-    except (OSError, ValueError, KeyError) as e:
-        print("plot_memory.py: error: %s" % e, file=sys.stderr)
+        logs = [(mode_of_file(p), read_log(p)) for p in a.inputs if p.endswith(".csv")]
+        runs = [r for p in a.inputs if p.endswith(".json") for r in read_summaries(p)]
+    except OSError as e:
+        print("%s: error: cannot read %s: %s" % (PROG, e.filename, e.strerror), file=sys.stderr)
         return 2
-    order = {"batch": 0, "none": 10 ** 9, "bounded": 10 ** 9 + 1}
-    logs.sort(key=lambda lr: order.get(lr[0], mode_rank(lr[0]) or 10 ** 8))
-    labels = [l for l, _ in logs] + [r.get("label", r.get("mode")) for r in runs]
-    colors = color_map(labels)
-    panels = []
-    if logs:
-        panels.append(lambda svg, box: draw_memory_over_time(svg, box, logs, runs, colors))
-    if len([r for r in runs if r.get("samples_per_s")]) >= 1:
-        panels.append(lambda svg, box: draw_memory_vs_throughput(svg, box, runs, colors))
-    if not panels:
-        print("plot_memory.py: error: nothing to draw", file=sys.stderr)
+    except (InputError, csv.Error, UnicodeDecodeError) as e:
+        print("%s: error: %s" % (PROG, e), file=sys.stderr)
+        return 2
+    logs.sort(key=lambda lr: series_order(lr[0]))
+    throughput = [r for r in runs if r.get("samples_per_s") and "mem_increase_bytes" in r]
+    if not logs and not throughput:
+        print("%s: error: nothing to draw (no memory log, no summary with samples_per_s and mem_increase_bytes)"
+              % PROG, file=sys.stderr)
         return 2
 
-    pw, ph, left, top, gap = 520, 380, 90, 90, 110
-    width = left + len(panels) * pw + (len(panels) - 1) * gap + 40
-    height = top + ph + 70
-    svg = ["<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' viewBox='0 0 %d %d'>"
-           % (width, height, width, height),
-           "<rect width='100%' height='100%' fill='white'/>"]
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        if tuple(int(v) for v in re.findall(r"\d+", matplotlib.__version__)[:2]) < (3, 6):
+            raise ImportError("matplotlib %s is older than 3.6" % matplotlib.__version__)
+    except ImportError as e:
+        debian = "/usr/bin/python3"  # sees python3-matplotlib, which a python3 earlier on PATH may not
+        if os.path.realpath(sys.executable) != os.path.realpath(debian) and os.access(debian, os.X_OK):
+            os.execv(debian, [debian, os.path.abspath(__file__)] + argv)
+        print("%s: error: no usable matplotlib for %s: %s (Debian: apt-get install python3-matplotlib)"
+              % (PROG, sys.executable, e), file=sys.stderr)
+        return 1
+    plt.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "asyncmlp", "axes.grid": True,
+                         "grid.color": "0.9", "axes.axisbelow": True, "font.size": 11})
+
+    colors = dict(FIXED_COLORS)  # the same mode in the same colour in both panels
+    others = iter(OTHER_COLORS * 4)
+    for label in sorted({l for l, _ in logs} | {r["label"] for r in runs}, key=series_order):
+        colors.setdefault(label, next(others, "0.3"))
+    n = bool(logs) + bool(throughput)
+    fig, axes = plt.subplots(1, n, figsize=(7.2 * n, 5.2), squeeze=False, layout="constrained")
+    axes = list(axes[0])
+    if logs:
+        draw_memory_over_time(axes.pop(0), logs, runs, colors)
+    label_points = draw_memory_vs_throughput(axes.pop(0), throughput, colors) if throughput else None
     title = a.title
     if title is None:
-        r0 = runs[0] if runs else None
         title = "asyncmlp: memory held by queued work"
-        if r0:
-            title += " (%s, %d batches of %d)" % (r0.get("device", "?"), r0.get("batches", 0), r0.get("batch_size", 0))
-    svg.append("<text x='%.1f' y='32' font-size='18' font-weight='bold' text-anchor='middle' %s>%s</text>"
-               % (width / 2, FONT, escape(title)))
-    for i, draw in enumerate(panels):
-        draw(svg, (left + i * (pw + gap), top, pw, ph))
-    svg.append("</svg>")
-
-    out = a.output
-    svg_path = out[:-4] + ".svg" if out.endswith(".png") else out
-    with open(svg_path, "w") as f:
-        f.write("\n".join(svg) + "\n")
-    print("wrote %s" % svg_path)
-    if out.endswith(".png"):
-        tool = shutil.which("rsvg-convert")
-        if not tool:
-            print("plot_memory.py: error: rsvg-convert not found; the SVG is %s" % svg_path, file=sys.stderr)
-            return 1
-        subprocess.run([tool, "-o", out, svg_path], check=True)
-        print("wrote %s" % out)
+        r0 = runs[0] if runs else {}
+        if all(k in r0 for k in ("device", "batches", "batch_size")):
+            title += ("\n" if n == 1 else " ") + "(%s, %s batches of %s)" % (r0["device"], r0["batches"],
+                                                                           r0["batch_size"])
+    fig.suptitle(title, fontsize="x-large", fontweight="bold")
+    if label_points:
+        fig.canvas.draw()  # lays the figure out, then keeps that layout: labels are placed in pixels
+        fig.set_layout_engine("none")
+        label_points()
+    try:
+        fig.savefig(a.output, dpi=150, metadata={"Date": None} if a.output.lower().endswith(".svg") else None)
+    except OSError as e:
+        print("%s: error: %s" % (PROG, e), file=sys.stderr)
+        return 1
+    print("wrote %s" % a.output)
     return 0
 
 

@@ -21,5 +21,5 @@ if ((${#args[@]} == 0)); then
 fi
 amlp_log "build/bin/train_mlp ${args[*]}"
 build/bin/train_mlp "${args[@]}" --memory-log out/memory.csv --summary-json out/summary.json --trace out/trace.json
-python3 tools/plot_memory.py out/memory*.csv out/summary.json -o out/memory.svg
+"$(amlp_python)" tools/plot_memory.py out/memory*.csv out/summary.json -o out/memory.svg
 amlp_log "plot: out/memory.svg   trace: out/trace.json (open in https://ui.perfetto.dev)"

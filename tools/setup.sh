@@ -4,11 +4,16 @@
 #
 #   amlp_install_deps
 #   amlp_build BUILD_DIR [extra cmake args...]
+#   "$(amlp_python)" tools/plot_memory.py ...     # an interpreter that sees matplotlib
 set -euo pipefail
 
 AMLP_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 AMLP_PACKAGES=(cmake ninja-build g++ pkg-config libboost-program-options-dev libopenblas-dev
-               libgtest-dev libbenchmark-dev python3)
+               libgtest-dev libbenchmark-dev python3 python3-matplotlib)
+
+# The interpreter for tools/plot_memory.py: Debian's, which sees python3-matplotlib (a python3
+# earlier on PATH, such as a virtual environment's, may not), else python3.
+amlp_python() { if [ -x /usr/bin/python3 ]; then echo /usr/bin/python3; else echo python3; fi; }
 
 amlp_log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 

@@ -1,12 +1,16 @@
 // test_train_logs.cpp — what train_mlp writes, parsed back: the memory log
 // (header, one row per batch, loss only on synchronized batches, intact when a
-// run fails half way), the Chrome trace and the summary JSON.
+// run fails half way), the Chrome trace, the summary JSON, and the plot that
+// tools/plot_memory.py draws from them.
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -20,6 +24,7 @@ namespace {
 
 using amlp::testing::Ran;
 using amlp::testing::read_file;
+using amlp::testing::run_command;
 using amlp::testing::run_train_mlp;
 using amlp::testing::ScratchDir;
 using amlp::testing::split_lines;
@@ -393,22 +398,107 @@ TEST(TrainMlpLogs, TraceIsChromeTraceJsonWithFrontendAndQueueTracks) {
 
 // --- the plot ---------------------------------------------------------------------------
 
-TEST(PlotMemory, DrawsBothPanelsFromTheCompareLogs) {
-  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+// The interpreter tools/run.sh draws with: Debian's, which sees python3-matplotlib, else python3 on PATH.
+std::string plot_python() { return ::access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3"; }
+
+class PlotMemory : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (run_command(plot_python() + " -c 'import matplotlib'").code != 0)
+      GTEST_SKIP() << "no matplotlib for " << plot_python() << " (apt-get install python3-matplotlib)";
+    Ran r = run_train_mlp("--device cpu --compare --batches 4 --batch-size 16 --features 8 --hidden 8 --memory-log " +
+                          dir.file("mem.csv") + " --summary-json " + dir.file("s.json"));
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  // tools/plot_memory.py with `args` (shell words) after the script's name
+  Ran plot(const std::string& args) {
+    return run_command(plot_python() + " " + ASYNCMLP_SOURCE_DIR + "/tools/plot_memory.py " + args);
+  }
+  std::string compare_logs() const { return dir.path() + "/mem.*.csv " + dir.file("s.json"); }
+  static size_t count(const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  }
+
   ScratchDir dir;
-  Ran r = run_train_mlp("--device cpu --compare --batches 4 --batch-size 16 --features 8 --hidden 8 --memory-log " +
-                        dir.file("mem.csv") + " --summary-json " + dir.file("s.json"));
+  const std::vector<std::string> modes{"batch", "every=2", "every=10", "none", "bounded"};
+};
+
+TEST_F(PlotMemory, SvgHasBothPanelsAndNamesEveryModeInEach) {
+  Ran r = plot(compare_logs() + " -o " + dir.file("plot.svg"));
   ASSERT_EQ(r.code, 0) << r.err;
-  const std::string cmd = "python3 " + std::string(ASYNCMLP_SOURCE_DIR) + "/tools/plot_memory.py " + dir.path() +
-                          "/mem.*.csv " + dir.file("s.json") + " -o " + dir.file("plot.svg") + " >/dev/null";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  EXPECT_EQ(r.out, "wrote " + dir.file("plot.svg") + "\n");
   const std::string svg = read_file(dir.file("plot.svg"));
-  EXPECT_EQ(svg.rfind("<svg ", 0), 0u);
-  EXPECT_NE(svg.find("</svg>"), std::string::npos);
-  EXPECT_NE(svg.find("Memory in use while training"), std::string::npos);
-  EXPECT_NE(svg.find("Memory increase vs throughput"), std::string::npos);
-  for (const char* mode : {"batch", "none", "every=2", "every=10", "bounded"})
-    EXPECT_NE(svg.find(std::string(">") + mode + "<"), std::string::npos) << mode;  // in a legend or a label
+  EXPECT_GT(svg.size(), 10000u);  // lines, ticks and text, not an empty canvas
+  EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
+  EXPECT_NE(svg.find("<svg "), std::string::npos);
+  EXPECT_EQ(svg.substr(svg.find_last_not_of("\n") - 5), "</svg>\n");
+  // text stays text (svg.fonttype none): titles and labels can be searched
+  EXPECT_EQ(count(svg, ">Memory in use while training</text>"), 1u);
+  EXPECT_EQ(count(svg, ">Memory increase vs throughput</text>"), 1u);
+  EXPECT_EQ(count(svg, ">memory increase (MB, log scale)</text>"), 1u);
+  EXPECT_EQ(count(svg, "(cpu:0, 4 batches of 16)</text>"), 1u);
+  EXPECT_EQ(count(svg, ">draining, until waitall()</text>"), 1u);
+  // each mode twice: in the legend of the memory-over-time panel, beside its point in the other
+  for (const std::string& mode : modes) EXPECT_EQ(count(svg, ">" + mode + "</text>"), 2u) << mode;
+}
+
+TEST_F(PlotMemory, PngNameWritesAPng) {
+  Ran r = plot(compare_logs() + " -o " + dir.file("plot.png"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "wrote " + dir.file("plot.png") + "\n");
+  const std::string png = read_file(dir.file("plot.png"));
+  ASSERT_GT(png.size(), 20000u);  // a drawn picture, not a blank one
+  EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  EXPECT_EQ(png.substr(12, 4), "IHDR");
+  auto be32 = [&](size_t at) {
+    uint32_t v = 0;
+    for (size_t i = 0; i < 4; ++i) v = v << 8 | static_cast<unsigned char>(png[at + i]);
+    return v;
+  };
+  EXPECT_GT(be32(16), 1500u);  // width: two panels side by side
+  EXPECT_GT(be32(20), 500u);   // height
+  EXPECT_FALSE(std::filesystem::exists(dir.file("plot.svg")));
+}
+
+TEST_F(PlotMemory, OneLogAloneDrawsItsPanel) {
+  Ran r = plot(dir.file("mem.none.csv") + " -o " + dir.file("one.svg"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string svg = read_file(dir.file("one.svg"));
+  EXPECT_EQ(count(svg, ">Memory in use while training</text>"), 1u);
+  EXPECT_EQ(count(svg, ">Memory increase vs throughput</text>"), 0u);
+  EXPECT_EQ(count(svg, ">none</text>"), 1u);
+}
+
+TEST_F(PlotMemory, BadInputIsOneLineAndExitTwo) {
+  const std::string out = " -o " + dir.file("bad.svg");
+  const std::string no_columns = dir.write("m.odd.csv", "a,b\n1,2\n");
+  const std::string no_rows = dir.write("m.empty.csv", "batch,wall_s,bytes_in_use\n");
+  const std::string not_a_number = dir.write("m.nan.csv", "batch,wall_s,bytes_in_use\n1,soon,3\n");
+  const std::string not_json = dir.write("s.bad.json", "{\"mode\": ");
+  const std::string no_runs = dir.write("s.none.json", "[{\"mode\": \"batch\"}]");
+  const std::pair<std::string, std::string> cases[] = {
+      {dir.file("missing.csv") + out, "missing.csv"},
+      {no_columns + out, "no column batch"},
+      {no_rows + out, "no rows"},
+      {not_a_number + out, "line 2 wall_s"},
+      {not_json + out, "not JSON"},
+      {no_runs + out, "nothing to draw"},
+      {dir.file("notes.txt") + out, "notes.txt"},
+      {compare_logs() + " -o " + dir.file("plot.pdf"), ".svg or .png"},
+      {compare_logs() + " -o " + dir.file("no/such/dir/plot.svg"), "does not exist"},
+      {out, "required"},
+  };
+  for (const auto& [args, says] : cases) {
+    Ran r = plot(args);
+    EXPECT_EQ(r.code, 2) << args;
+    EXPECT_EQ(r.err_lines(), 1u) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find("plot_memory.py: error: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << args << "\n" << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("bad.svg")));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("plot.pdf")));
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// train_test_util.h — running the real train_mlp binary from a test, and a
-// scratch directory that cleans up after itself.
+// train_test_util.h — running the real train_mlp binary (or any command) from
+// a test, and a scratch directory that cleans up after itself.
 //
 //   ScratchDir dir;                                   // /tmp/asyncmlp_test.XXXXXX
 //   Ran r = run_train_mlp("--batches 0 --memory-log " + dir.file("m.csv"));
@@ -63,17 +63,21 @@ struct Ran {
   size_t err_lines() const { return split_lines(err).size(); }
 };
 
-// Runs build/bin/<program> with `args` (shell words), capturing both streams.
-inline Ran run_program(const std::string& program, const std::string& args) {
+// Runs a shell command line, capturing both streams.
+inline Ran run_command(const std::string& command) {
   ScratchDir io;
-  const std::string cmd = std::string(ASYNCMLP_BIN_DIR) + "/" + program + " " + args + " >" + io.file("out") +
-                          " 2>" + io.file("err") + " </dev/null";
+  const std::string cmd = command + " >" + io.file("out") + " 2>" + io.file("err") + " </dev/null";
   const int st = std::system(cmd.c_str());
   Ran r;
   r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   r.out = read_file(io.file("out"));
   r.err = read_file(io.file("err"));
   return r;
+}
+
+// Runs build/bin/<program> with `args` (shell words), capturing both streams.
+inline Ran run_program(const std::string& program, const std::string& args) {
+  return run_command(std::string(ASYNCMLP_BIN_DIR) + "/" + program + " " + args);
 }
 
 inline Ran run_train_mlp(const std::string& args) { return run_program("train_mlp", args); }
