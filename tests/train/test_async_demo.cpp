@@ -3,6 +3,7 @@
 // input gets one line on stderr and exit status 2. No timing is asserted.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "train_test_util.h"
@@ -34,7 +35,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{"queued", {"queued after", "finished after", "queue depth right after queueing"}},
                       Case{"blockers", {"s.wait_to_read()", "waitall()", "s.to_host()", "s.item()"}},
                       Case{"sync-vs-async", {"t1 frontend push", "t2 backend execution", "t3 one barrier",
-                                             "barrier each op", "one barrier"}},
+                                             "barrier each op  N·(t1+t2+t3)", "one barrier      t1+N·t2+t3",
+                                             "one barrier at the end is"}},
                       Case{"cpu-vs-device", {"cblas_sgemm on the calling thread", "queued/direct"}},
                       Case{"devices", {"in sequence", "in parallel", "speedup"}}),
     [](const ::testing::TestParamInfo<Case>& i) {
@@ -49,6 +51,30 @@ TEST(AsyncDemo, AllRunsEverySubcommand) {
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* s : {"== queued", "== blockers", "== sync-vs-async", "== cpu-vs-device", "== devices"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
+}
+
+// sync-vs-async pauses a queue to time pushing alone; in synchronous mode a
+// push would wait for an op the paused queue never runs, so the pause lifts it.
+TEST(AsyncDemo, SyncVsAsyncRunsInSynchronousMode) {
+  const char* was = std::getenv("ASYNCMLP_BLOCKING");
+  const std::string saved = was ? was : "";
+  ASSERT_EQ(::setenv("ASYNCMLP_BLOCKING", "1", 1), 0);
+  Ran r = run_program("async_demo", std::string("sync-vs-async") + kSmall);
+  if (was) ::setenv("ASYNCMLP_BLOCKING", saved.c_str(), 1);
+  else ::unsetenv("ASYNCMLP_BLOCKING");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("synchronous mode is on"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("one barrier      t1+N·t2+t3"), std::string::npos) << r.out;
+}
+
+// The usage is built from main.cpp's list of subcommands: every one is there.
+TEST(AsyncDemo, HelpListsEverySubcommandAndOption) {
+  Ran r = run_program("async_demo", "--help");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  for (const char* s : {"usage: async_demo <subcommand>", "  queued ", "  blockers ", "  sync-vs-async ",
+                        "  cpu-vs-device ", "  devices ", "  all ", "--device", "--size", "--repeats", "--ops"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
 }
 
 TEST(AsyncDemo, BadInputIsOneLineAndExitTwo) {

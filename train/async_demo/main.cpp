@@ -1,0 +1,54 @@
+// main.cpp — async_demo: the "Asynchronous Computation" chapter's
+// microbenchmarks, one subcommand (and one file) each; demo.h has what they
+// share. Bad input is one line on stderr and exit 2; a failure while running,
+// one line and exit 1.
+//
+//   async_demo all                                   # everything, --device auto
+//   async_demo sync-vs-async --ops 20000 --repeats 3
+//   async_demo cpu-vs-device --device cpu --size 2000
+#include <cstdio>
+#include <exception>
+#include <vector>
+
+#include "train/async_demo/demo.h"
+
+using namespace amlp::demo;
+
+// In the order `all` runs them.
+static const std::vector<Subcommand> kSubcommands = {
+    {"queued", "10 × (randn, matmul) queued: time to queue vs time to finish, queue depth", run_queued},
+    {"blockers", "wait_to_read vs waitall vs to_host vs item on the same pending work", run_blockers},
+    {"sync-vs-async", "y = x + 1, N times, a barrier each op vs one at the end; the t1 + N·t2 + t3 model",
+     run_sync_vs_async},
+    {"cpu-vs-device", "matmul through CBLAS directly vs through the device's queue", run_cpu_vs_device},
+    {"devices",
+     "independent work on two devices in sequence vs in parallel\n"
+     "                 (cpu:0 + cpu:1, or cuda:N + cpu:0 when the device is a GPU)",
+     run_devices},
+};
+
+int main(int argc, char** argv) {
+  Options o;
+  try {
+    bool help = false;
+    o = parse_options(argc, argv, kSubcommands, &help);
+    if (help) return 0;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "async_demo: %s\n", e.what());
+    return 2;
+  }
+  try {
+    std::printf("async_demo on %s%s; %s\n", o.device.str().c_str(),
+                o.fell_back ? " (--device auto: no GPU visible)" : "", machine_load().c_str());
+    if (amlp::blocking())
+      std::printf("synchronous mode is on (ASYNCMLP_BLOCKING): every push waits for its op, so nothing runs ahead\n");
+    for (const Subcommand& s : kSubcommands)
+      if (o.command == "all" || o.command == s.name) s.run(o);
+    amlp::waitall();
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "async_demo: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
