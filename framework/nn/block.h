@@ -8,7 +8,7 @@
 
 namespace amlp {
 
-// A trainable tensor and the momentum buffer an optimizer may keep for it.
+// A trainable tensor and its name (the optimizer keeps any momentum itself).
 struct Parameter {
   std::string name;
   Tensor value;  // requires_grad
