@@ -1,22 +1,27 @@
 #include "framework/device.h"
 
-#include <cstdlib>
+#include <climits>
 
 #include "framework/error.h"
+#include "framework/parse.h"
 
 namespace amlp {
 
 std::string Device::str() const { return (kind == DeviceKind::CPU ? "cpu:" : "cuda:") + std::to_string(index); }
 
+// N in cpu:N / cuda:N: a decimal integer (framework/parse.h); whether that
+// device exists is checked by the caller, which can name the ones that do.
 static bool parse_index(const std::string& s, int* out) {
-  if (s.empty() || s.size() > 4) return false;
-  for (char c : s)
-    if (c < '0' || c > '9') return false;
-  *out = std::atoi(s.c_str());
-  return true;
+  try {
+    *out = static_cast<int>(parse_int(s, "device index", 0, INT_MAX));
+    return true;
+  } catch (const ParseError&) {
+    return false;
+  }
 }
 
 Device parse_device(const std::string& s, bool* fell_back) {
+  const std::string name = quote(s);  // the string as messages show it: '<s>', one line
   if (fell_back) *fell_back = false;
   if (s == "auto") {
     if (cuda_device_count() > 0) return Device::cuda(0);
@@ -31,17 +36,17 @@ Device parse_device(const std::string& s, bool* fell_back) {
   }
   int i = 0;
   if (!parse_index(idx, &i) || (kind != "cpu" && kind != "cuda"))
-    throw DeviceError("unknown device '" + s + "' (expected auto, cpu, cpu:N, cuda or cuda:N)");
+    throw DeviceError("unknown device " + name + " (expected auto, cpu, cpu:N, cuda or cuda:N)");
   if (kind == "cpu") {
     if (i >= kMaxCpuDevices)
-      throw DeviceError(detail::concat("device '", s, "' is not there (cpu:0 .. cpu:", kMaxCpuDevices - 1, " exist)"));
+      throw DeviceError(detail::concat("device ", name, " is not there (cpu:0 .. cpu:", kMaxCpuDevices - 1, " exist)"));
     return Device::cpu(i);
   }
   if (!built_with_cuda())
-    throw DeviceError("device '" + s + "' is not there: this build has no CUDA backend (configure with -DASYNCMLP_CUDA=ON)");
+    throw DeviceError("device " + name + " is not there: this build has no CUDA backend (configure with -DASYNCMLP_CUDA=ON)");
   int n = cuda_device_count();
-  if (n == 0) throw DeviceError("device '" + s + "' is not there: no CUDA GPU is visible (" + std::string(n == 0 ? "the CUDA runtime reports none or no driver" : "") + ")");
-  if (i >= n) throw DeviceError(detail::concat("device '", s, "' is not there (", n, " CUDA GPU", n == 1 ? "" : "s", " visible)"));
+  if (n == 0) throw DeviceError("device " + name + " is not there: no CUDA GPU is visible (" + std::string(n == 0 ? "the CUDA runtime reports none or no driver" : "") + ")");
+  if (i >= n) throw DeviceError(detail::concat("device ", name, " is not there (", n, " CUDA GPU", n == 1 ? "" : "s", " visible)"));
   return Device::cuda(i);
 }
 
