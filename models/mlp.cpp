@@ -1,30 +1,14 @@
 #include "models/mlp.h"
 
-#include <cerrno>
-#include <cstdlib>
-
 #include "framework/nn/dense.h"
-#include "framework/error.h"
+#include "framework/parse.h"
 
 namespace amlp::models {
 
 LayerSpec parse_layer_spec(const std::string& spec) {
   LayerSpec out;
   if (spec.empty()) return out;  // no hidden layer: linear regression
-  size_t start = 0;
-  while (true) {
-    size_t comma = spec.find(',', start);
-    std::string item = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    char* end = nullptr;
-    errno = 0;
-    long long v = item.empty() ? 0 : std::strtoll(item.c_str(), &end, 10);
-    if (item.empty() || errno || !end || *end || v <= 0 || v > (1 << 20))
-      throw Error("bad layer spec '" + spec + "': item '" + item +
-                  "' is not a positive width (expected comma-separated integers like 2048,512)");
-    out.hidden.push_back(v);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
+  out.hidden = parse_int_list(spec, "layer spec", 1, kMaxLayerWidth);
   return out;
 }
 

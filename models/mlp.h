@@ -15,8 +15,13 @@ struct LayerSpec {
   std::vector<int64_t> hidden;  // widths of the ReLU layers, in order
 };
 
-// "2048,512" → {2048, 512}. Throws amlp::Error naming the spec for an empty
-// item, a non-number or a width that is not positive ("2048,,x").
+// Widest hidden layer a spec may ask for.
+constexpr int64_t kMaxLayerWidth = int64_t(1) << 20;
+
+// "2048,512" → {2048, 512}; "" → no hidden layer. Throws amlp::ParseError
+// (framework/parse.h) naming the spec, the bad item and the range
+// [1, kMaxLayerWidth] for an empty item, a non-number or a width out of range
+// ("2048,,x", "2048,0").
 LayerSpec parse_layer_spec(const std::string& spec);
 std::string to_string(const LayerSpec& spec);
 

@@ -5,16 +5,15 @@
 
 #include <boost/program_options.hpp>
 #include <cerrno>
-#include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <set>
 #include <sstream>
-#include <stdexcept>
 
 #include "framework/error.h"
-#include "train/byte_size.h"
+#include "framework/parse.h"
 #include "train/version.h"
 
 namespace po = boost::program_options;
@@ -22,11 +21,6 @@ namespace po = boost::program_options;
 namespace amlp::train {
 
 namespace {
-
-// A bad value: the message is the whole error line (without the program prefix).
-struct BadInput : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 const char* const kUsage =
     "Usage: train_mlp [options]\n"
@@ -60,62 +54,192 @@ const char* const kMemoryModel =
     "  out/mem.bounded.csv. --summary-json writes one object per mode.\n"
     "\nExit status: 0 done, 1 the run failed (out of memory, a kernel error), 2 bad input.\n";
 
-// A string-valued option with its default shown in --help and a name for its value.
-po::typed_value<std::string>* arg(const char* value_name, const char* def) {
-  return po::value<std::string>()->default_value(def)->value_name(value_name);
+// --- typed options -------------------------------------------------------------------
+//
+// Each option is declared once, with its type and the framework/parse.h parser
+// that reads and range-checks it. Boost calls the parser when it stores the
+// value, from the command line or from the config file, so a bad value is
+// caught there and named by its option key.
+
+// A value an option's parser rejected. `problem` follows the option's name:
+// " must be an integer in [1, 100000000] (got 0)" or ": unknown device 'tpu' (...)".
+struct BadValue {
+  std::string key;  // "batches"
+  std::string problem;
+};
+
+template <class T>
+using Parser = std::function<T(const std::string&)>;
+
+// An option's value semantic for Boost: one token, read by `parse` (not by
+// boost::lexical_cast, which takes "+5", " 5" and, through strtod, "0x10" and
+// "nan"), with a default that the same parser read from its text.
+template <class T>
+class Parsed : public po::value_semantic_codecvt_helper<char> {
+ public:
+  Parsed(std::string key, std::string value_name, std::string default_text, Parser<T> parse)
+      : key_(std::move(key)),
+        value_name_(std::move(value_name)),
+        default_text_(std::move(default_text)),
+        parse_(std::move(parse)),
+        default_(read(default_text_)) {}
+
+  std::string name() const override { return value_name_ + " (=" + default_text_ + ")"; }
+  unsigned min_tokens() const override { return 1; }
+  unsigned max_tokens() const override { return 1; }
+  bool is_composing() const override { return false; }
+  bool is_required() const override { return false; }
+  bool apply_default(boost::any& store) const override {
+    store = default_;
+    return true;
+  }
+  void notify(const boost::any&) const override {}
+
+ protected:
+  void xparse(boost::any& store, const std::vector<std::string>& tokens) const override {
+    po::validators::check_first_occurrence(store);  // "given more than once"
+    store = read(po::validators::get_single_string(tokens));
+  }
+
+ private:
+  T read(const std::string& text) const {
+    try {
+      return parse_(text);
+    } catch (const ParseError& e) {
+      throw BadValue{key_, " " + e.problem()};
+    } catch (const Error& e) {  // DeviceError: a whole sentence naming the string
+      throw BadValue{key_, std::string(": ") + e.what()};
+    }
+  }
+
+  std::string key_, value_name_, default_text_;
+  Parser<T> parse_;
+  T default_;
+};
+
+// Declares options on `d`: each with its key, the name of its value in --help,
+// its default as text (read by the same parser, so it is valid by
+// construction), its parser and its help.
+class Declare {
+ public:
+  explicit Declare(po::options_description& d) : d_(d) {}
+
+  template <class T>
+  Declare& option(const char* key, const char* value_name, const char* def, Parser<T> parse, const char* help) {
+    d_.add_options()(key, new Parsed<T>(key, value_name, def, std::move(parse)), help);
+    return *this;
+  }
+  Declare& text(const char* key, const char* value_name, const char* def, const char* help) {
+    d_.add_options()(key, po::value<std::string>()->default_value(def)->value_name(value_name), help);
+    return *this;
+  }
+  Declare& flag(const char* key, const char* help) {
+    d_.add_options()(key, po::bool_switch(), help);
+    return *this;
+  }
+
+ private:
+  po::options_description& d_;
+};
+
+// The ranges, named in the messages.
+constexpr int64_t kMaxBatches = 100000000;
+constexpr int64_t kMaxBatchSize = int64_t(1) << 24;
+constexpr int64_t kMaxFeatures = int64_t(1) << 24;
+constexpr uint64_t kMaxPendingOps = uint64_t(1) << 40;
+constexpr int64_t kMaxCompareEvery = 1000000;
+
+Parser<int> int_in(int64_t min, int64_t max) {
+  return [=](const std::string& t) { return static_cast<int>(parse_int(t, "", min, max)); };
 }
+
+struct DeviceChoice {
+  std::string text;
+  Device device;
+  bool fell_back = false;
+};
+
+DeviceChoice read_device(const std::string& t) {
+  DeviceChoice c{t, {}, false};
+  c.device = parse_device(t, &c.fell_back);
+  return c;
+}
+
+float read_lr(const std::string& t) {
+  const double v = parse_float(t, "");
+  if (!(v > 0) || v > std::numeric_limits<float>::max())
+    throw ParseError("", "must be positive and at most 3.4e+38, a float's largest (got " + t + ")");
+  return static_cast<float>(v);
+}
+
+float read_momentum(const std::string& t) {
+  const double v = parse_float(t, "");
+  if (v < 0 || v >= 1) throw ParseError("", "must be in [0, 1) (got " + t + ")");
+  return static_cast<float>(v);
+}
+
+std::vector<int> read_compare_every(const std::string& t) {
+  std::vector<int> out;
+  for (int64_t k : parse_int_list(t, "", 1, kMaxCompareEvery)) out.push_back(static_cast<int>(k));
+  return out;
+}
+
+size_t read_bytes(const std::string& t) { return static_cast<size_t>(parse_byte_size(t, "", kMaxByteSize)); }
 
 constexpr unsigned kHelpWidth = 100;
 
 po::options_description general_options() {
   po::options_description d("Training options (also INI keys)", kHelpWidth, kHelpWidth / 2);
   // clang-format off
-  d.add_options()
-    ("device", arg("DEV", "auto"),
+  Declare(d)
+    .option<DeviceChoice>("device", "DEV", "auto", read_device,
      "auto|cpu|cpu:N|cuda|cuda:N; auto picks cuda:0 when a GPU is visible, else cpu:0 (and says so)")
-    ("sync", arg("MODE", "batch"),
+    .option<SyncMode>("sync", "MODE", "batch", parse_sync_mode,
      "batch: read the loss after every batch (a blocking item()); none: never wait in the loop, "
      "waitall() at the end; every=K: read it after every K-th batch")
-    ("batches", arg("N", "100"), "minibatches to train (> 0)")
-    ("batch-size", arg("N", "1024"), "samples per minibatch (> 0)")
-    ("features", arg("N", "512"), "input features (> 0)")
-    ("hidden", arg("W1,W2,..", "2048,512"),
-     "hidden layer widths, comma-separated, ReLU each; the output layer has 1 unit")
-    ("lr", arg("X", "0.005"), "SGD learning rate (> 0)")
-    ("momentum", arg("X", "0"), "SGD momentum, in [0, 1)")
-    ("seed", arg("N", "1"), "random seed (weights and data; same seed, same numbers in every mode)")
-    ("max-pending", arg("OPS", "0"),
+    .option<int>("batches", "N", "100", int_in(1, kMaxBatches), "minibatches to train, in [1, 100000000]")
+    .option<int>("batch-size", "N", "1024", int_in(1, kMaxBatchSize), "samples per minibatch, in [1, 16777216]")
+    .option<int>("features", "N", "512", int_in(1, kMaxFeatures), "input features, in [1, 16777216]")
+    .option<models::LayerSpec>("hidden", "W1,W2,..", "2048,512", models::parse_layer_spec,
+     "hidden layer widths, comma-separated, each in [1, 1048576], ReLU each; the output layer has 1 unit")
+    .option<float>("lr", "X", "0.005", read_lr, "SGD learning rate (> 0)")
+    .option<float>("momentum", "X", "0", read_momentum, "SGD momentum, in [0, 1)")
+    .option<uint64_t>("seed", "N", "1",
+     [](const std::string& t) { return parse_uint(t, "", 0, std::numeric_limits<uint64_t>::max()); },
+     "random seed (weights and data; same seed, same numbers in every mode)")
+    .option<uint64_t>("max-pending", "OPS", "0",
+     [](const std::string& t) { return parse_uint(t, "", 0, kMaxPendingOps); },
      "back-pressure: most ops a queue may hold pending; a push past it blocks (0 = unbounded)")
-    ("max-pending-bytes", arg("BYTES", "0"),
+    .option<size_t>("max-pending-bytes", "BYTES", "0", read_bytes,
      "back-pressure: most bytes the pending ops of a queue may hold, e.g. 256MiB, 1G, 4096 "
      "(0 = unbounded)")
-    ("memory-limit", arg("BYTES", "0"),
+    .option<size_t>("memory-limit", "BYTES", "0", read_bytes,
      "cap on the device pool's reserved bytes, e.g. 512MiB; an allocation past it fails with "
      "'out of memory' (0 = none)")
-    ("blocking", po::bool_switch(), "synchronous mode: every push waits for its op (default: off)")
-    ("tf32", po::bool_switch(), "TF32 tensor-core GEMMs on CUDA; no effect on the CPU (default: off)")
-    ("check-finite", po::bool_switch(),
+    .flag("blocking", "synchronous mode: every push waits for its op (default: off)")
+    .flag("tf32", "TF32 tensor-core GEMMs on CUDA; no effect on the CPU (default: off)")
+    .flag("check-finite",
      "queue a check that each batch's loss is finite; a failure surfaces at the next blocker "
      "(default: off)")
-    ("memory-log", arg("FILE.csv", ""),
+    .text("memory-log", "FILE.csv", "",
      "one CSV row per batch, flushed per row, sampled when the batch has been queued: batch, "
      "wall_s, queue_depth, bytes_in_use, peak_bytes, reserved_bytes, rss_bytes, loss (empty "
      "when the batch was not synchronized), backlog_batches, backlog_bytes (default: none)")
-    ("trace", arg("FILE.json", ""),
+    .text("trace", "FILE.json", "",
      "Chrome trace-event JSON for Perfetto / chrome://tracing: enqueue and execution spans, "
      "queue depth and memory counters (default: none)")
-    ("summary-json", arg("FILE", ""), "JSON array, one object per run, for scripts (default: none)")
-    ("compare", po::bool_switch(),
-     "run every mode back to back and print one table (see below; default: off)")
-    ("compare-every", arg("K1,K2,..", "2,10"), "the K of the every=K modes --compare runs");
+    .text("summary-json", "FILE", "", "JSON array, one object per run, for scripts (default: none)")
+    .flag("compare", "run every mode back to back and print one table (see below; default: off)")
+    .option<std::vector<int>>("compare-every", "K1,K2,..", "2,10", read_compare_every,
+     "the K of the every=K modes --compare runs, each in [1, 1000000]");
   // clang-format on
   return d;
 }
 
 po::options_description command_line_only() {
   po::options_description d("Command line only", kHelpWidth, kHelpWidth / 2);
-  d.add_options()("help,h", "print this help and exit")("version", "print the version and exit")(
-      "config", arg("FILE.ini", ""), "INI file of options; keys are the long names (default: none)");
+  d.add_options()("help,h", "print this help and exit")("version", "print the version and exit");
+  Declare(d).text("config", "FILE.ini", "", "INI file of options; keys are the long names (default: none)");
   return d;
 }
 
@@ -125,84 +249,27 @@ po::options_description stray_arguments() {  // hidden: catches words that are n
   return d;
 }
 
-// `name` is how the error names the option: "--batches", or "'batches' in x.ini".
-int64_t to_int(const std::string& name, const std::string& text, int64_t lo, int64_t hi, const char* what) {
-  errno = 0;
-  char* end = nullptr;
-  long long v = text.empty() ? 0 : std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || errno || !end || *end) throw BadInput(name + " must be " + what + " (got '" + text + "')");
-  if (v < lo || v > hi) throw BadInput(name + " must be " + what + " (got " + text + ")");
-  return v;
-}
-
-double to_double(const std::string& name, const std::string& text) {
-  errno = 0;
-  char* end = nullptr;
-  double v = text.empty() ? 0 : std::strtod(text.c_str(), &end);
-  if (text.empty() || errno || !end || *end || !std::isfinite(v))
-    throw BadInput(name + " must be a number (got '" + text + "')");
-  return v;
-}
-
-size_t to_bytes(const std::string& name, const std::string& text) {
-  try {
-    return parse_byte_size(text);
-  } catch (const std::invalid_argument& e) {
-    throw BadInput(name + ": " + e.what());
-  }
-}
-
-std::vector<int> to_int_list(const std::string& name, const std::string& text) {
-  std::vector<int> out;
-  size_t start = 0;
-  for (;;) {
-    size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    out.push_back(static_cast<int>(to_int(name, item, 1, 1000000, "a comma-separated list of positive integers")));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
-// Reads the validated values out of the variables map.
-Options to_options(const po::variables_map& vm, const std::set<std::string>& from_config) {
+// Reads the values, already parsed and checked when they were stored.
+Options to_options(const po::variables_map& vm) {
   auto s = [&](const char* k) { return vm[k].as<std::string>(); };
-  auto n = [&](const std::string& k) { return from_config.count(k) ? "'" + k + "' in " + s("config") : "--" + k; };
   Options o;
   o.config = s("config");
-  o.batches = static_cast<int>(to_int(n("batches"), s("batches"), 1, 100000000, "a positive integer"));
-  o.batch_size = static_cast<int>(to_int(n("batch-size"), s("batch-size"), 1, 1 << 24, "a positive integer"));
-  o.features = static_cast<int>(to_int(n("features"), s("features"), 1, 1 << 24, "a positive integer"));
-  try {
-    o.hidden = models::parse_layer_spec(s("hidden"));
-  } catch (const Error& e) {
-    throw BadInput(n("hidden") + ": " + e.what());
-  }
-  o.lr = static_cast<float>(to_double(n("lr"), s("lr")));
-  if (!(o.lr > 0.f)) throw BadInput(n("lr") + " must be positive (got " + s("lr") + ")");
-  o.momentum = static_cast<float>(to_double(n("momentum"), s("momentum")));
-  if (o.momentum < 0.f || o.momentum >= 1.f)
-    throw BadInput(n("momentum") + " must be in [0, 1) (got " + s("momentum") + ")");
-  {
-    const std::string t = s("seed");
-    errno = 0;
-    char* end = nullptr;
-    unsigned long long v = t.empty() || t[0] == '-' ? 0 : std::strtoull(t.c_str(), &end, 10);
-    if (t.empty() || t[0] == '-' || errno || !end || *end)
-      throw BadInput(n("seed") + " must be a non-negative integer (got '" + t + "')");
-    o.seed = v;
-  }
-  o.max_pending_ops =
-      static_cast<uint64_t>(to_int(n("max-pending"), s("max-pending"), 0, int64_t(1) << 40, "a non-negative integer"));
-  o.max_pending_bytes = to_bytes(n("max-pending-bytes"), s("max-pending-bytes"));
-  o.memory_limit = to_bytes(n("memory-limit"), s("memory-limit"));
-  try {
-    o.sync = parse_sync_mode(s("sync"));
-  } catch (const std::invalid_argument& e) {
-    throw BadInput(n("sync") + " " + e.what());
-  }
-  o.compare_every = to_int_list(n("compare-every"), s("compare-every"));
+  const DeviceChoice& dev = vm["device"].as<DeviceChoice>();
+  o.device_text = dev.text;
+  o.device = dev.device;
+  o.device_fell_back = dev.fell_back;
+  o.sync = vm["sync"].as<SyncMode>();
+  o.batches = vm["batches"].as<int>();
+  o.batch_size = vm["batch-size"].as<int>();
+  o.features = vm["features"].as<int>();
+  o.hidden = vm["hidden"].as<models::LayerSpec>();
+  o.lr = vm["lr"].as<float>();
+  o.momentum = vm["momentum"].as<float>();
+  o.seed = vm["seed"].as<uint64_t>();
+  o.max_pending_ops = vm["max-pending"].as<uint64_t>();
+  o.max_pending_bytes = vm["max-pending-bytes"].as<size_t>();
+  o.memory_limit = vm["memory-limit"].as<size_t>();
+  o.compare_every = vm["compare-every"].as<std::vector<int>>();
   o.blocking = vm["blocking"].as<bool>();
   o.tf32 = vm["tf32"].as<bool>();
   o.check_finite = vm["check-finite"].as<bool>();
@@ -210,29 +277,31 @@ Options to_options(const po::variables_map& vm, const std::set<std::string>& fro
   o.memory_log = s("memory-log");
   o.trace = s("trace");
   o.summary_json = s("summary-json");
-  o.device_text = s("device");
-  try {
-    o.device = parse_device(o.device_text, &o.device_fell_back);
-  } catch (const Error& e) {
-    throw BadInput(n("device") + ": " + e.what());
-  }
   return o;
+}
+
+// Boost's own messages quote what was typed as it was typed; an error stays one line.
+std::string one_line(std::string text) {
+  for (size_t i = 0; i < text.size(); ++i)
+    if (static_cast<unsigned char>(text[i]) < 0x20) {
+      const std::string q = quote(text.substr(i, 1));  // "'\\n'"
+      text.replace(i, 1, q.substr(1, q.size() - 2));
+    }
+  return text;
 }
 
 std::string option_error(const po::error& e, const std::string& where) {
   if (auto* u = dynamic_cast<const po::unknown_option*>(&e)) {
-    if (where.empty()) return "unknown option '" + u->get_option_name() + "' (see --help)";
-    std::string key = u->get_option_name();
-    return where + ": unknown key '" + key + "' (keys are the long option names; see --help)";
+    if (where.empty()) return "unknown option " + quote(u->get_option_name()) + " (see --help)";
+    return where + ": unknown key " + quote(u->get_option_name()) + " (keys are the long option names; see --help)";
   }
   if (auto* m = dynamic_cast<const po::invalid_command_line_syntax*>(&e)) {
     if (m->kind() == po::invalid_syntax::missing_parameter)
-      return "option '" + m->get_option_name() + "' needs a value";
+      return "option " + quote(m->get_option_name()) + " needs a value";
   }
   if (auto* m = dynamic_cast<const po::multiple_occurrences*>(&e))
-    return (where.empty() ? "" : where + ": ") + "option '" + m->get_option_name() + "' given more than once";
-  std::string what = e.what();
-  return where.empty() ? what : where + ": " + what;
+    return (where.empty() ? "" : where + ": ") + "option " + quote(m->get_option_name()) + " given more than once";
+  return one_line(where.empty() ? e.what() : where + ": " + e.what());
 }
 
 }  // namespace
@@ -297,31 +366,41 @@ ParseOutcome parse_options(const std::vector<std::string>& args) {
   accepted.add(cmdline).add(stray_arguments());
   po::positional_options_description stray;
   stray.add("stray-argument", -1);
-  po::variables_map vm;
+  po::parsed_options parsed(&accepted);
   try {
     const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
-    po::store(po::command_line_parser(args).options(accepted).style(style).positional(stray).run(), vm);
+    parsed = po::command_line_parser(args).options(accepted).style(style).positional(stray).run();
+  } catch (const po::error& e) {
+    return fail(option_error(e, ""));
+  }
+  // --help and --version win over any value: they are answered before a value is read.
+  for (const po::option& opt : parsed.options) {
+    if (opt.string_key == "help") {
+      std::ostringstream s;
+      s << kUsage << "\n" << cmdline << kMemoryModel;
+      out.status = ParseStatus::Exit;
+      out.message = s.str();
+      return out;
+    }
+  }
+  for (const po::option& opt : parsed.options) {
+    if (opt.string_key == "version") {
+      out.status = ParseStatus::Exit;
+      out.message = version_string() + "\n";
+      return out;
+    }
+  }
+  po::variables_map vm;
+  try {
+    po::store(parsed, vm);
+  } catch (const BadValue& e) {
+    return fail("--" + e.key + e.problem);
   } catch (const po::error& e) {
     return fail(option_error(e, ""));
   }
   if (vm.count("stray-argument"))
-    return fail("unexpected argument '" + vm["stray-argument"].as<std::vector<std::string>>()[0] +
-                "' (options start with --; see --help)");
-  std::set<std::string> on_command_line;
-  for (const auto& kv : vm)
-    if (!kv.second.defaulted()) on_command_line.insert(kv.first);
-  if (vm.count("help")) {
-    std::ostringstream s;
-    s << kUsage << "\n" << cmdline << kMemoryModel;
-    out.status = ParseStatus::Exit;
-    out.message = s.str();
-    return out;
-  }
-  if (vm.count("version")) {
-    out.status = ParseStatus::Exit;
-    out.message = version_string() + "\n";
-    return out;
-  }
+    return fail("unexpected argument " + quote(vm["stray-argument"].as<std::vector<std::string>>()[0]) +
+                " (options start with --; see --help)");
   const std::string config = vm["config"].as<std::string>();
   if (!config.empty()) {
     struct stat st {};
@@ -332,19 +411,22 @@ ParseOutcome parse_options(const std::vector<std::string>& args) {
     if (!in || ::access(config.c_str(), R_OK) != 0)
       return fail("cannot read config file '" + config + "': " + std::strerror(errno ? errno : EACCES));
     try {
-      po::store(po::parse_config_file(in, general, /*allow_unregistered=*/false), vm);
+      const po::parsed_options from_file = po::parse_config_file(in, general, /*allow_unregistered=*/false);
+      // Checked here, not by store(): store() skips keys the command line set.
+      std::set<std::string> seen;
+      for (const po::option& opt : from_file.options)
+        if (!seen.insert(opt.string_key).second)
+          return fail(config + ": key '" + opt.string_key + "' is given more than once");
+      po::store(from_file, vm);  // keys the command line set are not read: the command line wins
+    } catch (const BadValue& e) {
+      return fail("'" + e.key + "' in " + config + e.problem);
     } catch (const po::error& e) {
       return fail(option_error(e, config));
     }
   }
   try {
     po::notify(vm);
-    std::set<std::string> from_config;
-    for (const auto& kv : vm)
-      if (!kv.second.defaulted() && !on_command_line.count(kv.first)) from_config.insert(kv.first);
-    out.options = to_options(vm, from_config);
-  } catch (const BadInput& e) {
-    return fail(e.what());
+    out.options = to_options(vm);
   } catch (const po::error& e) {
     return fail(option_error(e, ""));
   }

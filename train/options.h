@@ -8,8 +8,12 @@
 //   run(p.options);
 //
 // Everything a user can get wrong is caught here, before anything runs or any
-// file is created: unknown options and config keys, malformed or out-of-range
-// values, a missing config, an absent device, an unwritable output path.
+// file is created: unknown options and config keys, a key given twice in the
+// config, malformed or out-of-range values, a missing config, an absent
+// device, an unwritable output path. Each option is declared once with its
+// type and the framework/parse.h parser that reads it (decimal only: no hex,
+// '+' or whitespace; a message names the range), and Boost calls that parser
+// when it stores the value, from the command line or the config file.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -1,6 +1,6 @@
 #include "train/sync_policy.h"
 
-#include <stdexcept>
+#include "framework/parse.h"
 
 namespace amlp::train {
 
@@ -8,17 +8,15 @@ SyncMode parse_sync_mode(const std::string& text) {
   if (text == "batch") return {SyncPolicy::EveryBatch, 1};
   if (text == "none") return {SyncPolicy::Never, 0};
   const std::string prefix = "every=";
+  const std::string allowed = "must be batch, none or every=K with K in [1, " + std::to_string(kMaxSyncEvery) + "]";
   if (text.compare(0, prefix.size(), prefix) == 0) {
-    const std::string k = text.substr(prefix.size());
-    bool digits = !k.empty() && k.size() <= 9;
-    for (char c : k) digits = digits && c >= '0' && c <= '9';
-    if (!digits)
-      throw std::invalid_argument("'" + text + "': K in every=K must be a positive integer (got '" + k + "')");
-    const int v = std::stoi(k);
-    if (v <= 0) throw std::invalid_argument("'" + text + "': K in every=K must be positive (got " + k + ")");
-    return {SyncPolicy::EveryK, v};
+    try {
+      return {SyncPolicy::EveryK, static_cast<int>(parse_int(text.substr(prefix.size()), "", 1, kMaxSyncEvery))};
+    } catch (const ParseError&) {
+      throw ParseError("sync mode", allowed + " (got " + quote(text) + ")");
+    }
   }
-  throw std::invalid_argument("'" + text + "' is not a sync mode (expected batch, none or every=K)");
+  throw ParseError("sync mode", allowed + " (got " + quote(text) + ")");
 }
 
 std::string to_string(const SyncMode& m) {

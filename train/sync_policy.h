@@ -33,8 +33,13 @@ struct SyncMode {
   bool operator==(const SyncMode& o) const { return policy == o.policy && every == o.every; }
 };
 
-// "batch" | "none" | "every=K" (K a positive integer). Throws
-// std::invalid_argument with a one-line reason naming the text.
+// Largest K of every=K.
+constexpr int kMaxSyncEvery = 1000000000;
+
+// "batch" | "none" | "every=K" (K a decimal integer in [1, kMaxSyncEvery]).
+// Throws amlp::ParseError (framework/parse.h) whose problem() names the text
+// and the range: "must be batch, none or every=K with K in [1, 1000000000]
+// (got 'every=0')".
 SyncMode parse_sync_mode(const std::string& text);
 std::string to_string(const SyncMode& m);  // "batch", "none", "every=10"
 std::string file_tag(const SyncMode& m);   // "batch", "none", "every10" (for file names)

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "framework/device.h"
-#include "train/byte_size.h"
+#include "framework/parse.h"
 #include "train/options.h"
 #include "train/sync_policy.h"
 #include "train_test_util.h"
@@ -130,14 +130,33 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"--bogus", "unknown option '--bogus'"}, BadCase{"--batche 5", "'--batche'"},
         BadCase{"stray", "unexpected argument 'stray'"}, BadCase{"--batches", "'--batches' needs a value"},
         BadCase{"--batches 1 --batches 2", "more than once"},
-        BadCase{"--batches 0", "--batches must be a positive integer (got 0)"},
-        BadCase{"--batches -3", "--batches must be a positive integer (got -3)"},
-        BadCase{"--batches x", "--batches must be a positive integer (got 'x')"},
+        BadCase{"--batches 0", "--batches must be an integer in [1, 100000000] (got 0)"},
+        BadCase{"--batches -3", "--batches must be an integer in [1, 100000000] (got -3)"},
+        BadCase{"--batches x", "--batches must be an integer in [1, 100000000] (got 'x')"},
+        // out of range names the range; numbers are decimal only
+        BadCase{"--batch-size 100000000", "--batch-size must be an integer in [1, 16777216] (got 100000000)"},
+        BadCase{"--batches 99999999999999999999", "--batches must be an integer in [1, 100000000] (got 99999999999999999999)"},
+        BadCase{"--batches 0x10", "(got '0x10')"}, BadCase{"--batches +5", "(got '+5')"},
+        BadCase{"--batches 5x", "(got '5x')"}, BadCase{"--features 1e3", "--features must be an integer in [1, 16777216] (got '1e3')"},
+        BadCase{"--lr 0x10", "--lr must be a number (got '0x10')"}, BadCase{"--lr inf", "--lr must be a number (got 'inf')"},
+        BadCase{"--lr +0.1", "--lr must be a number (got '+0.1')"}, BadCase{"--lr 1e999", "--lr"},
+        BadCase{"--lr 1e300", "--lr must be positive and at most 3.4e+38"},
+        BadCase{"--momentum 0x0", "--momentum must be a number (got '0x0')"},
+        BadCase{"--seed 18446744073709551616", "--seed must be an integer in [0, 18446744073709551615]"},
+        BadCase{"--max-pending 1099511627777", "--max-pending must be an integer in [0, 1099511627776]"},
+        BadCase{"--memory-limit 2048TiB", "--memory-limit must be a byte size of at most 1024TiB"},
+        BadCase{"--memory-limit 0x10", "(got '0x10')"},
+        BadCase{"--sync every=0x2", "K in [1, 1000000000] (got 'every=0x2')"},
+        BadCase{"--sync every=+2", "(got 'every=+2')"},
+        BadCase{"--hidden 2048,0x10", "--hidden must be comma-separated integers in [1, 1048576] (got '2048,0x10'"},
+        BadCase{"--hidden 2048,9999999", "item 2 is out of range"},
+        BadCase{"--compare-every 2,1000001", "--compare-every must be comma-separated integers in [1, 1000000]"},
+        BadCase{"--device cpu:0x1", "unknown device 'cpu:0x1'"}, BadCase{"--device cpu:+1", "unknown device 'cpu:+1'"},
         BadCase{"--batch-size 0", "--batch-size"}, BadCase{"--batch-size -8", "--batch-size"},
-        BadCase{"--features 0", "--features"}, BadCase{"--sync every=0", "'every=0'"},
+        BadCase{"--features 0", "--features"}, BadCase{"--sync every=0", "--sync must be batch, none or every=K with K in [1, 1000000000] (got 'every=0')"},
         BadCase{"--sync every=x", "'every=x'"}, BadCase{"--sync every=", "'every='"},
         BadCase{"--sync sometimes", "'sometimes'"}, BadCase{"--hidden 2048,,x", "'2048,,x'"},
-        BadCase{"--hidden 2048,0", "'2048,0'"}, BadCase{"--lr 0", "--lr must be positive"},
+        BadCase{"--hidden 2048,0", "'2048,0': item 2 is out of range"}, BadCase{"--lr 0", "--lr must be positive"},
         BadCase{"--lr -0.1", "--lr must be positive"}, BadCase{"--lr fast", "--lr must be a number"},
         BadCase{"--lr nan", "--lr"}, BadCase{"--momentum 1", "--momentum"}, BadCase{"--seed -1", "--seed"},
         BadCase{"--max-pending -1", "--max-pending"}, BadCase{"--max-pending-bytes 12XB", "'12XB'"},
@@ -217,6 +236,68 @@ TEST(TrainOptions, ConfigErrorsNameTheFileAndKey) {
   EXPECT_NE(p.message.find("unknown key 'config'"), std::string::npos) << p.message;
 }
 
+TEST(TrainOptions, AKeyTwiceInAConfigFileIsAnErrorNamingTheFileAndKey) {
+  ScratchDir dir;
+  const std::string ini = dir.write("twice.ini", "batches = 5\nlr = 0.1\nbatches = 6\n");
+  ParseOutcome p = parse("--config " + ini);
+  ASSERT_EQ(p.status, ParseStatus::Error);
+  EXPECT_EQ(p.exit_code, kExitBadInput);
+  EXPECT_EQ(p.message, ini + ": key 'batches' is given more than once");
+  // Also when the command line sets the key, so the file's values are never read.
+  p = parse("--batches 2 --config " + ini);
+  ASSERT_EQ(p.status, ParseStatus::Error);
+  EXPECT_EQ(p.message, ini + ": key 'batches' is given more than once");
+  const std::string once = dir.write("once.ini", "batches = 5\nlr = 0.1\n");
+  EXPECT_EQ(parse("--config " + once).status, ParseStatus::Run);
+}
+
+TEST(TrainOptions, ConfigValuesAreReadByTheSameParsers) {
+  ScratchDir dir;
+  const std::string hex = dir.write("hex.ini", "lr = 0x10\n");
+  ParseOutcome p = parse("--config " + hex);
+  ASSERT_EQ(p.status, ParseStatus::Error);
+  EXPECT_EQ(p.message, "'lr' in " + hex + " must be a number (got '0x10')");
+  const std::string big = dir.write("big.ini", "batch-size = 100000000\n");
+  p = parse("--config " + big);
+  ASSERT_EQ(p.status, ParseStatus::Error);
+  EXPECT_EQ(p.message, "'batch-size' in " + big + " must be an integer in [1, 16777216] (got 100000000)");
+  const std::string dev = dir.write("dev.ini", "device = tpu\n");
+  p = parse("--config " + dev);
+  ASSERT_EQ(p.status, ParseStatus::Error);
+  EXPECT_EQ(p.message, "'device' in " + dev + ": unknown device 'tpu' (expected auto, cpu, cpu:N, cuda or cuda:N)");
+  // Spaces around '=' are the INI syntax, not part of the value.
+  const std::string spaced = dir.write("spaced.ini", "batches   =   7   \nmemory-limit=1.5GiB\n");
+  p = parse("--config " + spaced);
+  ASSERT_EQ(p.status, ParseStatus::Run) << p.message;
+  EXPECT_EQ(p.options.batches, 7);
+  EXPECT_EQ(p.options.memory_limit, size_t(3) << 29);
+}
+
+TEST(TrainOptions, ValuesWithWhitespaceOrEmptyAreRejected) {
+  for (const char* v : {" 5", "5 ", "5\n", "", "\t"}) {
+    ParseOutcome p = parse_options(std::vector<std::string>{"--batches", v});
+    ASSERT_EQ(p.status, ParseStatus::Error) << "'" << v << "'";
+    EXPECT_EQ(p.message.find('\n'), std::string::npos) << p.message;
+    EXPECT_EQ(p.message.rfind("--batches must be an integer in [1, 100000000] (got '", 0), 0u) << p.message;
+  }
+  ParseOutcome p = parse_options(std::vector<std::string>{"--batches=5\n6"});
+  ASSERT_EQ(p.status, ParseStatus::Error);
+  EXPECT_EQ(p.message, "--batches must be an integer in [1, 100000000] (got '5\\n6')");
+}
+
+TEST(TrainOptions, LeadingZerosAreDecimalNotOctal) {
+  ParseOutcome p = parse("--batches 010 --seed 0018446744073709551615");
+  ASSERT_EQ(p.status, ParseStatus::Run) << p.message;
+  EXPECT_EQ(p.options.batches, 10);
+  EXPECT_EQ(p.options.seed, 18446744073709551615u);
+}
+
+TEST(TrainOptions, HelpAndVersionWinOverBadValues) {
+  EXPECT_EQ(parse("--batches 0 --help").status, ParseStatus::Exit);
+  EXPECT_EQ(parse("--lr 0x10 --version").status, ParseStatus::Exit);
+  EXPECT_EQ(parse("--help --bogus").status, ParseStatus::Error);  // an unknown option is still named
+}
+
 // --- the small parsers -------------------------------------------------------------
 
 TEST(SyncPolicy, ParsesEveryModeAndSaysWhenToWait) {
@@ -233,24 +314,25 @@ TEST(SyncPolicy, ParsesEveryModeAndSaysWhenToWait) {
   EXPECT_EQ(file_tag(k), "every3");
   EXPECT_EQ(to_string(parse_sync_mode(to_string(n))), "none");
   for (const char* bad : {"", "Batch", "every", "every=0", "every=-1", "every=x", "every=2x", "every=9999999999"})
-    EXPECT_THROW(parse_sync_mode(bad), std::invalid_argument) << bad;
+    EXPECT_THROW(parse_sync_mode(bad), ParseError) << bad;
 }
 
-TEST(ByteSize, ParsesSuffixes) {
-  EXPECT_EQ(parse_byte_size("0"), 0u);
-  EXPECT_EQ(parse_byte_size("4096"), 4096u);
-  EXPECT_EQ(parse_byte_size("4096B"), 4096u);
-  EXPECT_EQ(parse_byte_size("2K"), 2048u);
-  EXPECT_EQ(parse_byte_size("2KiB"), 2048u);
-  EXPECT_EQ(parse_byte_size("2kb"), 2000u);
-  EXPECT_EQ(parse_byte_size("256MiB"), size_t(256) << 20);
-  EXPECT_EQ(parse_byte_size("256M"), size_t(256) << 20);
-  EXPECT_EQ(parse_byte_size("1G"), size_t(1) << 30);
-  EXPECT_EQ(parse_byte_size("1.5GiB"), size_t(3) << 29);
-  EXPECT_EQ(parse_byte_size("2GB"), size_t(2000000000));
-  EXPECT_EQ(parse_byte_size("1TiB"), size_t(1) << 40);
+TEST(ByteSize, ParsesSuffixes) {  // the parser options use for --max-pending-bytes and --memory-limit
+  const auto bytes = [](const char* t) { return parse_byte_size(t, "--memory-limit"); };
+  EXPECT_EQ(bytes("0"), 0u);
+  EXPECT_EQ(bytes("4096"), 4096u);
+  EXPECT_EQ(bytes("4096B"), 4096u);
+  EXPECT_EQ(bytes("2K"), 2048u);
+  EXPECT_EQ(bytes("2KiB"), 2048u);
+  EXPECT_EQ(bytes("2kb"), 2000u);
+  EXPECT_EQ(bytes("256MiB"), size_t(256) << 20);
+  EXPECT_EQ(bytes("256M"), size_t(256) << 20);
+  EXPECT_EQ(bytes("1G"), size_t(1) << 30);
+  EXPECT_EQ(bytes("1.5GiB"), size_t(3) << 29);
+  EXPECT_EQ(bytes("2GB"), size_t(2000000000));
+  EXPECT_EQ(bytes("1TiB"), size_t(1) << 40);
   for (const char* bad : {"", "MiB", "-1", "1.5", "12XB", "1 G", "1..2M", "1e9", "99999999999T"})
-    EXPECT_THROW(parse_byte_size(bad), std::invalid_argument) << bad;
+    EXPECT_THROW(bytes(bad), ParseError) << bad;
 }
 
 TEST(TrainOptions, TaggedPathsForCompare) {
@@ -280,6 +362,8 @@ INSTANTIATE_TEST_SUITE_P(TrainMlp, BinaryBadInput,
                          ::testing::Values("--bogus", "--batches 0", "--batch-size -1", "--sync every=0",
                                            "--sync every=x", "--hidden 2048,,x", "--lr 0", "--max-pending-bytes 12XB",
                                            "--config /nonexistent/x.ini", "--device tpu", "--device cuda:99",
+                                           "--batch-size 100000000", "--lr 0x10", "--batches 99999999999999999999",
+                                           "--memory-limit 2048TiB", "--compare-every 2,,3",
                                            "--batches 2 --trace /nonexistent/t.json"));
 
 TEST(TrainMlp, UnknownConfigKeyFailsUpFront) {

@@ -1,0 +1,262 @@
+#include "framework/parse.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+namespace amlp {
+
+namespace {
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool all_digits(std::string_view s) {
+  for (char c : s)
+    if (!is_digit(c)) return false;
+  return !s.empty();
+}
+
+// A number the grammar accepted but the range did not is shown as typed
+// (unquoted, like "(got 0)"), unless it is too long to read.
+std::string shown_number(std::string_view text) { return text.size() <= 24 ? std::string(text) : quote(text); }
+
+// "[-]digits" → magnitude and sign; false when it is not that shape.
+// *overflow is set when the magnitude does not fit in 64 bits.
+bool decimal_integer(std::string_view text, bool* negative, uint64_t* magnitude, bool* overflow) {
+  *negative = !text.empty() && text[0] == '-';
+  if (*negative) text.remove_prefix(1);
+  if (!all_digits(text)) return false;
+  uint64_t v = 0;
+  *overflow = false;
+  for (char c : text) {
+    const uint64_t d = uint64_t(c - '0');
+    if (v > (std::numeric_limits<uint64_t>::max() - d) / 10) {
+      *overflow = true;
+      break;
+    }
+    v = v * 10 + d;
+  }
+  *magnitude = v;
+  return true;
+}
+
+std::string int_range(int64_t min, int64_t max) {
+  return "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+}
+std::string uint_range(uint64_t min, uint64_t max) {
+  return "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+}
+
+// 1125899906842624 → "1024TiB"; counts that are not a whole number of KiB stay in bytes.
+std::string byte_count(uint64_t n) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (u < 4 && n >= 1024 && n % 1024 == 0) {
+    n /= 1024;
+    ++u;
+  }
+  return std::to_string(n) + kUnits[u];
+}
+
+}  // namespace
+
+ParseError::ParseError(std::string_view subject, std::string problem)
+    : Error(std::string(subject) + (subject.empty() ? "" : " ") + problem), problem_(std::move(problem)) {}
+
+std::string quote(std::string_view text) {
+  constexpr size_t kMaxShown = 64;
+  static const char kHex[] = "0123456789abcdef";
+  std::string out = "'";
+  size_t shown = 0;
+  for (char ch : text) {
+    if (shown == kMaxShown) {
+      out += "...";
+      break;
+    }
+    ++shown;
+    const unsigned char c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\'':
+        out += "\\'";
+        break;
+      default:
+        if (c < 0x20 || c >= 0x7f) {
+          out += "\\x";
+          out += kHex[c >> 4];
+          out += kHex[c & 15];
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out + "'";
+}
+
+int64_t parse_int(std::string_view text, std::string_view what, int64_t min, int64_t max) {
+  bool negative = false, overflow = false;
+  uint64_t mag = 0;
+  const std::string allowed = "must be " + int_range(min, max);
+  if (!decimal_integer(text, &negative, &mag, &overflow))
+    throw ParseError(what, allowed + " (got " + quote(text) + ")");
+  constexpr uint64_t kMinMagnitude = uint64_t(std::numeric_limits<int64_t>::max()) + 1;
+  bool fits = !overflow && (negative ? mag <= kMinMagnitude : mag <= uint64_t(std::numeric_limits<int64_t>::max()));
+  int64_t v = 0;
+  if (fits) v = negative ? (mag == kMinMagnitude ? std::numeric_limits<int64_t>::min() : -int64_t(mag)) : int64_t(mag);
+  if (!fits || v < min || v > max) throw ParseError(what, allowed + " (got " + shown_number(text) + ")");
+  return v;
+}
+
+uint64_t parse_uint(std::string_view text, std::string_view what, uint64_t min, uint64_t max) {
+  bool negative = false, overflow = false;
+  uint64_t mag = 0;
+  const std::string allowed = "must be " + uint_range(min, max);
+  if (!decimal_integer(text, &negative, &mag, &overflow))
+    throw ParseError(what, allowed + " (got " + quote(text) + ")");
+  if (negative && mag == 0 && !overflow) negative = false;  // "-0" is zero
+  if (overflow || negative || mag < min || mag > max)
+    throw ParseError(what, allowed + " (got " + shown_number(text) + ")");
+  return mag;
+}
+
+double parse_float(std::string_view text, std::string_view what) {
+  // [-]digits[.digits][e[+-]digits], at least one mantissa digit.
+  size_t i = 0, n = text.size();
+  if (i < n && text[i] == '-') ++i;
+  size_t mantissa_digits = 0;
+  while (i < n && is_digit(text[i])) ++i, ++mantissa_digits;
+  if (i < n && text[i] == '.') {
+    ++i;
+    while (i < n && is_digit(text[i])) ++i, ++mantissa_digits;
+  }
+  bool ok = mantissa_digits > 0;
+  if (ok && i < n && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (i < n && (text[i] == '+' || text[i] == '-')) ++i;
+    size_t exp_digits = 0;
+    while (i < n && is_digit(text[i])) ++i, ++exp_digits;
+    ok = exp_digits > 0;
+  }
+  if (!ok || i != n) throw ParseError(what, "must be a number (got " + quote(text) + ")");
+  const std::string s(text);  // the grammar above is a subset of strtod's, so it reads all of it
+  errno = 0;
+  const double v = std::strtod(s.c_str(), nullptr);
+  if (!std::isfinite(v))  // underflow (1e-999) reads as 0 or a denormal, which is fine
+    throw ParseError(what, "must be a number of magnitude at most 1.8e308 (got " + shown_number(text) + ")");
+  return v;
+}
+
+uint64_t parse_byte_size(std::string_view text, std::string_view what, uint64_t max) {
+  const std::string allowed =
+      "must be a byte size of at most " + byte_count(max) + ", such as 4096, 512KiB, 256MiB, 1G or 2GB";
+  const auto bad = [&](const std::string& why) {
+    return ParseError(what, allowed + (why.empty() ? "" : "; " + why) + " (got " + quote(text) + ")");
+  };
+  size_t i = 0;
+  while (i < text.size() && is_digit(text[i])) ++i;
+  const std::string_view whole = text.substr(0, i);
+  std::string_view frac;
+  if (i < text.size() && text[i] == '.') {
+    const size_t start = ++i;
+    while (i < text.size() && is_digit(text[i])) ++i;
+    frac = text.substr(start, i - start);
+  }
+  if (whole.empty() && frac.empty()) throw bad("");
+  std::string unit;
+  for (char c : text.substr(i)) {
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) throw bad("");
+    unit += static_cast<char>(c | 0x20);  // lower case
+  }
+  static const struct {
+    const char* name;
+    uint64_t bytes;
+  } kUnits[] = {{"", 1},
+                {"b", 1},
+                {"k", uint64_t(1) << 10},
+                {"kib", uint64_t(1) << 10},
+                {"m", uint64_t(1) << 20},
+                {"mib", uint64_t(1) << 20},
+                {"g", uint64_t(1) << 30},
+                {"gib", uint64_t(1) << 30},
+                {"t", uint64_t(1) << 40},
+                {"tib", uint64_t(1) << 40},
+                {"kb", 1000},
+                {"mb", 1000000},
+                {"gb", 1000000000},
+                {"tb", 1000000000000}};
+  uint64_t mult = 0;
+  for (const auto& u : kUnits)
+    if (unit == u.name) mult = u.bytes;
+  if (mult == 0) throw bad(quote(text.substr(i)) + " is not a unit");
+
+  // whole * mult + frac * mult / 10^digits, exactly: no rounding anywhere.
+  const auto too_large = [&] { return bad(""); };
+  unsigned __int128 bytes = 0;
+  for (char c : whole) {
+    bytes = bytes * 10 + unsigned(c - '0');
+    if (bytes > max) {  // leading zeros keep it 0; anything past max stays past it
+      throw too_large();
+    }
+  }
+  bytes *= mult;
+  while (!frac.empty() && frac.back() == '0') frac.remove_suffix(1);
+  if (!frac.empty()) {
+    if (frac.size() > 24) throw bad("too many decimal places");
+    unsigned __int128 f = 0, scale = 1;
+    for (char c : frac) {
+      f = f * 10 + unsigned(c - '0');
+      scale *= 10;
+    }
+    const unsigned __int128 num = f * mult;  // < 10^24 * 2^40 < 2^120
+    if (num % scale != 0) throw bad("not a whole number of bytes");
+    bytes += num / scale;
+  }
+  if (bytes > max) throw too_large();
+  return static_cast<uint64_t>(bytes);
+}
+
+std::vector<std::string_view> split_list(std::string_view text, char sep) {
+  std::vector<std::string_view> items;
+  for (;;) {
+    const size_t at = text.find(sep);
+    items.push_back(text.substr(0, at));
+    if (at == std::string_view::npos) break;
+    text.remove_prefix(at + 1);
+  }
+  return items;
+}
+
+std::vector<int64_t> parse_int_list(std::string_view text, std::string_view what, int64_t min, int64_t max) {
+  const std::vector<std::string_view> items = split_list(text, ',');
+  std::vector<int64_t> out;
+  out.reserve(items.size());
+  for (size_t k = 0; k < items.size(); ++k) {
+    try {
+      out.push_back(parse_int(items[k], "", min, max));
+    } catch (const ParseError&) {
+      const std::string_view item = items[k];
+      bool negative = false, overflow = false;
+      uint64_t mag = 0;
+      const char* why = item.empty()                                           ? "is empty"
+                        : decimal_integer(item, &negative, &mag, &overflow) ? "is out of range"
+                                                                              : "is not a decimal integer";
+      const std::string which = items.size() == 1 ? "it " : "item " + std::to_string(k + 1) + " ";
+      throw ParseError(what, "must be comma-separated integers in [" + std::to_string(min) + ", " +
+                                 std::to_string(max) + "] (got " + quote(text) + ": " + which + why + ")");
+    }
+  }
+  return out;
+}
+
+}  // namespace amlp

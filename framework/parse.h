@@ -1,0 +1,60 @@
+// parse.h — the one parser for numbers, byte sizes and lists people type:
+// options, config values, device indices, layer specs, sync modes.
+//
+//   parse_int("1024", "--batch-size", 1, 1 << 20)   == 1024
+//   parse_int("0x10", "--batches", 1, 100)          throws "--batches must be an integer in [1, 100] (got '0x10')"
+//   parse_float("0.005", "--lr")                     == 0.005   ("0x10", "nan", "1e999" throw)
+//   parse_byte_size("256MiB", "--memory-limit", kMaxByteSize) == 256 << 20
+//   split_list("2048,,512", ',')                     == {"2048", "", "512"}
+//   parse_int_list("8,4", "--hidden", 1, 1 << 20)    == {8, 4}
+//
+// Numbers are decimal only: no hex (0x10), no octal (010 is ten), no '+', no
+// whitespace, no trailing junk. Every failure is a ParseError whose message
+// is one line: "<what> must be <what is allowed, with its range> (got <text>)".
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "framework/error.h"
+
+namespace amlp {
+
+// what() is "<subject> <problem>"; problem() alone lets a caller name the
+// value its own way ("--lr", "'lr' in run.ini").
+struct ParseError : Error {
+  ParseError(std::string_view subject, std::string problem);
+  const std::string& problem() const { return problem_; }
+
+ private:
+  std::string problem_;  // "must be an integer in [1, 100] (got 0)"
+};
+
+// An integer in [min, max]: an optional '-' and decimal digits, nothing else.
+int64_t parse_int(std::string_view text, std::string_view what, int64_t min, int64_t max);
+uint64_t parse_uint(std::string_view text, std::string_view what, uint64_t min, uint64_t max);
+
+// A finite decimal number: [-]digits[.digits][e[+-]digits] (".5" and "5."
+// too). No hex floats, inf, nan, '+' or whitespace, which strtod accepts.
+double parse_float(std::string_view text, std::string_view what);
+
+// A byte count: a decimal number (a fraction only where the unit makes it
+// whole) and an optional unit, case-insensitive: B; K, KiB (1024); M, MiB;
+// G, GiB; T, TiB; KB, MB, GB, TB (powers of 1000). At most `max` bytes.
+constexpr uint64_t kMaxByteSize = uint64_t(1) << 50;  // 1024TiB: byte arithmetic stays far from overflow
+uint64_t parse_byte_size(std::string_view text, std::string_view what, uint64_t max = kMaxByteSize);
+
+// The items between separators, empty ones included: "" → {""}, "a," → {"a", ""}.
+std::vector<std::string_view> split_list(std::string_view text, char sep = ',');
+
+// Comma-separated integers, each in [min, max]; no empty items.
+std::vector<int64_t> parse_int_list(std::string_view text, std::string_view what, int64_t min, int64_t max);
+
+// `text` in single quotes for an error message: control bytes escaped (\n,
+// \x00), long text cut with "...", so a message stays one readable line.
+// (Not named "quoted": with a std::string argument, argument-dependent lookup
+// would find std::quoted from <iomanip> instead.)
+std::string quote(std::string_view text);
+
+}  // namespace amlp
