@@ -28,7 +28,7 @@ namespace {
 
 using namespace amlp::cuda;
 
-// One cuBLAS call as ops.cpp issues it: op(A)(M,K) · op(B)(K,N) → C(M,N), row-major.
+// One cuBLAS call as the backend issues it (cuda/linalg.cpp): op(A)(M,K) · op(B)(K,N) → C(M,N), row-major.
 struct Gemm {
   const char* name;
   bool trans_a, trans_b;

@@ -9,7 +9,7 @@
 
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/device_guard.h"
-#include "framework/cuda/gemm.h"
+#include "framework/cuda/gemm.h"  // math_mode
 #include "framework/cuda/kernels.h"
 #include "framework/error.h"
 #include "framework/runtime.h"
@@ -183,18 +183,6 @@ cudaStream_t CudaBackend::stream() const {
 
 // --- kernels (worker thread: launch and return) ---------------------------------------------
 
-void CudaBackend::gemm(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
-                       int ldb, float beta, float* C, int ldc) {
-  (void)stream();
-  if (M <= 0 || N <= 0) return;
-  const bool want_tf32 = amlp::tf32();
-  if (want_tf32 != tf32_) {
-    AMLP_CUDA_CHECK(cublasSetMathMode(blas_.get(), math_mode(want_tf32)));
-    tf32_ = want_tf32;
-  }
-  AMLP_CUDA_CHECK(sgemm_row_major(blas_.get(), ta, tb, M, N, K, &alpha, A, lda, B, ldb, &beta, C, ldc));
-}
-
 void CudaBackend::fill(float* y, size_t n, float value) {
   cudaStream_t s = stream();
   if (n == 0) return;
@@ -242,50 +230,6 @@ void CudaBackend::sum(const float* x, float* y, size_t n, float scale) {
 
 void CudaBackend::broadcast_scalar(const float* x, float scale, float* y, size_t n) {
   launch_broadcast_scalar(x, scale, y, n, stream());
-}
-
-// The CPU backend's sequence on its host Philox generator: seed, then offset.
-void CudaBackend::seed(uint64_t seed, uint64_t offset) {
-  AMLP_CUDA_CHECK(curandSetPseudoRandomGeneratorSeed(rng_.get(), seed));
-  AMLP_CUDA_CHECK(curandSetGeneratorOffset(rng_.get(), offset));
-}
-
-float* CudaBackend::normal_scratch(size_t n) {
-  if (normal_scratch_floats_ < n) {
-    // The old buffer may still be read by a launched copy.
-    AMLP_CUDA_CHECK(cudaStreamSynchronize(stream()));
-    normal_scratch_.reset();
-    normal_scratch_floats_ = 0;
-    normal_scratch_ = device_alloc(n * sizeof(float));
-    normal_scratch_floats_ = n;
-  }
-  return static_cast<float*>(normal_scratch_.get());
-}
-
-void CudaBackend::random_normal(float* y, size_t n, uint64_t seed_value, uint64_t offset, float mean, float stddev) {
-  cudaStream_t s = stream();
-  if (n == 0) return;
-  seed(seed_value, offset);
-  // cuRAND draws normals in pairs into 8-byte-aligned memory; an odd count
-  // draws n + 1 into scratch, as the CPU backend does, so both keep the same pairs.
-  const bool direct = n % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(float)) == 0;
-  if (direct) {
-    AMLP_CUDA_CHECK(curandGenerateNormal(rng_.get(), y, n, mean, stddev));
-    return;
-  }
-  const size_t even = n + (n & 1);
-  float* tmp = normal_scratch(even);
-  AMLP_CUDA_CHECK(curandGenerateNormal(rng_.get(), tmp, even, mean, stddev));
-  AMLP_CUDA_CHECK(cudaMemcpyAsync(y, tmp, n * sizeof(float), cudaMemcpyDeviceToDevice, s));
-}
-
-void CudaBackend::random_uniform(float* y, size_t n, uint64_t seed_value, uint64_t offset, float lo, float hi) {
-  cudaStream_t s = stream();
-  if (n == 0) return;
-  seed(seed_value, offset);
-  AMLP_CUDA_CHECK(curandGenerateUniform(rng_.get(), y, n));  // (0, 1]
-  const float width = hi - lo;
-  if (!(lo == 0.f && width == 1.f)) launch_affine(y, n, lo, width, s);  // lo + width*y, as on the CPU
 }
 
 void CudaBackend::sgd_update(float* w, const float* g, float* mom, size_t n, float lr, float momentum, float wd,

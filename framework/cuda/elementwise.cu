@@ -1,5 +1,5 @@
-// elementwise.cu — fill, bias, ReLU and its backward, axpby, scalar ops, the
-// uniform map and the SGD update. Each repeats cpu_backend.cpp's float
+// elementwise.cu — fill, bias, ReLU and its backward, axpby, scalar ops and
+// the uniform map. Each repeats cpu/elementwise.cpp's float
 // operations in the same order with round-to-nearest intrinsics (__fmul_rn,
 // __fadd_rn, ...), which nvcc never fuses into an FMA: the results are
 // bitwise equal to the CPU's.
@@ -53,25 +53,6 @@ __global__ void affine_kernel(float* y, size_t n, float lo, float width) {
   for (size_t i = global_thread(); i < n; i += grid_threads()) y[i] = __fadd_rn(lo, __fmul_rn(width, y[i]));
 }
 
-// g' = rescale*g + wd*w;  w -= lr*g'
-__global__ void sgd_kernel(float* w, const float* g, size_t n, float lr, float wd, float rescale) {
-  for (size_t i = global_thread(); i < n; i += grid_threads()) {
-    const float gp = __fadd_rn(__fmul_rn(rescale, g[i]), __fmul_rn(wd, w[i]));
-    w[i] = __fsub_rn(w[i], __fmul_rn(lr, gp));
-  }
-}
-
-// mom = momentum*mom - lr*g';  w += mom
-__global__ void sgd_momentum_kernel(float* w, const float* g, float* mom, size_t n, float lr, float momentum,
-                                    float wd, float rescale) {
-  for (size_t i = global_thread(); i < n; i += grid_threads()) {
-    const float gp = __fadd_rn(__fmul_rn(rescale, g[i]), __fmul_rn(wd, w[i]));
-    const float m = __fsub_rn(__fmul_rn(momentum, mom[i]), __fmul_rn(lr, gp));
-    mom[i] = m;
-    w[i] = __fadd_rn(w[i], m);
-  }
-}
-
 }  // namespace
 
 void launch_fill(float* y, size_t n, float value, cudaStream_t s) {
@@ -123,16 +104,6 @@ void launch_broadcast_scalar(const float* x, float scale, float* y, size_t n, cu
 void launch_affine(float* y, size_t n, float lo, float width, cudaStream_t s) {
   if (n == 0) return;
   affine_kernel<<<blocks_for(n), kBlock, 0, s>>>(y, n, lo, width);
-  AMLP_CUDA_CHECK_LAUNCH();
-}
-
-void launch_sgd_update(float* w, const float* g, float* mom, size_t n, float lr, float momentum, float wd,
-                       float rescale, cudaStream_t s) {
-  if (n == 0) return;
-  if (momentum == 0.f || !mom)
-    sgd_kernel<<<blocks_for(n), kBlock, 0, s>>>(w, g, n, lr, wd, rescale);
-  else
-    sgd_momentum_kernel<<<blocks_for(n), kBlock, 0, s>>>(w, g, mom, n, lr, momentum, wd, rescale);
   AMLP_CUDA_CHECK_LAUNCH();
 }
 

@@ -5,7 +5,7 @@
 //
 // Where the CPU backend's loop has a fixed order of float operations, the
 // kernel repeats it with round-to-nearest intrinsics (no FMA contraction), so
-// the results are bitwise equal to cpu_backend.cpp's.
+// the results are bitwise equal to the cpu/ kernels of the same name.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -28,6 +28,8 @@ void launch_add_scalar(const float* x, float add, float* y, size_t n, cudaStream
 void launch_broadcast_scalar(const float* x, float scale, float* y, size_t n, cudaStream_t s);
 // y = lo + width * y   (cuRAND's (0,1] uniforms to [lo, hi))
 void launch_affine(float* y, size_t n, float lo, float width, cudaStream_t s);
+
+// --- optimizer.cu (bitwise equal to the CPU) -----------------------------------------
 // Gluon SGD (see backend.h); mom may be null when momentum == 0
 void launch_sgd_update(float* w, const float* g, float* mom, size_t n, float lr, float momentum, float wd,
                        float rescale, cudaStream_t s);

@@ -1,5 +1,5 @@
 // linalg.cpp — matmul, bias_add and linear (a Dense layer's GEMM). Kernels:
-// cpu/linalg.cpp (OpenBLAS), cuda/gemm.h (cuBLAS), add_bias in elementwise.
+// cpu/linalg.cpp (OpenBLAS), cuda/linalg.cpp (cuBLAS); add_bias in elementwise.
 #include "framework/ops/op.h"
 
 namespace amlp {

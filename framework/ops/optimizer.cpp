@@ -1,5 +1,5 @@
 // optimizer.cpp — sgd_update_, the in-place SGD step of one parameter
-// (nn/sgd.h drives it). Kernels: cpu/optimizer.cpp, cuda/elementwise.cu.
+// (nn/sgd.h drives it). Kernels: cpu/optimizer.cpp, cuda/optimizer.cu.
 #include "framework/ops/op.h"
 
 namespace amlp {

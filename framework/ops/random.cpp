@@ -1,6 +1,6 @@
 // random.cpp — randn and rand_uniform from one global Philox4x32-10 stream:
 // each op draws at the current (seed, offset) and advances it, so a seed
-// fixes every number on every backend. Kernels: cpu/random.cpp, cuRAND.
+// fixes every number on every backend. Kernels: cpu/random.cpp, cuda/random.cpp (cuRAND).
 #include <mutex>
 
 #include "framework/ops/op.h"
