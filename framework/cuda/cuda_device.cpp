@@ -55,21 +55,35 @@ std::unique_ptr<Backend> make_cuda_backend(int index) {
 
 namespace amlp::cuda {
 
+namespace {
+// A driver API function, reached through the runtime (no link-time libcuda);
+// nullptr without a driver.
+void* driver_fn(const char* name) noexcept {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return fn;
+}
+}  // namespace
+
 bool thread_has_context() noexcept {
   using GetCurrent = int (*)(void** ctx);  // CUresult cuCtxGetCurrent(CUcontext*)
-  static const GetCurrent get_current = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess) {
-      (void)cudaGetLastError();
-      fn = nullptr;
-    }
-    return reinterpret_cast<GetCurrent>(fn);
-  }();
+  static const auto get_current = reinterpret_cast<GetCurrent>(driver_fn("cuCtxGetCurrent"));
   void* ctx = nullptr;
   // No driver: nothing was ever made current, and nothing must be restored.
   return get_current && get_current(&ctx) == 0 && ctx != nullptr;
+}
+
+bool primary_context_active(int device) noexcept {
+  using GetState = int (*)(int dev, unsigned* flags, int* active);  // cuDevicePrimaryCtxGetState
+  static const auto get_state = reinterpret_cast<GetState>(driver_fn("cuDevicePrimaryCtxGetState"));
+  unsigned flags = 0;
+  int active = 0;
+  return get_state && get_state(device, &flags, &active) == 0 && active != 0;
 }
 
 }  // namespace amlp::cuda

@@ -21,6 +21,8 @@ namespace amlp::cuda {
 // Does the calling thread have a current CUDA context? (The driver's
 // cuCtxGetCurrent, reached through the runtime: no link-time libcuda.)
 bool thread_has_context() noexcept;
+// Is GPU `device`'s primary context alive (in this process)? (Tests.)
+bool primary_context_active(int device) noexcept;
 
 class DeviceGuard {
  public:

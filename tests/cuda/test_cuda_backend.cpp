@@ -20,9 +20,13 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "models/mlp.h"
+#ifdef ASYNCMLP_WITH_CUDA
+#include "framework/cuda/device_guard.h"
+#endif
 #include "test_util.h"
 
 namespace amlp::testing {
@@ -635,6 +639,88 @@ TEST_F(CudaQueue, HostDeviceRoundTripIsExact) {
     EXPECT_EQ(0, std::memcmp(direct.data(), v.data(), v.size() * sizeof(float)));
   }
 }
+
+
+// Launched and completed are two points on CUDA: right after a long GEMM
+// chain was launched the GPU is still working through it; both counters
+// reach the pushed count once it is done.
+TEST_F(CudaQueue, LaunchedRunsAheadOfCompleted) {
+  const int64_t n = 4096;
+  manual_seed(12);
+  Tensor w = scale(randn({n, n}, gpu()), 1.f / 64);
+  Tensor y = randn({n, n}, gpu());
+  matmul(y, w).wait_to_read();
+  for (int i = 0; i < 50; ++i) y = matmul(y, w);  // ~7 TFLOP: far longer on the GPU than the launches
+  const uint64_t last = queue_stats(gpu()).pushed;
+  QueueStats s = queue_stats(gpu());
+  for (int spin = 0; s.launched < last && spin < 100000; ++spin) {
+    std::this_thread::yield();
+    s = queue_stats(gpu());
+  }
+  ASSERT_EQ(s.launched, last) << "the worker did not launch the chain";
+  EXPECT_LT(s.completed, s.launched) << "the GPU finished 7 TFLOP as fast as the worker launched it";
+  EXPECT_EQ(s.unlaunched, 0u);
+  waitall();
+  s = queue_stats(gpu());
+  EXPECT_EQ(s.launched, s.pushed);
+  EXPECT_EQ(s.completed, s.pushed);
+}
+
+// to_host_async copies into pinned memory on the stream; ready() answers
+// from the op's event, so it is false while the GPU is still busy, and get()
+// returns the same values as the synchronous copy.
+TEST_F(CudaQueue, AsyncCopyToPinnedMemoryIsReadyWhenTheGpuFinished) {
+  const int64_t n = 4096;
+  manual_seed(13);
+  Tensor w = scale(randn({n, n}, gpu()), 1.f / 64);
+  Tensor y = randn({n, n}, gpu());
+  matmul(y, w).wait_to_read();
+  for (int i = 0; i < 50; ++i) y = matmul(y, w);
+  HostCopy c = y.to_host_async();
+  EXPECT_FALSE(c.ready()) << "the copy reads ready while the GEMM chain before it runs";
+  const std::vector<float>& got = c.get();
+  EXPECT_TRUE(c.ready());
+  const std::vector<float> expected = y.to_host();
+  ASSERT_EQ(got.size(), expected.size());
+  EXPECT_EQ(0, std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)));
+}
+
+#ifdef ASYNCMLP_WITH_CUDA
+// --- the device guard -------------------------------------------------------------------------------
+
+// A thread that never chose a device: the guard's "previous device" is not
+// real, so it must not switch back to it (that would create GPU 0's context).
+TEST_F(Cuda, AThreadThatNeverChoseADeviceHasNoContextUntilItUsesOne) {
+  bool before = true, after_guard_alone = true;
+  std::thread t([&] {
+    before = cuda::thread_has_context();
+    { cuda::DeviceGuard g(0); }
+    after_guard_alone = cuda::thread_has_context();
+  });
+  t.join();
+  EXPECT_FALSE(before);
+  EXPECT_FALSE(after_guard_alone) << "the guard alone created a context on a thread that never used the GPU";
+}
+
+// A run that uses only cuda:1 leaves GPU 0 without a context (needs two GPUs;
+// run in a child process so nothing earlier in this one touched GPU 0).
+TEST(CudaGuardDeathTest, UsingOnlyCuda1NeverCreatesGpu0sContext) {
+  if (cuda_device_count() < 2) GTEST_SKIP() << "needs two visible GPUs (" << cuda_device_count() << " visible)";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        const std::vector<float> v(1000, 2.f);
+        Tensor x = from_host({1000}, v.data(), Device::cuda(1));
+        const float s = sum(add_scalar(x, 1.f)).item();
+        waitall();
+        empty_cache(Device::cuda(1));
+        std::exit(s == 3000.f ? (cuda::primary_context_active(0) ? 4 : 0) : 3);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+#else
+TEST(CudaGuardDeathTest, UsingOnlyCuda1NeverCreatesGpu0sContext) { GTEST_SKIP() << "this build has no CUDA backend"; }
+#endif
 
 }  // namespace
 }  // namespace amlp::testing
