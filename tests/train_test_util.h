@@ -1,15 +1,22 @@
-// train_test_util.h — running the real train_mlp binary from a test, and a
-// scratch directory that cleans up after itself.
+// train_test_util.h — running the real train_mlp binary from a test, a
+// scratch directory that cleans up after itself, and a full "disk" in it.
 //
 //   ScratchDir dir;                                   // /tmp/asyncmlp_test.XXXXXX
 //   Ran r = run_train_mlp("--batches 0 --memory-log " + dir.file("m.csv"));
 //   EXPECT_EQ(r.code, 2); EXPECT_EQ(r.err_lines(), 1); EXPECT_TRUE(dir.empty());
 #pragma once
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -50,11 +57,40 @@ inline std::string read_file(const std::string& path) {
   return s.str();
 }
 
+// The whole file as JSON; throws nlohmann::json::parse_error when it is not.
+inline nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_file(path)); }
+
 inline std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;
   std::istringstream in(text);
   for (std::string l; std::getline(in, l);) lines.push_back(l);
   return lines;
+}
+
+// DIR/full: a private character device 1:7 — what /dev/full is, every write
+// fails with ENOSPC — so a test fills "the disk" without going near the
+// machine's own /dev/full. "" and the reason in *why where this process may
+// not make or open device nodes.
+inline std::string make_full_device(const ScratchDir& dir, std::string* why) {
+  const std::string path = dir.file("full");
+  if (::mknod(path.c_str(), S_IFCHR | 0666, makedev(1, 7)) != 0) {
+    *why = std::string("mknod is not permitted here: ") + std::strerror(errno);
+    return "";
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY);
+  if (fd < 0) {
+    *why = std::string("a device node cannot be opened here (a nodev mount?): ") + std::strerror(errno);
+    ::unlink(path.c_str());
+    return "";
+  }
+  ::close(fd);
+  return path;
+}
+
+// Still the character device 1:7 that make_full_device made (not replaced by a file).
+inline bool is_full_device(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 7);
 }
 
 struct Ran {

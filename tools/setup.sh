@@ -8,7 +8,7 @@ set -euo pipefail
 
 AMLP_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 AMLP_PACKAGES=(cmake ninja-build g++ pkg-config libboost-program-options-dev libopenblas-dev
-               libgtest-dev libbenchmark-dev python3)
+               libgtest-dev libbenchmark-dev nlohmann-json3-dev python3)
 
 amlp_log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
