@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -108,15 +109,39 @@ void write_in_place(const std::string& path, const std::string& content) {
   if (err) fail(path, err);
 }
 
-// `file`.tmp written, synced, closed and renamed over `file`; errors name
+// A temporary beside `file` that no other writer uses: `file`.tmp.<pid>.<n>,
+// created exclusively (0666 less the umask, as a new file would be). A fixed
+// name would let two runs writing the same file at once rename each other's
+// half-written temporaries into place.
+int open_temporary(const std::string& path, const std::string& file, std::string* tmp) {
+  static std::atomic<unsigned> counter{0};
+  for (int attempt = 0;; ++attempt) {
+    *tmp = file + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+    const int fd = ::open(tmp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) return fd;
+    if (errno != EEXIST || attempt == 100) fail(path, errno);
+  }
+}
+
+// The directory holding `file`, synced so the rename itself survives a crash.
+// Best effort: the file is whole by now either way, and some file systems
+// refuse to sync a directory.
+void sync_directory(const std::string& file) {
+  const size_t slash = file.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : file.substr(0, slash));
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)::fsync(fd);
+  ::close(fd);
+}
+
+// A temporary written, synced, closed and renamed over `file`; errors name
 // `path` (what the user asked for; `file` differs when `path` is a link).
 // `existing` is the file being replaced, if there is one: its permissions stay.
 void write_replacing(const std::string& path, const std::string& file, const std::string& content,
                      const struct stat* existing) {
-  const std::string tmp = file + ".tmp";
-  ::unlink(tmp.c_str());  // a stale one, left by a process that was killed
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0) fail(path, errno);
+  std::string tmp;
+  const int fd = open_temporary(path, file, &tmp);
   if (existing) (void)::fchmod(fd, existing->st_mode & 07777);  // best effort: some file systems refuse
   int err = write_all(fd, content);
   if (!err && ::fsync(fd) != 0) err = errno;
@@ -126,6 +151,7 @@ void write_replacing(const std::string& path, const std::string& file, const std
     ::unlink(tmp.c_str());
     fail(path, err);
   }
+  sync_directory(file);
 }
 
 }  // namespace

@@ -5,10 +5,11 @@
 //   write_file("out/summary.json", text);  // throws amlp::Error("cannot write 'out/summary.json': ...")
 //
 // What `path` is decides how it is written:
-// - absent, or a regular file: the text goes to `path.tmp` in the same
-//   directory, which is flushed to disk (fsync), closed (its result checked)
-//   and renamed over `path` (keeping an existing file's permissions). On any
-//   failure the .tmp is removed and the old `path`, if any, is left as it was.
+// - absent, or a regular file: the text goes to a temporary of its own in the
+//   same directory (`path.tmp.<pid>.<n>`), which is flushed to disk (fsync),
+//   closed (its result checked) and renamed over `path` (keeping an existing
+//   file's permissions). On any failure the temporary is removed and the old
+//   `path`, if any, is left as it was.
 // - a symbolic link to a regular file: the same, at the file it names; the
 //   link stays a link.
 // - the process's own stdout or stderr (/dev/stdout, or a file that is the

@@ -18,7 +18,9 @@
 namespace amlp::train {
 namespace {
 
+using amlp::testing::FifoReader;
 using amlp::testing::is_full_device;
+using amlp::testing::make_fifo;
 using amlp::testing::make_full_device;
 using amlp::testing::Ran;
 using amlp::testing::read_file;
@@ -26,6 +28,7 @@ using amlp::testing::read_json;
 using amlp::testing::run_train_mlp;
 using amlp::testing::ScratchDir;
 using amlp::testing::split_lines;
+using amlp::testing::temporaries_of;
 
 // --- the memory log ---------------------------------------------------------------
 
@@ -156,7 +159,7 @@ TEST(TrainMlpLogs, SummaryJsonHasEveryKey) {
     EXPECT_TRUE(run.at(key).is_number()) << key;
   EXPECT_EQ(run.at("batches"), 3);
   EXPECT_EQ(run.at("batch_size"), 16);
-  EXPECT_FALSE(std::filesystem::exists(dir.file("s.json.tmp")));
+  EXPECT_TRUE(temporaries_of(dir.file("s.json")).empty());
 }
 
 // /dev/stdout when stdout is a file (as here, and as with `> out.txt`): the
@@ -173,7 +176,7 @@ TEST(TrainMlpLogs, SummaryJsonToStdoutFollowsThePrintedLines) {
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].at("batches"), 2);
   EXPECT_TRUE(std::filesystem::is_symlink("/dev/stdout"));
-  EXPECT_FALSE(std::filesystem::exists("/dev/stdout.tmp"));
+  EXPECT_TRUE(temporaries_of("/dev/stdout").empty());
 }
 
 // A disk that fills up during the run: one line naming the file, status 1.
@@ -191,7 +194,7 @@ TEST_P(TrainMlpFullDisk, OneLineNamingTheFileAndStatusOne) {
   EXPECT_EQ(r.err.rfind("train_mlp: error: ", 0), 0u) << r.err;
   EXPECT_NE(r.err.find("'" + full + "': " + std::strerror(ENOSPC)), std::string::npos) << r.err;
   EXPECT_TRUE(is_full_device(full)) << "the device node was replaced";
-  EXPECT_FALSE(std::filesystem::exists(full + ".tmp"));
+  EXPECT_TRUE(temporaries_of(full).empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(TrainMlp, TrainMlpFullDisk, ::testing::Values("--trace", "--summary-json", "--memory-log"),
@@ -201,6 +204,24 @@ INSTANTIATE_TEST_SUITE_P(TrainMlp, TrainMlpFullDisk, ::testing::Values("--trace"
                              if (std::isalnum(static_cast<unsigned char>(*c))) name += *c;
                            return name;
                          });
+
+// --trace into a FIFO (a consumer reading as it is written): the whole trace
+// arrives there, and the FIFO stays a FIFO.
+TEST(TrainMlpLogs, TraceIntoAFifo) {
+  ScratchDir dir;
+  const std::string fifo = make_fifo(dir, "trace.pipe");
+  FifoReader reader(fifo);
+  Ran r = run_train_mlp("--device cpu --sync none --batches 2 --batch-size 16 --features 8 --hidden 8 --trace " + fifo);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json t = nlohmann::json::parse(reader.text());
+  size_t spans = 0;
+  for (const nlohmann::json& e : t.at("traceEvents")) spans += e.at("ph") == "X";
+  EXPECT_GT(spans, 2u * 10);
+  struct stat st {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_TRUE(temporaries_of(fifo).empty());
+}
 
 // --- failing half way ---------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 // test_write_file.cpp — the one writer of whole files (framework/write_file.h)
 // and the two JSON files written through it, parsed back with nlohmann-json:
-// a regular file is replaced whole with no .tmp left, a FIFO or a device is
+// a regular file is replaced whole with no temporary left, a FIFO or a device is
 // written in place and stays what it was, and every failure (a directory that
 // is gone, a full disk, a reader that went away) is one error naming the file.
 #include <gtest/gtest.h>
@@ -9,8 +9,11 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -37,7 +40,11 @@ using testing::is_full_device;
 using testing::make_full_device;
 using testing::read_file;
 using testing::read_json;
+using testing::FifoReader;
+using testing::make_fifo;
 using testing::ScratchDir;
+using testing::temporaries_of;
+using testing::make_char_device;
 
 // The message of the amlp::Error that f throws; "" when it throws none.
 template <class F>
@@ -59,36 +66,6 @@ mode_t file_type(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0 ? (st.st_mode & S_IFMT) : 0;
 }
 
-std::string make_fifo(const ScratchDir& dir, const std::string& name) {
-  const std::string path = dir.file(name);
-  EXPECT_EQ(::mkfifo(path.c_str(), 0600), 0) << std::strerror(errno);
-  return path;
-}
-
-// Reads a FIFO to its end on another thread, as a consumer (a pipe into a
-// script) would.
-class FifoReader {
- public:
-  explicit FifoReader(std::string path)
-      : path_(std::move(path)), text_(std::async(std::launch::async, [p = path_] { return read_file(p); })) {}
-  ~FifoReader() {
-    if (text_.valid()) text();
-  }
-  // What was read. A writer that failed before opening the FIFO would leave
-  // the reader waiting for ever: open and close a write end until it is done.
-  std::string text() {
-    while (text_.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready) {
-      const int fd = ::open(path_.c_str(), O_WRONLY | O_NONBLOCK);
-      if (fd >= 0) ::close(fd);
-    }
-    return text_.get();
-  }
-
- private:
-  std::string path_;
-  std::future<std::string> text_;
-};
-
 // --- the writer --------------------------------------------------------------------------
 
 TEST(WriteFile, NewAndExistingRegularFilesAreReplacedWholeWithNoTmpLeft) {
@@ -107,7 +84,7 @@ TEST(WriteFile, NewAndExistingRegularFilesAreReplacedWholeWithNoTmpLeft) {
   EXPECT_TRUE(S_ISREG(after.st_mode));
   EXPECT_NE(after.st_ino, before.st_ino) << "renamed over, not rewritten in place";
   EXPECT_EQ(after.st_mode & 07777, 0640u) << "the file's permissions stay";
-  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_TRUE(temporaries_of(path).empty());
 
   write_file(path, "");  // an empty file is a file too
   EXPECT_EQ(read_file(path), "");
@@ -116,13 +93,48 @@ TEST(WriteFile, NewAndExistingRegularFilesAreReplacedWholeWithNoTmpLeft) {
   EXPECT_EQ(names, std::vector<std::string>{"out.json"});
 }
 
-TEST(WriteFile, AStaleTmpFromAKilledRunIsReplaced) {
+// Two runs writing the same file at once: each temporary is its own, so a
+// reader only ever sees one writer's whole text, never a mix or half of one,
+// and neither writer fails.
+TEST(WriteFile, WritersAtOnceEachReplaceTheFileWhole) {
+  ScratchDir dir;
+  const std::string path = dir.file("out.json");
+  std::vector<std::string> texts;
+  for (char c = 'a'; c < 'a' + 4; ++c) texts.push_back(std::string(256 << 10, c) + "\n");
+  write_file(path, texts[0]);
+  std::atomic<bool> done{false};
+  std::atomic<int> torn{0}, failed{0};
+  std::thread reader([&] {
+    while (!done) {
+      const std::string got = read_file(path);
+      if (std::find(texts.begin(), texts.end(), got) == texts.end()) ++torn;
+    }
+  });
+  std::vector<std::thread> writers;
+  for (const std::string& text : texts)
+    writers.emplace_back([&, text] {
+      for (int i = 0; i < 25; ++i) {
+        if (!error_of([&] { write_file(path, text); }).empty()) ++failed;
+      }
+    });
+  for (std::thread& w : writers) w.join();
+  done = true;
+  reader.join();
+  EXPECT_EQ(failed, 0);
+  EXPECT_EQ(torn, 0) << "a reader saw a file that was not one writer's whole text";
+  EXPECT_NE(std::find(texts.begin(), texts.end(), read_file(path)), texts.end());
+  EXPECT_TRUE(temporaries_of(path).empty());
+}
+
+// A stale temporary left by a run that was killed is none of ours: it is
+// neither renamed into place nor in the way.
+TEST(WriteFile, AStaleTemporaryIsNotRenamedIntoPlace) {
   ScratchDir dir;
   const std::string path = dir.file("out.json");
   dir.write("out.json.tmp", "half a file from a run that was killed");
   write_file(path, "whole\n");
   EXPECT_EQ(read_file(path), "whole\n");
-  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_EQ(temporaries_of(path), std::vector<std::string>{dir.file("out.json.tmp")});
 }
 
 TEST(WriteFile, ALinkStaysALinkAndTheFileItNamesIsReplaced) {
@@ -133,8 +145,8 @@ TEST(WriteFile, ALinkStaysALinkAndTheFileItNamesIsReplaced) {
   write_file(link, "new\n");
   EXPECT_EQ(file_type(link), static_cast<mode_t>(S_IFLNK));
   EXPECT_EQ(read_file(target), "new\n");
-  EXPECT_FALSE(std::filesystem::exists(link + ".tmp"));
-  EXPECT_FALSE(std::filesystem::exists(target + ".tmp"));
+  EXPECT_TRUE(temporaries_of(link).empty());
+  EXPECT_TRUE(temporaries_of(target).empty());
 }
 
 TEST(WriteFile, AVanishedDirectoryIsOneErrorNamingTheFile) {
@@ -154,7 +166,7 @@ TEST(WriteFile, ADirectoryIsOneErrorNamingIt) {
 }
 
 // A write that fails half way (here: past the file size limit, EFBIG) leaves
-// the old file as it was and no .tmp.
+// the old file as it was and no temporary.
 TEST(WriteFile, AFailureHalfWayLeavesTheOldFileAndNoTmp) {
   ScratchDir dir;
   const std::string path = dir.write("out.json", "the old, complete file\n");
@@ -171,7 +183,7 @@ TEST(WriteFile, AFailureHalfWayLeavesTheOldFileAndNoTmp) {
   ::sigaction(SIGXFSZ, &old_action, nullptr);
   EXPECT_EQ(msg, expected_error(path, EFBIG));
   EXPECT_EQ(read_file(path), "the old, complete file\n");
-  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_TRUE(temporaries_of(path).empty());
 }
 
 TEST(WriteFile, AFullDiskIsOneErrorNamingTheFileAndTheDeviceStays) {
@@ -181,7 +193,45 @@ TEST(WriteFile, AFullDiskIsOneErrorNamingTheFileAndTheDeviceStays) {
   if (full.empty()) GTEST_SKIP() << why;
   EXPECT_EQ(error_of([&] { write_file(full, "{}\n"); }), expected_error(full, ENOSPC));
   EXPECT_TRUE(is_full_device(full)) << "the device node was replaced";
-  EXPECT_FALSE(std::filesystem::exists(full + ".tmp"));
+  EXPECT_TRUE(temporaries_of(full).empty());
+}
+
+// A character device that takes what it is given (/dev/null, 1:3): written
+// in place, and still that device afterwards, not a file put in its stead.
+TEST(WriteFile, ACharacterDeviceIsWrittenInPlaceAndStaysADevice) {
+  ScratchDir dir;
+  std::string why;
+  const std::string null = make_char_device(dir, "null", 1, 3, "/dev/null", &why);
+  if (null.empty()) GTEST_SKIP() << why;
+  EXPECT_NO_THROW(write_file(null, std::string(1 << 20, 'x')));
+  struct stat st {};
+  ASSERT_EQ(::lstat(null.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  EXPECT_EQ(st.st_rdev, makedev(1, 3));
+  EXPECT_TRUE(temporaries_of(null).empty());
+}
+
+// /dev/stdout when stdout is a pipe (`train_mlp --trace /dev/stdout | jq`):
+// the text goes down that pipe; /dev/stdout stays the link it is.
+TEST(WriteFile, DevStdoutIntoAPipeIsWrittenThroughIt) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::fflush(stdout);
+  const int saved = ::dup(1);
+  ASSERT_GE(saved, 0);
+  ASSERT_EQ(::dup2(fds[1], 1), 1);
+  ::close(fds[1]);
+  const std::string msg = error_of([] { write_file("/dev/stdout", "{\"to\": \"stdout\"}\n"); });
+  std::fflush(stdout);
+  ::dup2(saved, 1);  // the pipe's last write end closes: the read below ends
+  ::close(saved);
+  std::string got;
+  char buf[256];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) got.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  EXPECT_EQ(msg, "");
+  EXPECT_EQ(got, "{\"to\": \"stdout\"}\n");
+  EXPECT_EQ(file_type("/dev/stdout"), static_cast<mode_t>(S_IFLNK));
 }
 
 TEST(WriteFile, AFifoIsWrittenInPlaceAndStaysAFifo) {
@@ -193,7 +243,7 @@ TEST(WriteFile, AFifoIsWrittenInPlaceAndStaysAFifo) {
   write_file(fifo, content);
   EXPECT_EQ(reader.text(), content);
   EXPECT_EQ(file_type(fifo), static_cast<mode_t>(S_IFIFO));
-  EXPECT_FALSE(std::filesystem::exists(fifo + ".tmp"));
+  EXPECT_TRUE(temporaries_of(fifo).empty());
 }
 
 // A reader that goes away (`| head`) is a write error, not a SIGPIPE that
@@ -234,7 +284,7 @@ TEST_P(FullDisk, OneErrorNamingTheFileAndTheDeviceStays) {
   EXPECT_NE(msg.find(std::strerror(ENOSPC)), std::string::npos) << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
   EXPECT_TRUE(is_full_device(full)) << "the device node was replaced";
-  EXPECT_FALSE(std::filesystem::exists(full + ".tmp"));
+  EXPECT_TRUE(temporaries_of(full).empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -322,7 +372,7 @@ TEST(TraceFile, IsChromeTraceJsonReadBackWithNlohmann) {
   trace::stop_and_write(dir.file("t.json"));
   EXPECT_FALSE(trace::enabled());
   expect_trace(read_json(dir.file("t.json")));
-  EXPECT_FALSE(std::filesystem::exists(dir.file("t.json.tmp")));
+  EXPECT_TRUE(temporaries_of(dir.file("t.json")).empty());
 }
 
 TEST(TraceFile, GoesIntoAFifo) {
@@ -400,7 +450,7 @@ TEST(SummaryJsonFile, HasEveryKeyReadBackWithNlohmann) {
   ScratchDir dir;
   train::write_summary_json(dir.file("s.json"), some_runs());
   expect_summary(read_json(dir.file("s.json")));
-  EXPECT_FALSE(std::filesystem::exists(dir.file("s.json.tmp")));
+  EXPECT_TRUE(temporaries_of(dir.file("s.json")).empty());
 }
 
 TEST(SummaryJsonFile, GoesIntoAFifo) {
