@@ -22,7 +22,8 @@ int frontend_track();
 void start();                         // clears and enables
 void span(int track, const char* name, uint64_t begin_us, uint64_t end_us, uint64_t seq = 0);
 void counter(const char* name, uint64_t ts_us, double value);
-// Disables and writes; throws amlp::Error if the file cannot be written.
+// Disables and writes the file with amlp::write_file (framework/write_file.h);
+// throws amlp::Error if it cannot be written.
 void stop_and_write(const std::string& path);
 
 // RAII span on the frontend track (a training step, a batch).

@@ -1,9 +1,10 @@
 // summary_json.h — the run summaries for scripts (--summary-json): a JSON
-// array, one object per run, written to a temporary file and renamed, so a
-// reader never sees half a file.
+// array, one object per run (nlohmann-json), written with amlp::write_file
+// (framework/write_file.h), so a reader never sees half a file.
 //
 //   [{"mode": "none", "label": "none", "device": "cpu:0", "batches": 60, "batch_size": 256,
-//     "wall_s": 0.41, "samples_per_s": 37463, "mem_increase_bytes": 188743680, ...}]
+//     "wall_s": 0.41, "samples_per_s": 37463, "mem_increase_bytes": 188743680, ...,
+//     "final_loss": 0.49}]                    // a non-finite number is null
 #pragma once
 #include <string>
 #include <vector>

@@ -1,12 +1,11 @@
 #include "framework/trace.h"
 
 #include <chrono>
-#include <cstdio>
-#include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <vector>
 
-#include "framework/error.h"
+#include "framework/write_file.h"
 
 namespace amlp::trace {
 
@@ -15,7 +14,7 @@ std::atomic<bool> g_enabled{false};
 namespace {
 
 struct Event {
-  char ph;           // 'X' span, 'C' counter
+  char ph;  // 'X' span, 'C' counter
   int track;
   std::string name;
   uint64_t ts, dur;
@@ -36,13 +35,40 @@ State& state() {
 
 const auto t_start = std::chrono::steady_clock::now();
 
-void json_escape(std::ostream& os, const std::string& s) {
-  for (char c : s) {
-    if (c == '"' || c == '\\') os << '\\' << c;
-    else if (static_cast<unsigned char>(c) < 0x20) os << ' ';
-    else os << c;
-  }
+// One trace event, one line: the events are serialized one by one, so a long
+// run's trace costs its text, not a document tree besides.
+std::string line(const nlohmann::ordered_json& event) {
+  return event.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::ordered_json::error_handler_t::replace);
 }
+
+std::string trace_json(const std::vector<std::string>& tracks, const std::vector<Event>& events) {
+  using nlohmann::ordered_json;
+  std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  out += line({{"ph", "M"}, {"pid", 1}, {"name", "process_name"}, {"args", {{"name", "asyncmlp"}}}});
+  for (size_t i = 0; i < tracks.size(); ++i) {
+    const size_t tid = i + 1;
+    // The frontend's track first, then the queues in the order they were made.
+    const size_t order = tracks[i].rfind("frontend", 0) == 0 ? 0 : tid;
+    out += ",\n" + line({{"ph", "M"}, {"pid", 1}, {"tid", tid}, {"name", "thread_name"}, {"args", {{"name", tracks[i]}}}});
+    out += ",\n" + line({{"ph", "M"},
+                         {"pid", 1},
+                         {"tid", tid},
+                         {"name", "thread_sort_index"},
+                         {"args", {{"sort_index", order}}}});
+  }
+  for (const Event& e : events) {
+    ordered_json j{{"ph", std::string(1, e.ph)}, {"pid", 1}, {"tid", e.track}, {"ts", e.ts}, {"name", e.name}};
+    if (e.ph == 'X') {
+      j["dur"] = e.dur;
+      j["args"] = {{"seq", e.seq}};
+    } else {
+      j["args"] = {{"value", e.value}};
+    }
+    out += ",\n" + line(j);
+  }
+  return out + "\n]}\n";
+}
+
 
 }  // namespace
 
@@ -89,34 +115,12 @@ void counter(const char* name, uint64_t ts, double v) {
 void stop_and_write(const std::string& path) {
   g_enabled = false;
   State& s = state();
-  std::lock_guard<std::mutex> lk(s.mu);
-  std::string tmp = path + ".tmp";
+  std::string text;
   {
-    std::ofstream os(tmp);
-    if (!os) throw Error("cannot write trace file '" + path + "'");
-    os << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
-    os << R"({"ph":"M","pid":1,"name":"process_name","args":{"name":"asyncmlp"}})";
-    for (size_t i = 0; i < s.tracks.size(); ++i) {
-      os << ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":" << i + 1 << ",\"name\":\"thread_name\",\"args\":{\"name\":\"";
-      json_escape(os, s.tracks[i]);
-      os << "\"}}";
-      // The frontend's track first, then the queues in the order they were made.
-      const size_t order = s.tracks[i].rfind("frontend", 0) == 0 ? 0 : i + 1;
-      os << ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":" << i + 1
-         << ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":" << order << "}}";
-    }
-    for (const Event& e : s.events) {
-      os << ",\n{\"ph\":\"" << e.ph << "\",\"pid\":1,\"tid\":" << e.track << ",\"ts\":" << e.ts << ",\"name\":\"";
-      json_escape(os, e.name);
-      os << "\"";
-      if (e.ph == 'X') os << ",\"dur\":" << e.dur << ",\"args\":{\"seq\":" << e.seq << "}";
-      if (e.ph == 'C') os << ",\"args\":{\"value\":" << e.value << "}";
-      os << "}";
-    }
-    os << "\n]}\n";
-    if (!os.flush()) throw Error("cannot write trace file '" + path + "'");
+    std::lock_guard<std::mutex> lk(s.mu);
+    text = trace_json(s.tracks, s.events);
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw Error("cannot write trace file '" + path + "'");
+  write_file(path, text);
 }
 
 }  // namespace amlp::trace

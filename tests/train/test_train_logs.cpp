@@ -12,8 +12,8 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
-#include <stdexcept>
 
 #include "framework/error.h"
 #include "train/memory_log.h"
@@ -22,158 +22,18 @@
 namespace amlp::train {
 namespace {
 
+using amlp::testing::FifoReader;
+using amlp::testing::is_full_device;
+using amlp::testing::make_fifo;
+using amlp::testing::make_full_device;
 using amlp::testing::Ran;
 using amlp::testing::read_file;
+using amlp::testing::read_json;
 using amlp::testing::run_command;
 using amlp::testing::run_train_mlp;
 using amlp::testing::ScratchDir;
 using amlp::testing::split_lines;
-
-// --- a small JSON reader, strict enough to tell valid JSON from not --------------
-
-struct Json {
-  enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
-  bool boolean = false;
-  double number = 0;
-  std::string string;
-  std::vector<Json> array;
-  std::vector<std::pair<std::string, Json>> object;
-
-  const Json* find(const std::string& key) const {
-    for (const auto& kv : object)
-      if (kv.first == key) return &kv.second;
-    return nullptr;
-  }
-  const Json& at(const std::string& key) const {
-    const Json* j = find(key);
-    if (!j) throw std::runtime_error("no key '" + key + "'");
-    return *j;
-  }
-};
-
-class JsonReader {
- public:
-  explicit JsonReader(const std::string& text) : s_(text) {}
-  Json document() {
-    Json j = value();
-    space();
-    if (i_ != s_.size()) fail("trailing characters");
-    return j;
-  }
-
- private:
-  [[noreturn]] void fail(const std::string& why) {
-    throw std::runtime_error("invalid JSON at offset " + std::to_string(i_) + ": " + why);
-  }
-  void space() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r')) ++i_;
-  }
-  void expect(char c) {
-    space();
-    if (i_ >= s_.size() || s_[i_] != c) fail(std::string("expected '") + c + "'");
-    ++i_;
-  }
-  bool literal(const char* word) {
-    const std::string w(word);
-    if (s_.compare(i_, w.size(), w) != 0) return false;
-    i_ += w.size();
-    return true;
-  }
-  std::string str() {
-    expect('"');
-    std::string out;
-    while (i_ < s_.size() && s_[i_] != '"') {
-      char c = s_[i_++];
-      if (static_cast<unsigned char>(c) < 0x20) fail("control character in a string");
-      if (c == '\\') {
-        if (i_ >= s_.size()) fail("unterminated escape");
-        char e = s_[i_++];
-        if (e == 'u') {
-          if (i_ + 4 > s_.size()) fail("short \\u escape");
-          i_ += 4;
-          out += '?';
-          continue;
-        }
-        if (std::string("\"\\/bfnrt").find(e) == std::string::npos) fail("bad escape");
-        out += e == 'n' ? '\n' : e == 't' ? '\t' : e;
-        continue;
-      }
-      out += c;
-    }
-    if (i_ >= s_.size()) fail("unterminated string");
-    ++i_;
-    return out;
-  }
-  Json value() {
-    space();
-    if (i_ >= s_.size()) fail("unexpected end");
-    Json j;
-    const char c = s_[i_];
-    if (c == '{') {
-      j.kind = Json::Object;
-      ++i_;
-      space();
-      if (i_ < s_.size() && s_[i_] == '}') return ++i_, j;
-      for (;;) {
-        std::string k = (space(), str());
-        expect(':');
-        j.object.emplace_back(k, value());
-        space();
-        if (i_ < s_.size() && s_[i_] == ',') {
-          ++i_;
-          continue;
-        }
-        expect('}');
-        return j;
-      }
-    }
-    if (c == '[') {
-      j.kind = Json::Array;
-      ++i_;
-      space();
-      if (i_ < s_.size() && s_[i_] == ']') return ++i_, j;
-      for (;;) {
-        j.array.push_back(value());
-        space();
-        if (i_ < s_.size() && s_[i_] == ',') {
-          ++i_;
-          continue;
-        }
-        expect(']');
-        return j;
-      }
-    }
-    if (c == '"') {
-      j.kind = Json::String;
-      j.string = str();
-      return j;
-    }
-    if (literal("true")) return j.kind = Json::Bool, j.boolean = true, j;
-    if (literal("false")) return j.kind = Json::Bool, j;
-    if (literal("null")) return j;
-    const size_t start = i_;
-    if (i_ < s_.size() && s_[i_] == '-') ++i_;
-    if (i_ >= s_.size() || !std::isdigit(static_cast<unsigned char>(s_[i_]))) fail("bad value");
-    while (i_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[i_])) || std::strchr(".eE+-", s_[i_]))) ++i_;
-    j.kind = Json::Number;
-    char* end = nullptr;
-    const std::string num = s_.substr(start, i_ - start);
-    j.number = std::strtod(num.c_str(), &end);
-    if (*end) fail("bad number '" + num + "'");
-    return j;
-  }
-
-  const std::string& s_;
-  size_t i_ = 0;
-};
-
-Json parse_json(const std::string& text) { return JsonReader(text).document(); }
-
-TEST(JsonReader, TellsValidFromInvalid) {
-  EXPECT_NO_THROW(parse_json(R"({"a": [1, -2.5e3, "x\"y", true, null, {}], "b": {}})"));
-  for (const char* bad : {"", "{", "[1,]", "{\"a\" 1}", "[1 2]", "{\"a\": nan}", "\"abc", "[1] x"})
-    EXPECT_THROW(parse_json(bad), std::runtime_error) << bad;
-}
+using amlp::testing::temporaries_of;
 
 // --- the memory log ---------------------------------------------------------------
 
@@ -278,13 +138,13 @@ TEST(TrainMlpLogs, CompareWritesOneLogAndOneSummaryPerMode) {
       EXPECT_EQ(row["loss"].empty(), std::string(tag) == "none" || std::string(tag) == "bounded" ||
                                          (std::string(tag) == "every2" && std::stoi(row["batch"]) % 2));
   }
-  Json s = parse_json(read_file(dir.file("s.json")));
-  ASSERT_EQ(s.kind, Json::Array);
-  ASSERT_EQ(s.array.size(), 4u);
+  const nlohmann::json s = read_json(dir.file("s.json"));
+  ASSERT_TRUE(s.is_array());
+  ASSERT_EQ(s.size(), 4u);
   std::vector<std::string> labels;
-  for (const Json& run : s.array) labels.push_back(run.at("label").string);
+  for (const nlohmann::json& run : s) labels.push_back(run.at("label").get<std::string>());
   EXPECT_EQ(labels, (std::vector<std::string>{"batch", "none", "every=2", "bounded"}));
-  EXPECT_GT(s.array[3].at("max_pending_bytes").number, 0);
+  EXPECT_GT(s[3].at("max_pending_bytes").get<double>(), 0);
 }
 
 TEST(TrainMlpLogs, SummaryJsonHasEveryKey) {
@@ -292,19 +152,80 @@ TEST(TrainMlpLogs, SummaryJsonHasEveryKey) {
   Ran r = run_train_mlp("--device cpu --sync none --batches 3 --batch-size 16 --features 8 --hidden 8 --summary-json " +
                         dir.file("s.json"));
   ASSERT_EQ(r.code, 0) << r.err;
-  Json s = parse_json(read_file(dir.file("s.json")));
-  ASSERT_EQ(s.kind, Json::Array);
-  ASSERT_EQ(s.array.size(), 1u);
-  const Json& run = s.array[0];
-  EXPECT_EQ(run.at("mode").string, "none");
-  EXPECT_EQ(run.at("device").string, "cpu:0");
+  const nlohmann::json s = read_json(dir.file("s.json"));
+  ASSERT_TRUE(s.is_array());
+  ASSERT_EQ(s.size(), 1u);
+  const nlohmann::json& run = s[0];
+  EXPECT_EQ(run.at("mode"), "none");
+  EXPECT_EQ(run.at("device"), "cpu:0");
   for (const char* key :
        {"batches", "batch_size", "wall_s", "samples_per_s", "mem_increase_bytes", "rss_increase_bytes",
         "peak_queue_depth", "predicted_increase_bytes", "final_loss", "peak_backlog_batches", "bytes_per_batch"})
-    EXPECT_EQ(run.at(key).kind, Json::Number) << key;
-  EXPECT_EQ(run.at("batches").number, 3);
-  EXPECT_EQ(run.at("batch_size").number, 16);
-  EXPECT_FALSE(std::filesystem::exists(dir.file("s.json.tmp")));
+    EXPECT_TRUE(run.at(key).is_number()) << key;
+  EXPECT_EQ(run.at("batches"), 3);
+  EXPECT_EQ(run.at("batch_size"), 16);
+  EXPECT_TRUE(temporaries_of(dir.file("s.json")).empty());
+}
+
+// /dev/stdout when stdout is a file (as here, and as with `> out.txt`): the
+// summary follows what was printed, in that same file; /dev/stdout stays the
+// link it is.
+TEST(TrainMlpLogs, SummaryJsonToStdoutFollowsThePrintedLines) {
+  Ran r = run_train_mlp("--device cpu --sync none --batches 2 --batch-size 16 --features 8 --hidden 8 "
+                        "--summary-json /dev/stdout");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("model: ", 0), 0u) << r.out;
+  const size_t json_at = r.out.find("\n[");
+  ASSERT_NE(json_at, std::string::npos) << r.out;
+  const nlohmann::json s = nlohmann::json::parse(r.out.substr(json_at + 1));
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].at("batches"), 2);
+  EXPECT_TRUE(std::filesystem::is_symlink("/dev/stdout"));
+  EXPECT_TRUE(temporaries_of("/dev/stdout").empty());
+}
+
+// A disk that fills up during the run: one line naming the file, status 1.
+class TrainMlpFullDisk : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(TrainMlpFullDisk, OneLineNamingTheFileAndStatusOne) {
+  ScratchDir dir;
+  std::string why;
+  const std::string full = make_full_device(dir, &why);
+  if (full.empty()) GTEST_SKIP() << why;
+  Ran r = run_train_mlp("--device cpu --sync none --batches 2 --batch-size 16 --features 8 --hidden 8 " +
+                        std::string(GetParam()) + " " + full);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err_lines(), 1u) << r.err;
+  EXPECT_EQ(r.err.rfind("train_mlp: error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("'" + full + "': " + std::strerror(ENOSPC)), std::string::npos) << r.err;
+  EXPECT_TRUE(is_full_device(full)) << "the device node was replaced";
+  EXPECT_TRUE(temporaries_of(full).empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(TrainMlp, TrainMlpFullDisk, ::testing::Values("--trace", "--summary-json", "--memory-log"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           std::string name;
+                           for (const char* c = info.param; *c; ++c)
+                             if (std::isalnum(static_cast<unsigned char>(*c))) name += *c;
+                           return name;
+                         });
+
+// --trace into a FIFO (a consumer reading as it is written): the whole trace
+// arrives there, and the FIFO stays a FIFO.
+TEST(TrainMlpLogs, TraceIntoAFifo) {
+  ScratchDir dir;
+  const std::string fifo = make_fifo(dir, "trace.pipe");
+  FifoReader reader(fifo);
+  Ran r = run_train_mlp("--device cpu --sync none --batches 2 --batch-size 16 --features 8 --hidden 8 --trace " + fifo);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json t = nlohmann::json::parse(reader.text());
+  size_t spans = 0;
+  for (const nlohmann::json& e : t.at("traceEvents")) spans += e.at("ph") == "X";
+  EXPECT_GT(spans, 2u * 10);
+  struct stat st {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_TRUE(temporaries_of(fifo).empty());
 }
 
 // --- failing half way ---------------------------------------------------------------
@@ -330,7 +251,7 @@ TEST(TrainMlpLogs, OutOfMemoryMidRunKeepsTheRowsSoFar) {
   }
   EXPECT_NE(r.err.find("at batch " + std::to_string(rows.size() + 1) + " of 40"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir.file("s.json")));
-  EXPECT_NO_THROW(parse_json(read_file(dir.file("t.json"))));  // what was recorded, whole
+  EXPECT_NO_THROW(read_json(dir.file("t.json")));  // what was recorded, whole
 }
 
 // A queued check that fails (a non-finite loss from a huge step) surfaces at
@@ -357,28 +278,29 @@ TEST(TrainMlpLogs, TraceIsChromeTraceJsonWithFrontendAndQueueTracks) {
   Ran r = run_train_mlp("--device cpu --sync none --batches 3 --batch-size 16 --features 8 --hidden 8 --trace " +
                         dir.file("t.json"));
   ASSERT_EQ(r.code, 0) << r.err;
-  Json t = parse_json(read_file(dir.file("t.json")));
-  ASSERT_EQ(t.kind, Json::Object);
-  const Json& events = t.at("traceEvents");
-  ASSERT_EQ(events.kind, Json::Array);
-  std::map<double, std::string> track_names;
-  std::map<double, int> spans_on;
+  const nlohmann::json t = read_json(dir.file("t.json"));
+  ASSERT_TRUE(t.is_object());
+  const nlohmann::json& events = t.at("traceEvents");
+  ASSERT_TRUE(events.is_array());
+  std::map<int, std::string> track_names;
+  std::map<int, int> spans_on;
   std::set<std::string> counters, frontend_spans;
-  for (const Json& e : events.array) {
-    const std::string ph = e.at("ph").string;
-    if (ph == "M" && e.at("name").string == "thread_name")
-      track_names[e.at("tid").number] = e.at("args").at("name").string;
+  for (const nlohmann::json& e : events) {
+    const std::string ph = e.at("ph");
+    if (ph == "M" && e.at("name") == "thread_name")
+      track_names[e.at("tid").get<int>()] = e.at("args").at("name").get<std::string>();
     if (ph == "X") {
-      EXPECT_EQ(e.at("ts").kind, Json::Number);
-      EXPECT_EQ(e.at("dur").kind, Json::Number);
-      spans_on[e.at("tid").number]++;
+      EXPECT_TRUE(e.at("ts").is_number_unsigned());
+      EXPECT_TRUE(e.at("dur").is_number_unsigned());
+      EXPECT_TRUE(e.at("args").at("seq").is_number_unsigned());
+      spans_on[e.at("tid").get<int>()]++;
     }
     if (ph == "C") {
-      counters.insert(e.at("name").string);
-      EXPECT_EQ(e.at("args").at("value").kind, Json::Number);
+      counters.insert(e.at("name").get<std::string>());
+      EXPECT_TRUE(e.at("args").at("value").is_number());
     }
   }
-  double frontend = -1, queue = -1;
+  int frontend = -1, queue = -1;
   for (auto& [tid, name] : track_names) {
     if (name.find("frontend") != std::string::npos) frontend = tid;
     if (name == "queue cpu:0") queue = tid;
@@ -387,8 +309,8 @@ TEST(TrainMlpLogs, TraceIsChromeTraceJsonWithFrontendAndQueueTracks) {
   ASSERT_GE(queue, 0) << "no queue cpu:0 track";
   EXPECT_GT(spans_on[frontend], 3 * 10);  // enqueue spans and the batch spans
   EXPECT_GT(spans_on[queue], 3 * 10);     // execution spans
-  for (const Json& e : events.array)
-    if (e.at("ph").string == "X" && e.at("tid").number == frontend) frontend_spans.insert(e.at("name").string);
+  for (const nlohmann::json& e : events)
+    if (e.at("ph") == "X" && e.at("tid") == frontend) frontend_spans.insert(e.at("name").get<std::string>());
   EXPECT_TRUE(frontend_spans.count("batch"));
   EXPECT_TRUE(frontend_spans.count("matmul"));
   EXPECT_TRUE(counters.count("queue depth cpu:0"));
