@@ -43,26 +43,30 @@ uint64_t random_offset() {
   return rng().offset;
 }
 
-Tensor randn(const Shape& s, Device d, float mean, float sd) {
+// One draw of numel(s) numbers at the stream's current (seed, offset);
+// `fill(backend, out, n, seed, offset)` is the backend's generator.
+template <class Fill>
+static Tensor random_op(const char* name, const Shape& s, Device d, Fill fill) {
   DeviceContext& c = context(d);
   Tensor y = alloc(s, c);
   const size_t n = count(y);
   const auto [seed, off] = draw(n);
-  enqueue(c, "random_normal", {}, {&y}, [=, seed = seed, off = off](Backend& be, const OpArgs& k) {
-    be.random_normal(k.out(0), n, seed, off, mean, sd);
+  enqueue(c, name, {}, {&y}, [=, seed = seed, off = off](Backend& be, const OpArgs& k) {
+    fill(be, k.out(0), n, seed, off);
   });
   return y;
 }
 
-Tensor rand_uniform(const Shape& s, Device d, float lo, float hi) {
-  DeviceContext& c = context(d);
-  Tensor y = alloc(s, c);
-  const size_t n = count(y);
-  const auto [seed, off] = draw(n);
-  enqueue(c, "random_uniform", {}, {&y}, [=, seed = seed, off = off](Backend& be, const OpArgs& k) {
-    be.random_uniform(k.out(0), n, seed, off, lo, hi);
+Tensor randn(const Shape& s, Device d, float mean, float sd) {
+  return random_op("random_normal", s, d, [=](Backend& be, float* y, size_t n, uint64_t seed, uint64_t off) {
+    be.random_normal(y, n, seed, off, mean, sd);
   });
-  return y;
+}
+
+Tensor rand_uniform(const Shape& s, Device d, float lo, float hi) {
+  return random_op("random_uniform", s, d, [=](Backend& be, float* y, size_t n, uint64_t seed, uint64_t off) {
+    be.random_uniform(y, n, seed, off, lo, hi);
+  });
 }
 
 }  // namespace amlp
