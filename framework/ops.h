@@ -32,6 +32,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool t
 Tensor bias_add(const Tensor& x, const Tensor& b);
 // Dense layer in one kernel: y = x·Wᵀ + b;  x (B,in), W (out,in), b (out) or undefined.
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b);
+// relu(linear(x, w, b)) with the bias and the ReLU in one pass after the GEMM,
+// and the ReLU's backward fused with the bias gradient (a Dense with ReLU).
+Tensor linear_relu(const Tensor& x, const Tensor& w, const Tensor& b);
 // Column sums: x (R,C) → (C)   (the bias gradient)
 Tensor sum_rows(const Tensor& x);
 Tensor relu(const Tensor& x);

@@ -29,6 +29,11 @@ struct Backend : RawAllocator, StreamSync {
   virtual void relu(const float* x, float* y, size_t n) = 0;
   // dx = dy * (x > 0)
   virtual void relu_backward(const float* x, const float* dy, float* dx, size_t n) = 0;
+  // Fused after a GEMM: y(r,c) = max(y(r,c) + b(c), 0) in place (b may be null).
+  virtual void bias_relu(float* y, const float* b, int rows, int cols) = 0;
+  // Fused backward of bias_relu: dz = dy * (y > 0), and db(c) = sum_r dz(r,c)
+  // in the same pass, in sum_rows' order (db may be null).
+  virtual void relu_backward_sum_rows(const float* y, const float* dy, float* dz, float* db, int rows, int cols) = 0;
   // loss(r) = 0.5 * mean_c (pred(r,c) - label(r,c))^2
   virtual void l2_loss(const float* pred, const float* label, float* loss, int rows, int cols) = 0;
   // dpred(r,c) = dloss(r) * (pred(r,c) - label(r,c)) / cols

@@ -50,6 +50,15 @@ Tensor alloc(const Shape& s, DeviceContext& c) {
   return Tensor(std::move(impl));
 }
 
+Tensor alias(const Tensor& t) {
+  const TensorImpl& src = checked(t.impl_ptr());
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = src.shape;
+  impl->ctx = src.ctx;
+  impl->storage = src.storage;
+  return Tensor(std::move(impl));
+}
+
 }  // namespace detail
 
 const Shape& Tensor::shape() const { return checked(impl_).shape; }

@@ -27,6 +27,9 @@ DeviceContext& ctx_of(const Tensor& t);                      // throws for an un
 const std::shared_ptr<Storage>& storage_of(const Tensor& t);
 // A tensor of shape `s` on `c` whose buffer is allocated now (DESIGN §3).
 Tensor alloc(const Shape& s, DeviceContext& c);
+// Another handle on t's buffer with no autograd state: what a backward
+// closure keeps of its own op's output (keeping `t` itself would be a cycle).
+Tensor alias(const Tensor& t);
 }  // namespace detail
 
 }  // namespace amlp

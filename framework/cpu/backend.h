@@ -43,6 +43,8 @@ class CpuBackend final : public Backend {
   void add_bias(const float* x, const float* b, float* y, int rows, int cols) override;
   void relu(const float* x, float* y, size_t n) override;
   void relu_backward(const float* x, const float* dy, float* dx, size_t n) override;
+  void bias_relu(float* y, const float* b, int rows, int cols) override;
+  void relu_backward_sum_rows(const float* y, const float* dy, float* dz, float* db, int rows, int cols) override;
   void axpby(float alpha, const float* a, float beta, const float* b, float* y, size_t n) override;
   void add_scalar(const float* x, float s, float* y, size_t n) override;
   void check_finite(const float* x, size_t n, const char* what) override;

@@ -35,6 +35,34 @@ void CpuBackend::relu_backward(const float* x, const float* dy, float* dx, size_
   }
 }
 
+// One pass over the GEMM's output instead of two (bias, then ReLU).
+void CpuBackend::bias_relu(float* y, const float* b, int rows, int cols) {
+  for (int r = 0; r < rows; ++r) {
+    float* yr = y + static_cast<size_t>(r) * cols;
+    if (b)
+      for (int c = 0; c < cols; ++c) {
+        const float v = yr[c] + b[c];
+        yr[c] = v > 0.f ? v : 0.f;
+      }
+    else
+      for (int c = 0; c < cols; ++c) yr[c] = yr[c] > 0.f ? yr[c] : 0.f;
+  }
+}
+
+// dz and the bias gradient in one pass (db's sums in sum_rows' order).
+void CpuBackend::relu_backward_sum_rows(const float* y, const float* dy, float* dz, float* db, int rows, int cols) {
+  if (db) std::memset(db, 0, sizeof(float) * static_cast<size_t>(cols));
+  for (int r = 0; r < rows; ++r) {
+    const size_t o = static_cast<size_t>(r) * cols;
+    for (int c = 0; c < cols; ++c) {
+      const float g = dy[o + c];
+      dz[o + c] = y[o + c] > 0.f ? g : 0.f;
+    }
+    if (db)
+      for (int c = 0; c < cols; ++c) db[c] += dz[o + c];
+  }
+}
+
 void CpuBackend::axpby(float alpha, const float* a, float beta, const float* b, float* y, size_t n) {
   if (b)
     for (size_t i = 0; i < n; ++i) y[i] = alpha * a[i] + beta * b[i];

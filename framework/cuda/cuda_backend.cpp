@@ -202,6 +202,17 @@ void CudaBackend::relu_backward(const float* x, const float* dy, float* dx, size
   launch_relu_backward(x, dy, dx, n, stream());
 }
 
+void CudaBackend::bias_relu(float* y, const float* b, int rows, int cols) {
+  launch_bias_relu(y, b, rows, cols, stream());
+}
+
+// Two kernels here (the mask, then sum_rows' deterministic column sums).
+void CudaBackend::relu_backward_sum_rows(const float* y, const float* dy, float* dz, float* db, int rows, int cols) {
+  cudaStream_t s = stream();
+  launch_relu_backward(y, dy, dz, static_cast<size_t>(rows) * cols, s);
+  if (db) launch_sum_rows(dz, db, rows, cols, s);
+}
+
 void CudaBackend::l2_loss(const float* pred, const float* label, float* loss, int rows, int cols) {
   launch_l2_loss(pred, label, loss, rows, cols, stream());
 }

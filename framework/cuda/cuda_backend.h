@@ -56,6 +56,8 @@ class CudaBackend final : public Backend {
   void add_bias(const float* x, const float* b, float* y, int rows, int cols) override;
   void relu(const float* x, float* y, size_t n) override;
   void relu_backward(const float* x, const float* dy, float* dx, size_t n) override;
+  void bias_relu(float* y, const float* b, int rows, int cols) override;
+  void relu_backward_sum_rows(const float* y, const float* dy, float* dz, float* db, int rows, int cols) override;
   void l2_loss(const float* pred, const float* label, float* loss, int rows, int cols) override;
   void l2_loss_backward(const float* pred, const float* label, const float* dloss, float* dpred, int rows,
                         int cols) override;

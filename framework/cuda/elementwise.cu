@@ -31,6 +31,14 @@ __global__ void relu_backward_kernel(const float* x, const float* dy, float* dx,
   for (size_t i = global_thread(); i < n; i += grid_threads()) dx[i] = x[i] > 0.f ? dy[i] : 0.f;
 }
 
+// y(r,c) = max(y + b(c), 0) in place; the CPU's order: one add, then the compare.
+__global__ void bias_relu_kernel(float* y, const float* b, size_t n, size_t cols) {
+  for (size_t i = global_thread(); i < n; i += grid_threads()) {
+    const float v = b ? __fadd_rn(y[i], b[i % cols]) : y[i];
+    y[i] = v > 0.f ? v : 0.f;
+  }
+}
+
 __global__ void axpby_kernel(float alpha, const float* a, float beta, const float* b, float* y, size_t n) {
   for (size_t i = global_thread(); i < n; i += grid_threads())
     y[i] = __fadd_rn(__fmul_rn(alpha, a[i]), __fmul_rn(beta, b[i]));
@@ -98,6 +106,13 @@ void launch_add_scalar(const float* x, float add, float* y, size_t n, cudaStream
 void launch_broadcast_scalar(const float* x, float scale, float* y, size_t n, cudaStream_t s) {
   if (n == 0) return;
   broadcast_scalar_kernel<<<blocks_for(n), kBlock, 0, s>>>(x, scale, y, n);
+  AMLP_CUDA_CHECK_LAUNCH();
+}
+
+void launch_bias_relu(float* y, const float* b, int rows, int cols, cudaStream_t s) {
+  const size_t n = static_cast<size_t>(rows) * cols;
+  if (n == 0) return;
+  bias_relu_kernel<<<blocks_for(n), kBlock, 0, s>>>(y, b, n, static_cast<size_t>(cols));
   AMLP_CUDA_CHECK_LAUNCH();
 }
 

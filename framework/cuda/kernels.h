@@ -21,6 +21,8 @@ void launch_add_bias(const float* x, const float* b, float* y, int rows, int col
 void launch_relu(const float* x, float* y, size_t n, cudaStream_t s);
 // dx = x > 0 ? dy : 0
 void launch_relu_backward(const float* x, const float* dy, float* dx, size_t n, cudaStream_t s);
+// y(r,c) = max(y(r,c) + b(c), 0) in place; b may be null
+void launch_bias_relu(float* y, const float* b, int rows, int cols, cudaStream_t s);
 // y = alpha*a + beta*b  (b null: y = alpha*a); y may alias a or b
 void launch_axpby(float alpha, const float* a, float beta, const float* b, float* y, size_t n, cudaStream_t s);
 void launch_add_scalar(const float* x, float add, float* y, size_t n, cudaStream_t s);

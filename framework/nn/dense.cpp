@@ -25,8 +25,8 @@ Tensor Dense::forward(const Tensor& x) {
   if (x.dim(1) != in_units_)
     throw ShapeError(detail::concat("Dense(", units_, "): input ", shape_str(x.shape()), " does not fit weight ",
                                     shape_str(weight_.value.shape()), " (expects ", in_units_, " features)"));
-  Tensor y = linear(x, weight_.value, bias_.value);
-  return act_ == Activation::ReLU ? relu(y) : y;
+  if (act_ == Activation::ReLU) return linear_relu(x, weight_.value, bias_.value);  // bias + ReLU in one pass
+  return linear(x, weight_.value, bias_.value);
 }
 
 std::vector<Parameter*> Dense::parameters() {

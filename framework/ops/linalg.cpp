@@ -53,20 +53,30 @@ Tensor bias_add(const Tensor& x, const Tensor& b) {
   return y;
 }
 
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
-  need_defined("linear", {&x, &w});
-  need_2d("linear", x, "x", &w, "weight");
-  need_2d("linear", w, "weight", &x, "x");
+// The checks and sizes linear and linear_relu share: y is (B, out).
+namespace {
+struct LinearDims {
+  int B, in, out;
+};
+LinearDims check_linear(const char* op, const Tensor& x, const Tensor& w, const Tensor& b) {
+  need_defined(op, {&x, &w});
+  need_2d(op, x, "x", &w, "weight");
+  need_2d(op, w, "weight", &x, "x");
   if (x.dim(1) != w.dim(1))
-    throw ShapeError(detail::concat("linear: input ", shape_str(x.shape()), " and weight ", shape_str(w.shape()),
+    throw ShapeError(detail::concat(op, ": input ", shape_str(x.shape()), " and weight ", shape_str(w.shape()),
                                     " do not fit (input has ", x.dim(1), " features, weight expects ", w.dim(1), ")"));
-  same_device("linear", {&x, &w, &b});
+  same_device(op, {&x, &w, &b});
   if (b.defined() && (b.ndim() != 1 || b.dim(0) != w.dim(0)))
-    throw ShapeError(detail::concat("linear: weight ", shape_str(w.shape()), " and bias ", shape_str(b.shape()),
+    throw ShapeError(detail::concat(op, ": weight ", shape_str(w.shape()), " and bias ", shape_str(b.shape()),
                                     " do not fit (bias must be (", w.dim(0), ",))"));
-  const int B = dim_int("linear", x, 0), in = dim_int("linear", x, 1), out = dim_int("linear", w, 0);
+  return {dim_int(op, x, 0), dim_int(op, x, 1), dim_int(op, w, 0)};
+}
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  const auto [B, in, out] = check_linear("linear", x, w, b);
   Tensor y = alloc({B, out}, ctx_of(x));  // y: (B, out)
-  enqueue(ctx_of(x), "linear", {&x, &w, &b}, {&y}, [=](Backend& be, const OpArgs& k) {
+  enqueue(ctx_of(x), "linear", {&x, &w, &b}, {&y}, [B = B, in = in, out = out](Backend& be, const OpArgs& k) {
     float beta = 0.f;
     if (const float* pb = k.in(2)) {  // y = broadcast(b), then y += x·Wᵀ in the same GEMM
       be.add_bias(/*x=*/nullptr, pb, k.out(0), B, out);
@@ -81,6 +91,30 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
       if (x.requires_grad()) dx = matmul(g, w);
       if (w.requires_grad()) dw = matmul(g, x, /*transpose_a=*/true);
       if (b.defined() && b.requires_grad()) db = sum_rows(g);
+      return std::vector<Tensor>{dx, dw, db};
+    });
+  return y;
+}
+
+Tensor linear_relu(const Tensor& x, const Tensor& w, const Tensor& b) {
+  const auto [B, in, out] = check_linear("linear_relu", x, w, b);
+  Tensor y = alloc({B, out}, ctx_of(x));
+  enqueue(ctx_of(x), "linear_relu", {&x, &w, &b}, {&y}, [B = B, in = in, out = out](Backend& be, const OpArgs& k) {
+    be.gemm(false, /*trans_b=*/true, B, out, in, 1.f, k.in(0), in, k.in(1), in, 0.f, k.out(0), out);
+    be.bias_relu(k.out(0), k.in(2), B, out);  // y = max(y + b, 0): one pass over y
+  });
+  if (detail::any_requires_grad({&x, &w, &b}))
+    detail::record(y, "linear_relu", {x, w, b}, [x, w, b, yv = detail::alias(y), B = B, out = out](const Tensor& g) {
+      // dz = g·(y > 0) and db = Σ_r dz in one pass; then dX = dz·W, dW = dzᵀ·X.
+      DeviceContext& c = ctx_of(g);
+      Tensor dz = alloc({B, out}, c), db;
+      if (b.defined() && b.requires_grad()) db = alloc({out}, c);
+      enqueue(c, "relu_backward_sum_rows", {&yv, &g}, {&dz, &db}, [B, out](Backend& be, const OpArgs& k) {
+        be.relu_backward_sum_rows(k.in(0), k.in(1), k.out(0), k.out(1), B, out);
+      });
+      Tensor dx, dw;
+      if (x.requires_grad()) dx = matmul(dz, w);
+      if (w.requires_grad()) dw = matmul(dz, x, /*transpose_a=*/true);
       return std::vector<Tensor>{dx, dw, db};
     });
   return y;

@@ -254,6 +254,19 @@ std::vector<OpCase> op_cases() {
                Bound::NormRel, 1e-5, gemm});
   c.push_back({"linear_grad_bias", {{256, 512}, {2048, 512}, {2048}, {256, 2048}}, linear_grad(2), Bound::NormRel,
                2e-5, colsum});
+  c.push_back({"linear_relu", {{1024, 512}, {2048, 512}, {2048}},
+               [](Device, In& in) { return linear_relu(in[0], in[1], in[2]); }, Bound::NormRel, 1e-5, gemm});
+  auto linear_relu_grad = [](int which) {
+    return [which](Device, In& in) {
+      for (Tensor& t : in) t.requires_grad_();
+      l2_loss(linear_relu(in[0], in[1], in[2]), in[3]).backward();
+      return grad_of(in[which]);
+    };
+  };
+  c.push_back({"linear_relu_grad_weight", {{256, 512}, {2048, 512}, {2048}, {256, 2048}}, linear_relu_grad(1),
+               Bound::NormRel, 1e-5, gemm});
+  c.push_back({"linear_relu_grad_bias", {{256, 512}, {2048, 512}, {2048}, {256, 2048}}, linear_relu_grad(2),
+               Bound::NormRel, 2e-5, colsum});
   c.push_back({"sgd_update", {{2048, 3}, {2048, 3}}, [](Device, In& in) {
                  Tensor none;
                  sgd_update_(in[0], in[1], none, 0.005f, 0.f, 1e-4f, 1.f / 1024);

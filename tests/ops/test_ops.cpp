@@ -72,6 +72,38 @@ TEST_P(Ops, LinearBiasAddAndSumRowsMatchNaive) {
   expect_close(sum_rows(matmul(x, w, false, true)).to_host(), col_sums);
 }
 
+// The fused Dense-with-ReLU path: the forward against relu(x·Wᵀ + b) in
+// double, and its gradients (through the fused mask + bias sum) against the
+// unfused relu(linear()) chain's.
+TEST_P(Ops, LinearReluMatchesNaiveAndTheUnfusedGradients) {
+  std::mt19937 rng(6);
+  const int64_t B = 33, in = 19, out = 40;
+  const auto xv = uniform_values(rng, B * in), wv = uniform_values(rng, out * in), bv = uniform_values(rng, out);
+  const auto gv = uniform_values(rng, B * out);
+  for (bool with_bias : {true, false}) {
+    SCOPED_TRACE(with_bias ? "with bias" : "no bias");
+    std::vector<double> w2 = naive_matmul(xv, B, in, false, wv, out, in, true);
+    for (int64_t r = 0; r < B; ++r)
+      for (int64_t c = 0; c < out; ++c) w2[r * out + c] = std::max(0.0, w2[r * out + c] + (with_bias ? bv[c] : 0.0));
+    std::vector<std::vector<float>> grads[2];
+    for (int fused : {0, 1}) {
+      Tensor x = make({B, in}, xv).requires_grad_(), w = make({out, in}, wv).requires_grad_();
+      Tensor b = with_bias ? make({out}, bv).requires_grad_() : Tensor();
+      Tensor y = fused ? linear_relu(x, w, b) : relu(linear(x, w, b));
+      if (fused) expect_close(y.to_host(), w2);
+      backward(y, make({B, out}, gv));
+      grads[fused] = {x.grad().to_host(), w.grad().to_host()};
+      if (with_bias) grads[fused].push_back(b.grad().to_host());
+    }
+    ASSERT_EQ(grads[0].size(), grads[1].size());
+    for (size_t i = 0; i < grads[0].size(); ++i) {
+      SCOPED_TRACE("gradient #" + std::to_string(i));
+      std::vector<double> unfused(grads[0][i].begin(), grads[0][i].end());
+      expect_close(grads[1][i], unfused);
+    }
+  }
+}
+
 TEST_P(Ops, ReluAndL2LossMatchNaive) {
   const std::vector<float> xv{-2.f, -0.f, 0.f, 1e-30f, 3.5f, -1e-30f};
   const std::vector<double> relu_ref{0, 0, 0, 1e-30, 3.5, 0};

@@ -423,5 +423,27 @@ TEST_F(PlotMemory, BadInputIsOneLineAndExitTwo) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("plot.pdf")));
 }
 
+
+// tools/trace_summary.py over a real trace: every queue's kernels, and the
+// window split into GEMM ops, the rest and idle; bad input is exit 2.
+TEST(TraceSummary, SplitsARealRunsQueueTimeByKernel) {
+  ScratchDir dir;
+  const Ran run = run_train_mlp("--device cpu --batches 4 --batch-size 64 --features 16 --hidden 32,16 --trace " +
+                                dir.file("t.json"));
+  ASSERT_EQ(run.code, 0) << run.err;
+  const std::string tool = plot_python() + " " + ASYNCMLP_SOURCE_DIR + "/tools/trace_summary.py ";
+  const Ran r = run_command(tool + dir.file("t.json") + " --skip 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("queue cpu:0: 3 batches"), std::string::npos) << r.out;
+  for (const char* k : {"linear_relu", "matmul", "relu_backward_sum_rows", "sgd_update", "random_normal",
+                        "GEMM ops", "the rest", "idle"})
+    EXPECT_NE(r.out.find(k), std::string::npos) << k << " missing from\n" << r.out;
+  for (const std::string bad : {dir.file("missing.json"), dir.file("t.json") + " --skip 4"}) {
+    const Ran b = run_command(tool + bad);
+    EXPECT_EQ(b.code, 2) << bad;
+    EXPECT_EQ(b.err_lines(), 1u) << b.err;
+  }
+}
+
 }  // namespace
 }  // namespace amlp::train
