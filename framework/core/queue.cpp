@@ -112,6 +112,7 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
     }
   uint64_t seq, depth;
   size_t backlog;
+  bool wake;
   {
     std::unique_lock<std::mutex> lk(mu_);
     if (max_ops_ || max_bytes_) {
@@ -128,8 +129,12 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
     peak_depth_ = std::max(peak_depth_, depth);
     backlog = backlog_bytes_;
     pending_.push_back(Op{name, seq, std::move(k), std::move(bufs), std::move(deps)});
+    // Wake the worker only if it sleeps and may run: a busy worker finds the
+    // op when it looks next, and a futex wake per push of a paused queue (or
+    // a busy one) cost a context switch each (~1.5 µs on a VM).
+    wake = worker_sleeping_ && !paused_;
   }
-  work_cv_.notify_one();
+  if (wake) work_cv_.notify_one();
   if (t0) {
     uint64_t t1 = trace::now_us();
     trace::span(trace::frontend_track(), name, t0, t1, seq);
@@ -150,7 +155,7 @@ void Queue::debit_backlog(size_t bytes) {
   space_cv_.notify_all();  // a push bounded by bytes may fit now
 }
 
-void Queue::finish(Op& op) {
+size_t Queue::finish(Op& op) {
   op.kernel = nullptr;  // drop captures before the buffers they may point into
   size_t freed = 0;
   for (auto& r : op.bufs.refs) {
@@ -166,8 +171,7 @@ void Queue::finish(Op& op) {
   }
   op.bufs.refs.clear();  // buffers go back to their pools here, before the launch is announced
   op.deps.clear();
-  std::lock_guard<std::mutex> lk(mu_);
-  backlog_bytes_ -= freed;
+  return freed;  // the caller debits this queue's backlog under its lock
 }
 
 // Runs one op: its dependencies, then its kernel, unless an input carries an
@@ -221,29 +225,37 @@ void Queue::worker_loop() {
       }
     }
   }
+  // One lock per op: the worker records the op it finished and takes the
+  // next one under the same lock.
+  std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
-    Op op;
+    while (!((!paused_ && !pending_.empty()) || (stop_ && pending_.empty()))) {
+      worker_sleeping_ = true;
+      work_cv_.wait(lk);
+      worker_sleeping_ = false;
+    }
+    if (pending_.empty()) return;  // stop_ and drained
+    uint64_t seq;
+    size_t freed;
     {
-      std::unique_lock<std::mutex> lk(mu_);
-      work_cv_.wait(lk, [&] { return (!paused_ && !pending_.empty()) || (stop_ && pending_.empty()); });
-      if (pending_.empty()) return;  // stop_ and drained
-      op = std::move(pending_.front());
+      Op op = std::move(pending_.front());
       pending_.pop_front();
-    }
-    const uint64_t t0 = trace::enabled() ? trace::now_us() : 0;
-    run(op);
-    if (t0) {
-      try {
-        trace::span(track_, op.name, t0, trace::now_us(), op.seq);
-      } catch (...) {  // a full trace buffer loses a span, never the op
+      seq = op.seq;
+      lk.unlock();
+      const uint64_t t0 = trace::enabled() ? trace::now_us() : 0;
+      run(op);
+      if (t0) {
+        try {
+          trace::span(track_, op.name, t0, trace::now_us(), op.seq);
+        } catch (...) {  // a full trace buffer loses a span, never the op
+        }
       }
+      freed = finish(op);
     }
-    finish(op);
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      launched_ = op.seq;
-      launched_seen_.store(op.seq, std::memory_order_release);
-    }
+    lk.lock();
+    backlog_bytes_ -= freed;
+    launched_ = seq;
+    launched_seen_.store(seq, std::memory_order_release);
     done_cv_.notify_all();
     space_cv_.notify_all();
   }

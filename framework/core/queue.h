@@ -155,7 +155,7 @@ class Queue {
   };
   void worker_loop();
   void run(Op& op);
-  void finish(Op& op);  // backlog accounting; releases refs
+  size_t finish(Op& op);  // releases refs; returns this queue's backlog bytes they freed
   void keep_error(const std::exception_ptr& e);  // the first error is kept until a blocker takes it
   void wait_launched(uint64_t seq);  // blocks until launched_ >= seq (no sync, no rethrow)
   void debit_backlog(size_t bytes);  // another queue's op released bytes this one counted
@@ -172,6 +172,7 @@ class Queue {
   size_t max_bytes_ = 0;
   int paused_ = 0;
   bool stop_ = false, blocking_ = false;
+  bool worker_sleeping_ = false;  // waiting on work_cv_ (push wakes it only then)
   std::atomic<uint64_t> launched_seen_{0};  // lock-free mirror of launched_ for waiters
   std::exception_ptr error_;
   std::thread worker_;
