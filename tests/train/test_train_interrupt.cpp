@@ -89,7 +89,7 @@ INSTANTIATE_TEST_SUITE_P(
 // Unsynchronized and unbounded, the loop has queued every batch before the
 // first signal arrives; the second one exits at once, while the queue still
 // drains. Every row written stays whole; nothing else is written.
-TEST(Interrupt, SecondSignalExitsAtOnceLeavingAValidLog) {
+TEST(InterruptTwice, SecondSignalExitsAtOnceLeavingAValidLog) {
   ScratchDir dir;
   const std::string log = dir.file("m.csv"), summary = dir.file("s.json");
   // ~5 MB and tens of ms of work per batch: the backlog takes seconds to drain.
