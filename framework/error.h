@@ -24,10 +24,23 @@ struct DeviceError : Error {
   using Error::Error;
 };
 
-// A pool could not satisfy a request even after releasing its cache.
+// A pool could not satisfy a request even after releasing its cache: past
+// its limit (`limit` > 0: the request would have taken the reserved bytes past
+// it), or the device itself had no more. The message names every figure and,
+// for a limit, where it came from ("MemAvailable at start, less 10%", ...).
 struct OutOfMemory : Error {
-  OutOfMemory(const std::string& device, size_t requested, size_t in_use, size_t reserved);
+  OutOfMemory(const std::string& device, size_t requested, size_t in_use, size_t reserved, size_t limit = 0,
+              const std::string& limit_source = "");
   size_t requested;
+  size_t in_use = 0, reserved = 0;
+  size_t limit = 0;  // 0: the device ran out below any limit
+  std::string limit_source;
+};
+
+// What an op's outputs carry when its queue dropped it before it ran
+// (drop_pending(): a run that stopped). A blocker on such an output throws it.
+struct Dropped : Error {
+  using Error::Error;
 };
 
 // A kernel failed on a backend worker. Kept with the op's name and sequence

@@ -9,6 +9,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "framework/device.h"
 
@@ -24,6 +25,12 @@ struct MemoryStats {
   uint64_t raw_alloc_count = 0;  // calls to the device's own allocator (malloc / cudaMalloc)
   uint64_t bytes_allocated_total = 0;  // sum of every allocation (rounded), ever
   size_t limit_bytes = 0;     // 0 = none
+};
+
+// A cap on a pool's reserved bytes and where it came from.
+struct MemoryBudget {
+  size_t bytes = 0;    // 0 = none
+  std::string source;  // "MemAvailable at start, less 10%", "--memory-limit", ...
 };
 
 // One device's queue. An op is *launched* once its worker has run the kernel
@@ -58,8 +65,25 @@ bool blocking();
 void set_max_pending(uint64_t ops, size_t bytes);
 
 // Cap on the bytes a device's pool may reserve (0 = none); an allocation past
-// it raises OutOfMemory after the pool released its cache.
-void set_memory_limit(Device d, size_t bytes);
+// it raises OutOfMemory after the pool released its cache. `source` is named
+// in that error's message and by memory_limit(). Every CPU pool starts with
+// host_memory_budget() (DESIGN §3: never a kill by the operating system, whose
+// pages are committed lazily); a CUDA pool starts with none (cudaMalloc fails
+// cleanly at the GPU's own size).
+void set_memory_limit(Device d, size_t bytes, const std::string& source = "set_memory_limit()");
+MemoryBudget memory_limit(Device d);
+// The host memory a CPU pool may take by default, read once, at the first
+// call: the smaller of the cgroup's limit (v2 memory.max, 'max' = none; v1
+// memory.limit_in_bytes; the tightest along the process's cgroup path) and
+// MemAvailable from /proc/meminfo, less a safety margin of 10% (at least
+// 256 MiB). `source` says which; bytes is 0 (none) when neither is readable.
+MemoryBudget host_memory_budget();
+// Every queue drops the ops it holds that have not started: they never run,
+// their outputs carry a Dropped error (a blocker on them throws it), and no
+// blocker reports the drop itself; the op running now finishes. For a run
+// that stopped (out of memory, an interrupt) and must not spend minutes on
+// work nobody will read. Returns how many ops were dropped.
+uint64_t drop_pending();
 // Hands a device's cached blocks back to the system (or the driver).
 void empty_cache(Device d);
 

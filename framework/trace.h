@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace amlp::trace {
 
@@ -23,8 +25,10 @@ void start();                         // clears and enables
 void span(int track, const char* name, uint64_t begin_us, uint64_t end_us, uint64_t seq = 0);
 void counter(const char* name, uint64_t ts_us, double value);
 // Disables and writes the file with amlp::write_file (framework/write_file.h);
-// throws amlp::Error if it cannot be written.
-void stop_and_write(const std::string& path);
+// throws amlp::Error if it cannot be written. `other_data` goes into the
+// format's top-level "otherData" object (how the run ended, and why).
+void stop_and_write(const std::string& path,
+                    const std::vector<std::pair<std::string, std::string>>& other_data = {});
 
 // RAII span on the frontend track (a training step, a batch).
 class Scope {

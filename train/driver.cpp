@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "framework/asyncmlp.h"
+#include "train/interrupt.h"
 #include "train/summary_json.h"
 
 namespace amlp::train {
@@ -12,14 +13,32 @@ namespace {
 
 // Writes what the trace recorded, also when the run failed; a failure to
 // write it is reported but never masks the run's own error.
-void finish_trace(const Options& o, std::ostream& err, bool* ok) {
+void finish_trace(const Options& o, std::ostream& err, bool* ok, const std::string& failure) {
   if (o.trace.empty()) return;
   try {
-    trace::stop_and_write(o.trace);
+    std::vector<std::pair<std::string, std::string>> other;
+    if (!failure.empty()) {
+      other = {{"status", "failed"}, {"error", failure}};
+    } else if (const int sig = interrupt_signal()) {
+      other = {{"status", "interrupted"}, {"signal", signal_name(sig)}};
+    } else {
+      other = {{"status", "completed"}};
+    }
+    trace::stop_and_write(o.trace, other);
   } catch (const std::exception& e) {
     if (*ok) err << "train_mlp: error: " << e.what() << std::endl;
     *ok = false;
   }
+}
+
+// --memory-limit: auto leaves the device's default (a CPU pool: the host's
+// budget; a GPU: its own memory), none or 0 lifts it, BYTES sets it.
+void apply_memory_limit(const Options& o) {
+  if (!o.memory_limit) return;
+  if (*o.memory_limit == 0)
+    set_memory_limit(o.device, 0, "none (--memory-limit none)");
+  else
+    set_memory_limit(o.device, *o.memory_limit, "--memory-limit");
 }
 
 }  // namespace
@@ -27,46 +46,63 @@ void finish_trace(const Options& o, std::ostream& err, bool* ok) {
 int run_driver(const Options& o, std::ostream& out, std::ostream& err, std::vector<RunResult>* results_out) {
   std::vector<RunResult> results;
   bool ok = true;
+  std::string failure;  // the one line reported
+  const auto fail = [&](const std::string& what) {
+    failure = what;
+    err << "train_mlp: error: " << what << std::endl;
+    ok = false;
+  };
   try {
     if (o.blocking) set_blocking(true);
     set_tf32(o.tf32);
     if (o.device_fell_back) out << "device auto: no GPU visible, falling back to cpu:0" << std::endl;
-    set_memory_limit(o.device, o.memory_limit);
+    apply_memory_limit(o);
     out << "model: " << models::make_mlp(o.hidden)->describe() << ", " << o.features << " features, " << o.batches
         << " batches of " << o.batch_size << ", lr " << o.lr << ", on " << o.device.str() << std::endl;
     if (!o.trace.empty()) trace::start();
     if (o.compare) {
-      results = run_compare(o, out);
+      run_compare(o, out, results);
       print_compare_table(results, out);
     } else {
       results.push_back(run_experiment(spec_from_options(o), out));
       print_summary(results.back(), out);
     }
+  } catch (const RunFailed& e) {  // the run dropped its queued work and measured what it did
+    if (!o.compare) results.push_back(e.partial);  // run_compare kept it already
+    fail(e.what());
   } catch (const std::bad_alloc&) {
-    err << "train_mlp: error: the host ran out of memory" << std::endl;
-    ok = false;
+    fail("the host ran out of memory (std::bad_alloc)");
   } catch (const std::exception& e) {
-    err << "train_mlp: error: " << e.what() << std::endl;
-    ok = false;
+    fail(e.what());
   }
   if (!ok) {
+    drop_pending();  // nothing queued is worth waiting for now
     try {
-      waitall();  // let the queue finish what was pushed, so the trace shows it
+      waitall();  // the op running ends, so the trace shows it
     } catch (const std::exception&) {
       // already reported the first failure
     }
   }
-  finish_trace(o, err, &ok);
-  if (ok && !o.summary_json.empty()) {
+  finish_trace(o, err, &ok, failure);
+  // Written also for a failed or interrupted run: each run says how it ended.
+  if (!o.summary_json.empty()) {
     try {
       write_summary_json(o.summary_json, results);
     } catch (const std::exception& e) {
-      err << "train_mlp: error: " << e.what() << std::endl;
+      if (ok) err << "train_mlp: error: " << e.what() << std::endl;
       ok = false;
     }
   }
   if (results_out) *results_out = results;
-  return ok ? 0 : kExitRunFailed;
+  if (!ok) return kExitRunFailed;
+  if (const int sig = interrupt_signal()) {
+    const RunResult* last = results.empty() ? nullptr : &results.back();
+    err << "train_mlp: interrupted at batch " << (last ? last->batches_done : 0) << " of "
+        << (last ? last->batches : o.batches) << " (" << signal_name(sig)
+        << "): the queued batches finished; the summary and trace say \"interrupted\"" << std::endl;
+    return 128 + sig;
+  }
+  return 0;
 }
 
 }  // namespace amlp::train

@@ -8,10 +8,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <limits>
+#include <new>
+#include <optional>
 #include <ostream>
 
 #include "framework/asyncmlp.h"
 #include "train/byte_size.h"
+#include "train/interrupt.h"
 #include "train/memory_log.h"
 
 namespace amlp::train {
@@ -91,21 +95,37 @@ RunSpec spec_from_options(const Options& o) {
   return s;
 }
 
+namespace {
+
+// What a run measured from its start to now (also for a run that stopped).
+void measure_end(RunResult& r, Device d, double wall_s) {
+  r.wall_s = wall_s;
+  r.samples_per_s = r.wall_s > 0 ? double(r.batches_done) * double(r.batch_size) / r.wall_s : 0;
+  const MemoryStats m = memory_stats(d);
+  const QueueStats q = queue_stats(d);
+  r.end_rss = process_rss_bytes();
+  r.peak_rss = std::max(r.peak_rss, r.end_rss);
+  r.rss_increase_bytes = r.peak_rss > r.start_rss ? r.peak_rss - r.start_rss : 0;
+  r.peak_bytes = m.peak_bytes;
+  r.mem_increase_bytes = m.peak_bytes > r.start_bytes ? m.peak_bytes - r.start_bytes : 0;
+  r.peak_queue_depth = q.peak_depth;
+  r.peak_backlog_bytes = q.peak_backlog_bytes;
+  r.predicted_increase_bytes = predicted_increase(r);
+}
+
+// How to stay under the pool's limit, after an OutOfMemory.
+std::string oom_advice(const RunResult& r) {
+  if (r.peak_backlog_batches <= 1)
+    return "; one batch alone does not fit: use a smaller --batch-size or --hidden, or raise --memory-limit";
+  return "; the queued batches outgrew it: bound them with --max-pending-bytes, synchronize with --sync every=K, "
+         "use a smaller --batch-size, or raise --memory-limit";
+}
+
+}  // namespace
+
 RunResult run_experiment(const RunSpec& s, std::ostream& out) {
   const Device d = s.device;
   const int64_t B = s.batch_size, F = s.features;
-  fresh_device(d);
-
-  // Same seed ⇒ same weights and the same data in every mode.
-  manual_seed(s.seed);
-  auto net = models::make_mlp(s.hidden);
-  {
-    NoGradGuard ng;
-    net->forward(zeros({1, F}, d));  // deferred initialisation; draws only the weights
-  }
-  L2Loss loss;
-  SGD sgd(net->parameters(), s.lr, s.momentum);
-  fresh_device(d);
 
   RunResult r;
   r.label = s.label;
@@ -115,25 +135,47 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
   r.batch_size = s.batch_size;
   r.max_pending_ops = s.max_pending_ops;
   r.max_pending_bytes = s.max_pending_bytes;
+  r.final_loss = std::numeric_limits<double>::quiet_NaN();
   {
     int64_t widest = F;
     for (int64_t h : s.hidden.hidden) widest = std::max(widest, h);
     r.largest_tensor_bytes = pool_block_bytes(static_cast<size_t>(B * widest) * sizeof(float));
   }
 
-  MemoryLog log = s.memory_log.empty() ? MemoryLog() : MemoryLog(s.memory_log);  // opened before the run
-  PendingLimit limit(s.max_pending_ops, s.max_pending_bytes);
-  const std::string run_name = "run " + s.label;
-  trace::Scope run_span(run_name.c_str());
-
-  r.start_bytes = memory_stats(d).bytes_in_use;
-  r.start_rss = r.peak_rss = process_rss_bytes();
+  MemoryLog log;
+  std::optional<BatchSample> unwritten;  // a batch's row, built, while its loss is read
   BacklogCounter backlog;
-  Tensor last_loss;  // the final batch's per-sample loss, for the final figure
-  bool last_synced = false;
   int batch = 0;
-  const Clock::time_point t0 = Clock::now();
+  bool in_loop = false;
+  Clock::time_point t0 = Clock::now();
   try {
+    const MemoryBudget limit = memory_limit(d);
+    r.memory_limit_bytes = limit.bytes;
+    r.memory_limit_source = limit.bytes ? limit.source : "none";
+    fresh_device(d);
+
+    // Same seed ⇒ same weights and the same data in every mode.
+    manual_seed(s.seed);
+    auto net = models::make_mlp(s.hidden);
+    {
+      NoGradGuard ng;
+      net->forward(zeros({1, F}, d));  // deferred initialisation; draws only the weights
+    }
+    L2Loss loss;
+    SGD sgd(net->parameters(), s.lr, s.momentum);
+    fresh_device(d);
+
+    if (!s.memory_log.empty()) log = MemoryLog(s.memory_log);  // opened before the run
+    PendingLimit pending_limit(s.max_pending_ops, s.max_pending_bytes);
+    const std::string run_name = "run " + s.label;
+    trace::Scope run_span(run_name.c_str());
+
+    r.start_bytes = memory_stats(d).bytes_in_use;
+    r.start_rss = r.peak_rss = process_rss_bytes();
+    Tensor last_loss;  // the last batch's per-sample loss, for the final figure
+    bool last_synced = false;
+    t0 = Clock::now();
+    in_loop = true;
     for (batch = 1; batch <= s.batches; ++batch) {
       trace::Scope batch_span("batch");
       const uint64_t allocated_before = memory_stats(d).bytes_allocated_total;
@@ -177,43 +219,69 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
 
       last_synced = s.sync.syncs_after(batch);
       if (last_synced) {  // the book's run 1: read the loss (a blocking item())
+        unwritten = row;  // a failure while reading still leaves the batch's row (loss empty)
         NoGradGuard ng;
         row.loss = mean(l).item();
         r.final_loss = *row.loss;
       }
       r.bytes_per_batch = std::max<size_t>(r.bytes_per_batch, memory_stats(d).bytes_allocated_total - allocated_before);
-      if (batch == s.batches) last_loss = l;
+      unwritten.reset();
       log.write(row);
+      r.batches_done = batch;
+      if (batch == s.batches) {
+        last_loss = l;
+      } else if (const int sig = interrupt_signal()) {  // queue nothing more; what is queued finishes
+        r.interrupt_signal = sig;
+        last_loss = l;
+        break;
+      }
     }
+    in_loop = false;
     waitall();
-  } catch (const Error& e) {
-    std::string where = batch <= s.batches ? "at batch " + std::to_string(batch) + " of " + std::to_string(s.batches)
-                                           : "in the final waitall()";
-    std::string what = e.what();
+    measure_end(r, d, seconds_since(t0));
+    if (!last_synced && last_loss.defined()) {
+      NoGradGuard ng;
+      r.final_loss = mean(last_loss).item();
+    }
+    last_loss = Tensor();
+    r.end_bytes = memory_stats(d).bytes_in_use;
+    // A signal that came once every batch was queued (the final waitall)
+    // interrupted the run too: nothing was left to stop, but it was asked.
+    if (!r.interrupt_signal) r.interrupt_signal = interrupt_signal();
+    if (r.interrupt_signal) r.status = "interrupted";
+  } catch (const std::exception& e) {
+    const double wall_s = seconds_since(t0);
+    std::string what = dynamic_cast<const std::bad_alloc*>(&e) ? "the host ran out of memory (std::bad_alloc)"
+                                                                 : std::string(e.what());
+    try {
+      if (unwritten) {  // the batch failed while its loss was read: its row, loss empty
+        const BatchSample row = *unwritten;
+        unwritten.reset();
+        log.write(row);
+      }
+    } catch (const std::exception&) {  // the log's own failure is not this run's error
+    }
+    // Nothing queued after the failure is worth minutes of work: drop it, and
+    // wait only for the op running now.
+    drop_pending();
+    try {
+      waitall();
+    } catch (const std::exception&) {  // the error reported here is the one above
+    }
+    std::string where = !in_loop                ? (batch == 0 ? "before its first batch" : "in the final waitall()")
+                        : batch <= s.batches ? "at batch " + std::to_string(batch) + " of " + std::to_string(s.batches)
+                                             : "in the final waitall()";
     if (auto* k = dynamic_cast<const KernelError*>(&e))
       if (int b = backlog.batch_of(k->seq); b && b != batch)
         what += " (op #" + std::to_string(k->seq) + " was queued in batch " + std::to_string(b) + ")";
-    throw Error("run '" + s.label + "' failed " + where + ": " + what);
+    if (dynamic_cast<const OutOfMemory*>(&e)) what += oom_advice(r);
+    const std::string message = "run '" + s.label + "' failed " + where + ": " + what;
+    measure_end(r, d, wall_s);
+    r.end_bytes = memory_stats(d).bytes_in_use;
+    r.status = "failed";
+    r.error = message;
+    throw RunFailed(message, r);
   }
-  r.wall_s = seconds_since(t0);
-  r.samples_per_s = r.wall_s > 0 ? double(s.batches) * double(B) / r.wall_s : 0;
-
-  const MemoryStats m = memory_stats(d);
-  const QueueStats q = queue_stats(d);
-  r.end_rss = process_rss_bytes();
-  r.peak_rss = std::max(r.peak_rss, r.end_rss);
-  r.rss_increase_bytes = r.peak_rss > r.start_rss ? r.peak_rss - r.start_rss : 0;
-  r.peak_bytes = m.peak_bytes;
-  r.mem_increase_bytes = m.peak_bytes > r.start_bytes ? m.peak_bytes - r.start_bytes : 0;
-  r.peak_queue_depth = q.peak_depth;
-  r.peak_backlog_bytes = q.peak_backlog_bytes;
-  r.predicted_increase_bytes = predicted_increase(r);
-  if (!last_synced) {
-    NoGradGuard ng;
-    r.final_loss = mean(last_loss).item();
-  }
-  last_loss = Tensor();
-  r.end_bytes = memory_stats(d).bytes_in_use;
 
   char line[128];
   std::snprintf(line, sizeof line, "increased memory: %.1f MB (tracked; RSS +%.1f MB)", r.mem_increase_bytes / 1e6,
@@ -238,7 +306,13 @@ std::vector<RunSpec> compare_specs(const Options& o) {
 
 std::vector<RunResult> run_compare(const Options& o, std::ostream& out) {
   std::vector<RunResult> results;
+  run_compare(o, out, results);
+  return results;
+}
+
+void run_compare(const Options& o, std::ostream& out, std::vector<RunResult>& results) {
   for (RunSpec s : compare_specs(o)) {
+    if (interrupt_signal()) break;  // the interrupted run was the last
     if (s.label == "bounded" && s.max_pending_bytes == 0) {
       size_t bpb = 0;
       for (const RunResult& r : results) bpb = std::max(bpb, r.bytes_per_batch);
@@ -247,10 +321,14 @@ std::vector<RunResult> run_compare(const Options& o, std::ostream& out) {
     out << "\n== " << s.label;
     if (s.max_pending_bytes) out << " (none, max-pending-bytes " << format_mb(double(s.max_pending_bytes)) << ")";
     out << " ==" << std::endl;
-    results.push_back(run_experiment(s, out));
+    try {
+      results.push_back(run_experiment(s, out));
+    } catch (const RunFailed& e) {
+      results.push_back(e.partial);
+      throw;
+    }
   }
   fresh_device(o.device);
-  return results;
 }
 
 void print_summary(const RunResult& r, std::ostream& out) {
@@ -269,7 +347,11 @@ void print_summary(const RunResult& r, std::ostream& out) {
     mode += ")";
   }
   line("mode", mode);
-  std::snprintf(buf, sizeof buf, "%.3f s (%d batches of %d)", r.wall_s, r.batches, r.batch_size);
+  if (r.batches_done < r.batches)
+    std::snprintf(buf, sizeof buf, "%.3f s (%d of %d batches of %d: %s)", r.wall_s, r.batches_done, r.batches,
+                  r.batch_size, r.status.c_str());
+  else
+    std::snprintf(buf, sizeof buf, "%.3f s (%d batches of %d)", r.wall_s, r.batches, r.batch_size);
   line("wall time", buf);
   std::snprintf(buf, sizeof buf, "%.0f", r.samples_per_s);
   line("samples/s", buf);
@@ -288,6 +370,8 @@ void print_summary(const RunResult& r, std::ostream& out) {
   line("predicted increase", buf);
   std::snprintf(buf, sizeof buf, "%.6g", r.final_loss);
   line("final loss", buf);
+  line("memory limit", r.memory_limit_bytes ? format_mb(double(r.memory_limit_bytes)) + " (" + r.memory_limit_source + ")"
+                                            : r.memory_limit_source);
   out.flush();
 }
 

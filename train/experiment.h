@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "framework/device.h"
+#include "framework/error.h"
 #include "models/mlp.h"
 #include "train/options.h"
 #include "train/sync_policy.h"
@@ -55,7 +56,22 @@ struct RunResult {
   size_t largest_tensor_bytes = 0;  // one op's largest output (rounded)
   uint64_t max_pending_ops = 0;
   size_t max_pending_bytes = 0;
-  double final_loss = 0;
+  double final_loss = 0;  // NaN when no batch finished
+  // How the run ended: "completed", "failed" (error says why) or
+  // "interrupted" (a SIGINT/SIGTERM: no batch was queued after it).
+  std::string status = "completed";
+  std::string error;
+  int interrupt_signal = 0;  // the signal, when interrupted
+  int batches_done = 0;      // batches queued (and finished, once the run ended); batches unless it stopped
+  size_t memory_limit_bytes = 0;  // the device pool's cap during the run (0 = none)
+  std::string memory_limit_source;
+};
+
+// A run that failed: the one-line message, and what was measured up to the
+// failure (status "failed"), for the summary.
+struct RunFailed : Error {
+  RunFailed(const std::string& what, RunResult partial_) : Error(what), partial(std::move(partial_)) {}
+  RunResult partial;
 };
 
 RunSpec spec_from_options(const Options& o);  // the single run --sync asks for
@@ -64,14 +80,23 @@ RunSpec spec_from_options(const Options& o);  // the single run --sync asks for
 size_t predicted_increase(const RunResult& r);
 
 // Runs one experiment on a clean device (waitall, empty cache, fresh peaks),
-// printing the book's lines to `out`. Throws amlp::Error (naming the mode and
-// the batch) when the run fails; the memory log keeps the rows written so far.
+// printing the book's lines to `out`. When the run fails it drops the work
+// still queued (drop_pending()), waits for the op running, and throws
+// RunFailed (naming the mode and the batch; for out of memory, how to avoid
+// it); the memory log keeps the rows written so far, and the row of a batch
+// that failed while its loss was read is written with the loss empty. Once
+// interrupt_signal() is set it queues no further batch: the queued ones
+// finish and the result is marked "interrupted".
 RunResult run_experiment(const RunSpec& spec, std::ostream& out);
 
 // batch, none, every=K for each K in o.compare_every, and bounded (none with
 // o.max_pending_bytes, or two batches' footprint when that is 0).
 std::vector<RunSpec> compare_specs(const Options& o);
 std::vector<RunResult> run_compare(const Options& o, std::ostream& out);
+// The same, appending each run to `results` as it ends (a failed run's
+// partial result too, before RunFailed propagates); stops after an
+// interrupted run.
+void run_compare(const Options& o, std::ostream& out, std::vector<RunResult>& results);
 
 void print_summary(const RunResult& r, std::ostream& out);
 void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out);

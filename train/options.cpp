@@ -52,7 +52,10 @@ const char* const kMemoryModel =
     "  bounded mode only. With --memory-log out/mem.csv it writes one log per mode:\n"
     "  out/mem.batch.csv, out/mem.none.csv, out/mem.every2.csv, out/mem.every10.csv,\n"
     "  out/mem.bounded.csv. --summary-json writes one object per mode.\n"
-    "\nExit status: 0 done, 1 the run failed (out of memory, a kernel error), 2 bad input.\n";
+    "\nExit status: 0 done, 1 the run failed (out of memory, a kernel error, a full disk), 2 bad input,\n"
+    "  130/143 interrupted by SIGINT/SIGTERM: the first signal stops queueing batches, lets the queues\n"
+    "  finish what was queued and writes every output marked interrupted; a second one exits at once\n"
+    "  (the memory log keeps its whole rows; no summary or trace).\n";
 
 // --- typed options -------------------------------------------------------------------
 //
@@ -186,6 +189,19 @@ std::vector<int> read_compare_every(const std::string& t) {
 
 size_t read_bytes(const std::string& t) { return static_cast<size_t>(parse_byte_size(t, "", kMaxByteSize)); }
 
+std::optional<size_t> read_memory_limit(const std::string& t) {
+  if (t == "auto") return std::nullopt;
+  if (t == "none") return size_t(0);
+  try {
+    return read_bytes(t);
+  } catch (const ParseError& e) {  // name the two words too
+    const std::string& p = e.problem();
+    const size_t at = p.find("must be a byte size");
+    if (at != 0) throw;
+    throw ParseError("", "must be 'auto', 'none' or a byte size" + p.substr(std::strlen("must be a byte size")));
+  }
+}
+
 constexpr unsigned kHelpWidth = 100;
 
 po::options_description general_options() {
@@ -213,9 +229,11 @@ po::options_description general_options() {
     .option<size_t>("max-pending-bytes", "BYTES", "0", read_bytes,
      "back-pressure: most bytes the pending ops of a queue may hold, e.g. 256MiB, 1G, 4096 "
      "(0 = unbounded)")
-    .option<size_t>("memory-limit", "BYTES", "0", read_bytes,
-     "cap on the device pool's reserved bytes, e.g. 512MiB; an allocation past it fails with "
-     "'out of memory' (0 = none)")
+    .option<std::optional<size_t>>("memory-limit", "auto|none|BYTES", "auto", read_memory_limit,
+     "cap on the device pool's reserved bytes, e.g. 512MiB; an allocation past it fails the run "
+     "with 'out of memory' (exit 1) instead of the OS killing it. auto: on a CPU device the host's "
+     "budget (the cgroup's memory limit or MemAvailable at start, whichever is smaller, less 10%), "
+     "on a GPU its own memory; none (or 0): no cap")
     .flag("blocking", "synchronous mode: every push waits for its op (default: off)")
     .flag("tf32", "TF32 tensor-core GEMMs on CUDA; no effect on the CPU (default: off)")
     .flag("check-finite",
@@ -268,7 +286,7 @@ Options to_options(const po::variables_map& vm) {
   o.seed = vm["seed"].as<uint64_t>();
   o.max_pending_ops = vm["max-pending"].as<uint64_t>();
   o.max_pending_bytes = vm["max-pending-bytes"].as<size_t>();
-  o.memory_limit = vm["memory-limit"].as<size_t>();
+  o.memory_limit = vm["memory-limit"].as<std::optional<size_t>>();
   o.compare_every = vm["compare-every"].as<std::vector<int>>();
   o.blocking = vm["blocking"].as<bool>();
   o.tf32 = vm["tf32"].as<bool>();

@@ -17,6 +17,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,7 +48,9 @@ struct Options : RunSettings {
   std::string config;  // --config FILE ("" = none)
   std::string device_text = "auto";
   bool device_fell_back = false;  // "auto" found no GPU and chose cpu:0
-  size_t memory_limit = 0;        // cap on the device pool (0 = none)
+  // --memory-limit: nullopt = auto (a CPU pool keeps the host's budget,
+  // host_memory_budget(); a CUDA pool the GPU's own memory), 0 = none.
+  std::optional<size_t> memory_limit;
   bool blocking = false;
   bool tf32 = false;
   std::string trace, summary_json;  // "" = not written

@@ -33,7 +33,15 @@ std::string summary_json(const std::vector<RunResult>& runs) {
                    {"end_rss_bytes", r.end_rss},
                    {"max_pending_ops", r.max_pending_ops},
                    {"max_pending_bytes", r.max_pending_bytes},
-                   {"final_loss", r.final_loss}});
+                   {"final_loss", r.final_loss},
+                   {"status", r.status},
+                   {"failed", r.status == "failed"},
+                   {"interrupted", r.status == "interrupted"},
+                   {"error", r.error.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(r.error)},
+                   {"batches_done", r.batches_done},
+                   {"memory_limit_bytes",
+                    r.memory_limit_bytes ? nlohmann::ordered_json(r.memory_limit_bytes) : nlohmann::ordered_json()},
+                   {"memory_limit_source", r.memory_limit_source}});
   }
   return doc.dump(2, ' ', /*ensure_ascii=*/false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }

@@ -4,7 +4,12 @@
 //
 //   [{"mode": "none", "label": "none", "device": "cpu:0", "batches": 60, "batch_size": 256,
 //     "wall_s": 0.41, "samples_per_s": 37463, "mem_increase_bytes": 188743680, ...,
-//     "final_loss": 0.49}]                    // a non-finite number is null
+//     "final_loss": 0.49,                     // a non-finite number is null
+//     "status": "completed", "failed": false, "interrupted": false, "error": null,
+//     "batches_done": 60, "memory_limit_bytes": 21709037158,   // null: none
+//     "memory_limit_source": "MemAvailable at start, less a 10% margin"}]
+// A failed run ("status": "failed", "error": the one line printed) and an
+// interrupted one ("interrupted": true) carry what was measured until they stopped.
 #pragma once
 #include <string>
 #include <vector>

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "train/driver.h"
+#include "train/interrupt.h"
 #include "train/options.h"
 
 int main(int argc, char** argv) {
@@ -19,5 +20,6 @@ int main(int argc, char** argv) {
     case ParseStatus::Run:
       break;
   }
+  install_interrupt_handlers();  // SIGINT/SIGTERM: stop queueing, finish, write everything marked (130/143)
   return run_driver(p.options, std::cout, std::cerr);
 }

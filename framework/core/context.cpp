@@ -51,6 +51,12 @@ DeviceContext::DeviceContext(Device d, std::unique_ptr<Backend> b)
       pool(d.str(), std::unique_ptr<RawAllocator>(new ForwardingAllocator(backend.get()))),
       queue(d.str(), backend.get()) {
   detail::apply_settings(*this);
+  if (d.is_cuda()) {
+    pool.set_limit(0, "none: the GPU's own memory");
+  } else {  // DESIGN §3: an allocation past the host's budget is an OutOfMemory, never a kill by the OS
+    const MemoryBudget b = host_memory_budget();
+    pool.set_limit(b.bytes, b.source);
+  }
 }
 
 DeviceContext& context(Device d) {

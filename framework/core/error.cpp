@@ -4,11 +4,24 @@ namespace amlp {
 
 static std::string mib(size_t b) { return detail::concat(b / (1024.0 * 1024.0), " MiB"); }
 
-OutOfMemory::OutOfMemory(const std::string& device, size_t req, size_t in_use, size_t reserved)
-    : Error(detail::concat("out of memory on ", device, ": requested ", req, " bytes (", mib(req),
-                           ") with ", in_use, " bytes in use and ", reserved,
-                           " reserved (cache already released)")),
-      requested(req) {}
+static std::string oom_message(const std::string& device, size_t req, size_t in_use, size_t reserved, size_t limit,
+                               const std::string& source) {
+  std::string m = detail::concat("out of memory on ", device, ": requested ", req, " bytes (", mib(req), ") with ",
+                                 in_use, " bytes in use and ", reserved, " reserved");
+  if (limit)
+    return m + detail::concat(", past the limit of ", limit, " bytes (", mib(limit),
+                              source.empty() ? std::string() : ", " + source, "; cache already released)");
+  return m + " (the device has no more; cache already released)";
+}
+
+OutOfMemory::OutOfMemory(const std::string& device, size_t req, size_t in_use_, size_t reserved_, size_t limit_,
+                         const std::string& limit_source_)
+    : Error(oom_message(device, req, in_use_, reserved_, limit_, limit_source_)),
+      requested(req),
+      in_use(in_use_),
+      reserved(reserved_),
+      limit(limit_),
+      limit_source(limit_source_) {}
 
 KernelError::KernelError(std::string op_, uint64_t seq_, std::string device_, const std::string& what)
     : Error(detail::concat("kernel '", op_, "' (op #", seq_, " on ", device_, ") failed: ", what)),

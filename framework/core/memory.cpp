@@ -82,7 +82,11 @@ std::shared_ptr<Storage> Pool::allocate(size_t bytes) {
       p = raw_alloc_locked(sz);
     }
   }
-  if (!p) throw OutOfMemory(device_, bytes, in_use_.load(), reserved_.load());
+  if (!p) {
+    const size_t reserved = reserved_.load();
+    const bool over = limit_ && reserved + sz > limit_;
+    throw OutOfMemory(device_, bytes, in_use_.load(), reserved, over ? limit_ : 0, over ? limit_source_ : "");
+  }
   lk.unlock();
   allocs_++;
   bytes_total_ += sz;
@@ -136,9 +140,15 @@ void Pool::empty_cache() {
   free_blocks(blocks);
 }
 
-void Pool::set_limit(size_t bytes) {
+void Pool::set_limit(size_t bytes, std::string source) {
   std::lock_guard<std::mutex> lk(mu_);
   limit_ = bytes;
+  limit_source_ = std::move(source);
+}
+
+MemoryBudget Pool::limit() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return {limit_, limit_source_};
 }
 
 size_t process_rss_bytes() {

@@ -91,7 +91,11 @@ class Pool {
   MemoryStats stats() const;
   void reset_peak();
   void empty_cache();              // give cached blocks back to the device (one device sync, then frees)
-  void set_limit(size_t bytes);    // cap on reserved bytes, 0 = none (makes OOM testable)
+  // Cap on reserved bytes, 0 = none; `source` says where it came from (named
+  // in OutOfMemory's message and by limit()). A CPU pool starts with the
+  // host's budget (host_memory_budget()), a CUDA pool with none.
+  void set_limit(size_t bytes, std::string source = "");
+  MemoryBudget limit() const;
   static size_t round(size_t bytes) { return (bytes + kRound - 1) / kRound * kRound; }
 
  private:
@@ -107,6 +111,7 @@ class Pool {
   std::unordered_map<size_t, std::vector<void*>> cache_;
   size_t cached_bytes_ = 0;
   size_t limit_ = 0;
+  std::string limit_source_;
   std::atomic<size_t> in_use_{0};
   std::atomic<size_t> peak_{0};
   std::atomic<size_t> reserved_{0};

@@ -178,6 +178,17 @@ size_t Queue::finish(Op& op) {
 // upstream failure. Never throws: every failure becomes the op's error.
 void Queue::run(Op& op) {
   std::exception_ptr failed;
+  if (op.seq <= drop_upto_.load(std::memory_order_acquire)) {  // drop_pending(): never runs, reports nothing
+    try {
+      failed = std::make_exception_ptr(Dropped(detail::concat("op '", op.name, "' (op #", op.seq, " on ", name_,
+                                                              ") was dropped before it ran: the run stopped")));
+    } catch (...) {
+      failed = std::current_exception();
+    }
+    for (size_t i = op.bufs.reads; i < op.bufs.refs.size(); ++i)
+      if (const auto& r = op.bufs.refs[i]) r->error = failed;
+    return;
+  }
   try {
     for (const QueueDep& d : op.deps) {  // another queue's op this one reads or must not overtake
       d.queue->wait_launched(d.seq);
@@ -321,6 +332,17 @@ void Queue::rethrow_if_error() {
     e = error_;
   }
   if (e) report(e);
+}
+
+uint64_t Queue::drop_pending() {
+  uint64_t n;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    n = pending_.size();
+    drop_upto_.store(pushed_, std::memory_order_release);
+  }
+  work_cv_.notify_all();
+  return n;
 }
 
 // --- settings and statistics -----------------------------------------------------------------

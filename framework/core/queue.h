@@ -117,6 +117,10 @@ class Queue {
   // Forgets `e` if it is the kept error (a blocker reported it already).
   void clear_error(const std::exception_ptr& e);
 
+  // Ops pushed so far that have not started never run: their outputs carry
+  // a Dropped error; the queue keeps no error for them. Returns how many.
+  uint64_t drop_pending();
+
   // Back-pressure (0 = unbounded, the default).
   void set_max_pending(uint64_t ops, size_t bytes);
   // Synchronous mode: push waits for its op and rethrows at the call site.
@@ -174,6 +178,7 @@ class Queue {
   bool stop_ = false, blocking_ = false;
   bool worker_sleeping_ = false;  // waiting on work_cv_ (push wakes it only then)
   std::atomic<uint64_t> launched_seen_{0};  // lock-free mirror of launched_ for waiters
+  std::atomic<uint64_t> drop_upto_{0};      // ops up to this seq are dropped, not run
   std::exception_ptr error_;
   std::thread worker_;
 };

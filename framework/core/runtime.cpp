@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "framework/core/context.h"
+#include "framework/core/host_memory.h"
 #include "framework/core/settings.h"
 #include "framework/error.h"
 
@@ -78,7 +79,19 @@ void set_max_pending(uint64_t ops, size_t bytes) {
   for (DeviceContext* c : live_contexts()) c->queue.set_max_pending(ops, bytes);
 }
 
-void set_memory_limit(Device d, size_t bytes) { context(d).pool.set_limit(bytes); }
+void set_memory_limit(Device d, size_t bytes, const std::string& source) { context(d).pool.set_limit(bytes, source); }
+MemoryBudget memory_limit(Device d) { return context(d).pool.limit(); }
+
+MemoryBudget host_memory_budget() {
+  static const MemoryBudget b = detail::read_host_memory_budget("/proc", "/sys/fs/cgroup");
+  return b;
+}
+
+uint64_t drop_pending() {
+  uint64_t n = 0;
+  for (DeviceContext* c : live_contexts()) n += c->queue.drop_pending();
+  return n;
+}
 void empty_cache(Device d) { context(d).pool.empty_cache(); }
 
 void set_tf32(bool on) { settings().tf32 = on; }

@@ -41,9 +41,16 @@ std::string line(const nlohmann::ordered_json& event) {
   return event.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
-std::string trace_json(const std::vector<std::string>& tracks, const std::vector<Event>& events) {
+std::string trace_json(const std::vector<std::string>& tracks, const std::vector<Event>& events,
+                       const std::vector<std::pair<std::string, std::string>>& other_data) {
   using nlohmann::ordered_json;
-  std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  std::string out = "{\"displayTimeUnit\":\"ms\",";
+  if (!other_data.empty()) {
+    ordered_json other = ordered_json::object();
+    for (const auto& [k, v] : other_data) other[k] = v;
+    out += "\"otherData\":" + line(other) + ",";
+  }
+  out += "\"traceEvents\":[\n";
   out += line({{"ph", "M"}, {"pid", 1}, {"name", "process_name"}, {"args", {{"name", "asyncmlp"}}}});
   for (size_t i = 0; i < tracks.size(); ++i) {
     const size_t tid = i + 1;
@@ -112,13 +119,13 @@ void counter(const char* name, uint64_t ts, double v) {
   s.events.push_back({'C', 0, name, ts, 0, 0, v});
 }
 
-void stop_and_write(const std::string& path) {
+void stop_and_write(const std::string& path, const std::vector<std::pair<std::string, std::string>>& other_data) {
   g_enabled = false;
   State& s = state();
   std::string text;
   {
     std::lock_guard<std::mutex> lk(s.mu);
-    text = trace_json(s.tracks, s.events);
+    text = trace_json(s.tracks, s.events, other_data);
   }
   write_file(path, text);
 }

@@ -398,9 +398,17 @@ std::vector<train::RunResult> some_runs() {
   a.mem_increase_bytes = size_t(3) << 40;  // past 32 bits
   a.peak_queue_depth = 42;
   a.final_loss = 0.5;
+  a.batches_done = 3;
+  a.memory_limit_bytes = size_t(5) << 30;
+  a.memory_limit_source = "MemAvailable at start, less a 10% margin";
   train::RunResult b = a;
   b.mode = "batch";
   b.final_loss = std::numeric_limits<double>::quiet_NaN();  // a run that diverged
+  b.status = "failed";
+  b.error = "run 'batch' failed at batch 2 of 3: out of memory";
+  b.batches_done = 1;
+  b.memory_limit_bytes = 0;
+  b.memory_limit_source = "none";
   return {a, b};
 }
 
@@ -430,7 +438,14 @@ void expect_summary(const nlohmann::json& s) {
                         "end_rss_bytes",
                         "max_pending_ops",
                         "max_pending_bytes",
-                        "final_loss"};
+                        "final_loss",
+                        "status",
+                        "failed",
+                        "interrupted",
+                        "error",
+                        "batches_done",
+                        "memory_limit_bytes",
+                        "memory_limit_source"};
   for (const nlohmann::json& run : s) {
     EXPECT_EQ(run.size(), std::size(keys));
     for (const char* key : keys) EXPECT_TRUE(run.contains(key)) << key;
@@ -442,8 +457,20 @@ void expect_summary(const nlohmann::json& s) {
   EXPECT_EQ(s[0].at("mem_increase_bytes").get<uint64_t>(), uint64_t(3) << 40);
   EXPECT_EQ(s[0].at("peak_queue_depth"), 42);
   EXPECT_EQ(s[0].at("final_loss"), 0.5);
+  EXPECT_EQ(s[0].at("status"), "completed");
+  EXPECT_EQ(s[0].at("failed"), false);
+  EXPECT_EQ(s[0].at("interrupted"), false);
+  EXPECT_TRUE(s[0].at("error").is_null());
+  EXPECT_EQ(s[0].at("memory_limit_bytes").get<uint64_t>(), uint64_t(5) << 30);
+  EXPECT_EQ(s[0].at("memory_limit_source"), "MemAvailable at start, less a 10% margin");
   EXPECT_EQ(s[1].at("mode"), "batch");
   EXPECT_TRUE(s[1].at("final_loss").is_null()) << "JSON has no NaN";
+  EXPECT_EQ(s[1].at("status"), "failed");
+  EXPECT_EQ(s[1].at("failed"), true);
+  EXPECT_EQ(s[1].at("error"), "run 'batch' failed at batch 2 of 3: out of memory");
+  EXPECT_EQ(s[1].at("batches_done"), 1);
+  EXPECT_TRUE(s[1].at("memory_limit_bytes").is_null()) << "no limit";
+  EXPECT_EQ(s[1].at("memory_limit_source"), "none");
 }
 
 TEST(SummaryJsonFile, HasEveryKeyReadBackWithNlohmann) {

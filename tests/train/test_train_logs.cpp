@@ -231,7 +231,8 @@ TEST(TrainMlpLogs, TraceIntoAFifo) {
 // --- failing half way ---------------------------------------------------------------
 
 // Unsynchronized with a pool capped at ~10 batches' footprint: out of memory
-// mid-run. One line, status 1, every row so far whole, no summary.
+// mid-run. One line naming the figures and what to do, status 1, every row
+// so far whole, and the summary and trace written, marked failed.
 TEST(TrainMlpLogs, OutOfMemoryMidRunKeepsTheRowsSoFar) {
   ScratchDir dir;
   Ran r = run_train_mlp(
@@ -242,6 +243,8 @@ TEST(TrainMlpLogs, OutOfMemoryMidRunKeepsTheRowsSoFar) {
   EXPECT_EQ(r.err_lines(), 1u) << r.err;
   EXPECT_NE(r.err.find("train_mlp: error: run 'none' failed at batch "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("out of memory on cpu:0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("past the limit of " + std::to_string(size_t(48) << 20) + " bytes"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--max-pending-bytes"), std::string::npos) << r.err;
   auto rows = read_memory_log(dir.file("m.csv"));
   ASSERT_GE(rows.size(), 2u);
   ASSERT_LT(rows.size(), 40u);
@@ -250,12 +253,23 @@ TEST(TrainMlpLogs, OutOfMemoryMidRunKeepsTheRowsSoFar) {
     EXPECT_LE(std::stoull(rows[i]["reserved_bytes"]), size_t(48) << 20);
   }
   EXPECT_NE(r.err.find("at batch " + std::to_string(rows.size() + 1) + " of 40"), std::string::npos) << r.err;
-  EXPECT_FALSE(std::filesystem::exists(dir.file("s.json")));
-  EXPECT_NO_THROW(read_json(dir.file("t.json")));  // what was recorded, whole
+  const nlohmann::json s = read_json(dir.file("s.json"));
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].at("status"), "failed");
+  EXPECT_EQ(s[0].at("failed"), true);
+  EXPECT_EQ(s[0].at("interrupted"), false);
+  EXPECT_EQ("train_mlp: error: " + s[0].at("error").get<std::string>() + "\n", r.err);
+  EXPECT_EQ(s[0].at("batches_done").get<size_t>(), rows.size());
+  EXPECT_EQ(s[0].at("memory_limit_bytes").get<size_t>(), size_t(48) << 20);
+  EXPECT_EQ(s[0].at("memory_limit_source"), "--memory-limit");
+  const nlohmann::json t = read_json(dir.file("t.json"));  // what was recorded, whole
+  EXPECT_EQ(t.at("otherData").at("status"), "failed");
+  EXPECT_EQ("train_mlp: error: " + t.at("otherData").at("error").get<std::string>() + "\n", r.err);
 }
 
 // A queued check that fails (a non-finite loss from a huge step) surfaces at
 // the next blocker: the synchronizing item() of the batch that queued it.
+// That batch still has its row, with the loss empty.
 TEST(TrainMlpLogs, KernelErrorSurfacesAtTheNextBlocker) {
   ScratchDir dir;
   Ran r = run_train_mlp(
@@ -266,8 +280,12 @@ TEST(TrainMlpLogs, KernelErrorSurfacesAtTheNextBlocker) {
   EXPECT_EQ(r.err_lines(), 1u) << r.err;
   EXPECT_NE(r.err.find("kernel 'check_finite'"), std::string::npos) << r.err;
   auto rows = read_memory_log(dir.file("m.csv"));
+  ASSERT_GE(rows.size(), 2u);
   ASSERT_LT(rows.size(), 20u);
-  EXPECT_NE(r.err.find("at batch " + std::to_string(rows.size() + 1) + " of 20"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("at batch " + std::to_string(rows.size()) + " of 20"), std::string::npos) << r.err;
+  EXPECT_EQ(rows.back()["batch"], std::to_string(rows.size()));
+  EXPECT_EQ(rows.back()["loss"], "") << "the failing batch's row has no loss";
+  rows.pop_back();
   for (auto& row : rows) EXPECT_TRUE(std::isfinite(std::stod(row["loss"])));
 }
 

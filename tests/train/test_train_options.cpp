@@ -42,6 +42,27 @@ TEST(TrainOptions, DefaultsAreTheBooksExperiment) {
   EXPECT_FALSE(o.compare);
   EXPECT_EQ(o.device_text, "auto");
   EXPECT_EQ(o.device_fell_back, cuda_device_count() == 0);
+  EXPECT_FALSE(o.memory_limit.has_value()) << "--memory-limit defaults to auto (the device's own budget)";
+}
+
+// auto: the device's default budget; none and 0: no cap; a byte size: that cap.
+TEST(TrainOptions, MemoryLimitIsAutoNoneOrAByteSize) {
+  EXPECT_FALSE(parse("--memory-limit auto").options.memory_limit.has_value());
+  for (const char* none : {"--memory-limit none", "--memory-limit 0"}) {
+    ParseOutcome p = parse(none);
+    ASSERT_EQ(p.status, ParseStatus::Run) << p.message;
+    ASSERT_TRUE(p.options.memory_limit.has_value()) << none;
+    EXPECT_EQ(*p.options.memory_limit, 0u) << none;
+  }
+  ParseOutcome p = parse("--memory-limit 200MiB");
+  ASSERT_EQ(p.status, ParseStatus::Run) << p.message;
+  EXPECT_EQ(p.options.memory_limit, std::optional<size_t>(size_t(200) << 20));
+  for (const char* bad : {"--memory-limit None", "--memory-limit -1", "--memory-limit unlimited", "--memory-limit ''"}) {
+    p = parse(bad);
+    EXPECT_EQ(p.status, ParseStatus::Error) << bad;
+    EXPECT_EQ(p.exit_code, 2) << bad;
+    EXPECT_NE(p.message.find("--memory-limit must be 'auto', 'none' or a byte size"), std::string::npos) << p.message;
+  }
 }
 
 TEST(TrainOptions, ReadsEveryOption) {
@@ -62,7 +83,8 @@ TEST(TrainOptions, ReadsEveryOption) {
   EXPECT_EQ(o.seed, 99u);
   EXPECT_EQ(o.max_pending_ops, 12u);
   EXPECT_EQ(o.max_pending_bytes, size_t(3) << 20);
-  EXPECT_EQ(o.memory_limit, size_t(1) << 30);
+  ASSERT_TRUE(o.memory_limit.has_value());
+  EXPECT_EQ(*o.memory_limit, size_t(1) << 30);
   EXPECT_TRUE(o.blocking && o.tf32 && o.check_finite && o.compare);
   EXPECT_EQ(o.compare_every, (std::vector<int>{3, 5}));
 }
@@ -144,7 +166,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"--momentum 0x0", "--momentum must be a number (got '0x0')"},
         BadCase{"--seed 18446744073709551616", "--seed must be an integer in [0, 18446744073709551615]"},
         BadCase{"--max-pending 1099511627777", "--max-pending must be an integer in [0, 1099511627776]"},
-        BadCase{"--memory-limit 2048TiB", "--memory-limit must be a byte size of at most 1024TiB"},
+        BadCase{"--memory-limit 2048TiB", "--memory-limit must be 'auto', 'none' or a byte size of at most 1024TiB"},
         BadCase{"--memory-limit 0x10", "(got '0x10')"},
         BadCase{"--sync every=0x2", "K in [1, 1000000000] (got 'every=0x2')"},
         BadCase{"--sync every=+2", "(got 'every=+2')"},
@@ -270,7 +292,8 @@ TEST(TrainOptions, ConfigValuesAreReadByTheSameParsers) {
   p = parse("--config " + spaced);
   ASSERT_EQ(p.status, ParseStatus::Run) << p.message;
   EXPECT_EQ(p.options.batches, 7);
-  EXPECT_EQ(p.options.memory_limit, size_t(3) << 29);
+  ASSERT_TRUE(p.options.memory_limit.has_value());
+  EXPECT_EQ(*p.options.memory_limit, size_t(3) << 29);
 }
 
 TEST(TrainOptions, ValuesWithWhitespaceOrEmptyAreRejected) {
@@ -363,7 +386,8 @@ INSTANTIATE_TEST_SUITE_P(TrainMlp, BinaryBadInput,
                                            "--sync every=x", "--hidden 2048,,x", "--lr 0", "--max-pending-bytes 12XB",
                                            "--config /nonexistent/x.ini", "--device tpu", "--device cuda:99",
                                            "--batch-size 100000000", "--lr 0x10", "--batches 99999999999999999999",
-                                           "--memory-limit 2048TiB", "--compare-every 2,,3",
+                                           "--memory-limit 2048TiB", "--memory-limit lots", "--memory-limit -1",
+                                           "--memory-limit NONE", "--compare-every 2,,3",
                                            "--batches 2 --trace /nonexistent/t.json"));
 
 TEST(TrainMlp, UnknownConfigKeyFailsUpFront) {

@@ -7,6 +7,8 @@
 //   EXPECT_EQ(r.code, 2); EXPECT_EQ(r.err_lines(), 1); EXPECT_TRUE(dir.empty());
 #pragma once
 #include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -18,13 +20,17 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
+
+extern char** environ;
 
 namespace amlp::testing {
 
@@ -193,5 +199,150 @@ inline Ran run_program(const std::string& program, const std::string& args) {
 }
 
 inline Ran run_train_mlp(const std::string& args) { return run_program("train_mlp", args); }
+
+// A program started in the background (posix_spawn, no shell), stdout and
+// stderr to files, so a test can signal it while it runs.
+//
+//   Spawned p("train_mlp", {"--batches", "100000", ...});
+//   wait_for_lines(log, 4);  p.signal(SIGINT);  Ran r = p.wait();
+class Spawned {
+ public:
+  Spawned(const std::string& program, const std::vector<std::string>& args) {
+    const std::string path = std::string(ASYNCMLP_BIN_DIR) + "/" + program;
+    std::vector<std::string> words{path};
+    words.insert(words.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& w : words) argv.push_back(w.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, io_.file("out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, io_.file("err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t none, dfl;
+    sigemptyset(&none);
+    sigemptyset(&dfl);
+    sigaddset(&dfl, SIGINT);
+    sigaddset(&dfl, SIGTERM);
+    posix_spawnattr_setsigmask(&attr, &none);  // whatever this test process blocks
+    posix_spawnattr_setsigdefault(&attr, &dfl);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    const int rc = posix_spawn(&pid_, path.c_str(), &fa, &attr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    if (rc != 0) {
+      ADD_FAILURE() << "posix_spawn " << path << ": " << std::strerror(rc);
+      pid_ = -1;
+    }
+  }
+  ~Spawned() {
+    if (pid_ > 0) {  // a test that gave up: leave no process behind
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  Spawned(const Spawned&) = delete;
+  Spawned& operator=(const Spawned&) = delete;
+
+  bool running() const { return pid_ > 0; }
+  void signal(int sig) {
+    if (pid_ > 0) ::kill(pid_, sig);
+  }
+  std::string err_so_far() const { return read_file(io_.file("err")); }
+  // Waits for it to exit; past `limit` (a safety net, not a timing check) it
+  // is killed and the test fails. code: the exit status, or -1 when it was
+  // killed by a signal (then `signaled` says which).
+  Ran wait(std::chrono::seconds limit = std::chrono::seconds(300)) {
+    Ran r;
+    if (pid_ <= 0) return r;
+    const auto until = std::chrono::steady_clock::now() + limit;
+    int st = 0;
+    for (;;) {
+      const pid_t w = ::waitpid(pid_, &st, WNOHANG);
+      if (w == pid_) break;
+      if (std::chrono::steady_clock::now() > until) {
+        ADD_FAILURE() << "still running after " << limit.count() << " s: killed";
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &st, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    pid_ = -1;
+    r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    signaled = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+    r.out = read_file(io_.file("out"));
+    r.err = read_file(io_.file("err"));
+    return r;
+  }
+  int signaled = 0;
+
+ private:
+  ScratchDir io_;
+  pid_t pid_ = -1;
+};
+
+// Waits until `path` holds at least `n` complete lines, or `ready` says the
+// wait is pointless (the process ended); a safety limit, not a timing check.
+inline bool wait_for_lines(const std::string& path, size_t n, const std::function<bool()>& gone,
+                           std::chrono::seconds limit = std::chrono::seconds(120)) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    const std::string text = read_file(path);
+    size_t lines = 0;
+    for (char c : text) lines += c == '\n';
+    if (lines >= n) return true;
+    if (gone()) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+// A memory log read back strictly: the header, then rows each ending in a
+// newline with as many fields as the header, numbered 1, 2, 3, ...
+struct CsvRows {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::string problem;  // "" when the file is whole
+  std::string field(size_t row, const std::string& column) const {
+    for (size_t c = 0; c < header.size(); ++c)
+      if (header[c] == column) return rows.at(row).at(c);
+    return "<no column " + column + ">";
+  }
+};
+
+inline std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> f;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = line.find(',', start);
+    f.push_back(line.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) return f;
+    start = comma + 1;
+  }
+}
+
+inline CsvRows read_csv_strict(const std::string& path) {
+  CsvRows out;
+  const std::string text = read_file(path);
+  if (text.empty()) {
+    out.problem = "empty file";
+    return out;
+  }
+  if (text.back() != '\n') out.problem = "the last line is cut short: '" + text.substr(text.rfind('\n') + 1) + "'";
+  std::vector<std::string> lines = split_lines(text);
+  out.header = csv_fields(lines[0]);
+  for (size_t i = 1; i < lines.size(); ++i) {
+    std::vector<std::string> f = csv_fields(lines[i]);
+    if (f.size() != out.header.size() && out.problem.empty())
+      out.problem = "row " + std::to_string(i) + " has " + std::to_string(f.size()) + " fields: " + lines[i];
+    if (!f.empty() && f[0] != std::to_string(i) && out.problem.empty())
+      out.problem = "row " + std::to_string(i) + " is numbered " + f[0];
+    out.rows.push_back(std::move(f));
+  }
+  return out;
+}
 
 }  // namespace amlp::testing

@@ -1,0 +1,197 @@
+// test_host_memory.cpp — the CPU pool's default budget (DESIGN §3): the
+// smaller of the cgroup's limit and MemAvailable, less a margin, read from
+// fake /proc and cgroupfs trees; a fresh CPU pool starts with it; an
+// allocation past a limit is a clean OutOfMemory naming the limit and its
+// source, and the pool serves smaller requests afterwards; drop_pending()
+// skips queued work without reporting an error.
+#include <filesystem>
+#include <fstream>
+
+#include "framework/core/host_memory.h"
+#include "test_util.h"
+
+namespace amlp::testing {
+namespace {
+
+constexpr size_t GiB = size_t(1) << 30, MiB = size_t(1) << 20;
+
+// A fake /proc and /sys/fs/cgroup under a temporary directory.
+class FakeMachine {
+ public:
+  FakeMachine() {
+    root_ = std::filesystem::temp_directory_path() /
+            ("asyncmlp_hostmem." + std::to_string(::getpid()) + "." + std::to_string(counter_++));
+    std::filesystem::create_directories(root_ / "proc" / "self");
+    std::filesystem::create_directories(root_ / "cg");
+  }
+  ~FakeMachine() {
+    std::error_code ec;
+    std::filesystem::remove_all(root_, ec);
+  }
+  void file(const std::string& rel, const std::string& text) {
+    const auto p = root_ / rel;
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+  }
+  void mem_available(size_t bytes) {
+    file("proc/meminfo", "MemTotal:       99999999 kB\nMemFree:  1 kB\nMemAvailable:   " +
+                             std::to_string(bytes / 1024) + " kB\nBuffers: 0 kB\n");
+  }
+  std::string proc() const { return (root_ / "proc").string(); }
+  std::string cg() const { return (root_ / "cg").string(); }
+  MemoryBudget budget() const { return detail::read_host_memory_budget(proc(), cg()); }
+
+ private:
+  static inline int counter_ = 0;
+  std::filesystem::path root_;
+};
+
+TEST(HostMemoryBudget, MemAvailableLessTenPercentWhenNoCgroupLimit) {
+  FakeMachine m;
+  m.mem_available(20 * GiB);
+  m.file("proc/self/cgroup", "0::/user.slice/job\n");
+  m.file("cg/user.slice/job/memory.max", "max\n");
+  m.file("cg/user.slice/memory.max", "max\n");
+  const MemoryBudget b = m.budget();
+  EXPECT_EQ(b.bytes, 20 * GiB - 2 * GiB);
+  EXPECT_NE(b.source.find("MemAvailable"), std::string::npos) << b.source;
+  EXPECT_NE(b.source.find("10%"), std::string::npos) << b.source;
+}
+
+TEST(HostMemoryBudget, CgroupV2MemoryMaxWinsWhenSmallerAndTheMarginIsAtLeast256MiB) {
+  FakeMachine m;
+  m.mem_available(20 * GiB);
+  m.file("proc/self/cgroup", "0::/user.slice/job\n");
+  m.file("cg/user.slice/job/memory.max", std::to_string(GiB) + "\n");
+  const MemoryBudget b = m.budget();
+  EXPECT_EQ(b.bytes, GiB - 256 * MiB);  // 10% of 1 GiB is less than 256 MiB
+  EXPECT_NE(b.source.find("cgroup v2 memory.max"), std::string::npos) << b.source;
+  EXPECT_NE(b.source.find("256 MiB"), std::string::npos) << b.source;
+}
+
+TEST(HostMemoryBudget, TheTightestLimitAlongTheCgroupPathCounts) {
+  FakeMachine m;
+  m.mem_available(64 * GiB);
+  m.file("proc/self/cgroup", "0::/a/b\n");
+  m.file("cg/a/b/memory.max", "max\n");
+  m.file("cg/a/memory.max", std::to_string(10 * GiB) + "\n");  // the parent's limit binds the child
+  EXPECT_EQ(m.budget().bytes, 9 * GiB);
+}
+
+TEST(HostMemoryBudget, MemAvailableWinsOverALargerCgroupLimit) {
+  FakeMachine m;
+  m.mem_available(4 * GiB);
+  m.file("proc/self/cgroup", "0::/job\n");
+  m.file("cg/job/memory.max", std::to_string(32 * GiB) + "\n");
+  const MemoryBudget b = m.budget();
+  EXPECT_EQ(b.bytes, 4 * GiB - 4 * GiB / 10);
+  EXPECT_NE(b.source.find("MemAvailable"), std::string::npos) << b.source;
+}
+
+TEST(HostMemoryBudget, CgroupV1LimitInBytesAndItsUnlimitedValue) {
+  FakeMachine m;
+  m.mem_available(16 * GiB);
+  m.file("proc/self/cgroup", "5:cpu,cpuacct:/\n4:memory:/docker/abc\n0::/\n");
+  m.file("cg/memory/docker/abc/memory.limit_in_bytes", "9223372036854771712\n");  // v1's "no limit"
+  m.file("cg/memory/memory.limit_in_bytes", "9223372036854771712\n");
+  EXPECT_NE(m.budget().source.find("MemAvailable"), std::string::npos);
+  m.file("cg/memory/docker/abc/memory.limit_in_bytes", std::to_string(3 * GiB) + "\n");
+  const MemoryBudget b = m.budget();
+  EXPECT_EQ(b.bytes, 3 * GiB - 3 * GiB / 10);
+  EXPECT_NE(b.source.find("cgroup v1 memory.limit_in_bytes"), std::string::npos) << b.source;
+}
+
+TEST(HostMemoryBudget, InACgroupNamespaceTheMountRootIsTheProcessCgroup) {
+  FakeMachine m;
+  m.mem_available(16 * GiB);
+  m.file("proc/self/cgroup", "0::/\n");
+  m.file("cg/memory.max", std::to_string(2 * GiB) + "\n");
+  EXPECT_EQ(m.budget().bytes, 2 * GiB - 256 * MiB);
+}
+
+TEST(HostMemoryBudget, NothingReadableMeansNoLimit) {
+  FakeMachine m;
+  const MemoryBudget b = m.budget();
+  EXPECT_EQ(b.bytes, 0u);
+  EXPECT_NE(b.source.find("none"), std::string::npos) << b.source;
+}
+
+// This machine's own budget: set, and below what the kernel says is available.
+TEST(HostMemoryBudget, ThisMachineHasOneAndEveryFreshCpuPoolStartsWithIt) {
+  const MemoryBudget b = host_memory_budget();
+  const std::optional<size_t> avail = detail::read_mem_available("/proc");
+  ASSERT_TRUE(avail.has_value()) << "no MemAvailable in /proc/meminfo";
+  EXPECT_GT(b.bytes, 0u);
+  EXPECT_LT(b.bytes, *avail + (size_t(1) << 30)) << "more than MemAvailable (give or take what changed since)";
+  // cpu:5 is used by no other test in this binary: its pool is fresh.
+  const MemoryBudget pool = memory_limit(Device::cpu(5));
+  EXPECT_EQ(pool.bytes, b.bytes);
+  EXPECT_EQ(pool.source, b.source);
+  EXPECT_EQ(memory_stats(Device::cpu(5)).limit_bytes, b.bytes);
+}
+
+// Past the limit: OutOfMemory naming every figure and where the limit came
+// from, nothing queued; smaller requests succeed afterwards, and the limit
+// can be lifted.
+TEST(PoolLimit, PastItIsACleanOutOfMemoryAndThePoolServesSmallerRequestsAfter) {
+  const Device d = Device::cpu(6);
+  const MemoryBudget before = memory_limit(d);
+  waitall();
+  empty_cache(d);
+  set_memory_limit(d, 8 * MiB, "a test's limit");
+  const uint64_t pushed = queue_stats(d).pushed;
+  Tensor a = full({MiB / 4 * 5}, 1.f, d);  // 5 MiB, within
+  try {
+    Tensor b = full({MiB / 4 * 5}, 2.f, d);  // 5 more: past 8 MiB
+    ADD_FAILURE() << "an allocation past the limit succeeded";
+  } catch (const OutOfMemory& e) {
+    EXPECT_EQ(e.requested, 5 * MiB);
+    EXPECT_EQ(e.limit, 8 * MiB);
+    EXPECT_EQ(e.in_use, 5 * MiB);
+    EXPECT_EQ(e.limit_source, "a test's limit");
+    const std::string w = e.what();
+    for (const std::string& part : {std::to_string(5 * MiB) + " bytes", std::to_string(8 * MiB) + " bytes",
+                                    std::string("a test's limit"), std::string("cpu:6")})
+      EXPECT_NE(w.find(part), std::string::npos) << part << " not in: " << w;
+  }
+  EXPECT_EQ(queue_stats(d).pushed, pushed + 1) << "only the first fill was queued";
+  EXPECT_EQ(memory_stats(d).bytes_in_use, 5 * MiB);
+  Tensor c = full({MiB / 4}, 3.f, d);  // 1 MiB fits beside the first
+  EXPECT_EQ(sum(c).item(), float(MiB / 4) * 3.f);
+  EXPECT_EQ(sum(a).item(), float(MiB / 4 * 5));
+  a = Tensor();
+  c = Tensor();
+  waitall();
+  Tensor again = full({MiB / 4 * 7}, 1.f, d);  // 7 MiB: fits once the first is gone
+  EXPECT_EQ(sum(again).item(), float(MiB / 4 * 7));
+  again = Tensor();
+  waitall();
+  set_memory_limit(d, before.bytes, before.source);
+  EXPECT_EQ(memory_limit(d).source, before.source);
+}
+
+// drop_pending(): queued ops never run, their outputs carry Dropped, and
+// waitall() reports nothing; the queue runs new work normally afterwards.
+TEST(DropPending, QueuedOpsNeverRunAndNoBlockerReportsTheDrop) {
+  const Device d = Device::cpu(7);
+  waitall();
+  std::atomic<int> ran{0};
+  Tensor x;
+  {
+    PausedQueue paused(d);
+    x = full({1}, 1.f, d);
+    for (int i = 0; i < 5; ++i) context(d).queue.push("count", [&] { ran++; });
+    EXPECT_EQ(drop_pending(), 6u);
+  }
+  EXPECT_NO_THROW(waitall());
+  EXPECT_EQ(ran.load(), 0);
+  EXPECT_THROW(x.item(), Dropped);
+  Tensor y = full({16}, 2.f, d);
+  EXPECT_EQ(sum(y).item(), 32.f);
+  context(d).queue.push("count", [&] { ran++; });
+  waitall();
+  EXPECT_EQ(ran.load(), 1);
+}
+
+}  // namespace
+}  // namespace amlp::testing
