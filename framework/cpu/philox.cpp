@@ -1,0 +1,262 @@
+// philox.cpp — the stream of philox.h, filled 32 numbers (8 blocks) at a time:
+// AVX2 lanes run 8 consecutive blocks through the 10 rounds, then Box–Muller
+// or the uniform map, then a 4×8 transpose into stream order. The scalar
+// fallback computes the same positions one block at a time with libm.
+//
+// Chunks are aligned to the stream (positions 32k .. 32k+31), so every
+// number is computed by the same lane arithmetic wherever a fill starts or
+// stops: a partial chunk at either end is made whole in a scratch buffer.
+#include "framework/cpu/philox.h"
+
+#include <cstring>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define AMLP_PHILOX_X86 1
+#else
+#define AMLP_PHILOX_X86 0
+#endif
+
+namespace amlp::philox {
+
+namespace {
+
+constexpr uint64_t kChunk = 32;  // numbers per chunk: 8 blocks of 4
+
+struct Uniform {
+  float lo, w;
+};
+struct Normal {
+  float mean, sd;
+};
+
+// --- scalar ---------------------------------------------------------------------
+
+void chunk_scalar(float* out, uint64_t seed, uint64_t first_block, Uniform p) {
+  for (int k = 0; k < 8; ++k) {
+    const Block b = block(seed, first_block + k);
+    for (int j = 0; j < 4; ++j) out[4 * k + j] = p.lo + p.w * to_uniform(b.v[j]);
+  }
+}
+
+void chunk_scalar(float* out, uint64_t seed, uint64_t first_block, Normal p) {
+  for (int k = 0; k < 8; ++k) {
+    const Block b = block(seed, first_block + k);
+    float z[4];
+    box_muller(b.v[0], b.v[1], z);
+    box_muller(b.v[2], b.v[3], z + 2);
+    for (int j = 0; j < 4; ++j) out[4 * k + j] = p.mean + p.sd * z[j];
+  }
+}
+
+// --- AVX2 + FMA -----------------------------------------------------------------
+
+#if AMLP_PHILOX_X86
+
+#define AMLP_AVX2 __attribute__((target("avx2,fma")))
+
+// Blocks b0 .. b0+7 (b0 % 8 == 0, so one 65536-block step holds them all):
+// x[j] lane k = word j of block b0 + k.
+AMLP_AVX2 inline void philox8(uint64_t seed, uint64_t b0, __m256i x[4]) {
+  const uint64_t step = b0 >> 16;
+  __m256i c0 = _mm256_set1_epi32(int(uint32_t(step)));
+  __m256i c1 = _mm256_set1_epi32(int(uint32_t(step >> 32)));
+  __m256i c2 = _mm256_add_epi32(_mm256_set1_epi32(int(uint32_t(b0 & 0xffff))), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  __m256i c3 = _mm256_setzero_si256();
+  const __m256i m0 = _mm256_set1_epi32(int(kM0)), m1 = _mm256_set1_epi32(int(kM1));
+  uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
+  for (int r = 0; r < 10; ++r) {
+    // 32×32 → 64 products of every lane: even lanes, then odd lanes shifted down.
+    const __m256i e0 = _mm256_mul_epu32(c0, m0), o0 = _mm256_mul_epu32(_mm256_srli_epi64(c0, 32), m0);
+    const __m256i e1 = _mm256_mul_epu32(c2, m1), o1 = _mm256_mul_epu32(_mm256_srli_epi64(c2, 32), m1);
+    const __m256i hi0 = _mm256_blend_epi32(_mm256_srli_epi64(e0, 32), o0, 0xAA);
+    const __m256i lo0 = _mm256_blend_epi32(e0, _mm256_slli_epi64(o0, 32), 0xAA);
+    const __m256i hi1 = _mm256_blend_epi32(_mm256_srli_epi64(e1, 32), o1, 0xAA);
+    const __m256i lo1 = _mm256_blend_epi32(e1, _mm256_slli_epi64(o1, 32), 0xAA);
+    const __m256i n0 = _mm256_xor_si256(_mm256_xor_si256(hi1, c1), _mm256_set1_epi32(int(k0)));
+    const __m256i n2 = _mm256_xor_si256(_mm256_xor_si256(hi0, c3), _mm256_set1_epi32(int(k1)));
+    c1 = lo1;
+    c3 = lo0;
+    c0 = n0;
+    c2 = n2;
+    k0 += kW0;
+    k1 += kW1;
+  }
+  x[0] = c0;
+  x[1] = c1;
+  x[2] = c2;
+  x[3] = c3;
+}
+
+// Lane k of v[j] → out[4k + j]: blocks back into stream order.
+AMLP_AVX2 inline void store_transposed(float* out, const __m256 v[4]) {
+  const __m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
+  const __m256 u0 = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(t0), _mm256_castps_pd(t2)));  // blocks 0 | 4
+  const __m256 u1 = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(t0), _mm256_castps_pd(t2)));  // 1 | 5
+  const __m256 u2 = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(t1), _mm256_castps_pd(t3)));  // 2 | 6
+  const __m256 u3 = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(t1), _mm256_castps_pd(t3)));  // 3 | 7
+  _mm256_storeu_ps(out, _mm256_permute2f128_ps(u0, u1, 0x20));
+  _mm256_storeu_ps(out + 8, _mm256_permute2f128_ps(u2, u3, 0x20));
+  _mm256_storeu_ps(out + 16, _mm256_permute2f128_ps(u0, u1, 0x31));
+  _mm256_storeu_ps(out + 24, _mm256_permute2f128_ps(u2, u3, 0x31));
+}
+
+// float(x) for unsigned x, correctly rounded: both halves convert exactly,
+// hi·65536 is exact, so the one add rounds once (AVX2 has no unsigned convert).
+AMLP_AVX2 inline __m256 u32_to_float(__m256i x) {
+  const __m256 hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(x, 16));
+  const __m256 lo = _mm256_cvtepi32_ps(_mm256_and_si256(x, _mm256_set1_epi32(0xffff)));
+  return _mm256_fmadd_ps(hi, _mm256_set1_ps(65536.f), lo);
+}
+
+// a * c + d with the product exact (c a power of two): FMA or not, one rounding.
+AMLP_AVX2 inline __m256 scaled(__m256i x, float c, float d) {
+  return _mm256_add_ps(_mm256_mul_ps(u32_to_float(x), _mm256_set1_ps(c)), _mm256_set1_ps(d));
+}
+
+// ln x for x in [2^-33, 1] (Cephes logf: x = m·2^e, m in [√½, √2), a degree-8
+// polynomial in m - 1; ≤ ~2 ulp). ln 1 = 0 exactly.
+AMLP_AVX2 inline __m256 log_ps(__m256 x) {
+  const __m256i xi = _mm256_castps_si256(x);
+  __m256 e = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(xi, 23), _mm256_set1_epi32(126)));
+  __m256 m = _mm256_castsi256_ps(
+      _mm256_or_si256(_mm256_and_si256(xi, _mm256_set1_epi32(0x007fffff)), _mm256_set1_epi32(0x3f000000)));  // [½, 1)
+  const __m256 small = _mm256_cmp_ps(m, _mm256_set1_ps(0.707106781186547524f), _CMP_LT_OQ);
+  e = _mm256_sub_ps(e, _mm256_and_ps(small, _mm256_set1_ps(1.f)));
+  m = _mm256_sub_ps(_mm256_add_ps(m, _mm256_and_ps(small, m)), _mm256_set1_ps(1.f));
+  const __m256 z = _mm256_mul_ps(m, m);
+  __m256 y = _mm256_set1_ps(7.0376836292E-2f);
+  y = _mm256_fmadd_ps(y, m, _mm256_set1_ps(-1.1514610310E-1f));
+  y = _mm256_fmadd_ps(y, m, _mm256_set1_ps(1.1676998740E-1f));
+  y = _mm256_fmadd_ps(y, m, _mm256_set1_ps(-1.2420140846E-1f));
+  y = _mm256_fmadd_ps(y, m, _mm256_set1_ps(1.4249322787E-1f));
+  y = _mm256_fmadd_ps(y, m, _mm256_set1_ps(-1.6668057665E-1f));
+  y = _mm256_fmadd_ps(y, m, _mm256_set1_ps(2.0000714765E-1f));
+  y = _mm256_fmadd_ps(y, m, _mm256_set1_ps(-2.4999993993E-1f));
+  y = _mm256_fmadd_ps(y, m, _mm256_set1_ps(3.3333331174E-1f));
+  y = _mm256_mul_ps(_mm256_mul_ps(y, m), z);
+  y = _mm256_fmadd_ps(e, _mm256_set1_ps(-2.12194440e-4f), y);
+  y = _mm256_fnmadd_ps(z, _mm256_set1_ps(0.5f), y);
+  return _mm256_fmadd_ps(e, _mm256_set1_ps(0.693359375f), _mm256_add_ps(m, y));
+}
+
+// sin t and cos t for t in (0, 2π] (Cephes sinf/cosf: t - j·π/4 in [-π/4, π/4]
+// by a three-part π/4, minimax polynomials there, quadrant by j).
+AMLP_AVX2 inline void sincos_ps(__m256 t, __m256* s, __m256* c) {
+  __m256i j = _mm256_cvttps_epi32(_mm256_mul_ps(t, _mm256_set1_ps(1.27323954473516f)));  // 4/π
+  j = _mm256_and_si256(_mm256_add_epi32(j, _mm256_set1_epi32(1)), _mm256_set1_epi32(~1));  // even
+  const __m256 y = _mm256_cvtepi32_ps(j);
+  __m256 r = _mm256_fnmadd_ps(y, _mm256_set1_ps(0.78515625f), t);
+  r = _mm256_fnmadd_ps(y, _mm256_set1_ps(2.4187564849853515625e-4f), r);
+  r = _mm256_fnmadd_ps(y, _mm256_set1_ps(3.77489497744594108e-8f), r);
+  const __m256 z = _mm256_mul_ps(r, r);
+  __m256 ps = _mm256_set1_ps(-1.9515295891E-4f);
+  ps = _mm256_fmadd_ps(ps, z, _mm256_set1_ps(8.3321608736E-3f));
+  ps = _mm256_fmadd_ps(ps, z, _mm256_set1_ps(-1.6666654611E-1f));
+  ps = _mm256_fmadd_ps(_mm256_mul_ps(ps, z), r, r);
+  __m256 pc = _mm256_set1_ps(2.443315711809948E-5f);
+  pc = _mm256_fmadd_ps(pc, z, _mm256_set1_ps(-1.388731625493765E-3f));
+  pc = _mm256_fmadd_ps(pc, z, _mm256_set1_ps(4.166664568298827E-2f));
+  pc = _mm256_fmadd_ps(_mm256_mul_ps(pc, z), z, _mm256_fnmadd_ps(z, _mm256_set1_ps(0.5f), _mm256_set1_ps(1.f)));
+  // quadrant q = j/2 mod 4: (sin, cos) = (ps, pc), (pc, -ps), (-ps, -pc), (-pc, ps)
+  const __m256i q = _mm256_srli_epi32(j, 1);
+  const __m256 swap = _mm256_castsi256_ps(
+      _mm256_cmpeq_epi32(_mm256_and_si256(q, _mm256_set1_epi32(1)), _mm256_set1_epi32(1)));
+  const __m256 sin_sign = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_and_si256(q, _mm256_set1_epi32(2)), 30));
+  const __m256 cos_sign =
+      _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_and_si256(_mm256_add_epi32(q, _mm256_set1_epi32(1)), _mm256_set1_epi32(2)), 30));
+  *s = _mm256_xor_ps(_mm256_blendv_ps(ps, pc, swap), sin_sign);
+  *c = _mm256_xor_ps(_mm256_blendv_ps(pc, ps, swap), cos_sign);
+}
+
+AMLP_AVX2 void chunk_avx2(float* out, uint64_t seed, uint64_t first_block, Uniform p) {
+  __m256i x[4];
+  philox8(seed, first_block, x);
+  const __m256 lo = _mm256_set1_ps(p.lo), w = _mm256_set1_ps(p.w);
+  __m256 v[4];
+  for (int j = 0; j < 4; ++j) v[j] = _mm256_add_ps(lo, _mm256_mul_ps(w, scaled(x[j], k2Pow32Inv, k2Pow32Inv / 2)));
+  store_transposed(out, v);
+}
+
+AMLP_AVX2 void chunk_avx2(float* out, uint64_t seed, uint64_t first_block, Normal p) {
+  __m256i x[4];
+  philox8(seed, first_block, x);
+  const __m256 mean = _mm256_set1_ps(p.mean), sd = _mm256_set1_ps(p.sd);
+  __m256 v[4];
+  for (int j = 0; j < 4; j += 2) {  // pairs (word 0, word 1) and (word 2, word 3) of each block
+    const __m256 u = scaled(x[j], k2Pow32Inv, k2Pow32Inv / 2);
+    const __m256 t = scaled(x[j + 1], k2Pow32Inv2Pi, k2Pow32Inv2Pi / 2);
+    const __m256 s = _mm256_sqrt_ps(_mm256_mul_ps(_mm256_set1_ps(-2.f), log_ps(u)));
+    __m256 sn, cs;
+    sincos_ps(t, &sn, &cs);
+    v[j] = _mm256_add_ps(mean, _mm256_mul_ps(sd, _mm256_mul_ps(sn, s)));
+    v[j + 1] = _mm256_add_ps(mean, _mm256_mul_ps(sd, _mm256_mul_ps(cs, s)));
+  }
+  store_transposed(out, v);
+}
+
+template <class P>
+AMLP_AVX2 void fill_avx2(float* y, uint64_t seed, uint64_t c0, uint64_t c1, P p) {
+  for (uint64_t c = c0; c < c1; ++c, y += kChunk) chunk_avx2(y, seed, c * 8, p);
+}
+
+#endif  // AMLP_PHILOX_X86
+
+template <class P>
+void fill_chunks(float* y, uint64_t seed, uint64_t c0, uint64_t c1, P p, Isa isa) {
+#if AMLP_PHILOX_X86
+  if (isa == Isa::Avx2) return fill_avx2(y, seed, c0, c1, p);
+#endif
+  (void)isa;
+  for (uint64_t c = c0; c < c1; ++c, y += kChunk) chunk_scalar(y, seed, c * 8, p);
+}
+
+// Positions [begin, end): whole chunks in place, partial ones through a scratch chunk.
+template <class P>
+void fill(float* y, uint64_t seed, uint64_t begin, uint64_t end, P p, Isa isa) {
+  while (begin < end) {
+    const uint64_t c = begin / kChunk, at = begin % kChunk;
+    if (at == 0 && end - begin >= kChunk) {
+      const uint64_t whole = (end - begin) / kChunk;
+      fill_chunks(y, seed, c, c + whole, p, isa);
+      y += whole * kChunk;
+      begin += whole * kChunk;
+      continue;
+    }
+    alignas(32) float tmp[kChunk];
+    fill_chunks(tmp, seed, c, c + 1, p, isa);
+    const uint64_t take = end - begin < kChunk - at ? end - begin : kChunk - at;
+    std::memcpy(y, tmp + at, take * sizeof(float));
+    y += take;
+    begin += take;
+  }
+}
+
+}  // namespace
+
+Isa best_isa() {
+#if AMLP_PHILOX_X86
+  static const Isa isa = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? Isa::Avx2 : Isa::Scalar;
+  return isa;
+#else
+  return Isa::Scalar;
+#endif
+}
+
+const char* isa_name(Isa isa) { return isa == Isa::Avx2 ? "avx2" : "scalar"; }
+
+// An ISA this CPU lacks falls back to the scalar code.
+static Isa supported(Isa isa) { return isa == Isa::Avx2 && best_isa() != Isa::Avx2 ? Isa::Scalar : isa; }
+
+void fill_uniform(float* y, uint64_t seed, uint64_t begin, uint64_t end, float lo, float hi, Isa isa) {
+  isa = supported(isa);
+  fill(y, seed, begin, end, Uniform{lo, hi - lo}, isa);
+}
+
+void fill_normal(float* y, uint64_t seed, uint64_t begin, uint64_t end, float mean, float stddev, Isa isa) {
+  isa = supported(isa);
+  fill(y, seed, begin, end, Normal{mean, stddev}, isa);
+}
+
+}  // namespace amlp::philox
