@@ -55,37 +55,48 @@ void chunk_scalar(float* out, uint64_t seed, uint64_t first_block, Normal p) {
 
 #define AMLP_AVX2 __attribute__((target("avx2,fma")))
 
-// Blocks b0 .. b0+7 (b0 % 8 == 0, so one 65536-block step holds them all):
-// x[j] lane k = word j of block b0 + k.
-AMLP_AVX2 inline void philox8(uint64_t seed, uint64_t b0, __m256i x[4]) {
-  const uint64_t step = b0 >> 16;
-  __m256i c0 = _mm256_set1_epi32(int(uint32_t(step)));
-  __m256i c1 = _mm256_set1_epi32(int(uint32_t(step >> 32)));
-  __m256i c2 = _mm256_add_epi32(_mm256_set1_epi32(int(uint32_t(b0 & 0xffff))), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  __m256i c3 = _mm256_setzero_si256();
+// 32×32 → 64-bit products of every lane of c with m: (high halves, low halves).
+AMLP_AVX2 inline void mulhilo(__m256i c, __m256i m, __m256i* hi, __m256i* lo) {
+  const __m256i e = _mm256_mul_epu32(c, m), o = _mm256_mul_epu32(_mm256_srli_epi64(c, 32), m);  // even, odd lanes
+  *hi = _mm256_blend_epi32(_mm256_srli_epi64(e, 32), o, 0xAA);
+  *lo = _mm256_blend_epi32(e, _mm256_slli_epi64(o, 32), 0xAA);
+}
+
+// N groups of 8 blocks, group g = blocks b0 + 8g .. b0 + 8g + 7 (b0 % 8 == 0, so
+// one 65536-block step holds a group): x[g][j] lane k = word j of block b0 + 8g + k.
+// Groups interleave round by round: independent chains for the multipliers.
+template <int N>
+AMLP_AVX2 inline void philox8(uint64_t seed, uint64_t b0, __m256i (*x)[4]) {
+  __m256i c0[N], c1[N], c2[N], c3[N];
+  for (int g = 0; g < N; ++g) {
+    const uint64_t b = b0 + 8 * uint64_t(g), step = b >> 16;
+    c0[g] = _mm256_set1_epi32(int(uint32_t(step)));
+    c1[g] = _mm256_set1_epi32(int(uint32_t(step >> 32)));
+    c2[g] = _mm256_add_epi32(_mm256_set1_epi32(int(uint32_t(b & 0xffff))), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    c3[g] = _mm256_setzero_si256();
+  }
   const __m256i m0 = _mm256_set1_epi32(int(kM0)), m1 = _mm256_set1_epi32(int(kM1));
   uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
   for (int r = 0; r < 10; ++r) {
-    // 32×32 → 64 products of every lane: even lanes, then odd lanes shifted down.
-    const __m256i e0 = _mm256_mul_epu32(c0, m0), o0 = _mm256_mul_epu32(_mm256_srli_epi64(c0, 32), m0);
-    const __m256i e1 = _mm256_mul_epu32(c2, m1), o1 = _mm256_mul_epu32(_mm256_srli_epi64(c2, 32), m1);
-    const __m256i hi0 = _mm256_blend_epi32(_mm256_srli_epi64(e0, 32), o0, 0xAA);
-    const __m256i lo0 = _mm256_blend_epi32(e0, _mm256_slli_epi64(o0, 32), 0xAA);
-    const __m256i hi1 = _mm256_blend_epi32(_mm256_srli_epi64(e1, 32), o1, 0xAA);
-    const __m256i lo1 = _mm256_blend_epi32(e1, _mm256_slli_epi64(o1, 32), 0xAA);
-    const __m256i n0 = _mm256_xor_si256(_mm256_xor_si256(hi1, c1), _mm256_set1_epi32(int(k0)));
-    const __m256i n2 = _mm256_xor_si256(_mm256_xor_si256(hi0, c3), _mm256_set1_epi32(int(k1)));
-    c1 = lo1;
-    c3 = lo0;
-    c0 = n0;
-    c2 = n2;
+    const __m256i key0 = _mm256_set1_epi32(int(k0)), key1 = _mm256_set1_epi32(int(k1));
+    for (int g = 0; g < N; ++g) {
+      __m256i hi0, lo0, hi1, lo1;
+      mulhilo(c0[g], m0, &hi0, &lo0);
+      mulhilo(c2[g], m1, &hi1, &lo1);
+      c0[g] = _mm256_xor_si256(_mm256_xor_si256(hi1, c1[g]), key0);
+      c2[g] = _mm256_xor_si256(_mm256_xor_si256(hi0, c3[g]), key1);
+      c1[g] = lo1;
+      c3[g] = lo0;
+    }
     k0 += kW0;
     k1 += kW1;
   }
-  x[0] = c0;
-  x[1] = c1;
-  x[2] = c2;
-  x[3] = c3;
+  for (int g = 0; g < N; ++g) {
+    x[g][0] = c0[g];
+    x[g][1] = c1[g];
+    x[g][2] = c2[g];
+    x[g][3] = c3[g];
+  }
 }
 
 // Lane k of v[j] → out[4k + j]: blocks back into stream order.
@@ -170,35 +181,45 @@ AMLP_AVX2 inline void sincos_ps(__m256 t, __m256* s, __m256* c) {
   *c = _mm256_xor_ps(_mm256_blendv_ps(pc, ps, swap), cos_sign);
 }
 
-AMLP_AVX2 void chunk_avx2(float* out, uint64_t seed, uint64_t first_block, Uniform p) {
-  __m256i x[4];
-  philox8(seed, first_block, x);
+// N chunks from block first_block on (first_block % 8 == 0).
+template <int N>
+AMLP_AVX2 void chunks_avx2(float* out, uint64_t seed, uint64_t first_block, Uniform p) {
+  __m256i x[N][4];
+  philox8<N>(seed, first_block, x);
   const __m256 lo = _mm256_set1_ps(p.lo), w = _mm256_set1_ps(p.w);
-  __m256 v[4];
-  for (int j = 0; j < 4; ++j) v[j] = _mm256_add_ps(lo, _mm256_mul_ps(w, scaled(x[j], k2Pow32Inv, k2Pow32Inv / 2)));
-  store_transposed(out, v);
+  for (int g = 0; g < N; ++g) {
+    __m256 v[4];
+    for (int j = 0; j < 4; ++j)
+      v[j] = _mm256_add_ps(lo, _mm256_mul_ps(w, scaled(x[g][j], k2Pow32Inv, k2Pow32Inv / 2)));
+    store_transposed(out + g * kChunk, v);
+  }
 }
 
-AMLP_AVX2 void chunk_avx2(float* out, uint64_t seed, uint64_t first_block, Normal p) {
-  __m256i x[4];
-  philox8(seed, first_block, x);
+template <int N>
+AMLP_AVX2 void chunks_avx2(float* out, uint64_t seed, uint64_t first_block, Normal p) {
+  __m256i x[N][4];
+  philox8<N>(seed, first_block, x);
   const __m256 mean = _mm256_set1_ps(p.mean), sd = _mm256_set1_ps(p.sd);
-  __m256 v[4];
-  for (int j = 0; j < 4; j += 2) {  // pairs (word 0, word 1) and (word 2, word 3) of each block
-    const __m256 u = scaled(x[j], k2Pow32Inv, k2Pow32Inv / 2);
-    const __m256 t = scaled(x[j + 1], k2Pow32Inv2Pi, k2Pow32Inv2Pi / 2);
-    const __m256 s = _mm256_sqrt_ps(_mm256_mul_ps(_mm256_set1_ps(-2.f), log_ps(u)));
-    __m256 sn, cs;
-    sincos_ps(t, &sn, &cs);
-    v[j] = _mm256_add_ps(mean, _mm256_mul_ps(sd, _mm256_mul_ps(sn, s)));
-    v[j + 1] = _mm256_add_ps(mean, _mm256_mul_ps(sd, _mm256_mul_ps(cs, s)));
+  for (int g = 0; g < N; ++g) {
+    __m256 v[4];
+    for (int j = 0; j < 4; j += 2) {  // pairs (word 0, word 1) and (word 2, word 3) of each block
+      const __m256 u = scaled(x[g][j], k2Pow32Inv, k2Pow32Inv / 2);
+      const __m256 t = scaled(x[g][j + 1], k2Pow32Inv2Pi, k2Pow32Inv2Pi / 2);
+      const __m256 s = _mm256_sqrt_ps(_mm256_mul_ps(_mm256_set1_ps(-2.f), log_ps(u)));
+      __m256 sn, cs;
+      sincos_ps(t, &sn, &cs);
+      v[j] = _mm256_add_ps(mean, _mm256_mul_ps(sd, _mm256_mul_ps(sn, s)));
+      v[j + 1] = _mm256_add_ps(mean, _mm256_mul_ps(sd, _mm256_mul_ps(cs, s)));
+    }
+    store_transposed(out + g * kChunk, v);
   }
-  store_transposed(out, v);
 }
 
 template <class P>
 AMLP_AVX2 void fill_avx2(float* y, uint64_t seed, uint64_t c0, uint64_t c1, P p) {
-  for (uint64_t c = c0; c < c1; ++c, y += kChunk) chunk_avx2(y, seed, c * 8, p);
+  uint64_t c = c0;
+  for (; c + 2 <= c1; c += 2, y += 2 * kChunk) chunks_avx2<2>(y, seed, c * 8, p);
+  if (c < c1) chunks_avx2<1>(y, seed, c * 8, p);
 }
 
 #endif  // AMLP_PHILOX_X86
