@@ -16,8 +16,8 @@
 // so every number is a function of its position alone, and any range of the
 // stream can be filled on its own: split a draw at any point, same numbers.
 //
-// The fill functions run vectorised (AVX2+FMA, chosen at run time), else a
-// scalar fallback. Uniforms are bitwise cuRAND's on every path; normals are
+// The fill functions run vectorised (AVX-512, else AVX2+FMA, chosen at run
+// time; the two give bitwise the same numbers), else a scalar fallback. Uniforms are bitwise cuRAND's on every path; normals are
 // bitwise on the scalar path (libm's sinf/cosf/logf, as cuRAND's host
 // generator) and within a few ulp of it on the vector path (its own sin, cos
 // and log, ≤ ~1e-6·stddev apart; the tests' bound is 1e-5·stddev + 2 ulp).
@@ -74,7 +74,7 @@ inline void box_muller(uint32_t x, uint32_t y, float* out2) {
 }
 
 // Which code the fill functions run.
-enum class Isa { Scalar, Avx2 };
+enum class Isa { Scalar, Avx2, Avx512 };  // in order: each CPU with one has the ones before
 Isa best_isa();  // the fastest this CPU runs, found once
 const char* isa_name(Isa isa);
 

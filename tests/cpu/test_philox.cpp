@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -21,7 +23,7 @@ namespace {
 
 using amlp::philox::Isa;
 
-constexpr Isa kIsas[] = {Isa::Scalar, Isa::Avx2};  // Avx2 runs as Scalar where the CPU lacks it
+constexpr Isa kIsas[] = {Isa::Scalar, Isa::Avx2, Isa::Avx512};  // one the CPU lacks runs as the best it has
 
 const uint64_t kSeeds[] = {0, 2024, 0xDEADBEEFCAFEF00Dull};
 // Unaligned offsets, a 65536-block step boundary (position 2^18), a 2^40 step, and
@@ -50,6 +52,12 @@ size_t normals_outside_bound(const std::vector<float>& got, const std::vector<fl
     if (!(d <= 1e-5 * stddev + 2 * ulp)) ++bad;
   }
   return bad;
+}
+
+std::string sci(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", x);
+  return buf;
 }
 
 std::string where(Isa isa, uint64_t seed, uint64_t off, size_t n) {
@@ -109,14 +117,15 @@ TEST_F(CuRandHost, UniformsAreBitwiseEqual) {
 
 TEST_F(CuRandHost, NormalsAreWithinTheBoundAndBitwiseOnTheScalarPath) {
   const float mean = 0.5f, sd = 2.f;
-  double max_abs[2] = {0, 0};
-  size_t differ[2] = {0, 0}, total = 0;
+  constexpr int kN = std::size(kIsas);
+  double max_abs[kN] = {};
+  size_t differ[kN] = {}, total = 0;
   for (uint64_t seed : kSeeds)
     for (uint64_t off : kOffsets)
       for (size_t n : kCounts) {
         const std::vector<float> want = normal(seed, off, n, mean, sd);
         total += n;
-        for (int k = 0; k < 2; ++k) {
+        for (int k = 0; k < kN; ++k) {
           const Isa isa = kIsas[k];
           std::vector<float> got(n);
           amlp::philox::fill_normal(got.data(), seed, off, off + n, mean, sd, isa);
@@ -125,10 +134,10 @@ TEST_F(CuRandHost, NormalsAreWithinTheBoundAndBitwiseOnTheScalarPath) {
           for (size_t i = 0; i < n; ++i) differ[k] += std::memcmp(&got[i], &want[i], sizeof(float)) != 0;
         }
       }
-  for (int k = 0; k < 2; ++k) {
+  for (int k = 0; k < kN; ++k) {
     const std::string verdict = std::string(amlp::philox::isa_name(kIsas[k])) + ": " + std::to_string(differ[k]) +
                                 " of " + std::to_string(total) + " normals differ from cuRAND's host generator, max |diff| " +
-                                std::to_string(max_abs[k]) + " (stddev 2)";
+                                sci(max_abs[k]) + " (stddev 2)";
     std::cout << "[   INFO   ] " << verdict << "\n";
     RecordProperty(std::string("normals_") + amlp::philox::isa_name(kIsas[k]), verdict);
   }
@@ -154,20 +163,28 @@ TEST(CuRandHost, Skipped) { GTEST_SKIP() << "built without cuRAND: nothing to co
 
 #endif  // ASYNCMLP_HAVE_CURAND
 
-// Without cuRAND too: the vector code against the scalar code.
+// Without cuRAND too: the vector code against the scalar code (uniforms bitwise,
+// normals within the bound), and AVX2 against AVX-512 (bitwise: the same operations).
 TEST(Philox, EveryIsaMatchesTheScalarCode) {
-  std::cout << "[   INFO   ] this CPU runs " << amlp::philox::isa_name(amlp::philox::best_isa()) << "\n";
+  const Isa best = amlp::philox::best_isa();
+  std::cout << "[   INFO   ] this CPU runs " << amlp::philox::isa_name(best) << "\n";
   double max_abs = 0;
   for (uint64_t seed : kSeeds)
     for (uint64_t off : kOffsets)
       for (size_t n : kCounts) {
-        std::vector<float> s(n), v(n);
-        amlp::philox::fill_uniform(s.data(), seed, off, off + n, -1.f, 3.f, Isa::Scalar);
-        amlp::philox::fill_uniform(v.data(), seed, off, off + n, -1.f, 3.f, amlp::philox::best_isa());
-        ASSERT_EQ(first_bitwise_mismatch(v, s), "") << where(amlp::philox::best_isa(), seed, off, n);
-        amlp::philox::fill_normal(s.data(), seed, off, off + n, 1.5f, 3.f, Isa::Scalar);
-        amlp::philox::fill_normal(v.data(), seed, off, off + n, 1.5f, 3.f, amlp::philox::best_isa());
-        ASSERT_EQ(normals_outside_bound(v, s, 3.f, &max_abs), 0u) << where(amlp::philox::best_isa(), seed, off, n);
+        std::vector<float> su(n), sz(n), avx2_z(n);
+        amlp::philox::fill_uniform(su.data(), seed, off, off + n, -1.f, 3.f, Isa::Scalar);
+        amlp::philox::fill_normal(sz.data(), seed, off, off + n, 1.5f, 3.f, Isa::Scalar);
+        amlp::philox::fill_normal(avx2_z.data(), seed, off, off + n, 1.5f, 3.f, Isa::Avx2);
+        for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
+          std::vector<float> u(n), z(n);
+          amlp::philox::fill_uniform(u.data(), seed, off, off + n, -1.f, 3.f, isa);
+          amlp::philox::fill_normal(z.data(), seed, off, off + n, 1.5f, 3.f, isa);
+          ASSERT_EQ(first_bitwise_mismatch(u, su), "") << where(isa, seed, off, n);
+          ASSERT_EQ(normals_outside_bound(z, sz, 3.f, &max_abs), 0u) << where(isa, seed, off, n);
+          if (isa == Isa::Avx512 && best == Isa::Avx512)
+            ASSERT_EQ(first_bitwise_mismatch(z, avx2_z), "") << where(isa, seed, off, n) << " vs avx2";
+        }
       }
   std::cout << "[   INFO   ] normals: max |vector - scalar| = " << max_abs << " (stddev 3)\n";
 }
