@@ -28,7 +28,9 @@
 //
 // Random numbers (issue 9: ≥ 1 G numbers/s on 2 cores, a 1024×512 batch in ≤ 0.5 ms), items/s:
 //   BM_RandomNormal, BM_RandomUniform   randn / rand_uniform (1024, 512) on cpu:0, then waitall():
-//                           the public ops, vectorised Philox on both cores.
+//                           the public ops, vectorised Philox on both cores. CPU column: the
+//                           whole process's CPU time (worker + helper), which on a loaded
+//                           machine says more than the wall time does.
 //   BM_RandomNormalOneCore, ...Uniform  philox::fill_* on this thread alone (the best ISA).
 //   BM_RandomNormalScalar, ...Uniform   the same with the scalar fallback.
 //   BM_CuRandHostNormal, ...Uniform     the old path: cuRAND's host generator, set to (seed,
@@ -287,8 +289,8 @@ BENCHMARK(BM_WaitPending)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MlpStep)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_MlpGemmFloor)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_MlpStepPaired)->Unit(benchmark::kMillisecond)->UseManualTime();
-BENCHMARK(BM_RandomNormal)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_RandomUniform)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_RandomNormal)->Unit(benchmark::kMicrosecond)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_RandomUniform)->Unit(benchmark::kMicrosecond)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_RandomNormalOneCore)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_RandomUniformOneCore)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_RandomNormalScalar)->Unit(benchmark::kMicrosecond)->UseRealTime();
