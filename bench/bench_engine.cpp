@@ -25,6 +25,16 @@
 //   BM_MlpStepPaired        the two alternately in one loop; counter `ratio` is the median of
 //                           step/floor per pair: on a shared machine, load drift between the two
 //                           benchmarks above can move their ratio by ±30%, the paired one by a few %.
+//
+// Random numbers (issue 9: ≥ 1 G numbers/s on 2 cores, a 1024×512 batch in ≤ 0.5 ms), items/s:
+//   BM_RandomNormal, BM_RandomUniform   randn / rand_uniform (1024, 512) on cpu:0, then waitall():
+//                           the public ops, vectorised Philox on both cores. CPU column: the
+//                           whole process's CPU time (worker + helper), which on a loaded
+//                           machine says more than the wall time does.
+//   BM_RandomNormalOneCore, ...Uniform  philox::fill_* on this thread alone (the best ISA).
+//   BM_RandomNormalScalar, ...Uniform   the same with the scalar fallback.
+//   BM_CuRandHostNormal, ...Uniform     the old path: cuRAND's host generator, set to (seed,
+//                           offset) and drawing the batch (needs cuRAND; the same numbers).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -38,7 +48,12 @@
 
 #include "framework/asyncmlp.h"
 #include "framework/core/context.h"  // the engine benchmark times the queue itself
+#include "framework/cpu/philox.h"    // and the random-number kernels on their own
 #include "models/mlp.h"
+
+#if ASYNCMLP_HAVE_CURAND
+#include <curand.h>
+#endif
 
 namespace {
 
@@ -204,6 +219,66 @@ void BM_MlpStepPaired(benchmark::State& state) {
                                               : 0.5 * (ratios[ratios.size() / 2 - 1] + ratios[ratios.size() / 2]);
 }
 
+// --- random numbers: one (1024, 512) batch per iteration ---------------------------
+
+constexpr int64_t kRandomCount = kBatch * kIn;
+
+template <bool kNormal>
+void random_op(benchmark::State& state) {
+  amlp::manual_seed(42);
+  for (auto _ : state) {
+    Tensor y = kNormal ? amlp::randn({kBatch, kIn}, kCpu) : amlp::rand_uniform({kBatch, kIn}, kCpu);
+    amlp::waitall();
+  }
+  state.SetItemsProcessed(state.iterations() * kRandomCount);
+}
+void BM_RandomNormal(benchmark::State& state) { random_op<true>(state); }
+void BM_RandomUniform(benchmark::State& state) { random_op<false>(state); }
+
+template <bool kNormal>
+void random_fill(benchmark::State& state, amlp::philox::Isa isa) {
+  std::vector<float> y(kRandomCount);
+  uint64_t offset = 0;
+  for (auto _ : state) {
+    if (kNormal) amlp::philox::fill_normal(y.data(), 42, offset, offset + kRandomCount, 0.f, 1.f, isa);
+    else amlp::philox::fill_uniform(y.data(), 42, offset, offset + kRandomCount, 0.f, 1.f, isa);
+    offset += kRandomCount;
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * kRandomCount);
+}
+void BM_RandomNormalOneCore(benchmark::State& s) { random_fill<true>(s, amlp::philox::best_isa()); }
+void BM_RandomUniformOneCore(benchmark::State& s) { random_fill<false>(s, amlp::philox::best_isa()); }
+void BM_RandomNormalScalar(benchmark::State& s) { random_fill<true>(s, amlp::philox::Isa::Scalar); }
+void BM_RandomUniformScalar(benchmark::State& s) { random_fill<false>(s, amlp::philox::Isa::Scalar); }
+
+#if ASYNCMLP_HAVE_CURAND
+template <bool kNormal>
+void curand_host(benchmark::State& state) {
+  curandGenerator_t gen = nullptr;
+  if (curandCreateGeneratorHost(&gen, CURAND_RNG_PSEUDO_PHILOX4_32_10) != CURAND_STATUS_SUCCESS) {
+    state.SkipWithError("curandCreateGeneratorHost failed");
+    return;
+  }
+  std::vector<float> y(kRandomCount);
+  uint64_t offset = 0;
+  bool ok = true;
+  for (auto _ : state) {  // as the CPU backend drew before: seed, offset, generate
+    ok &= curandSetPseudoRandomGeneratorSeed(gen, 42) == CURAND_STATUS_SUCCESS;
+    ok &= curandSetGeneratorOffset(gen, offset) == CURAND_STATUS_SUCCESS;
+    ok &= (kNormal ? curandGenerateNormal(gen, y.data(), y.size(), 0.f, 1.f)
+                   : curandGenerateUniform(gen, y.data(), y.size())) == CURAND_STATUS_SUCCESS;
+    offset += kRandomCount;
+    benchmark::ClobberMemory();
+  }
+  curandDestroyGenerator(gen);
+  if (!ok) state.SkipWithError("a cuRAND call failed");
+  state.SetItemsProcessed(state.iterations() * kRandomCount);
+}
+void BM_CuRandHostNormal(benchmark::State& state) { curand_host<true>(state); }
+void BM_CuRandHostUniform(benchmark::State& state) { curand_host<false>(state); }
+#endif
+
 }  // namespace
 
 BENCHMARK(BM_PushNoop)->Unit(benchmark::kMicrosecond);
@@ -214,5 +289,15 @@ BENCHMARK(BM_WaitPending)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MlpStep)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_MlpGemmFloor)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_MlpStepPaired)->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK(BM_RandomNormal)->Unit(benchmark::kMicrosecond)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_RandomUniform)->Unit(benchmark::kMicrosecond)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_RandomNormalOneCore)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_RandomUniformOneCore)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_RandomNormalScalar)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_RandomUniformScalar)->Unit(benchmark::kMicrosecond)->UseRealTime();
+#if ASYNCMLP_HAVE_CURAND
+BENCHMARK(BM_CuRandHostNormal)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_CuRandHostUniform)->Unit(benchmark::kMicrosecond)->UseRealTime();
+#endif
 
 BENCHMARK_MAIN();

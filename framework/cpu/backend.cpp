@@ -10,11 +10,7 @@ namespace amlp::cpu {
 
 CpuBackend::CpuBackend(int index) : name_("cpu:" + std::to_string(index)) {}
 
-CpuBackend::~CpuBackend() {
-#if ASYNCMLP_HAVE_CURAND
-  if (gen_) curandDestroyGenerator(gen_);
-#endif
-}
+CpuBackend::~CpuBackend() = default;
 
 // 64-byte aligned; bytes is a multiple of the pool's 512-byte rounding.
 void* CpuBackend::raw_alloc(size_t bytes) { return std::aligned_alloc(64, bytes); }

@@ -3,17 +3,13 @@
 // Kernels run on the device's worker thread and have finished when they
 // return. Each concept's kernels are in the file of its name: elementwise.cpp,
 // linalg.cpp (GEMM through OpenBLAS's CBLAS), reduce.cpp, loss.cpp,
-// optimizer.cpp, random.cpp (Philox4x32-10 through cuRAND's host generator,
-// or a built-in one without the CUDA Toolkit); memory and copies here.
+// optimizer.cpp, random.cpp (cuRAND's Philox4x32-10 stream, philox.h, on two
+// cores through helper.h); memory and copies here.
 #pragma once
 #include <string>
 #include <vector>
 
 #include "framework/core/backend.h"
-
-#if ASYNCMLP_HAVE_CURAND
-#include <curand.h>
-#endif
 
 namespace amlp::cpu {
 
@@ -65,11 +61,6 @@ class CpuBackend final : public Backend {
 
  private:
   std::string name_;  // "cpu:N", for messages
-#if ASYNCMLP_HAVE_CURAND
-  void prepare(uint64_t seed, uint64_t offset);
-  curandGenerator_t gen_ = nullptr;
-  std::vector<float> scratch_;
-#endif
 };
 
 }  // namespace amlp::cpu

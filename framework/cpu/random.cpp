@@ -1,61 +1,38 @@
-// random.cpp — CPU random numbers: Philox4x32-10 through cuRAND's host
-// generator (no GPU needed), so both backends draw one stream from one seed;
-// without the CUDA Toolkit, the built-in generator of philox.h.
-#include <cstring>
-
+// random.cpp — CPU random numbers: cuRAND's Philox4x32-10 stream (philox.h),
+// so both backends draw the same numbers from one (seed, offset); vectorised,
+// and split over two cores (helper.h) from kSplitAt numbers on.
 #include "framework/cpu/backend.h"
-
-#if ASYNCMLP_HAVE_CURAND
-#include "framework/cuda/cuda_check.h"
-#else
+#include "framework/cpu/helper.h"
 #include "framework/cpu/philox.h"
-#endif
 
 namespace amlp::cpu {
 
 namespace {
-void scale_uniform(float* y, size_t n, float lo, float hi) {
-  const float w = hi - lo;
-  for (size_t i = 0; i < n; ++i) y[i] = lo + w * y[i];
+
+// Below this the helper's wake-up (~10 µs) costs more than half the work saves.
+constexpr size_t kSplitAt = size_t(1) << 15;
+
+// Positions [offset, offset + n) into y, in two halves when worth it. The cut
+// is any position (each number depends on its position alone); a multiple of
+// 32 keeps both halves on whole vector chunks.
+template <class Fill>
+void draw(float* y, size_t n, uint64_t offset, Fill fill) {
+  if (n < kSplitAt) return fill(y, offset, offset + n);
+  const uint64_t cut = (offset + n / 2) / 32 * 32;
+  split_two([&](int part) {
+    if (part == 0) fill(y, offset, cut);
+    else fill(y + (cut - offset), cut, offset + n);
+  });
 }
+
 }  // namespace
 
-#if ASYNCMLP_HAVE_CURAND
-
-void CpuBackend::prepare(uint64_t seed, uint64_t offset) {
-  if (!gen_) AMLP_CUDA_CHECK_ON(curandCreateGeneratorHost(&gen_, CURAND_RNG_PSEUDO_PHILOX4_32_10), name_.c_str());
-  AMLP_CUDA_CHECK_ON(curandSetPseudoRandomGeneratorSeed(gen_, seed), name_.c_str());
-  AMLP_CUDA_CHECK_ON(curandSetGeneratorOffset(gen_, offset), name_.c_str());
-}
-
 void CpuBackend::random_normal(float* y, size_t n, uint64_t seed, uint64_t offset, float mean, float sd) {
-  prepare(seed, offset);
-  if (n % 2 == 0) {
-    AMLP_CUDA_CHECK_ON(curandGenerateNormal(gen_, y, n, mean, sd), name_.c_str());
-  } else {  // cuRAND draws normals in pairs
-    scratch_.resize(n + 1);
-    AMLP_CUDA_CHECK_ON(curandGenerateNormal(gen_, scratch_.data(), n + 1, mean, sd), name_.c_str());
-    std::memcpy(y, scratch_.data(), n * sizeof(float));
-  }
+  draw(y, n, offset, [=](float* out, uint64_t b, uint64_t e) { philox::fill_normal(out, seed, b, e, mean, sd); });
 }
 
 void CpuBackend::random_uniform(float* y, size_t n, uint64_t seed, uint64_t offset, float lo, float hi) {
-  prepare(seed, offset);
-  AMLP_CUDA_CHECK_ON(curandGenerateUniform(gen_, y, n), name_.c_str());  // (0, 1]
-  scale_uniform(y, n, lo, hi);
+  draw(y, n, offset, [=](float* out, uint64_t b, uint64_t e) { philox::fill_uniform(out, seed, b, e, lo, hi); });
 }
-
-#else
-
-void CpuBackend::random_normal(float* y, size_t n, uint64_t seed, uint64_t offset, float mean, float sd) {
-  philox::normal(y, n, seed, offset, mean, sd);
-}
-
-void CpuBackend::random_uniform(float* y, size_t n, uint64_t seed, uint64_t offset, float lo, float hi) {
-  philox::uniform(y, n, seed, offset);
-  scale_uniform(y, n, lo, hi);
-}
-
-#endif
 
 }  // namespace amlp::cpu

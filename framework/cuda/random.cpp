@@ -1,6 +1,6 @@
 // random.cpp — normals and uniforms from cuRAND's Philox4x32-10 generator,
-// at the same (seed, offset) as the CPU's host generator (cpu/random.cpp),
-// so a seed fixes the same numbers on both backends.
+// at the same (seed, offset) as the CPU backend's Philox (cpu/philox.h, which
+// lays its stream out as cuRAND does), so a seed fixes the same numbers on both backends.
 #include <cstdint>
 
 #include "framework/cuda/cuda_backend.h"
@@ -9,7 +9,7 @@
 
 namespace amlp::cuda {
 
-// The CPU backend's sequence on its host Philox generator: seed, then offset.
+// The stream at (seed, offset), as the CPU backend draws it.
 void CudaBackend::seed(uint64_t seed, uint64_t offset) {
   AMLP_CUDA_CHECK(curandSetPseudoRandomGeneratorSeed(rng_.get(), seed));
   AMLP_CUDA_CHECK(curandSetGeneratorOffset(rng_.get(), offset));
