@@ -54,6 +54,9 @@ amlp_build() {
       { cat "$AMLP_ROOT/$dir.configure.log" >&2; return 1; }
   fi
   amlp_log "building $dir"
-  cmake --build "$AMLP_ROOT/$dir" -j "$(nproc)" | grep -vE '^\[[0-9]+/[0-9]+\] ' || true
-  test "${PIPESTATUS[0]}" = 0
+  # pipefail: the pipeline fails exactly when the build does (the filter never fails).
+  if ! cmake --build "$AMLP_ROOT/$dir" -j "$(nproc)" 2>&1 | { grep -vE '^\[[0-9]+/[0-9]+\] ' || true; }; then
+    amlp_log "building $dir failed"
+    return 1
+  fi
 }
