@@ -283,6 +283,8 @@ TEST_P(Ops, ShapeErrorsThrowAtTheCallSiteNamingBothShapes) {
 TEST_P(Ops, DeviceMismatchThrowsAtTheCallSite) {
   const Device here = dev(), there = Device::cpu(1);
   Tensor no_momentum;
+  Tensor p = ones({2, 2}, here).requires_grad_();
+  Tensor y = scale(p, 2.f);  // a graph on `here`, for a head gradient from `there`
   const BadCall calls[] = {
       {"add", {{{2, 2}, here}, {{2, 2}, there}}, [](auto& t) { add(t[0], t[1]); }, {}},
       {"sub", {{{2, 2}, here}, {{2, 2}, there}}, [](auto& t) { sub(t[0], t[1]); }, {}},
@@ -294,6 +296,11 @@ TEST_P(Ops, DeviceMismatchThrowsAtTheCallSite) {
       {"copy_", {{{2, 2}, here}, {{2, 2}, there}}, [](auto& t) { copy_(t[0], t[1]); }, {}},
       {"sgd_update_", {{{2, 2}, here}, {{2, 2}, there}},
        [&](auto& t) { sgd_update_(t[0], t[1], no_momentum, 0.1f, 0.f, 0.f, 1.f); }, {}},
+      {"sgd_update_, momentum", {{{2, 2}, here}, {{2, 2}, here}, {{2, 2}, there}},
+       [](auto& t) { sgd_update_(t[0], t[1], t[2], 0.1f, 0.9f, 0.f, 1.f); }, {}},
+      {"linear_relu, weight", {{{2, 2}, here}, {{2, 2}, there}},
+       [](auto& t) { linear_relu(t[0], t[1], Tensor()); }, {}},
+      {"backward, head", {{{2, 2}, here}, {{2, 2}, there}}, [&](auto& t) { backward(y, t[1]); }, {}},
   };
   for (BadCall c : calls) {
     c.named = {here.str(), there.str()};
