@@ -73,6 +73,7 @@ class BacklogCounter {
 
 std::string mode_text(const SyncMode& m) { return to_string(m); }
 
+
 }  // namespace
 
 size_t predicted_increase(const RunResult& r) {
@@ -133,6 +134,10 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
   bool last_synced = false;
   int batch = 0;
   const Clock::time_point t0 = Clock::now();
+  const uint64_t faults_at_start = process_minor_faults();
+  uint64_t faults_before = faults_at_start;
+  const int steady_from = s.batches / 2;  // the steady-state window starts at this batch's sample (0: the start)
+  uint64_t faults_at_steady = faults_at_start;
   try {
     for (batch = 1; batch <= s.batches; ++batch) {
       trace::Scope batch_span("batch");
@@ -168,6 +173,10 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
       row.rss_bytes = process_rss_bytes();
       row.backlog_batches = backlog.pending(q.completed);
       row.backlog_bytes = q.backlog_bytes;
+      const uint64_t faults_now = process_minor_faults();
+      row.minor_faults = faults_now - faults_before;
+      faults_before = faults_now;
+      if (batch == steady_from) faults_at_steady = faults_now;
       r.peak_rss = std::max(r.peak_rss, row.rss_bytes);
       if (trace::enabled()) {
         const uint64_t ts = trace::now_us();
@@ -196,6 +205,12 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
     throw Error("run '" + s.label + "' failed " + where + ": " + what);
   }
   r.wall_s = seconds_since(t0);
+  {
+    const uint64_t faults_at_end = process_minor_faults();
+    r.minor_faults = faults_at_end - faults_at_start;
+    r.minor_faults_per_batch = double(r.minor_faults) / double(s.batches);
+    r.minor_faults_steady_per_batch = double(faults_at_end - faults_at_steady) / double(s.batches - steady_from);
+  }
   r.samples_per_s = r.wall_s > 0 ? double(s.batches) * double(B) / r.wall_s : 0;
 
   const MemoryStats m = memory_stats(d);
@@ -286,6 +301,10 @@ void print_summary(const RunResult& r, std::ostream& out) {
                    .c_str(),
       r.predicted_increase_bytes ? double(r.mem_increase_bytes) / double(r.predicted_increase_bytes) : 0.0);
   line("predicted increase", buf);
+  std::snprintf(buf, sizeof buf, "%.0f per batch in steady state (second half), %.0f per batch overall, %llu in all",
+                r.minor_faults_steady_per_batch, r.minor_faults_per_batch,
+                static_cast<unsigned long long>(r.minor_faults));
+  line("minor page faults", buf);
   std::snprintf(buf, sizeof buf, "%.6g", r.final_loss);
   line("final loss", buf);
   out.flush();
@@ -295,21 +314,23 @@ void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out) {
   if (rs.empty()) return;
   char buf[256];
   out << "\n" << rs[0].device << ", " << rs[0].batches << " batches of " << rs[0].batch_size << "\n";
-  std::snprintf(buf, sizeof buf, "%-10s %8s %10s %12s %12s %13s %11s %12s %9s %11s\n", "mode", "wall s", "samples/s",
-                "mem incr MB", "RSS incr MB", "peak backlog", "peak depth", "predicted MB", "meas/pred", "final loss");
+  std::snprintf(buf, sizeof buf, "%-10s %8s %10s %12s %12s %13s %11s %12s %9s %11s %13s\n", "mode", "wall s",
+                "samples/s", "mem incr MB", "RSS incr MB", "peak backlog", "peak depth", "predicted MB", "meas/pred",
+                "final loss", "faults/batch");
   out << buf;
   for (const RunResult& r : rs) {
-    std::snprintf(buf, sizeof buf, "%-10s %8.3f %10.0f %12.1f %12.1f %13d %11llu %12.1f %9.3f %11.6g\n",
+    std::snprintf(buf, sizeof buf, "%-10s %8.3f %10.0f %12.1f %12.1f %13d %11llu %12.1f %9.3f %11.6g %13.0f\n",
                   r.label.c_str(), r.wall_s, r.samples_per_s, r.mem_increase_bytes / 1e6, r.rss_increase_bytes / 1e6,
                   r.peak_backlog_batches, static_cast<unsigned long long>(r.peak_queue_depth),
                   r.predicted_increase_bytes / 1e6,
                   r.predicted_increase_bytes ? double(r.mem_increase_bytes) / double(r.predicted_increase_bytes) : 0.0,
-                  r.final_loss);
+                  r.final_loss, r.minor_faults_steady_per_batch);
     out << buf;
   }
   out << "peak backlog: most batches alive at once; peak depth: most ops queued at once.\n"
       << "predicted = peak backlog x " << format_mb(double(rs[0].bytes_per_batch))
-      << " per batch (at most max-pending-bytes + one op's output when bounded)\n";
+      << " per batch (at most max-pending-bytes + one op's output when bounded)\n"
+      << "faults/batch: the process's minor page faults per batch in steady state (the second half of the run).\n";
   out.flush();
 }
 

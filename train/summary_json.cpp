@@ -33,7 +33,10 @@ std::string summary_json(const std::vector<RunResult>& runs) {
                    {"end_rss_bytes", r.end_rss},
                    {"max_pending_ops", r.max_pending_ops},
                    {"max_pending_bytes", r.max_pending_bytes},
-                   {"final_loss", r.final_loss}});
+                   {"final_loss", r.final_loss},
+                   {"minor_faults", r.minor_faults},
+                   {"minor_faults_per_batch", r.minor_faults_per_batch},
+                   {"minor_faults_steady_per_batch", r.minor_faults_steady_per_batch}});
   }
   return doc.dump(2, ' ', /*ensure_ascii=*/false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }

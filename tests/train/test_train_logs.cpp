@@ -50,7 +50,7 @@ std::vector<std::string> fields(const std::string& line) {
 
 const std::vector<std::string> kColumns{"batch",           "wall_s",         "queue_depth", "bytes_in_use",
                                         "peak_bytes",      "reserved_bytes", "rss_bytes",   "loss",
-                                        "backlog_batches", "backlog_bytes"};
+                                        "backlog_batches", "backlog_bytes",  "minor_faults"};
 
 // Parses a memory log back; checks the header and that every row is whole.
 std::vector<std::map<std::string, std::string>> read_memory_log(const std::string& path) {
@@ -83,6 +83,7 @@ TEST(MemoryLog, WritesHeaderAndRowsFlushedAsTheyGo) {
     s.rss_bytes = 4000;
     s.backlog_batches = 1;
     s.backlog_bytes = 512;
+    s.minor_faults = 7;
     log.write(s);
     s.batch = 2;
     s.loss = 0.125;
@@ -95,6 +96,7 @@ TEST(MemoryLog, WritesHeaderAndRowsFlushedAsTheyGo) {
     EXPECT_EQ(rows[1]["queue_depth"], "26");
     EXPECT_EQ(rows[1]["bytes_in_use"], "1000");
     EXPECT_EQ(rows[1]["backlog_bytes"], "512");
+    EXPECT_EQ(rows[1]["minor_faults"], "7");
   }
   EXPECT_THROW(MemoryLog(dir.file("no/such/dir.csv")), Error);
 }
@@ -121,6 +123,7 @@ TEST(TrainMlpLogs, OneRowPerBatchLossOnlyWhereSynchronized) {
     EXPECT_GE(std::stoull(rows[i]["reserved_bytes"]), std::stoull(rows[i]["bytes_in_use"]));
     EXPECT_GT(std::stoull(rows[i]["rss_bytes"]), 0u);
     EXPECT_GE(std::stoi(rows[i]["backlog_batches"]), 0);
+    EXPECT_GE(std::stoll(rows[i]["minor_faults"]), 0);
   }
 }
 
@@ -160,7 +163,8 @@ TEST(TrainMlpLogs, SummaryJsonHasEveryKey) {
   EXPECT_EQ(run.at("device"), "cpu:0");
   for (const char* key :
        {"batches", "batch_size", "wall_s", "samples_per_s", "mem_increase_bytes", "rss_increase_bytes",
-        "peak_queue_depth", "predicted_increase_bytes", "final_loss", "peak_backlog_batches", "bytes_per_batch"})
+        "peak_queue_depth", "predicted_increase_bytes", "final_loss", "peak_backlog_batches", "bytes_per_batch",
+        "minor_faults", "minor_faults_per_batch", "minor_faults_steady_per_batch"})
     EXPECT_TRUE(run.at(key).is_number()) << key;
   EXPECT_EQ(run.at("batches"), 3);
   EXPECT_EQ(run.at("batch_size"), 16);
