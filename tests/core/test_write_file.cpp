@@ -430,7 +430,10 @@ void expect_summary(const nlohmann::json& s) {
                         "end_rss_bytes",
                         "max_pending_ops",
                         "max_pending_bytes",
-                        "final_loss"};
+                        "final_loss",
+                        "minor_faults",
+                        "minor_faults_per_batch",
+                        "minor_faults_steady_per_batch"};
   for (const nlohmann::json& run : s) {
     EXPECT_EQ(run.size(), std::size(keys));
     for (const char* key : keys) EXPECT_TRUE(run.contains(key)) << key;
