@@ -102,6 +102,10 @@ void reset_peaks(Device d);
 bool device_memory_info(Device d, size_t* free_bytes, size_t* total_bytes);
 // Resident set size of this process, from /proc/self/statm (0 if unreadable).
 size_t process_rss_bytes();
+// Minor page faults of this process so far, every thread (getrusage(RUSAGE_SELF)
+// ru_minflt; 0 if unavailable). Fresh pages cost one each: 4 KiB, or 2 MiB where
+// the kernel backs a region with a huge page.
+uint64_t process_minor_faults();
 
 // --- demonstrations and tests ---------------------------------------------------------
 // Holds a device's worker still: ops queue up but none starts until the

@@ -77,6 +77,7 @@ class BacklogCounter {
 
 std::string mode_text(const SyncMode& m) { return to_string(m); }
 
+
 }  // namespace
 
 size_t predicted_increase(const RunResult& r) {
@@ -97,8 +98,15 @@ RunSpec spec_from_options(const Options& o) {
 
 namespace {
 
+// Minor page faults at the loop's start and at the sample of batch
+// `steady_from` (where the steady-state window starts).
+struct FaultMarks {
+  uint64_t start = 0, steady = 0;
+  int steady_from = 0;
+};
+
 // What a run measured from its start to now (also for a run that stopped).
-void measure_end(RunResult& r, Device d, double wall_s) {
+void measure_end(RunResult& r, Device d, double wall_s, const FaultMarks& f) {
   r.wall_s = wall_s;
   r.samples_per_s = r.wall_s > 0 ? double(r.batches_done) * double(r.batch_size) / r.wall_s : 0;
   const MemoryStats m = memory_stats(d);
@@ -111,6 +119,15 @@ void measure_end(RunResult& r, Device d, double wall_s) {
   r.peak_queue_depth = q.peak_depth;
   r.peak_backlog_bytes = q.peak_backlog_bytes;
   r.predicted_increase_bytes = predicted_increase(r);
+  // Faults of every thread over the loop and the final waitall(): in all, per
+  // batch, and per batch after `steady_from` (an upper bound unsynchronized:
+  // the worker may still be faulting for earlier batches in that window).
+  const uint64_t now = process_minor_faults();
+  const int done = r.batches_done;
+  r.minor_faults = now - f.start;
+  r.minor_faults_per_batch = done ? double(r.minor_faults) / double(done) : 0;
+  r.minor_faults_steady_per_batch =
+      done > f.steady_from ? double(now - f.steady) / double(done - f.steady_from) : r.minor_faults_per_batch;
 }
 
 // How to stay under the pool's limit, after an OutOfMemory.
@@ -148,6 +165,9 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
   int batch = 0;
   bool in_loop = false;
   Clock::time_point t0 = Clock::now();
+  FaultMarks faults;
+  faults.steady_from = s.batches / 2;  // the steady-state window starts at this batch's sample (0: the start)
+  uint64_t faults_before = 0;
   try {
     const MemoryBudget limit = memory_limit(d);
     r.memory_limit_bytes = limit.bytes;
@@ -175,6 +195,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
     Tensor last_loss;  // the last batch's per-sample loss, for the final figure
     bool last_synced = false;
     t0 = Clock::now();
+    faults.start = faults.steady = faults_before = process_minor_faults();
     in_loop = true;
     for (batch = 1; batch <= s.batches; ++batch) {
       trace::Scope batch_span("batch");
@@ -210,6 +231,10 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
       row.rss_bytes = process_rss_bytes();
       row.backlog_batches = backlog.pending(q.completed);
       row.backlog_bytes = q.backlog_bytes;
+      const uint64_t faults_now = process_minor_faults();
+      row.minor_faults = faults_now - faults_before;
+      faults_before = faults_now;
+      if (batch == faults.steady_from) faults.steady = faults_now;
       r.peak_rss = std::max(r.peak_rss, row.rss_bytes);
       if (trace::enabled()) {
         const uint64_t ts = trace::now_us();
@@ -238,7 +263,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
     }
     in_loop = false;
     waitall();
-    measure_end(r, d, seconds_since(t0));
+    measure_end(r, d, seconds_since(t0), faults);
     if (!last_synced && last_loss.defined()) {
       NoGradGuard ng;
       r.final_loss = mean(last_loss).item();
@@ -276,7 +301,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
         what += " (op #" + std::to_string(k->seq) + " was queued in batch " + std::to_string(b) + ")";
     if (dynamic_cast<const OutOfMemory*>(&e)) what += oom_advice(r);
     const std::string message = "run '" + s.label + "' failed " + where + ": " + what;
-    measure_end(r, d, wall_s);
+    measure_end(r, d, wall_s, faults);
     r.end_bytes = memory_stats(d).bytes_in_use;
     r.status = "failed";
     r.error = message;
@@ -368,6 +393,10 @@ void print_summary(const RunResult& r, std::ostream& out) {
                    .c_str(),
       r.predicted_increase_bytes ? double(r.mem_increase_bytes) / double(r.predicted_increase_bytes) : 0.0);
   line("predicted increase", buf);
+  std::snprintf(buf, sizeof buf, "%.0f per batch in steady state (second half), %.0f per batch overall, %llu in all",
+                r.minor_faults_steady_per_batch, r.minor_faults_per_batch,
+                static_cast<unsigned long long>(r.minor_faults));
+  line("minor page faults", buf);
   std::snprintf(buf, sizeof buf, "%.6g", r.final_loss);
   line("final loss", buf);
   line("memory limit", r.memory_limit_bytes ? format_mb(double(r.memory_limit_bytes)) + " (" + r.memory_limit_source + ")"
@@ -379,21 +408,23 @@ void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out) {
   if (rs.empty()) return;
   char buf[256];
   out << "\n" << rs[0].device << ", " << rs[0].batches << " batches of " << rs[0].batch_size << "\n";
-  std::snprintf(buf, sizeof buf, "%-10s %8s %10s %12s %12s %13s %11s %12s %9s %11s\n", "mode", "wall s", "samples/s",
-                "mem incr MB", "RSS incr MB", "peak backlog", "peak depth", "predicted MB", "meas/pred", "final loss");
+  std::snprintf(buf, sizeof buf, "%-10s %8s %10s %12s %12s %13s %11s %12s %9s %11s %13s\n", "mode", "wall s",
+                "samples/s", "mem incr MB", "RSS incr MB", "peak backlog", "peak depth", "predicted MB", "meas/pred",
+                "final loss", "faults/batch");
   out << buf;
   for (const RunResult& r : rs) {
-    std::snprintf(buf, sizeof buf, "%-10s %8.3f %10.0f %12.1f %12.1f %13d %11llu %12.1f %9.3f %11.6g\n",
+    std::snprintf(buf, sizeof buf, "%-10s %8.3f %10.0f %12.1f %12.1f %13d %11llu %12.1f %9.3f %11.6g %13.0f\n",
                   r.label.c_str(), r.wall_s, r.samples_per_s, r.mem_increase_bytes / 1e6, r.rss_increase_bytes / 1e6,
                   r.peak_backlog_batches, static_cast<unsigned long long>(r.peak_queue_depth),
                   r.predicted_increase_bytes / 1e6,
                   r.predicted_increase_bytes ? double(r.mem_increase_bytes) / double(r.predicted_increase_bytes) : 0.0,
-                  r.final_loss);
+                  r.final_loss, r.minor_faults_steady_per_batch);
     out << buf;
   }
   out << "peak backlog: most batches alive at once; peak depth: most ops queued at once.\n"
       << "predicted = peak backlog x " << format_mb(double(rs[0].bytes_per_batch))
-      << " per batch (at most max-pending-bytes + one op's output when bounded)\n";
+      << " per batch (at most max-pending-bytes + one op's output when bounded)\n"
+      << "faults/batch: the process's minor page faults per batch in steady state (the second half of the run).\n";
   out.flush();
 }
 

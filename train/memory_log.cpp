@@ -9,7 +9,7 @@
 namespace amlp::train {
 
 const char* const kMemoryLogHeader =
-    "batch,wall_s,queue_depth,bytes_in_use,peak_bytes,reserved_bytes,rss_bytes,loss,backlog_batches,backlog_bytes";
+    "batch,wall_s,queue_depth,bytes_in_use,peak_bytes,reserved_bytes,rss_bytes,loss,backlog_batches,backlog_bytes,minor_faults";
 
 MemoryLog::MemoryLog(const std::string& path) : path_(path) {
   f_ = std::fopen(path.c_str(), "w");
@@ -37,9 +37,10 @@ std::string format_row(const BatchSample& s) {
   char loss[48] = "";
   if (s.loss) std::snprintf(loss, sizeof loss, "%.9g", *s.loss);
   char buf[320];
-  std::snprintf(buf, sizeof buf, "%d,%.6f,%llu,%zu,%zu,%zu,%zu,%s,%d,%zu", s.batch, s.wall_s,
+  std::snprintf(buf, sizeof buf, "%d,%.6f,%llu,%zu,%zu,%zu,%zu,%s,%d,%zu,%llu", s.batch, s.wall_s,
                 static_cast<unsigned long long>(s.queue_depth), s.bytes_in_use, s.peak_bytes, s.reserved_bytes,
-                s.rss_bytes, loss, s.backlog_batches, s.backlog_bytes);
+                s.rss_bytes, loss, s.backlog_batches, s.backlog_bytes,
+                static_cast<unsigned long long>(s.minor_faults));
   return buf;
 }
 

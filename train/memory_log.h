@@ -5,9 +5,11 @@
 //   log.write({batch, wall_s, ...});       // one row, flushed
 //
 // Columns (DESIGN.md, "What a user sees", plus the backlog):
-//   batch,wall_s,queue_depth,bytes_in_use,peak_bytes,reserved_bytes,rss_bytes,loss,backlog_batches,backlog_bytes
+//   batch,wall_s,queue_depth,bytes_in_use,peak_bytes,reserved_bytes,rss_bytes,loss,backlog_batches,backlog_bytes,minor_faults
 // The sample is taken when the batch has been queued, before any
-// synchronization; loss is empty when the batch was not synchronized.
+// synchronization; loss is empty when the batch was not synchronized;
+// minor_faults are the process's minor page faults since the previous sample
+// (for batch 1: since the loop began), every thread.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -28,6 +30,7 @@ struct BatchSample {
   std::optional<double> loss;  // only when the batch was synchronized
   int backlog_batches = 0;     // batches whose last op has not completed (this one included)
   size_t backlog_bytes = 0;    // bytes referenced by pending ops (QueueStats)
+  uint64_t minor_faults = 0;   // process minor page faults since the previous sample
 };
 
 extern const char* const kMemoryLogHeader;

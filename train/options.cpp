@@ -242,7 +242,8 @@ po::options_description general_options() {
     .text("memory-log", "FILE.csv", "",
      "one CSV row per batch, flushed per row, sampled when the batch has been queued: batch, "
      "wall_s, queue_depth, bytes_in_use, peak_bytes, reserved_bytes, rss_bytes, loss (empty "
-     "when the batch was not synchronized), backlog_batches, backlog_bytes (default: none)")
+     "when the batch was not synchronized), backlog_batches, backlog_bytes, minor_faults (the "
+     "process's minor page faults since the previous row) (default: none)")
     .text("trace", "FILE.json", "",
      "Chrome trace-event JSON for Perfetto / chrome://tracing: enqueue and execution spans, "
      "queue depth and memory counters (default: none)")

@@ -41,7 +41,10 @@ std::string summary_json(const std::vector<RunResult>& runs) {
                    {"batches_done", r.batches_done},
                    {"memory_limit_bytes",
                     r.memory_limit_bytes ? nlohmann::ordered_json(r.memory_limit_bytes) : nlohmann::ordered_json()},
-                   {"memory_limit_source", r.memory_limit_source}});
+                   {"memory_limit_source", r.memory_limit_source},
+                   {"minor_faults", r.minor_faults},
+                   {"minor_faults_per_batch", r.minor_faults_per_batch},
+                   {"minor_faults_steady_per_batch", r.minor_faults_steady_per_batch}});
   }
   return doc.dump(2, ' ', /*ensure_ascii=*/false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }

@@ -2,6 +2,8 @@
 // measurements over every device context.
 #include "framework/runtime.h"
 
+#include <sys/resource.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -108,5 +110,11 @@ void reset_peaks(Device d) {
 
 QueuePause::QueuePause(Device d) : device_(d) { context(d).queue.pause(); }
 QueuePause::~QueuePause() { context(device_).queue.resume(); }
+
+uint64_t process_minor_faults() {
+  struct rusage u {};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  return static_cast<uint64_t>(u.ru_minflt);
+}
 
 }  // namespace amlp

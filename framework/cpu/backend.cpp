@@ -1,8 +1,15 @@
 // backend.cpp — the CPU backend's memory and copies (backend.h).
 #include "framework/cpu/backend.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "framework/core/context.h"
 
@@ -12,9 +19,101 @@ CpuBackend::CpuBackend(int index) : name_("cpu:" + std::to_string(index)) {}
 
 CpuBackend::~CpuBackend() = default;
 
-// 64-byte aligned; bytes is a multiple of the pool's 512-byte rounding.
-void* CpuBackend::raw_alloc(size_t bytes) { return std::aligned_alloc(64, bytes); }
-void CpuBackend::raw_free(void* p) noexcept { std::free(p); }
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14; older headers lack the name, older kernels answer EINVAL
+#endif
+
+namespace {
+
+size_t page_bytes() {
+  static const size_t page = [] {
+    long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? static_cast<size_t>(p) : size_t(4096);
+  }();
+  return page;
+}
+
+// False once the kernel has said it does not know MADV_POPULATE_WRITE.
+std::atomic<bool> populate_write_known{true};
+
+// Makes every page of [p, p + len) resident and writable now, on this thread.
+// False when the memory cannot be had (the caller unmaps and reports out of memory).
+bool populate(char* p, size_t len) {
+  if (populate_write_known.load(std::memory_order_relaxed)) {
+    if (madvise(p, len, MADV_POPULATE_WRITE) == 0) return true;
+    if (errno == ENOMEM || errno == EFAULT) return false;
+#ifdef EHWPOISON
+    if (errno == EHWPOISON) return false;
+#endif
+    populate_write_known.store(false, std::memory_order_relaxed);  // EINVAL (before 5.14) or alike: touch instead
+  }
+  // One write per page: a huge page takes the first, every 4 KiB page its own.
+  const size_t page = page_bytes();
+  for (size_t off = 0; off < len; off += page) static_cast<volatile char*>(p)[off] = 0;
+  return true;
+}
+
+// A fresh, 2 MiB-aligned anonymous mapping of `len` bytes (a multiple of the
+// page size), or nullptr: over-map by 2 MiB, then trim the ends.
+char* map_aligned(size_t len, size_t align) {
+  const size_t over = len + align - page_bytes();
+  void* m = mmap(nullptr, over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return nullptr;
+  char* base = static_cast<char*>(m);
+  char* p = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(base) + align - 1) & ~(uintptr_t(align) - 1));
+  if (p > base) munmap(base, static_cast<size_t>(p - base));
+  if (char* end = base + over; p + len < end) munmap(p + len, static_cast<size_t>(end - (p + len)));
+  return p;
+}
+
+}  // namespace
+
+// Small blocks: 64-byte aligned from malloc; bytes is a multiple of the pool's
+// 512-byte rounding. Large ones: mapped and populated (backend.h). The
+// mapping is the block rounded up to whole pages, so RSS counts what the
+// pool reserved and no more.
+void* CpuBackend::raw_alloc(size_t bytes) {
+  if (bytes < kMapBytes) return std::aligned_alloc(64, bytes);
+  const size_t page = page_bytes();
+  const size_t len = (bytes + page - 1) / page * page;
+  char* p = map_aligned(len, kMapBytes);
+  if (!p) return nullptr;
+  madvise(p, len, MADV_HUGEPAGE);  // a hint: without THP (or with it off) the pages are 4 KiB
+  if (!populate(p, len)) {
+    munmap(p, len);
+    return nullptr;
+  }
+  try {
+    std::lock_guard<std::mutex> lk(maps_mu_);
+    maps_.emplace(p, len);
+  } catch (const std::bad_alloc&) {
+    munmap(p, len);
+    return nullptr;
+  }
+  return p;
+}
+
+void CpuBackend::raw_free(void* p) noexcept {
+  size_t len = 0;
+  {
+    std::lock_guard<std::mutex> lk(maps_mu_);
+    auto it = maps_.find(p);
+    if (it != maps_.end()) {
+      len = it->second;
+      maps_.erase(it);
+    }
+  }
+  if (len)
+    munmap(p, len);
+  else
+    std::free(p);
+}
+
+size_t CpuBackend::mapped_bytes(const void* p) const {
+  std::lock_guard<std::mutex> lk(maps_mu_);
+  auto it = maps_.find(p);
+  return it == maps_.end() ? 0 : it->second;
+}
 
 void* CpuBackend::alloc_host(size_t bytes) {
   void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);

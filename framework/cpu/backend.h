@@ -6,7 +6,10 @@
 // optimizer.cpp, random.cpp (cuRAND's Philox4x32-10 stream, philox.h, on two
 // cores through helper.h); memory and copies here.
 #pragma once
+#include <cstddef>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "framework/core/backend.h"
@@ -20,9 +23,18 @@ class CpuBackend final : public Backend {
   CpuBackend(const CpuBackend&) = delete;
   CpuBackend& operator=(const CpuBackend&) = delete;
 
-  // memory (backend.cpp)
+  // memory (backend.cpp). Blocks of kMapBytes or more are their own 2 MiB-
+  // aligned anonymous mappings, advised MADV_HUGEPAGE and populated before
+  // raw_alloc returns (MADV_POPULATE_WRITE, or one write per page where the
+  // kernel lacks it), on the thread that allocates (the frontend), so the
+  // worker never faults on them; munmap'd by raw_free. Smaller blocks come
+  // from malloc (64-byte aligned), untouched.
+  static constexpr size_t kMapBytes = size_t(2) << 20;
   void* raw_alloc(size_t bytes) override;
   void raw_free(void* p) noexcept override;
+  // The length of the mapping a block of raw_alloc is, or 0 for a malloc'd
+  // one (or a pointer that is not a live block); for tests.
+  size_t mapped_bytes(const void* p) const;
   bool host_memory() const override { return true; }
   void* alloc_host(size_t bytes) override;
   void free_host(void* p) noexcept override;
@@ -61,6 +73,8 @@ class CpuBackend final : public Backend {
 
  private:
   std::string name_;  // "cpu:N", for messages
+  mutable std::mutex maps_mu_;  // raw_alloc and raw_free may come from different threads
+  std::unordered_map<const void*, size_t> maps_;  // block -> its mapping's exact length
 };
 
 }  // namespace amlp::cpu

@@ -3,8 +3,14 @@
 // buffer returns only when no handle and no pending op refers to it, the
 // peak is the maximum, the cache is reused, running out is a clean
 // OutOfMemory, and nothing leaks.
-#include <cstdlib>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "framework/cpu/backend.h"
 #include "models/mlp.h"
 #include "test_util.h"
 
@@ -249,6 +255,101 @@ TEST(MemoryCpuPool, BuffersAre64ByteAligned) {
     Tensor t = empty({n}, Device::cpu(0));
     EXPECT_EQ(reinterpret_cast<uintptr_t>(storage(t)->data()) % 64, 0u) << n << " floats";
   }
+}
+
+// --- large CPU blocks: 2 MiB-aligned mappings, populated by the allocating thread ---
+
+cpu::CpuBackend& cpu0_backend() {
+  auto* b = dynamic_cast<cpu::CpuBackend*>(context(Device::cpu(0)).backend.get());
+  EXPECT_NE(b, nullptr);
+  return *b;
+}
+
+// How many of the pages of [p, p + len) are resident; -1 when the range is
+// not (wholly) mapped.
+long resident_pages(const void* p, size_t len) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> vec((len + page - 1) / page);
+  if (mincore(const_cast<void*>(p), len, vec.data()) != 0) return -1;
+  long n = 0;
+  for (unsigned char v : vec) n += v & 1;
+  return n;
+}
+
+TEST(MemoryCpuPool, LargeBlocksAre2MiBAlignedResidentMappings) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  empty_cache(Device::cpu(0));  // fresh blocks, not cached ones
+  for (size_t bytes : {size_t(2) << 20, (size_t(2) << 20) + 512, size_t(8) << 20, size_t(13) << 20}) {
+    Tensor t = empty({static_cast<int64_t>(bytes / sizeof(float))}, Device::cpu(0));
+    const void* p = storage(t)->data();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % (size_t(2) << 20), 0u) << bytes << " bytes";
+    const size_t mapped = cpu0_backend().mapped_bytes(p);
+    EXPECT_EQ(mapped, (bytes + page - 1) / page * page) << bytes << " bytes";  // whole pages, no more
+    EXPECT_EQ(resident_pages(p, mapped), static_cast<long>(mapped / page)) << bytes << " bytes: not populated";
+  }
+}
+
+TEST(MemoryCpuPool, AKernelWritingAFreshLargeBlockDoesNotFault) {
+  empty_cache(Device::cpu(0));
+  waitall();
+  const uint64_t before = process_minor_faults();
+  Tensor t = full({16 << 20 >> 2}, 1.5f, Device::cpu(0));  // 16 MiB: 4096 faults at 4 KiB a page if the worker touched it
+  t.wait_to_read();
+  const uint64_t faults = process_minor_faults() - before;
+  uint64_t allowed = 64;
+#if defined(__SANITIZE_ADDRESS__)
+  allowed += 2 * ((16 << 20) / 8 / 4096);  // AddressSanitizer's shadow of the block (1/8 of it, in 4 KiB pages)
+#endif
+  EXPECT_LT(faults, allowed) << "the worker faulted on a fresh 16 MiB block";  // unpopulated: 4096
+  EXPECT_EQ(t.to_host()[12345], 1.5f);
+}
+
+TEST(MemoryCpuPool, SmallBlocksComeFromMalloc) {
+  for (size_t bytes : {size_t(512), size_t(4096), size_t(1) << 20, (size_t(2) << 20) - 512}) {
+    Tensor t = empty({static_cast<int64_t>(bytes / sizeof(float))}, Device::cpu(0));
+    EXPECT_EQ(cpu0_backend().mapped_bytes(storage(t)->data()), 0u) << bytes << " bytes";
+  }
+}
+
+TEST(MemoryCpuPool, FreeingALargeBlockUnmapsItsWholeMapping) {
+  // A backend of its own (nothing else allocates through it), made by the
+  // library: its layout depends on the library's build settings.
+  std::unique_ptr<Backend> owned = make_cpu_backend(7);
+  auto& b = dynamic_cast<cpu::CpuBackend&>(*owned);
+  const size_t bytes = (size_t(6) << 20) + 512, page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* p = b.raw_alloc(bytes);
+  ASSERT_NE(p, nullptr);
+  const size_t len = b.mapped_bytes(p);
+  ASSERT_EQ(len, (bytes + page - 1) / page * page);
+  std::memset(p, 7, bytes);
+  EXPECT_EQ(resident_pages(p, len), static_cast<long>(len / page));
+  const size_t rss = process_rss_bytes();
+  b.raw_free(p);
+  EXPECT_EQ(b.mapped_bytes(p), 0u);
+  // Nothing else maps memory in between (the worker is idle): the range is gone, and so are its pages.
+  EXPECT_EQ(resident_pages(p, len), -1) << "still mapped after raw_free";
+  EXPECT_EQ(errno, ENOMEM);
+  EXPECT_LE(process_rss_bytes() + (size_t(4) << 20), rss) << "RSS did not drop by the block";
+
+  // Through a pool: the cache keeps it, empty_cache hands it back.
+  Pool pool("cpu:7", std::make_unique<ForwardingAllocator>(&b));
+  void* q = nullptr;
+  {
+    auto s = pool.allocate(bytes);
+    q = s->data();
+    EXPECT_EQ(b.mapped_bytes(q), len);
+  }
+  EXPECT_EQ(b.mapped_bytes(q), len);  // cached
+  pool.empty_cache();
+  EXPECT_EQ(b.mapped_bytes(q), 0u);
+  EXPECT_EQ(resident_pages(q, len), -1);
+  EXPECT_EQ(pool.stats().reserved_bytes, 0u);
+}
+
+TEST(ProcessMemory, MinorFaultsCountFreshPages) {
+  const uint64_t before = process_minor_faults();
+  std::vector<char> touched(16 << 20, 1);  // 16 MiB of fresh pages (4 KiB or 2 MiB ones)
+  EXPECT_GT(process_minor_faults(), before) << static_cast<int>(touched[12345]);
 }
 
 TEST(ProcessMemory, ResidentSetSizeIsRead) {

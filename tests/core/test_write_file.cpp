@@ -445,7 +445,10 @@ void expect_summary(const nlohmann::json& s) {
                         "error",
                         "batches_done",
                         "memory_limit_bytes",
-                        "memory_limit_source"};
+                        "memory_limit_source",
+                        "minor_faults",
+                        "minor_faults_per_batch",
+                        "minor_faults_steady_per_batch"};
   for (const nlohmann::json& run : s) {
     EXPECT_EQ(run.size(), std::size(keys));
     for (const char* key : keys) EXPECT_TRUE(run.contains(key)) << key;
