@@ -44,6 +44,7 @@ uint64_t random_offset() {
 }
 
 Tensor randn(const Shape& s, Device d, float mean, float sd) {
+  detail::check_shape("randn", s);
   DeviceContext& c = context(d);
   Tensor y = alloc(s, c);
   const size_t n = count(y);
@@ -55,6 +56,7 @@ Tensor randn(const Shape& s, Device d, float mean, float sd) {
 }
 
 Tensor rand_uniform(const Shape& s, Device d, float lo, float hi) {
+  detail::check_shape("rand_uniform", s);
   DeviceContext& c = context(d);
   Tensor y = alloc(s, c);
   const size_t n = count(y);
