@@ -90,10 +90,7 @@ Device Tensor::device() const { return checked(impl_).ctx->device; }
 // After waiting for a buffer's writer: its failure, if it failed (or never
 // ran because its own input had failed), is this blocker's error.
 static void rethrow_upstream(const Storage& s, Queue& q) {
-  if (s.error) {
-    q.clear_error(s.error);
-    std::rethrow_exception(s.error);
-  }
+  if (s.error) Queue::report(s.error);  // every queue that kept it forgets it
   q.rethrow_if_error();
 }
 

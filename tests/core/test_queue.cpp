@@ -417,6 +417,9 @@ TEST(QueueErrors, AFailureOnOneQueueFailsEverythingDownstreamOnAnother) {
     y = Tensor();
   }
   for (const Blocker& b : kBlockers) {
+    // waitall() waits on no tensor: it reports a kept failure once, and the
+    // first blocker here reported this one already (see the end of the test).
+    if (std::string(b.name) == "waitall") continue;
     SCOPED_TRACE(b.name);
     try {
       b.call(z);
