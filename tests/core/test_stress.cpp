@@ -46,7 +46,7 @@ namespace amlp::testing {
 namespace {
 
 #ifdef AMLP_STRESS_SANITIZED
-constexpr int kRounds = 12;  // sanitizers run ~10x slower; same mix, fewer rounds
+constexpr int kRounds = 40;  // sanitizers run several times slower: same mix, half the rounds
 #else
 constexpr int kRounds = 80;
 #endif
@@ -474,9 +474,9 @@ TEST(QueueStress, RandomCrossQueueWorkWithInjectedFaults) {
   EXPECT_EQ(side_ran, side_pushed) << "a kernel pushed from another thread did not run";
   EXPECT_EQ(s.kernels_failed.load(), s.faults_.size()) << "faults thrown by kernels vs faults the model expected";
   for (const Fault& f : s.faults_) EXPECT_TRUE(f.reported) << "fault seq " << f.seq << " on " << f.device;
-  EXPECT_GT(s.faults_.size(), 10u);
+  EXPECT_GE(s.faults_.size(), size_t(kRounds / 8));  // the seed makes about one fault per 3 rounds
   EXPECT_GT(s.downstream_reads, 10u);
-  EXPECT_GT(s.clean_reads, 100u);
+  EXPECT_GT(s.clean_reads, uint64_t(2 * kRounds));
   // Every buffer is back in its pool; no op is left holding one.
   for (Device d : {d0, d1}) {
     const QueueStats q = queue_stats(d);
