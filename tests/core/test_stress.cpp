@@ -46,9 +46,9 @@ namespace amlp::testing {
 namespace {
 
 #ifdef AMLP_STRESS_SANITIZED
-constexpr int kRounds = 40;  // sanitizers run several times slower: same mix, half the rounds
+constexpr int kRounds = 100;  // sanitizers run several times slower: same mix, a quarter of the rounds
 #else
-constexpr int kRounds = 80;
+constexpr int kRounds = 400;
 #endif
 constexpr int kOpsPerRound = 400;
 constexpr int64_t kN = 16;  // elements per tensor
