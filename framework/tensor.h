@@ -20,6 +20,9 @@ namespace amlp {
 
 using Shape = std::vector<int64_t>;
 std::string shape_str(const Shape& s);  // "(1024, 512)"
+// Element count. Throws ShapeError for a negative dimension, or when the
+// count, or its byte count as float32, does not fit in 64 bits (a shape
+// with a 0 dimension has 0 elements, whatever the others).
 int64_t numel(const Shape& s);
 
 struct TensorImpl;  // the engine's side (framework/core/tensor_impl.h)

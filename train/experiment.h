@@ -58,11 +58,9 @@ struct RunResult {
   size_t max_pending_bytes = 0;
   double final_loss = 0;  // NaN when no batch finished
   // Minor page faults of the process (every thread) over the loop and the
-  // final waitall(): in all, per batch (in all / batches, warm-up included)
-  // and in steady state: those from the sample of batch h = batches / 2 to the
-  // end, per batch after h (batch 1 alone when there is one). Unsynchronized,
-  // the worker may still be faulting for batches up to h in that window, so
-  // the steady figure is then an upper bound (by at most batches / (batches - h)).
+  // final waitall(): in all, per batch (in all / batches, warm-up included),
+  // and in steady state: the median of the batches' memory-log rows in the
+  // second half (one-time costs there do not count per batch).
   uint64_t minor_faults = 0;
   double minor_faults_per_batch = 0;
   double minor_faults_steady_per_batch = 0;

@@ -299,8 +299,21 @@ Options to_options(const po::variables_map& vm) {
   return o;
 }
 
-// Boost's own messages quote what was typed as it was typed; an error stays one line.
+// Boost's own messages quote what was typed as it was typed; an error stays
+// one line, and a short one: a quoted value past 64 characters is cut (a
+// 5000-character config value used to be echoed whole).
 std::string one_line(std::string text) {
+  constexpr size_t kMaxQuoted = 64;
+  for (size_t open = text.find('\''); open != std::string::npos;) {
+    const size_t close = text.find('\'', open + 1);
+    if (close == std::string::npos) break;
+    if (close - open - 1 > kMaxQuoted) {
+      text.replace(open + 1 + kMaxQuoted, close - open - 1 - kMaxQuoted, "...");
+      open = text.find('\'', open + 1 + kMaxQuoted + 3 + 1);
+    } else {
+      open = text.find('\'', close + 1);
+    }
+  }
   for (size_t i = 0; i < text.size(); ++i)
     if (static_cast<unsigned char>(text[i]) < 0x20) {
       const std::string q = quote(text.substr(i, 1));  // "'\\n'"

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <limits>
 #include <new>
 
 #include "framework/error.h"
@@ -66,6 +67,8 @@ void Pool::free_blocks(const std::vector<std::pair<void*, size_t>>& blocks) noex
 }
 
 std::shared_ptr<Storage> Pool::allocate(size_t bytes) {
+  if (bytes > std::numeric_limits<size_t>::max() - kRound)  // rounding up would wrap to a small block
+    throw OutOfMemory(device_, bytes, in_use_.load(), reserved_.load());
   size_t sz = round(bytes == 0 ? 1 : bytes);
   void* p = nullptr;
   std::unique_lock<std::mutex> lk(mu_);

@@ -23,16 +23,6 @@ Queues& queues() {
   return *q;
 }
 
-// Reports `e` once: the queues that kept it forget it, then it is thrown.
-[[noreturn]] void report(const std::exception_ptr& e) {
-  {
-    Queues& qs = queues();
-    std::lock_guard<std::mutex> lk(qs.mu);
-    for (Queue* q : qs.all) q->clear_error(e);
-  }
-  std::rethrow_exception(e);
-}
-
 // A waiter spins (yielding) for a short while before sleeping on a condition
 // variable: waking a sleeping thread costs tens of µs on a VM, more than most
 // kernels. The worker does not spin: when it has caught up it sleeps, so
@@ -49,6 +39,16 @@ bool spin_until(Ready ready) {
 }
 
 }  // namespace
+
+// Reports `e` once: the queues that kept it forget it, then it is thrown.
+void Queue::report(const std::exception_ptr& e) {
+  {
+    Queues& qs = queues();
+    std::lock_guard<std::mutex> lk(qs.mu);
+    for (Queue* q : qs.all) q->clear_error(e);
+  }
+  std::rethrow_exception(e);
+}
 
 // --- OpArgs ----------------------------------------------------------------------
 
@@ -189,6 +189,7 @@ void Queue::run(Op& op) {
       if (const auto& r = op.bufs.refs[i]) r->error = failed;
     return;
   }
+  bool upstream = false;  // failed because an input carries an earlier op's failure
   try {
     for (const QueueDep& d : op.deps) {  // another queue's op this one reads or must not overtake
       d.queue->wait_launched(d.seq);
@@ -197,7 +198,7 @@ void Queue::run(Op& op) {
       if (!on_device) d.queue->wait_complete(d.seq);
     }
     for (size_t i = 0; i < op.bufs.reads && !failed; ++i)
-      if (const auto& r = op.bufs.refs[i]; r && r->error) failed = r->error;  // upstream failure: do not run
+      if (const auto& r = op.bufs.refs[i]; r && r->error) failed = r->error, upstream = true;  // do not run
     if (!failed) {
       if (sync_) sync_->before_op(op.seq, op.name);
       const OpArgs args(op.bufs.refs.data(), op.bufs.reads, op.bufs.refs.size() - op.bufs.reads, op.name);
@@ -221,7 +222,11 @@ void Queue::run(Op& op) {
   }
   for (size_t i = op.bufs.reads; i < op.bufs.refs.size(); ++i)
     if (const auto& r = op.bufs.refs[i]) r->error = failed;  // a successful write clears an old failure
-  if (failed) keep_error(failed);
+  // Only the queue whose op failed keeps the error for its next blocker. An
+  // op that did not run because of it carries it in its outputs only: were
+  // it kept here too, a blocker that already reported it (which makes every
+  // queue forget it) could be followed by this keep, and report it twice.
+  if (failed && !upstream) keep_error(failed);
 }
 
 void Queue::worker_loop() {
@@ -310,12 +315,21 @@ void Queue::wait_for(uint64_t seq) {
 }
 
 void Queue::wait_all() {
+  drain();
+  rethrow_if_error();
+}
+
+void Queue::drain() {
   uint64_t last;
   {
     std::lock_guard<std::mutex> lk(mu_);
     last = pushed_;
   }
-  wait_for(last);
+  try {
+    wait_complete(last);
+  } catch (const std::exception& e) {  // the device failed after the launch (CUDA: a faulting kernel)
+    keep_error(std::make_exception_ptr(KernelError("(asynchronous)", last, name_, e.what())));
+  }
 }
 
 bool Queue::launched(uint64_t seq) const { return launched_seen_.load(std::memory_order_acquire) >= seq; }

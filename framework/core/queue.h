@@ -110,12 +110,16 @@ class Queue {
 
   void wait_for(uint64_t seq);   // blocks until op `seq` completed; rethrows a kept error
   void wait_all();               // wait_for(last pushed)
+  void drain();                  // waits for every op pushed so far; keeps, not rethrows, a failure
   void wait_complete(uint64_t seq);  // blocks until op `seq` completed; reports nothing
   bool launched(uint64_t seq) const;
   bool complete(uint64_t seq) const;
   void rethrow_if_error();       // rethrows (and clears) a kept kernel error
   // Forgets `e` if it is the kept error (a blocker reported it already).
   void clear_error(const std::exception_ptr& e);
+  // Throws `e` after every queue that kept it forgot it: each failure is
+  // reported once, by whichever blocker meets it first.
+  [[noreturn]] static void report(const std::exception_ptr& e);
 
   // Ops pushed so far that have not started never run: their outputs carry
   // a Dropped error; the queue keeps no error for them. Returns how many.

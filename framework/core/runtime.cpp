@@ -58,15 +58,11 @@ std::string device_absent(const std::string& name) {
 }  // namespace detail
 
 void waitall() {
-  std::exception_ptr first;
-  for (DeviceContext* c : live_contexts()) {
-    try {
-      c->queue.wait_all();
-    } catch (...) {
-      if (!first) first = std::current_exception();
-    }
-  }
-  if (first) std::rethrow_exception(first);
+  const std::vector<DeviceContext*> cs = live_contexts();
+  for (DeviceContext* c : cs) c->queue.drain();
+  // One error per call, the first queue's; the others stay kept for the next
+  // blocker (reporting one and dropping the rest would lose them).
+  for (DeviceContext* c : cs) c->queue.rethrow_if_error();
 }
 
 void set_blocking(bool on) {

@@ -24,9 +24,24 @@ std::string shape_str(const Shape& s) {
   return os.str();
 }
 
+// The largest element count a tensor may have: its byte count must fit in a
+// signed 64-bit offset (ptrdiff_t), so numel() * sizeof(float) never wraps.
+static constexpr int64_t kMaxNumel = std::numeric_limits<int64_t>::max() / static_cast<int64_t>(sizeof(float));
+
 int64_t numel(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s) {
+    if (d < 0) throw ShapeError("shape " + shape_str(s) + " has a negative dimension");
+    if (d != 0 && n > kMaxNumel / d) {
+      // Overflow only matters when no later dimension is 0 (then the count is 0).
+      bool zero = false;
+      for (int64_t e : s) zero = zero || e == 0;
+      if (zero) return 0;
+      throw ShapeError(detail::concat("shape ", shape_str(s), " has more elements than a tensor can hold (at most ",
+                                      kMaxNumel, ", so that its byte count fits in 64 bits)"));
+    }
+    n *= d;
+  }
   return n;
 }
 
@@ -40,13 +55,22 @@ namespace detail {
 DeviceContext& ctx_of(const Tensor& t) { return *checked(t.impl_ptr()).ctx; }
 const std::shared_ptr<Storage>& storage_of(const Tensor& t) { return checked(t.impl_ptr()).storage; }
 
+void check_shape(const char* op, const Shape& s) {
+  try {
+    (void)numel(s);  // negative dimensions, element and byte counts that do not fit
+  } catch (const ShapeError& e) {
+    throw ShapeError(concat(op, ": ", e.what()));
+  }
+}
+
 Tensor alloc(const Shape& s, DeviceContext& c) {
-  for (int64_t d : s)
-    if (d < 0) throw ShapeError("negative dimension in shape " + shape_str(s));
+  // Checked before anything is allocated: a count that wrapped would allocate
+  // a small block that the kernel then writes past.
+  const int64_t n = numel(s);
   auto impl = std::make_shared<TensorImpl>();
   impl->shape = s;
   impl->ctx = &c;
-  impl->storage = c.pool.allocate(static_cast<size_t>(numel(s)) * sizeof(float));
+  impl->storage = c.pool.allocate(static_cast<size_t>(n) * sizeof(float));
   return Tensor(std::move(impl));
 }
 
@@ -75,10 +99,7 @@ Device Tensor::device() const { return checked(impl_).ctx->device; }
 // After waiting for a buffer's writer: its failure, if it failed (or never
 // ran because its own input had failed), is this blocker's error.
 static void rethrow_upstream(const Storage& s, Queue& q) {
-  if (s.error) {
-    q.clear_error(s.error);
-    std::rethrow_exception(s.error);
-  }
+  if (s.error) Queue::report(s.error);  // every queue that kept it forgets it
   q.rethrow_if_error();
 }
 

@@ -26,10 +26,14 @@ namespace detail {
 DeviceContext& ctx_of(const Tensor& t);                      // throws for an undefined tensor
 const std::shared_ptr<Storage>& storage_of(const Tensor& t);
 // A tensor of shape `s` on `c` whose buffer is allocated now (DESIGN §3).
+// Throws ShapeError, allocating nothing, for a negative dimension or an
+// element or byte count that does not fit (numel()).
 Tensor alloc(const Shape& s, DeviceContext& c);
 // Another handle on t's buffer with no autograd state: what a backward
 // closure keeps of its own op's output (keeping `t` itself would be a cycle).
 Tensor alias(const Tensor& t);
+// The same check alone, its message prefixed with the op's name ("randn: shape ...").
+void check_shape(const char* op, const Shape& s);
 }  // namespace detail
 
 }  // namespace amlp

@@ -11,6 +11,7 @@ namespace amlp {
 using namespace ops;
 
 Tensor from_host(const Shape& s, const float* values, Device d) {
+  detail::check_shape("from_host", s);
   DeviceContext& c = context(d);
   Tensor y = alloc(s, c);
   auto host = std::make_shared<std::vector<float>>(values, values + y.numel());

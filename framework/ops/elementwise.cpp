@@ -25,9 +25,13 @@ Tensor axpby_op(const char* name, const Tensor& a, const Tensor& b, float alpha,
 
 }  // namespace
 
-Tensor empty(const Shape& s, Device d) { return alloc(s, context(d)); }
+Tensor empty(const Shape& s, Device d) {
+  detail::check_shape("empty", s);
+  return alloc(s, context(d));
+}
 
 Tensor full(const Shape& s, float v, Device d) {
+  detail::check_shape("full", s);
   DeviceContext& c = context(d);
   Tensor y = alloc(s, c);
   const size_t n = count(y);

@@ -17,8 +17,11 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
     throw ShapeError(detail::concat("matmul: shapes ", shape_str(a.shape()), ta ? "ᵀ" : "", " and ",
                                     shape_str(b.shape()), tb ? "ᵀ" : "", " do not fit (inner dimensions ", K,
                                     " and ", K2, ")"));
-  const int lda = dim_int("matmul", a, 1), ldb = dim_int("matmul", b, 1);
-  dim_int("matmul", a, 0), dim_int("matmul", b, 0);
+  // The kernels take int dimensions: every one of a's and b's must fit, and
+  // the output's element and byte counts too, before anything is allocated.
+  const int lda = dim_int("matmul", a, 1, &b, "b"), ldb = dim_int("matmul", b, 1, &a, "a");
+  dim_int("matmul", a, 0, &b, "b"), dim_int("matmul", b, 0, &a, "a");
+  detail::check_shape("matmul", {M, N});
   Tensor y = alloc({M, N}, ctx_of(a));  // y: (M, N)
   enqueue(ctx_of(a), "matmul", {&a, &b}, {&y}, [=](Backend& be, const OpArgs& k) {
     be.gemm(ta, tb, int(M), int(N), int(K), 1.f, k.in(0), lda, k.in(1), ldb, 0.f, k.out(0), int(N));
@@ -41,8 +44,8 @@ Tensor bias_add(const Tensor& x, const Tensor& b) {
     throw ShapeError(detail::concat("bias_add: x ", shape_str(x.shape()), " and bias ", shape_str(b.shape()),
                                     " do not fit (bias must be (", x.dim(1), ",))"));
   same_device("bias_add", {&x, &b});
+  const int rows = dim_int("bias_add", x, 0), cols = dim_int("bias_add", x, 1);  // before allocating
   Tensor y = alloc(x.shape(), ctx_of(x));
-  const int rows = dim_int("bias_add", x, 0), cols = dim_int("bias_add", x, 1);
   enqueue(ctx_of(x), "bias_add", {&x, &b}, {&y}, [=](Backend& be, const OpArgs& k) {
     be.add_bias(k.in(0), k.in(1), k.out(0), rows, cols);
   });
@@ -69,7 +72,10 @@ LinearDims check_linear(const char* op, const Tensor& x, const Tensor& w, const 
   if (b.defined() && (b.ndim() != 1 || b.dim(0) != w.dim(0)))
     throw ShapeError(detail::concat(op, ": weight ", shape_str(w.shape()), " and bias ", shape_str(b.shape()),
                                     " do not fit (bias must be (", w.dim(0), ",))"));
-  return {dim_int(op, x, 0), dim_int(op, x, 1), dim_int(op, w, 0)};
+  const int B = dim_int(op, x, 0, &w, "weight"), in = dim_int(op, x, 1, &w, "weight"),
+            out = dim_int(op, w, 0, &x, "x");
+  detail::check_shape(op, {B, out});
+  return {B, in, out};
 }
 }  // namespace
 

@@ -30,11 +30,13 @@ void need_2d(const char* op, const Tensor& t, const char* what, const Tensor* ot
 
 size_t count(const Tensor& t) { return static_cast<size_t>(t.numel()); }
 
-int dim_int(const char* op, const Tensor& t, int i) {
+int dim_int(const char* op, const Tensor& t, int i, const Tensor* other, const char* other_what) {
   const int64_t d = t.dim(i);
-  if (d > std::numeric_limits<int>::max())
+  if (d < 0 || d > std::numeric_limits<int>::max())
     throw ShapeError(detail::concat(op, ": dimension ", d, " of shape ", shape_str(t.shape()), " exceeds ",
-                                    std::numeric_limits<int>::max(), " (the kernels' index range)"));
+                                    std::numeric_limits<int>::max(), " (the kernels' index range)",
+                                    other ? detail::concat("; ", other_what, " ", shape_str(other->shape()))
+                                          : std::string()));
   return static_cast<int>(d);
 }
 

@@ -27,6 +27,7 @@ void need_2d(const char* op, const Tensor& t, const char* what, const Tensor* ot
              const char* other_what = "");
 // Element count as the kernels' size_t, and a dimension as their int.
 size_t count(const Tensor& t);
-int dim_int(const char* op, const Tensor& t, int i);
+// Throws ShapeError (naming `other` too, when given) past INT_MAX.
+int dim_int(const char* op, const Tensor& t, int i, const Tensor* other = nullptr, const char* other_what = "");
 
 }  // namespace amlp::ops

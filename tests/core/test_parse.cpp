@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <cstdint>
 #include <iterator>
 #include <limits>
@@ -21,6 +23,19 @@
 #include "train/options.h"
 #include "train/sync_policy.h"
 #include "train/train_test_util.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define AMLP_PARSE_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define AMLP_PARSE_SANITIZED 1
+#endif
+#endif
+#ifdef AMLP_PARSE_SANITIZED
+constexpr int kFuzzScale = 4;  // sanitizers run several times slower: a quarter of the inputs
+#else
+constexpr int kFuzzScale = 1;
+#endif
 
 namespace amlp {
 namespace {
@@ -397,6 +412,265 @@ TEST(ParseFuzz, TrainMlpOptionsAcceptOrExplainInOneLine) {
   }
   EXPECT_GT(runs, 50u);
   EXPECT_GT(errors, 500u);
+}
+
+// --- fuzz: config files and argument lists of real options -------------------------
+
+// Every long option train_mlp has, and what kind of value it takes.
+enum class Kind { Int, Uint, Float, Bytes, Device, Sync, Layers, List, Path, Config, Flag, Exit };
+struct OptionKind {
+  const char* name;
+  Kind kind;
+};
+const OptionKind kOptions[] = {
+    {"device", Kind::Device},         {"sync", Kind::Sync},           {"batches", Kind::Int},
+    {"batch-size", Kind::Int},        {"features", Kind::Int},        {"hidden", Kind::Layers},
+    {"lr", Kind::Float},              {"momentum", Kind::Float},      {"seed", Kind::Uint},
+    {"max-pending", Kind::Uint},      {"max-pending-bytes", Kind::Bytes}, {"memory-limit", Kind::Bytes},
+    {"blocking", Kind::Flag},         {"tf32", Kind::Flag},           {"check-finite", Kind::Flag},
+    {"memory-log", Kind::Path},       {"trace", Kind::Path},          {"summary-json", Kind::Path},
+    {"compare", Kind::Flag},          {"compare-every", Kind::List},  {"config", Kind::Config},
+    {"help", Kind::Exit},             {"version", Kind::Exit},
+};
+
+// Values for real options: mostly plausible or at a boundary, sometimes junk.
+class OptionFuzz : public Fuzz {
+ public:
+  OptionFuzz(uint64_t seed, const amlp::testing::ScratchDir& dir) : Fuzz(seed), dir_(dir) {}
+
+  std::string one_of(std::initializer_list<const char*> xs) {
+    return *(xs.begin() + pick(0, xs.size() - 1));
+  }
+  std::string number() {
+    switch (pick(0, 5)) {
+      case 0: return std::to_string(pick(0, 10));
+      case 1: return std::to_string(pick(0, 100000000));
+      case 2: return "-" + std::to_string(pick(0, 1000));
+      case 3: return one_of({"2147483647", "2147483648", "4294967296", "9223372036854775807", "9223372036854775808",
+                             "18446744073709551615", "18446744073709551616", "16777216", "16777217", "100000001",
+                             "1048576", "1048577", "1099511627776", "1099511627777", "-0", "00", "0.5"});
+      default: return text();
+    }
+  }
+  std::string value(Kind k) {
+    if (pick(0, 9) == 0) return text();  // junk for anything
+    switch (k) {
+      case Kind::Int:
+      case Kind::Uint: return number();
+      case Kind::Float:
+        return one_of({"0.005", "0", "-0.1", "0.9", "1", "0.999999", "1e-3", "1e38", "3.5e38", "1e309", "nan", "inf",
+                       ".", "5.", ".5"});
+      case Kind::Bytes:
+        return pick(0, 1) ? number()
+                          : number() + one_of({"K", "KiB", "M", "MiB", "G", "GB", "T", "TiB", "TB", "kb", "XB", "B"});
+      case Kind::Device:
+        return one_of({"auto", "cpu", "cpu:0", "cpu:1", "cpu:7", "cpu:8", "cpu:-1", "cuda", "cuda:0", "cuda:99",
+                       "gpu", "CPU", "cpu:", "cpu:01", "cpu:99999999999999999999"});
+      case Kind::Sync: return pick(0, 1) ? one_of({"batch", "none", "every", "every=", "Batch", "never"}) : "every=" + number();
+      case Kind::Layers:
+      case Kind::List: {
+        std::string s;
+        for (size_t n = pick(0, 4); n > 0; --n) s += (s.empty() ? "" : ",") + number();
+        return pick(0, 5) ? s : s + ",";
+      }
+      case Kind::Path:
+        return pick(0, 2) ? dir_.file("out" + std::to_string(pick(0, 3)) + ".csv")
+                          : one_of({"", "/", "/nonexistent-dir/x.csv", "/dev/null", "/proc/version", "."});
+      case Kind::Config:
+        return one_of({"", "/nonexistent.ini", "/", "/dev/null", "/proc/self/status"});
+      default: return number();
+    }
+  }
+  // A random INI file: real keys with values, unknown keys, sections,
+  // comments, blank lines, lines without '=', repeated keys, very long lines,
+  // any bytes (NUL, CR, high bytes), a byte-order mark, no final newline.
+  std::string config_file() {
+    std::string f;
+    if (pick(0, 20) == 0) f += "\xEF\xBB\xBF";
+    for (size_t lines = pick(0, 8); lines > 0; --lines) {
+      const OptionKind& o = kOptions[pick(0, std::size(kOptions) - 1)];
+      std::string line;
+      switch (pick(0, 11)) {
+        case 0: line = "[" + one_of({"", "train", "device", "]"}) + "]"; break;
+        case 1: line = one_of({"#", ";", "# batches = 3", ""}) + text(); break;
+        case 2: line = text(); break;
+        case 3: line = std::string(o.name) + " =" + std::string(pick(0, 1) ? 0 : 5000, 'x'); break;
+        case 4: line = text() + " = " + value(Kind::Int); break;
+        case 5: line = std::string(o.name); break;
+        case 6: line = std::string(o.name) + one_of({"=", " = ", "==", " :", "\t=\t"}) + value(o.kind); break;
+        default:
+          line = std::string(o.name) + " = " + (o.kind == Kind::Flag ? one_of({"true", "false", "1", "0", "yes", "on", "2", ""})
+                                                                     : value(o.kind));
+      }
+      f += line + one_of({"\n", "\n", "\n", "\r\n", "\r"});
+    }
+    if (pick(0, 5) == 0) f += "batches = " + number();  // no final newline
+    if (pick(0, 10) == 0) {
+      std::string bytes(pick(0, 300), '\0');
+      for (char& c : bytes) c = static_cast<char>(pick(0, 255));
+      f += bytes;
+    }
+    return f;
+  }
+  // An argument list of real option names in every spelling the parser meets.
+  std::vector<std::string> args(bool allow_exit = true, std::initializer_list<const char*> skip = {}) {
+    std::vector<std::string> a;
+    for (size_t n = pick(0, 7); n > 0; --n) {
+      const OptionKind& o = kOptions[pick(0, std::size(kOptions) - 1)];
+      bool skipped = !allow_exit && o.kind == Kind::Exit;
+      for (const char* s : skip) skipped = skipped || std::string(s) == o.name;
+      if (skipped) continue;
+      const std::string name = std::string("--") + o.name;
+      const std::string v = o.kind == Kind::Config ? config_path() : value(o.kind);
+      switch (o.kind == Kind::Flag || o.kind == Kind::Exit ? pick(0, 5) + 10 : pick(0, 9)) {
+        case 0: a.push_back(name + "=" + v); break;
+        case 1: a.push_back(name); break;                               // missing its value (or last)
+        case 2: a.push_back(name.substr(0, pick(3, name.size()))); a.push_back(v); break;  // an abbreviation
+        case 3: a.push_back("-" + name.substr(2)); a.push_back(v); break;  // one dash
+        case 4: a.push_back(v); break;                                  // a stray word
+        case 10: a.push_back(name + "=" + one_of({"1", "true", ""})); break;
+        case 11: a.push_back(allow_exit ? one_of({"-h", "--h", "-"}) : "--blocking"); break;
+        default: a.push_back(name); if (o.kind != Kind::Flag && o.kind != Kind::Exit) a.push_back(v);
+      }
+    }
+    return a;
+  }
+  std::string config_path() {
+    if (pick(0, 3) == 0) return value(Kind::Config);
+    const std::string path = dir_.file("c" + std::to_string(pick(0, 2)) + ".ini");
+    std::ofstream(path, std::ios::binary) << config_file();
+    return path;
+  }
+
+ private:
+  const amlp::testing::ScratchDir& dir_;
+};
+
+// One parse: a Run (with every value in its range), an Exit with its text,
+// or one line of Error with exit status 2; never an exception.
+struct Tally {
+  size_t runs = 0, exits = 0, errors = 0;
+};
+void check_outcome(const std::vector<std::string>& args, Tally& tally) {
+  train::ParseOutcome p;
+  try {
+    p = train::parse_options(args);
+  } catch (const std::exception& e) {
+    std::string all;
+    for (const std::string& a : args) all += quote(a) + " ";
+    ADD_FAILURE() << "threw " << e.what() << " for " << all;
+    return;
+  } catch (...) {
+    ADD_FAILURE() << "threw something that is not a std::exception";
+    return;
+  }
+  switch (p.status) {
+    case train::ParseStatus::Error:
+      ++tally.errors;
+      EXPECT_EQ(p.exit_code, train::kExitBadInput);
+      EXPECT_FALSE(p.message.empty());
+      EXPECT_EQ(p.message.find_first_of("\n\r"), std::string::npos) << p.message;
+      EXPECT_LE(p.message.size(), 1000u) << p.message;
+      break;
+    case train::ParseStatus::Exit:
+      ++tally.exits;
+      EXPECT_EQ(p.exit_code, 0);
+      EXPECT_FALSE(p.message.empty());
+      break;
+    case train::ParseStatus::Run: {
+      ++tally.runs;
+      const train::Options& o = p.options;
+      EXPECT_TRUE(o.batches >= 1 && o.batches <= 100000000) << o.batches;
+      EXPECT_TRUE(o.batch_size >= 1 && o.batch_size <= (1 << 24)) << o.batch_size;
+      EXPECT_TRUE(o.features >= 1 && o.features <= (1 << 24)) << o.features;
+      for (int64_t h : o.hidden.hidden) EXPECT_TRUE(h >= 1 && h <= (1 << 20)) << h;
+      EXPECT_TRUE(o.lr > 0 && std::isfinite(o.lr)) << o.lr;
+      EXPECT_TRUE(o.momentum >= 0 && o.momentum < 1) << o.momentum;
+      EXPECT_LE(o.max_pending_bytes, kMaxByteSize);
+      EXPECT_LE(o.memory_limit, kMaxByteSize);
+      for (int k : o.compare_every) EXPECT_TRUE(k >= 1 && k <= 1000000) << k;
+      break;
+    }
+  }
+}
+
+// Config files of every shape, alone or with command-line options.
+TEST(ParseFuzz, ConfigFilesAcceptOrExplainInOneLine) {
+  amlp::testing::ScratchDir dir;
+  OptionFuzz fuzz(8, dir);
+  Tally t;
+  const int kFiles = 3000 / kFuzzScale;
+  for (int i = 0; i < kFiles; ++i) {
+    const std::string path = dir.file("fuzz.ini");
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << fuzz.config_file();
+    std::vector<std::string> args = fuzz.pick(0, 2) ? std::vector<std::string>{} : fuzz.args(false, {"config"});
+    args.push_back("--config");
+    args.push_back(path);
+    check_outcome(args, t);
+    if (::testing::Test::HasFailure()) break;
+  }
+  std::printf("[ fuzz     ] %d config files: %zu run, %zu rejected (exit 2)\n", kFiles, t.runs, t.errors);
+  ::testing::Test::RecordProperty("config_files", kFiles);
+  EXPECT_GT(t.runs, 50u);  // the fuzz reaches the accepting paths
+  EXPECT_GT(t.errors, 500u);
+}
+
+// Argument lists made of the real option names with random values.
+TEST(ParseFuzz, ArgumentListsOfRealOptionsAcceptOrExplainInOneLine) {
+  amlp::testing::ScratchDir dir;
+  OptionFuzz fuzz(9, dir);
+  Tally t;
+  const int kLists = 8000 / kFuzzScale;
+  for (int i = 0; i < kLists; ++i) {
+    check_outcome(fuzz.args(), t);
+    if (::testing::Test::HasFailure()) break;
+  }
+  std::printf("[ fuzz     ] %d argument lists: %zu run, %zu exit 0 (--help/--version), %zu rejected (exit 2)\n",
+              kLists, t.runs, t.exits, t.errors);
+  ::testing::Test::RecordProperty("argument_lists", kLists);
+  EXPECT_GT(t.runs, 200u);
+  EXPECT_GT(t.exits, 100u);
+  EXPECT_GT(t.errors, 1000u);
+}
+
+// The real binary, a few dozen times: options fuzzed as above, with the
+// sizes fixed small (so a run that is accepted takes milliseconds) → exit 0,
+// or exit 2 and one line on stderr; never a crash or a hang.
+TEST(ParseFuzz, TrainMlpExitsZeroOrTwo) {
+  amlp::testing::ScratchDir dir;
+  OptionFuzz fuzz(10, dir);
+  const auto shell_quote = [](const std::string& s) {
+    std::string q = "'";
+    for (char c : s) {
+      if (c == '\0') continue;  // argv cannot hold one
+      q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    }
+    return q + "'";
+  };
+  const int kRuns = 50;
+  int zero = 0, two = 0;
+  for (int i = 0; i < kRuns; ++i) {
+    // Sizes, memory limit and the finite check (which a huge --lr trips: exit 1, a failed run) are fixed.
+    std::vector<std::string> args =
+        fuzz.args(true, {"batches", "batch-size", "features", "hidden", "memory-limit", "check-finite", "config"});
+    std::string cmd = "cd " + shell_quote(dir.path()) + " && timeout 60 " + ASYNCMLP_BIN_DIR + "/train_mlp";
+    for (const std::string& a : args) cmd += " " + shell_quote(a);
+    cmd += i % 5 == 0 ? " --batches 0" : " --batches 1 --batch-size 2 --features 2 --hidden 2";
+    const amlp::testing::Ran r = amlp::testing::run_command(cmd);
+    SCOPED_TRACE(cmd);
+    EXPECT_TRUE(r.code == 0 || r.code == 2) << "exit " << r.code << "\n" << r.err;
+    if (r.code == 2) {
+      ++two;
+      EXPECT_EQ(r.err_lines(), 1u) << r.err;
+      EXPECT_EQ(r.err.rfind("train_mlp: error: ", 0), 0u) << r.err;
+    } else if (r.code == 0) {
+      ++zero;
+    }
+  }
+  std::printf("[ fuzz     ] %d train_mlp runs: %d exit 0, %d exit 2\n", kRuns, zero, two);
+  ::testing::Test::RecordProperty("train_mlp_runs", kRuns);
+  EXPECT_GT(zero, 3);
+  EXPECT_GT(two, 10);
 }
 
 }  // namespace

@@ -417,6 +417,9 @@ TEST(QueueErrors, AFailureOnOneQueueFailsEverythingDownstreamOnAnother) {
     y = Tensor();
   }
   for (const Blocker& b : kBlockers) {
+    // waitall() waits on no tensor: it reports a kept failure once, and the
+    // first blocker here reported this one already (see the end of the test).
+    if (std::string(b.name) == "waitall") continue;
     SCOPED_TRACE(b.name);
     try {
       b.call(z);
@@ -554,13 +557,15 @@ TEST(QueuePauseCpu, PausesNestAndTheLastOneResumes) {
   EXPECT_TRUE(ran);
 }
 
+QueuePause* g_left_paused = nullptr;
+
 // An exception (or an exit) that leaves a pause behind must not hang the
 // process at exit: the runtime resumes every queue before it drains.
 TEST(QueuePauseDeathTest, ExitWithAQueueLeftPausedDrainsAndEnds) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
-        new QueuePause(Device::cpu(0));  // never destroyed
+        g_left_paused = new QueuePause(Device::cpu(0));  // never destroyed (a global: not a leak to LSan)
         context(Device::cpu(0)).queue.push("at exit", [] { std::fputs("the queued op ran at exit\n", stderr); });
         std::exit(0);
       },

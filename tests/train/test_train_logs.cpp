@@ -177,11 +177,11 @@ TEST(TrainMlpLogs, SummaryJsonHasEveryKey) {
 // for the 52 MB a batch takes at this size); RSS still follows the tracked bytes.
 TEST(TrainMlpLogs, FreshMemoryDoesNotFaultPageByPage) {
   ScratchDir dir;
-  Ran r = run_train_mlp("--device cpu --sync none --batches 8 --batch-size 1024 --features 512 --hidden 2048,512 "
+  Ran r = run_train_mlp("--device cpu --sync none --batches 16 --batch-size 1024 --features 512 --hidden 2048,512 "
                         "--memory-log " + dir.file("m.csv") + " --summary-json " + dir.file("s.json"));
   ASSERT_EQ(r.code, 0) << r.err;
   auto rows = read_memory_log(dir.file("m.csv"));  // checks the header, minor_faults included
-  ASSERT_EQ(rows.size(), 8u);
+  ASSERT_EQ(rows.size(), 16u);
   for (auto& row : rows) EXPECT_GE(std::stoll(row["minor_faults"]), 0);
   const nlohmann::json run = read_json(dir.file("s.json")).at(0);
   const double steady = run.at("minor_faults_steady_per_batch").get<double>();
