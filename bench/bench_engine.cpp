@@ -25,6 +25,8 @@
 //   BM_MlpStepPaired        the two alternately in one loop; counter `ratio` is the median of
 //                           step/floor per pair: on a shared machine, load drift between the two
 //                           benchmarks above can move their ratio by ±30%, the paired one by a few %.
+//   BM_TrainStepPaired      the driver's whole batch (data drawn, step, zero_grad, item()) paired
+//                           with the same floor: the end-to-end ratio of issue 9's goal 1.
 //
 // Random numbers (issue 9: ≥ 1 G numbers/s on 2 cores, a 1024×512 batch in ≤ 0.5 ms), items/s:
 //   BM_RandomNormal, BM_RandomUniform   randn / rand_uniform (1024, 512) on cpu:0, then waitall():
@@ -193,8 +195,8 @@ void BM_MlpGemmFloor(benchmark::State& state) {
 
 // Step and floor alternately, so load from other processes hits both alike:
 // counters step_ms, floor_ms (means) and ratio (median of step/floor per pair).
-void BM_MlpStepPaired(benchmark::State& state) {
-  MlpStep step;
+template <class Step>
+void run_paired(benchmark::State& state, Step& step) {
   MlpGemmFloor floor;
   floor.run();
   std::vector<double> ratios;
@@ -217,6 +219,31 @@ void BM_MlpStepPaired(benchmark::State& state) {
   state.counters["floor_ms"] = floor_s / n * 1e3;
   state.counters["ratio"] = ratios.size() % 2 ? ratios[ratios.size() / 2]
                                               : 0.5 * (ratios[ratios.size() / 2 - 1] + ratios[ratios.size() / 2]);
+}
+
+void BM_MlpStepPaired(benchmark::State& state) {
+  MlpStep step;
+  run_paired(state, step);
+}
+
+// The driver's whole batch (train/experiment.cpp, --sync batch): the data
+// drawn by queued ops, forward, loss, backward, SGD, zero_grad, then the
+// loss read with item(); paired with the GEMM floor like BM_MlpStepPaired.
+struct TrainStep : MlpStep {
+  void run() {
+    Tensor X = amlp::randn({kBatch, kIn}, kCpu), ones = amlp::ones({kBatch}, kCpu);
+    Tensor l = loss(net->forward(X), ones);
+    l.backward();
+    sgd->step(kBatch);
+    sgd->zero_grad();
+    benchmark::DoNotOptimize(amlp::mean(l).item());
+  }
+};
+
+void BM_TrainStepPaired(benchmark::State& state) {
+  TrainStep step;
+  for (int i = 0; i < 2; ++i) step.run();  // warm-up with its own buffers (the data)
+  run_paired(state, step);
 }
 
 // --- random numbers: one (1024, 512) batch per iteration ---------------------------
@@ -289,6 +316,7 @@ BENCHMARK(BM_WaitPending)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MlpStep)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_MlpGemmFloor)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_MlpStepPaired)->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK(BM_TrainStepPaired)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_RandomNormal)->Unit(benchmark::kMicrosecond)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_RandomUniform)->Unit(benchmark::kMicrosecond)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_RandomNormalOneCore)->Unit(benchmark::kMicrosecond)->UseRealTime();
