@@ -5,6 +5,7 @@
 //   parse_int("0x10", "--batches", 1, 100)          throws "--batches must be an integer in [1, 100] (got '0x10')"
 //   parse_float("0.005", "--lr")                     == 0.005   ("0x10", "nan", "1e999" throw)
 //   parse_byte_size("256MiB", "--memory-limit", kMaxByteSize) == 256 << 20
+//   parse_duration_ns("1.5ms", "--host-work", 60000000000) == 1500000
 //   split_list("2048,,512", ',')                     == {"2048", "", "512"}
 //   parse_int_list("8,4", "--hidden", 1, 1 << 20)    == {8, 4}
 //
@@ -44,6 +45,11 @@ double parse_float(std::string_view text, std::string_view what);
 // G, GiB; T, TiB; KB, MB, GB, TB (powers of 1000). At most `max` bytes.
 constexpr uint64_t kMaxByteSize = uint64_t(1) << 50;  // 1024TiB: byte arithmetic stays far from overflow
 uint64_t parse_byte_size(std::string_view text, std::string_view what, uint64_t max = kMaxByteSize);
+
+// A duration: a non-negative decimal number and a unit, ns, us, ms or s
+// ("2ms", "1.5ms", "250us", "0.01s"); "0" needs no unit. Returns whole
+// nanoseconds (rounded to nearest), at most `max_ns`.
+int64_t parse_duration_ns(std::string_view text, std::string_view what, int64_t max_ns);
 
 // The items between separators, empty ones included: "" → {""}, "a," → {"a", ""}.
 std::vector<std::string_view> split_list(std::string_view text, char sep = ',');

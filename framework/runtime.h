@@ -45,6 +45,11 @@ struct QueueStats {
   uint64_t peak_depth = 0;  // max of pushed − launched since reset_peaks()
   size_t backlog_bytes = 0; // bytes referenced by ops not yet launched
   size_t peak_backlog_bytes = 0;
+  // Seconds since the queue was made: the worker inside kernels (on the CPU
+  // the device's work itself; on CUDA the time to launch it), and pushes held
+  // back by back-pressure (the frontend waiting for room).
+  double busy_s = 0;
+  double held_s = 0;
 };
 
 // --- blockers ------------------------------------------------------------------

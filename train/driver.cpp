@@ -60,11 +60,13 @@ int run_driver(const Options& o, std::ostream& out, std::ostream& err, std::vect
     out << "model: " << models::make_mlp(o.hidden)->describe() << ", " << o.features << " features, " << o.batches
         << " batches of " << o.batch_size << ", lr " << o.lr << ", on " << o.device.str() << std::endl;
     if (!o.trace.empty()) trace::start();
+    Options resolved = o;
+    resolved.host_work = resolve_host_work(o, out);  // --host-work match: measured once, for every mode
     if (o.compare) {
-      run_compare(o, out, results);
+      run_compare(resolved, out, results);
       print_compare_table(results, out);
     } else {
-      results.push_back(run_experiment(spec_from_options(o), out));
+      results.push_back(run_experiment(spec_from_options(resolved), out));
       print_summary(results.back(), out);
     }
   } catch (const RunFailed& e) {  // the run dropped its queued work and measured what it did

@@ -12,6 +12,7 @@
 #include <new>
 #include <optional>
 #include <ostream>
+#include <sstream>
 
 #include "framework/asyncmlp.h"
 #include "train/byte_size.h"
@@ -106,8 +107,18 @@ struct FaultMarks {
   std::vector<uint64_t> late_rows;  // each batch's faults after steady_from
 };
 
+// The frontend's and the device's clocks for the throughput model: the
+// queue's busy and held-back seconds at the start, and the loop's waits for
+// the device (item()) so far.
+struct ClockMarks {
+  double busy0 = 0, held0 = 0;
+  double waited_s = 0;  // in the loop's blocking item() reads
+  double loop_s = -1;   // the loop's wall time, once it ended (-1: it did not; wall_s is used)
+  SyncMode sync;        // the run's, for the model's synchronization interval
+};
+
 // What a run measured from its start to now (also for a run that stopped).
-void measure_end(RunResult& r, Device d, double wall_s, const FaultMarks& f) {
+void measure_end(RunResult& r, Device d, double wall_s, const FaultMarks& f, const ClockMarks& c) {
   r.wall_s = wall_s;
   r.samples_per_s = r.wall_s > 0 ? double(r.batches_done) * double(r.batch_size) / r.wall_s : 0;
   const MemoryStats m = memory_stats(d);
@@ -120,6 +131,16 @@ void measure_end(RunResult& r, Device d, double wall_s, const FaultMarks& f) {
   r.peak_queue_depth = q.peak_depth;
   r.peak_backlog_bytes = q.peak_backlog_bytes;
   r.predicted_increase_bytes = predicted_increase(r);
+  // The throughput model: h is what the loop spent that was not waiting for
+  // the device (item(), back-pressure), d the queue's busy time, per batch.
+  if (r.batches_done > 0) {
+    const double loop_s = c.loop_s >= 0 ? c.loop_s : wall_s;
+    const double frontend_s = loop_s - c.waited_s - (q.held_s - c.held0);
+    r.host_s_per_batch = std::max(0.0, frontend_s) / r.batches_done;
+    r.device_s_per_batch = std::max(0.0, q.busy_s - c.busy0) / r.batches_done;
+  }
+  r.model_every = model_every(c.sync, r.batches_done, r.max_pending_bytes, r.bytes_per_batch);
+  r.predicted_wall_s = predicted_wall_s(r.batches_done, r.model_every, r.host_s_per_batch, r.device_s_per_batch);
   // Faults of every thread over the loop and the final waitall(): in all, per
   // batch, and per batch after `steady_from` (an upper bound unsynchronized:
   // the worker may still be faulting for earlier batches in that window).
@@ -163,6 +184,8 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
   r.max_pending_ops = s.max_pending_ops;
   r.max_pending_bytes = s.max_pending_bytes;
   r.final_loss = std::numeric_limits<double>::quiet_NaN();
+  r.host_work_ns = s.host_work.ns;
+  r.host_work_kind = to_string(s.host_work.kind);
   {
     int64_t widest = F;
     for (int64_t h : s.hidden.hidden) widest = std::max(widest, h);
@@ -176,6 +199,8 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
   bool in_loop = false;
   Clock::time_point t0 = Clock::now();
   FaultMarks faults;
+  ClockMarks clocks;
+  clocks.sync = s.sync;
   faults.steady_from = s.batches / 2;  // the steady-state window starts at this batch's sample (0: the start)
   uint64_t faults_before = 0;
   try {
@@ -206,9 +231,18 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
     bool last_synced = false;
     t0 = Clock::now();
     faults.start = faults.steady = faults_before = process_minor_faults();
+    {
+      const QueueStats q0 = queue_stats(d);
+      clocks.busy0 = q0.busy_s;
+      clocks.held0 = q0.held_s;
+    }
     in_loop = true;
     for (batch = 1; batch <= s.batches; ++batch) {
       trace::Scope batch_span("batch");
+      if (s.host_work.ns) {  // the input pipeline's work for this batch, before any of its ops is queued
+        trace::Scope host_span("host work");
+        do_host_work(s.host_work);
+      }
       const uint64_t allocated_before = memory_stats(d).bytes_allocated_total;
       // Batches alive from now on: the unfinished ones and this one. The count
       // only rises when a batch starts, so its peak is seen here.
@@ -257,7 +291,9 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
       if (last_synced) {  // the book's run 1: read the loss (a blocking item())
         unwritten = row;  // a failure while reading still leaves the batch's row (loss empty)
         NoGradGuard ng;
+        const Clock::time_point w0 = Clock::now();
         row.loss = mean(l).item();
+        clocks.waited_s += seconds_since(w0);
         r.final_loss = *row.loss;
       }
       r.bytes_per_batch = std::max<size_t>(r.bytes_per_batch, memory_stats(d).bytes_allocated_total - allocated_before);
@@ -273,8 +309,9 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
       }
     }
     in_loop = false;
+    clocks.loop_s = seconds_since(t0);
     waitall();
-    measure_end(r, d, seconds_since(t0), faults);
+    measure_end(r, d, seconds_since(t0), faults, clocks);
     if (!last_synced && last_loss.defined()) {
       NoGradGuard ng;
       r.final_loss = mean(last_loss).item();
@@ -312,7 +349,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
         what += " (op #" + std::to_string(k->seq) + " was queued in batch " + std::to_string(b) + ")";
     if (dynamic_cast<const OutOfMemory*>(&e)) what += oom_advice(r);
     const std::string message = "run '" + s.label + "' failed " + where + ": " + what;
-    measure_end(r, d, wall_s, faults);
+    measure_end(r, d, wall_s, faults, clocks);
     r.end_bytes = memory_stats(d).bytes_in_use;
     r.status = "failed";
     r.error = message;
@@ -367,6 +404,58 @@ void run_compare(const Options& o, std::ostream& out, std::vector<RunResult>& re
   fresh_device(o.device);
 }
 
+namespace {
+
+// "100 x max(h, d) + 10 x min(h, d)": the throughput model as the run used it.
+std::string model_formula(const RunResult& r) {
+  const int n = r.batches_done, k = std::clamp(r.model_every, 1, std::max(1, n));
+  const int groups = n > 0 ? (n + k - 1) / k : 0;
+  if (k == 1) return std::to_string(n) + " x (h + d)";
+  return std::to_string(n) + " x max(h, d) + " + (groups == 1 ? std::string("min(h, d)")
+                                                               : std::to_string(groups) + " x min(h, d)");
+}
+
+// Why a run with host work shows little backlog or little speed-up: which
+// side is the bottleneck. "" when neither dominates or there is no host work.
+std::string bottleneck_note(const RunResult& r) {
+  if (!r.host_work_ns) return "";
+  const double h = r.host_s_per_batch, d = r.device_s_per_batch;
+  if (h > 1.2 * d)
+    return "the frontend is the bottleneck (h > d): the device finishes each batch before the next is queued, so "
+           "the backlog stays near one batch whatever the mode, and not waiting saves at most d per batch";
+  if (d > 1.2 * h)
+    return "the device is the bottleneck (d > h): unsynchronized, the backlog grows by about 1 - h/d batches per "
+           "batch, and not waiting saves at most h per batch";
+  return "";
+}
+
+}  // namespace
+
+HostWork resolve_host_work(const RunSettings& settings, std::ostream& out) {
+  HostWork w = settings.host_work;
+  if (!w.match_device) return w;
+  constexpr int kBatches = 8;
+  RunSpec c;
+  static_cast<RunSettings&>(c) = settings;
+  c.label = "host-work calibration";
+  c.sync = SyncMode{SyncPolicy::EveryBatch, 1};
+  c.batches = std::min(kBatches, settings.batches);
+  c.host_work = HostWork{};
+  c.max_pending_ops = 0;
+  c.max_pending_bytes = 0;
+  c.memory_log.clear();
+  std::ostringstream quiet;  // its lines are not the run's
+  const RunResult r = run_experiment(c, quiet);
+  w.ns = std::max<int64_t>(1000, static_cast<int64_t>(r.device_s_per_batch * 1e9));
+  w.match_device = false;
+  char line[160];
+  std::snprintf(line, sizeof line,
+                "host work: %.3f ms per batch (%s), the device's time per batch over %d synchronized batches",
+                w.ns / 1e6, to_string(w.kind).c_str(), c.batches);
+  out << line << std::endl;
+  return w;
+}
+
 void print_summary(const RunResult& r, std::ostream& out) {
   char buf[256];
   auto line = [&](const char* key, const std::string& v) {
@@ -408,6 +497,17 @@ void print_summary(const RunResult& r, std::ostream& out) {
                 r.minor_faults_steady_per_batch, r.minor_faults_per_batch,
                 static_cast<unsigned long long>(r.minor_faults));
   line("minor page faults", buf);
+  if (r.host_work_ns) {
+    std::snprintf(buf, sizeof buf, "%.3f ms per batch (%s)", r.host_work_ns / 1e6, r.host_work_kind.c_str());
+    line("host work", buf);
+  }
+  std::snprintf(buf, sizeof buf, "h %.3f ms, d %.3f ms per batch (h: the loop's own time; d: the queue's busy time)",
+                r.host_s_per_batch * 1e3, r.device_s_per_batch * 1e3);
+  line("frontend, device", buf);
+  std::snprintf(buf, sizeof buf, "%.3f s = %s (measured / predicted = %.3f)", r.predicted_wall_s,
+                model_formula(r).c_str(), r.predicted_wall_s > 0 ? r.wall_s / r.predicted_wall_s : 0.0);
+  line("predicted wall", buf);
+  if (const std::string why = bottleneck_note(r); !why.empty()) line("note", why);
   std::snprintf(buf, sizeof buf, "%.6g", r.final_loss);
   line("final loss", buf);
   line("memory limit", r.memory_limit_bytes ? format_mb(double(r.memory_limit_bytes)) + " (" + r.memory_limit_source + ")"
@@ -436,6 +536,30 @@ void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out) {
       << "predicted = peak backlog x " << format_mb(double(rs[0].bytes_per_batch))
       << " per batch (at most max-pending-bytes + one op's output when bounded)\n"
       << "faults/batch: the process's minor page faults in the median batch of the run's second half.\n";
+
+  // The throughput side: what not waiting bought, against the model.
+  const RunResult* base = nullptr;
+  for (const RunResult& r : rs)
+    if (r.label == "batch") base = &r;
+  out << "\n";
+  if (rs[0].host_work_ns) {
+    std::snprintf(buf, sizeof buf, "host work %.3f ms per batch (%s)\n", rs[0].host_work_ns / 1e6,
+                  rs[0].host_work_kind.c_str());
+    out << buf;
+  }
+  std::snprintf(buf, sizeof buf, "%-10s %8s %10s %9s %9s %9s %12s %10s\n", "mode", "wall s", "samples/s", "vs batch",
+                "h ms", "d ms", "predicted s", "meas/pred");
+  out << buf;
+  for (const RunResult& r : rs) {
+    std::snprintf(buf, sizeof buf, "%-10s %8.3f %10.0f %9.2f %9.3f %9.3f %12.3f %10.3f\n", r.label.c_str(), r.wall_s,
+                  r.samples_per_s, base && base->samples_per_s > 0 ? r.samples_per_s / base->samples_per_s : 0.0,
+                  r.host_s_per_batch * 1e3, r.device_s_per_batch * 1e3, r.predicted_wall_s,
+                  r.predicted_wall_s > 0 ? r.wall_s / r.predicted_wall_s : 0.0);
+    out << buf;
+  }
+  out << "h: the frontend's time per batch (host work and queueing, its waits excluded); d: the device's (the\n"
+      << "queue's busy time). predicted = N x max(h, d) + ceil(N/K) x min(h, d), K the sync interval (N for none\n"
+      << "and bounded): not waiting overlaps the frontend's work with the device's.\n";
   out.flush();
 }
 

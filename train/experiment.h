@@ -72,6 +72,14 @@ struct RunResult {
   int batches_done = 0;      // batches queued (and finished, once the run ended); batches unless it stopped
   size_t memory_limit_bytes = 0;  // the device pool's cap during the run (0 = none)
   std::string memory_limit_source;
+  // The throughput model (train/host_work.h): the host work asked for, the
+  // frontend's (h) and the device's (d) measured seconds per batch, the
+  // synchronization interval the model used and the wall time it predicts.
+  int64_t host_work_ns = 0;
+  std::string host_work_kind = "wait";
+  double host_s_per_batch = 0, device_s_per_batch = 0;
+  int model_every = 1;
+  double predicted_wall_s = 0;
 };
 
 // A run that failed: the one-line message, and what was measured up to the
@@ -104,6 +112,11 @@ std::vector<RunResult> run_compare(const Options& o, std::ostream& out);
 // partial result too, before RunFailed propagates); stops after an
 // interrupted run.
 void run_compare(const Options& o, std::ostream& out, std::vector<RunResult>& results);
+
+// --host-work match: the device's time per batch, measured over 8
+// synchronized batches of the run `s` describes (printed to `out`); any other
+// setting is returned as it is.
+HostWork resolve_host_work(const RunSettings& s, std::ostream& out);
 
 void print_summary(const RunResult& r, std::ostream& out);
 void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out);

@@ -46,6 +46,16 @@ const char* const kMemoryModel =
     "  Memory increase is the peak of tracked bytes in use during the run minus the bytes in\n"
     "  use at its start (after the model is initialised); the RSS increase likewise from the\n"
     "  process's resident set (sampled every batch and after waitall).\n"
+    "\nThroughput model (the summary's 'predicted wall' line):\n"
+    "    h = the frontend's time per batch: --host-work and queueing the batch (its waits for the\n"
+    "        device excluded), d = the device's time per batch: the queue's busy time\n"
+    "    synchronizing every K batches, the device runs a group while the frontend queues the\n"
+    "    next batches, so  wall = N x max(h, d) + ceil(N/K) x min(h, d):  N x (h + d) for batch,\n"
+    "    N x max(h, d) + min(h, d) for none, and for bounded when its bound holds a batch.\n"
+    "  Unsynchronized overlaps the two, so the speed-up over batch is at most 2x, at h = d. With\n"
+    "  h > d the device finishes each batch before the next is queued: the backlog stays near one\n"
+    "  batch in every mode. On a CPU device the frontend's own work (memory it touches) shares\n"
+    "  the cores with the device; d on CUDA is the time to launch, not the GPU's.\n"
     "\n--compare runs, back to back on one device with the same seed: batch, none, every=K for\n"
     "  each K in --compare-every, and 'bounded' (none with --max-pending-bytes, by default two\n"
     "  batches' footprint). --sync is ignored; --max-pending/--max-pending-bytes apply to the\n"
@@ -234,6 +244,14 @@ po::options_description general_options() {
      "with 'out of memory' (exit 1) instead of the OS killing it. auto: on a CPU device the host's "
      "budget (the cgroup's memory limit or MemAvailable at start, whichever is smaller, less 10%), "
      "on a GPU its own memory; none (or 0): no cap")
+    .option<HostWork>("host-work", "DURATION|match", "0", parse_host_work,
+     "work the frontend does for each batch before queueing it, standing for an input pipeline, "
+     "e.g. 2ms, 500us (0 = none); match: as long as the device's work per batch, measured first "
+     "over 8 synchronized batches. What asynchrony buys: see 'Throughput model' below")
+    .option<HostWorkKind>("host-work-kind", "wait|compute", "wait", parse_host_work_kind,
+     "wait: the frontend sleeps, like reading files or waiting on the network (the cores stay free "
+     "for the device); compute: it spins on a core, like decoding or augmenting (on a CPU device it "
+     "competes with the BLAS threads for the cores)")
     .flag("blocking", "synchronous mode: every push waits for its op (default: off)")
     .flag("tf32", "TF32 tensor-core GEMMs on CUDA; no effect on the CPU (default: off)")
     .flag("check-finite",
@@ -292,6 +310,8 @@ Options to_options(const po::variables_map& vm) {
   o.blocking = vm["blocking"].as<bool>();
   o.tf32 = vm["tf32"].as<bool>();
   o.check_finite = vm["check-finite"].as<bool>();
+  o.host_work = vm["host-work"].as<HostWork>();
+  o.host_work.kind = vm["host-work-kind"].as<HostWorkKind>();
   o.compare = vm["compare"].as<bool>();
   o.memory_log = s("memory-log");
   o.trace = s("trace");

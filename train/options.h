@@ -23,6 +23,7 @@
 
 #include "framework/device.h"
 #include "models/mlp.h"
+#include "train/host_work.h"
 #include "train/sync_policy.h"
 
 namespace amlp::train {
@@ -41,6 +42,7 @@ struct RunSettings {
   uint64_t max_pending_ops = 0;  // back-pressure in ops (0 = unbounded)
   size_t max_pending_bytes = 0;  // back-pressure in bytes (0 = unbounded)
   bool check_finite = false;
+  HostWork host_work;      // --host-work, --host-work-kind (the frontend's work per batch)
   std::string memory_log;  // "" = not written
 };
 

@@ -44,7 +44,13 @@ std::string summary_json(const std::vector<RunResult>& runs) {
                    {"memory_limit_source", r.memory_limit_source},
                    {"minor_faults", r.minor_faults},
                    {"minor_faults_per_batch", r.minor_faults_per_batch},
-                   {"minor_faults_steady_per_batch", r.minor_faults_steady_per_batch}});
+                   {"minor_faults_steady_per_batch", r.minor_faults_steady_per_batch},
+                   {"host_work_s", r.host_work_ns * 1e-9},
+                   {"host_work_kind", r.host_work_kind},
+                   {"host_s_per_batch", r.host_s_per_batch},
+                   {"device_s_per_batch", r.device_s_per_batch},
+                   {"model_every", r.model_every},
+                   {"predicted_wall_s", r.predicted_wall_s}});
   }
   return doc.dump(2, ' ', /*ensure_ascii=*/false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }

@@ -157,6 +157,38 @@ double parse_float(std::string_view text, std::string_view what) {
   return v;
 }
 
+int64_t parse_duration_ns(std::string_view text, std::string_view what, int64_t max_ns) {
+  const auto shown = [](int64_t ns) {  // the range's end in the largest unit that keeps it whole
+    if (ns % 1000000000 == 0) return std::to_string(ns / 1000000000) + "s";
+    if (ns % 1000000 == 0) return std::to_string(ns / 1000000) + "ms";
+    if (ns % 1000 == 0) return std::to_string(ns / 1000) + "us";
+    return std::to_string(ns) + "ns";
+  };
+  const auto bad = [&] {
+    return ParseError(what, "must be a duration in [0, " + shown(max_ns) +
+                                "] with a unit ns, us, ms or s, such as 2ms, 1.5ms or 250us (got " + quote(text) + ")");
+  };
+  if (text == "0") return 0;
+  size_t i = 0;
+  while (i < text.size() && (is_digit(text[i]) || text[i] == '.')) ++i;
+  const std::string_view number = text.substr(0, i), unit = text.substr(i);
+  double scale = 0;
+  if (unit == "ns") scale = 1;
+  else if (unit == "us") scale = 1e3;
+  else if (unit == "ms") scale = 1e6;
+  else if (unit == "s") scale = 1e9;
+  if (scale == 0 || number.empty()) throw bad();
+  double v;
+  try {
+    v = parse_float(number, what);  // digits and at most one '.' (a '-' never reaches it)
+  } catch (const ParseError&) {
+    throw bad();
+  }
+  const double ns = std::round(v * scale);
+  if (!(ns <= double(max_ns))) throw bad();
+  return static_cast<int64_t>(ns);
+}
+
 uint64_t parse_byte_size(std::string_view text, std::string_view what, uint64_t max) {
   const std::string allowed =
       "must be a byte size of at most " + byte_count(max) + ", such as 4096, 512KiB, 256MiB, 1G or 2GB";

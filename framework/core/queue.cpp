@@ -116,11 +116,17 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
   {
     std::unique_lock<std::mutex> lk(mu_);
     if (max_ops_ || max_bytes_) {
-      space_cv_.wait(lk, [&] {
+      const auto fits = [&] {
         uint64_t d = pushed_ - launched_;
         if (d == 0) return true;  // never deadlock on one oversized op
         return (!max_ops_ || d < max_ops_) && (!max_bytes_ || backlog_bytes_ + new_bytes <= max_bytes_);
-      });
+      };
+      if (!fits()) {  // held back: the time counts in QueueStats::held_s
+        const auto w0 = std::chrono::steady_clock::now();
+        space_cv_.wait(lk, fits);
+        held_ns_ += static_cast<uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - w0).count());
+      }
     }
     seq = ++pushed_;
     backlog_bytes_ += new_bytes;
@@ -200,6 +206,7 @@ void Queue::run(Op& op) {
     for (size_t i = 0; i < op.bufs.reads && !failed; ++i)
       if (const auto& r = op.bufs.refs[i]; r && r->error) failed = r->error, upstream = true;  // do not run
     if (!failed) {
+      const auto k0 = std::chrono::steady_clock::now();  // the op's busy time, kernel to after_op
       if (sync_) sync_->before_op(op.seq, op.name);
       const OpArgs args(op.bufs.refs.data(), op.bufs.reads, op.bufs.refs.size() - op.bufs.reads, op.name);
       try {
@@ -216,6 +223,10 @@ void Queue::run(Op& op) {
           if (!failed) failed = std::make_exception_ptr(KernelError(op.name, op.seq, name_, e.what()));
         }
       }
+      busy_ns_.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                   std::chrono::steady_clock::now() - k0)
+                                                   .count()),
+                         std::memory_order_relaxed);
     }
   } catch (...) {  // building an error (or waiting) failed itself, e.g. bad_alloc
     if (!failed) failed = std::current_exception();
@@ -400,7 +411,9 @@ QueueStats Queue::stats() const {
     s.peak_depth = peak_depth_;
     s.backlog_bytes = backlog_bytes_;
     s.peak_backlog_bytes = peak_backlog_bytes_;
+    s.held_s = double(held_ns_) * 1e-9;
   }
+  s.busy_s = double(busy_ns_.load(std::memory_order_relaxed)) * 1e-9;
   s.completed = s.launched;
   if (sync_ && sync_->asynchronous()) {  // the last launched op the device has finished
     uint64_t lo = 0, hi = s.launched;    // completion is monotone in seq: bisect

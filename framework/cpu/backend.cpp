@@ -17,7 +17,6 @@ namespace amlp::cpu {
 
 CpuBackend::CpuBackend(int index) : name_("cpu:" + std::to_string(index)) {}
 
-CpuBackend::~CpuBackend() = default;
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23  // Linux 5.14; older headers lack the name, older kernels answer EINVAL
@@ -66,23 +65,31 @@ char* map_aligned(size_t len, size_t align) {
   return p;
 }
 
-}  // namespace
-
-// Small blocks: 64-byte aligned from malloc; bytes is a multiple of the pool's
-// 512-byte rounding. Large ones: mapped and populated (backend.h). The
-// mapping is the block rounded up to whole pages, so RSS counts what the
-// pool reserved and no more.
-void* CpuBackend::raw_alloc(size_t bytes) {
-  if (bytes < kMapBytes) return std::aligned_alloc(64, bytes);
-  const size_t page = page_bytes();
-  const size_t len = (bytes + page - 1) / page * page;
-  char* p = map_aligned(len, kMapBytes);
+// A fresh mapping of `len` bytes (a multiple of the page size), 2 MiB-aligned,
+// advised MADV_HUGEPAGE and populated; nullptr when the memory cannot be had.
+char* map_populated(size_t len) {
+  char* p = map_aligned(len, CpuBackend::kMapBytes);
   if (!p) return nullptr;
   madvise(p, len, MADV_HUGEPAGE);  // a hint: without THP (or with it off) the pages are 4 KiB
   if (!populate(p, len)) {
     munmap(p, len);
     return nullptr;
   }
+  return p;
+}
+
+}  // namespace
+
+// Large blocks are mappings of their own, the block rounded up to whole
+// pages, so RSS counts what the pool reserved and no more. Small ones are
+// carved, 64-byte aligned, from the current chunk (bytes is a multiple of the
+// pool's 512-byte rounding).
+void* CpuBackend::raw_alloc(size_t bytes) {
+  if (bytes < kMapBytes) return chunk_alloc(bytes);
+  const size_t page = page_bytes();
+  const size_t len = (bytes + page - 1) / page * page;
+  char* p = map_populated(len);
+  if (!p) return nullptr;
   try {
     std::lock_guard<std::mutex> lk(maps_mu_);
     maps_.emplace(p, len);
@@ -93,26 +100,77 @@ void* CpuBackend::raw_alloc(size_t bytes) {
   return p;
 }
 
-void CpuBackend::raw_free(void* p) noexcept {
-  size_t len = 0;
-  {
-    std::lock_guard<std::mutex> lk(maps_mu_);
-    auto it = maps_.find(p);
-    if (it != maps_.end()) {
-      len = it->second;
-      maps_.erase(it);
+void* CpuBackend::chunk_alloc(size_t bytes) {
+  bytes = (bytes + 63) / 64 * 64;
+  std::lock_guard<std::mutex> lk(maps_mu_);
+  try {
+    if (!current_ || current_->used + bytes > kMapBytes) {
+      char* base = map_populated(kMapBytes);
+      if (!base) return nullptr;
+      Chunk* old = current_;
+      try {
+        current_ = &chunks_.emplace(base, Chunk{base, 0, 0}).first->second;
+      } catch (...) {
+        munmap(base, kMapBytes);
+        throw;
+      }
+      if (old && old->live == 0) release_chunk(old);  // nothing of it is in use: give it back
     }
+    char* p = current_->base + current_->used;
+    small_.emplace(p, current_->base);
+    current_->used += bytes;
+    ++current_->live;
+    return p;
+  } catch (const std::bad_alloc&) {
+    return nullptr;
   }
-  if (len)
-    munmap(p, len);
+}
+
+void CpuBackend::release_chunk(Chunk* c) noexcept {
+  char* base = c->base;
+  chunks_.erase(base);
+  munmap(base, kMapBytes);
+}
+
+void CpuBackend::raw_free(void* p) noexcept {
+  std::lock_guard<std::mutex> lk(maps_mu_);
+  if (auto it = maps_.find(p); it != maps_.end()) {
+    munmap(p, it->second);
+    maps_.erase(it);
+    return;
+  }
+  auto s = small_.find(p);
+  if (s == small_.end()) return;  // not a live block: nothing to free
+  auto c = chunks_.find(s->second);
+  small_.erase(s);
+  if (c == chunks_.end()) return;
+  Chunk& chunk = c->second;
+  if (--chunk.live > 0) return;
+  if (&chunk == current_)
+    chunk.used = 0;  // empty: carve it again from the start (its pages stay resident)
   else
-    std::free(p);
+    release_chunk(&chunk);
+}
+
+CpuBackend::~CpuBackend() {
+  for (auto& [base, chunk] : chunks_) munmap(base, kMapBytes);
 }
 
 size_t CpuBackend::mapped_bytes(const void* p) const {
   std::lock_guard<std::mutex> lk(maps_mu_);
   auto it = maps_.find(p);
   return it == maps_.end() ? 0 : it->second;
+}
+
+const void* CpuBackend::chunk_of(const void* p) const {
+  std::lock_guard<std::mutex> lk(maps_mu_);
+  auto it = small_.find(p);
+  return it == small_.end() ? nullptr : it->second;
+}
+
+size_t CpuBackend::chunk_count() const {
+  std::lock_guard<std::mutex> lk(maps_mu_);
+  return chunks_.size();
 }
 
 void* CpuBackend::alloc_host(size_t bytes) {

@@ -23,18 +23,23 @@ class CpuBackend final : public Backend {
   CpuBackend(const CpuBackend&) = delete;
   CpuBackend& operator=(const CpuBackend&) = delete;
 
-  // memory (backend.cpp). Blocks of kMapBytes or more are their own 2 MiB-
-  // aligned anonymous mappings, advised MADV_HUGEPAGE and populated before
-  // raw_alloc returns (MADV_POPULATE_WRITE, or one write per page where the
-  // kernel lacks it), on the thread that allocates (the frontend), so the
-  // worker never faults on them; munmap'd by raw_free. Smaller blocks come
-  // from malloc (64-byte aligned), untouched.
+  // memory (backend.cpp). Every block is populated before raw_alloc returns
+  // (MADV_POPULATE_WRITE, or one write per page where the kernel lacks it),
+  // on the thread that allocates (the frontend), in 2 MiB-aligned anonymous
+  // mappings advised MADV_HUGEPAGE, so the worker never faults on fresh
+  // memory. Blocks of kMapBytes or more are mappings of their own, munmap'd
+  // by raw_free; smaller ones are carved (64-byte aligned) from the current
+  // 2 MiB chunk, and a chunk is unmapped once every block carved from it was
+  // freed (the current one is carved again from its start instead).
   static constexpr size_t kMapBytes = size_t(2) << 20;
   void* raw_alloc(size_t bytes) override;
   void raw_free(void* p) noexcept override;
-  // The length of the mapping a block of raw_alloc is, or 0 for a malloc'd
-  // one (or a pointer that is not a live block); for tests.
+  // The length of the mapping a block of raw_alloc is, or 0 for one carved
+  // from a chunk (or a pointer that is not a live block); for tests.
   size_t mapped_bytes(const void* p) const;
+  // The 2 MiB chunk a small block was carved from, or nullptr; chunks mapped now. For tests.
+  const void* chunk_of(const void* p) const;
+  size_t chunk_count() const;
   bool host_memory() const override { return true; }
   void* alloc_host(size_t bytes) override;
   void free_host(void* p) noexcept override;
@@ -73,8 +78,19 @@ class CpuBackend final : public Backend {
 
  private:
   std::string name_;  // "cpu:N", for messages
+  struct Chunk {
+    char* base;
+    size_t used;  // bytes carved so far
+    size_t live;  // blocks carved and not freed
+  };
+  void* chunk_alloc(size_t bytes);
+  void release_chunk(Chunk* c) noexcept;  // under maps_mu_
+
   mutable std::mutex maps_mu_;  // raw_alloc and raw_free may come from different threads
-  std::unordered_map<const void*, size_t> maps_;  // block -> its mapping's exact length
+  std::unordered_map<const void*, size_t> maps_;  // large block -> its mapping's exact length
+  std::unordered_map<char*, Chunk> chunks_;       // base -> chunk (node-based: pointers stay valid)
+  std::unordered_map<const void*, char*> small_;  // small block -> its chunk's base
+  Chunk* current_ = nullptr;                      // the chunk blocks are carved from
 };
 
 }  // namespace amlp::cpu

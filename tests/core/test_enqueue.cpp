@@ -6,15 +6,8 @@
 #include <atomic>
 
 #include "framework/core/enqueue.h"
+#include "sanitized.h"
 #include "test_util.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define AMLP_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define AMLP_TEST_ASAN 1
-#endif
-#endif
 
 namespace amlp::testing {
 namespace {

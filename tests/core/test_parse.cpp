@@ -23,15 +23,9 @@
 #include "train/options.h"
 #include "train/sync_policy.h"
 #include "train/train_test_util.h"
+#include "sanitized.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define AMLP_PARSE_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define AMLP_PARSE_SANITIZED 1
-#endif
-#endif
-#ifdef AMLP_PARSE_SANITIZED
+#ifdef AMLP_TEST_SANITIZED
 constexpr int kFuzzScale = 4;  // sanitizers run several times slower: a quarter of the inputs
 #else
 constexpr int kFuzzScale = 1;
@@ -212,6 +206,33 @@ TEST(ParseByteSize, RejectsJunk) {
   EXPECT_EQ(error_of([] { parse_byte_size("12XB", "n"); }),
             "n must be a byte size of at most 1024TiB, such as 4096, 512KiB, 256MiB, 1G or 2GB; 'XB' is not a unit "
             "(got '12XB')");
+}
+
+// --- durations --------------------------------------------------------------------------
+
+TEST(ParseDuration, UnitsAndFractions) {
+  const auto d = [](const char* t) { return parse_duration_ns(t, "--host-work", int64_t(60) * 1000000000); };
+  EXPECT_EQ(d("0"), 0);
+  EXPECT_EQ(d("0ms"), 0);
+  EXPECT_EQ(d("2ms"), 2000000);
+  EXPECT_EQ(d("1.5ms"), 1500000);
+  EXPECT_EQ(d(".5ms"), 500000);
+  EXPECT_EQ(d("250us"), 250000);
+  EXPECT_EQ(d("7ns"), 7);
+  EXPECT_EQ(d("0.01s"), 10000000);
+  EXPECT_EQ(d("60s"), int64_t(60) * 1000000000);
+  EXPECT_EQ(d("1.0000004us"), 1000);  // rounded to the nearest nanosecond
+}
+
+TEST(ParseDuration, RejectsJunkAndNamesTheRange) {
+  for (const char* bad : {"", "2", "ms", "-1ms", "+1ms", " 2ms", "2ms ", "2 ms", "2MS", "2m", "1e3ms", "1..2ms",
+                          "0x10ms", "2msec", "61s", "nanms", "infs"})
+    EXPECT_EQ(error_of([&] { parse_duration_ns(bad, "--host-work", int64_t(60) * 1000000000); })
+                  .rfind("--host-work must be a duration in [0, 60s] with a unit ns, us, ms or s", 0),
+              0u)
+        << bad;
+  EXPECT_EQ(error_of([] { parse_duration_ns("3ms", "n", 2500000); }),
+            "n must be a duration in [0, 2500us] with a unit ns, us, ms or s, such as 2ms, 1.5ms or 250us (got '3ms')");
 }
 
 // --- lists ------------------------------------------------------------------------------

@@ -32,20 +32,14 @@
 #include <vector>
 
 #include "framework/core/enqueue.h"
+#include "sanitized.h"
 #include "test_util.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define AMLP_STRESS_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define AMLP_STRESS_SANITIZED 1
-#endif
-#endif
 
 namespace amlp::testing {
 namespace {
 
-#ifdef AMLP_STRESS_SANITIZED
+#ifdef AMLP_TEST_SANITIZED
 constexpr int kRounds = 100;  // sanitizers run several times slower: same mix, a quarter of the rounds
 #else
 constexpr int kRounds = 400;

@@ -448,7 +448,13 @@ void expect_summary(const nlohmann::json& s) {
                         "memory_limit_source",
                         "minor_faults",
                         "minor_faults_per_batch",
-                        "minor_faults_steady_per_batch"};
+                        "minor_faults_steady_per_batch",
+                        "host_work_s",
+                        "host_work_kind",
+                        "host_s_per_batch",
+                        "device_s_per_batch",
+                        "model_every",
+                        "predicted_wall_s"};
   for (const nlohmann::json& run : s) {
     EXPECT_EQ(run.size(), std::size(keys));
     for (const char* key : keys) EXPECT_TRUE(run.contains(key)) << key;

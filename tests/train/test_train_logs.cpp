@@ -17,6 +17,7 @@
 
 #include "framework/error.h"
 #include "train/memory_log.h"
+#include "sanitized.h"
 #include "train_test_util.h"
 
 namespace amlp::train {
@@ -185,10 +186,14 @@ TEST(TrainMlpLogs, FreshMemoryDoesNotFaultPageByPage) {
   for (auto& row : rows) EXPECT_GE(std::stoll(row["minor_faults"]), 0);
   const nlohmann::json run = read_json(dir.file("s.json")).at(0);
   const double steady = run.at("minor_faults_steady_per_batch").get<double>();
-  EXPECT_LT(steady, 50) << r.out;
   EXPECT_GE(run.at("minor_faults").get<double>(), steady);
   const double tracked = run.at("mem_increase_bytes").get<double>(), rss = run.at("rss_increase_bytes").get<double>();
   EXPECT_GT(tracked, 4 * 50e6) << r.out;  // several batches of about 52 MB were held at once
+  if (amlp::testing::kSanitized)
+    GTEST_SKIP() << "the fault and RSS bounds are checked in the release build: here the sanitizer's shadow memory "
+                    "(faulted page by page, " << steady << " faults in the median steady batch, RSS +" << rss / 1e6
+                 << " MB for " << tracked / 1e6 << " MB tracked) is counted with the program's";
+  EXPECT_LT(steady, 50) << r.out;
   EXPECT_NEAR(rss, tracked, 0.1 * tracked) << r.out;
 }
 

@@ -192,7 +192,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"--memory-log /tmp", "it is a directory"},
         BadCase{"--trace /nonexistent/t.json", "--trace: cannot write"},
         BadCase{"--summary-json /nonexistent/s.json", "--summary-json: cannot write"},
-        BadCase{"--compare --memory-log /nonexistent/m.csv", "'/nonexistent/m.batch.csv'"}));
+        BadCase{"--compare --memory-log /nonexistent/m.csv", "'/nonexistent/m.batch.csv'"},
+        BadCase{"--host-work 2", "--host-work must be 'match' or a duration in [0, 60s] with a unit ns, us, ms or s"},
+        BadCase{"--host-work -1ms", "(got '-1ms')"}, BadCase{"--host-work 61s", "(got '61s')"},
+        BadCase{"--host-work 0x10ms", "(got '0x10ms')"}, BadCase{"--host-work auto", "(got 'auto')"},
+        BadCase{"--host-work-kind spin", "--host-work-kind must be wait or compute (got 'spin')"}));
 
 TEST(TrainOptions, AbsentGpuIsNamed) {
   if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is visible: 'cuda' is there";

@@ -1,0 +1,90 @@
+#include "train/host_work.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+
+#include "framework/parse.h"
+
+namespace amlp::train {
+
+HostWorkKind parse_host_work_kind(const std::string& text) {
+  if (text == "wait") return HostWorkKind::Wait;
+  if (text == "compute") return HostWorkKind::Compute;
+  throw ParseError("", "must be wait or compute (got " + quote(text) + ")");
+}
+
+std::string to_string(HostWorkKind k) { return k == HostWorkKind::Wait ? "wait" : "compute"; }
+
+HostWork parse_host_work(const std::string& text) {
+  HostWork w;
+  if (text == "match") {
+    w.match_device = true;
+    return w;
+  }
+  try {
+    w.ns = parse_duration_ns(text, "", kMaxHostWorkNs);
+  } catch (const ParseError& e) {  // name the word too
+    const std::string& p = e.problem();
+    const std::string head = "must be a duration";
+    if (p.rfind(head, 0) != 0) throw;
+    throw ParseError("", "must be 'match' or a duration" + p.substr(head.size()));
+  }
+  return w;
+}
+
+namespace {
+
+// A sink the spinning loop writes to, so the compiler keeps its arithmetic.
+std::atomic<uint64_t> g_spin_sink{0};
+
+}  // namespace
+
+void do_host_work(const HostWork& w) {
+  if (w.ns <= 0) return;
+  if (w.kind == HostWorkKind::Wait) {
+    // An absolute deadline: a wake-up that comes early (a signal) sleeps again
+    // for what is left; one that comes late is the cost of sleeping.
+    timespec deadline{};
+    ::clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += static_cast<time_t>(w.ns / 1000000000);
+    deadline.tv_nsec += static_cast<long>(w.ns % 1000000000);
+    if (deadline.tv_nsec >= 1000000000) deadline.tv_nsec -= 1000000000, ++deadline.tv_sec;
+    while (::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, nullptr) == EINTR) {
+    }
+    return;
+  }
+  // Compute: integer work on this core until the deadline (the clock read
+  // every 256 rounds, ~1 µs).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(w.ns);
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  do {
+    for (int i = 0; i < 256; ++i) x ^= (x << 13), x ^= (x >> 7), x ^= (x << 17);  // xorshift
+  } while (std::chrono::steady_clock::now() < deadline);
+  g_spin_sink.fetch_add(x, std::memory_order_relaxed);
+}
+
+double predicted_wall_s(int batches, int every, double host_s, double device_s) {
+  if (batches <= 0) return 0;
+  every = std::clamp(every, 1, batches);
+  const int groups = (batches + every - 1) / every;
+  return batches * std::max(host_s, device_s) + groups * std::min(host_s, device_s);
+}
+
+int model_every(const SyncMode& m, int batches, size_t max_pending_bytes, size_t bytes_per_batch) {
+  switch (m.policy) {
+    case SyncPolicy::EveryBatch:
+      return 1;
+    case SyncPolicy::EveryK:
+      return std::max(1, m.every);
+    case SyncPolicy::Never:
+      if (max_pending_bytes && max_pending_bytes < bytes_per_batch) return 1;
+      return std::max(1, batches);
+  }
+  return 1;
+}
+
+}  // namespace amlp::train
