@@ -19,9 +19,12 @@ Panels (each drawn when its data is there):
      each batch has been queued; the summary's end point (after waitall) joined
      by a dashed line: the queue draining what was queued. Log scale when the
      modes' peaks differ by more than 20x.
-  2. memory increase (log scale) against samples/s, one point per run; the
+  2. memory increase (log scale) against samples/s, one point per run, each
+     labelled with its throughput against batch's (e.g. "none  1.90x"); the
      sync-interval series batch, every=K..., none is joined in order of K,
-     back-pressure runs (bounded) are squares.
+     back-pressure runs (bounded) are squares. With --host-work (configs/
+     host_work.ini) this is the whole trade: what not waiting buys in samples/s
+     against what it costs in memory; the title names the host work.
 Bad input: one line on stderr, exit status 2 (no matplotlib, a failed write: exit 1).
 """
 import argparse
@@ -165,6 +168,12 @@ def place_labels(ax, points):
         taken.append(box)
 
 
+def host_work_text(run):
+    """', host work 2.8 ms (wait)' for a summary with --host-work, else ''."""
+    hw = run.get("host_work_s") or 0
+    return ", host work %.3g ms (%s)" % (hw * 1e3, run.get("host_work_kind", "wait")) if hw > 0 else ""
+
+
 def draw_memory_vs_throughput(ax, runs, colors):
     from matplotlib.lines import Line2D
     pts = [(r["label"], r["samples_per_s"], max(r["mem_increase_bytes"], 1) / MB) for r in runs]
@@ -189,7 +198,10 @@ def draw_memory_vs_throughput(ax, runs, colors):
                      "back-pressure (%s)" % ", ".join(others)))
     if keys:
         ax.legend(*zip(*keys), loc="lower left", fontsize="small", framealpha=0.92)
-    return lambda: place_labels(ax, [(x, y, l) for l, x, y in pts])
+    # Each point names its mode and its throughput against the synchronized run's.
+    base = next((x for l, x, _ in pts if l == "batch"), None)
+    text = {l: "%s  %.2fx" % (l, x / base) if base and l != "batch" else l for l, x, _ in pts}
+    return lambda: place_labels(ax, [(x, y, text[l]) for l, x, y in pts])
 
 
 def parse_args(argv):
@@ -263,8 +275,8 @@ def main(argv):
         title = "asyncmlp: memory held by queued work"
         r0 = runs[0] if runs else {}
         if all(k in r0 for k in ("device", "batches", "batch_size")):
-            title += ("\n" if n == 1 else " ") + "(%s, %s batches of %s)" % (r0["device"], r0["batches"],
-                                                                           r0["batch_size"])
+            title += ("\n" if n == 1 else " ") + "(%s, %s batches of %s%s)" % (
+                r0["device"], r0["batches"], r0["batch_size"], host_work_text(r0))
     fig.suptitle(title, fontsize="x-large", fontweight="bold")
     if label_points:
         fig.canvas.draw()  # lays the figure out, then keeps that layout: labels are placed in pixels

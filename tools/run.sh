@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
 # The main job: build, then run the sync-vs-async comparison on the default
-# device (a GPU if there is one, else the CPU) and draw its memory plot.
+# device (a GPU if there is one, else the CPU) and draw its plots: first the
+# memory side (the loop does nothing but queue batches), then the throughput
+# side (the frontend also does as much work per batch as the device, standing
+# for an input pipeline: --host-work match).
 #
-#   bash tools/run.sh                         # --compare on configs/quick.ini (CPU) or
+#   bash tools/run.sh                         # both on configs/quick.ini (CPU) or
 #                                             # configs/d2l.ini (when a GPU is visible)
-#   bash tools/run.sh --config configs/d2l.ini --compare   # any train_mlp options
-# Outputs land in out/: summary.json, memory.<mode>.csv, trace.json, memory.svg
+#   bash tools/run.sh --config configs/d2l.ini --compare   # one run of any train_mlp options
+# Outputs land in out/: summary.json, memory.<mode>.csv, trace.json, memory.svg;
+# host_work.json, host_work.<mode>.csv, host_work.svg.
 source "$(dirname "$0")/setup.sh"
 amlp_install_deps
 amlp_build build
 cd "$AMLP_ROOT"
 mkdir -p out
-rm -f out/memory*.csv out/memory.svg out/summary.json
+rm -f out/memory*.csv out/memory.svg out/summary.json out/host_work*.csv out/host_work.svg out/host_work.json
 args=("$@")
+both=0
 if ((${#args[@]} == 0)); then
+  both=1
   # The book's shape on a GPU; on 2 CPU cores the same shape shrunk to run in seconds.
   config=configs/quick.ini
   nvidia-smi -L 2>/dev/null | grep -q '^GPU' && config=configs/d2l.ini
@@ -23,3 +29,9 @@ amlp_log "build/bin/train_mlp ${args[*]}"
 build/bin/train_mlp "${args[@]}" --memory-log out/memory.csv --summary-json out/summary.json --trace out/trace.json
 "$(amlp_python)" tools/plot_memory.py out/memory*.csv out/summary.json -o out/memory.svg
 amlp_log "plot: out/memory.svg   trace: out/trace.json (open in https://ui.perfetto.dev)"
+if ((both)); then
+  amlp_log "build/bin/train_mlp ${args[*]} --host-work match"
+  build/bin/train_mlp "${args[@]}" --host-work match --memory-log out/host_work.csv --summary-json out/host_work.json
+  "$(amlp_python)" tools/plot_memory.py out/host_work.*.csv out/host_work.json -o out/host_work.svg
+  amlp_log "plot: out/host_work.svg"
+fi

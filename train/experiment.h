@@ -114,8 +114,8 @@ std::vector<RunResult> run_compare(const Options& o, std::ostream& out);
 void run_compare(const Options& o, std::ostream& out, std::vector<RunResult>& results);
 
 // --host-work match: the device's time per batch, measured over 8
-// synchronized batches of the run `s` describes (printed to `out`); any other
-// setting is returned as it is.
+// synchronized batches of the run `s` describes, after 3 not measured
+// (printed to `out`); any other setting is returned as it is.
 HostWork resolve_host_work(const RunSettings& s, std::ostream& out);
 
 void print_summary(const RunResult& r, std::ostream& out);

@@ -247,7 +247,7 @@ po::options_description general_options() {
     .option<HostWork>("host-work", "DURATION|match", "0", parse_host_work,
      "work the frontend does for each batch before queueing it, standing for an input pipeline, "
      "e.g. 2ms, 500us (0 = none); match: as long as the device's work per batch, measured first "
-     "over 8 synchronized batches. What asynchrony buys: see 'Throughput model' below")
+     "over 8 synchronized batches (after 3 to warm up). What asynchrony buys: see 'Throughput model' below")
     .option<HostWorkKind>("host-work-kind", "wait|compute", "wait", parse_host_work_kind,
      "wait: the frontend sleeps, like reading files or waiting on the network (the cores stay free "
      "for the device); compute: it spins on a core, like decoding or augmenting (on a CPU device it "

@@ -410,8 +410,29 @@ TEST_F(PlotMemory, SvgHasBothPanelsAndNamesEveryModeInEach) {
   EXPECT_EQ(count(svg, ">memory increase (MB, log scale)</text>"), 1u);
   EXPECT_EQ(count(svg, "(cpu:0, 4 batches of 16)</text>"), 1u);
   EXPECT_EQ(count(svg, ">draining, until waitall()</text>"), 1u);
-  // each mode twice: in the legend of the memory-over-time panel, beside its point in the other
-  for (const std::string& mode : modes) EXPECT_EQ(count(svg, ">" + mode + "</text>"), 2u) << mode;
+  // each mode in the legend of the memory-over-time panel, and beside its point
+  // in the other, with its throughput against batch's ("none  1.90x")
+  EXPECT_EQ(count(svg, ">batch</text>"), 2u);
+  for (const std::string& mode : modes) {
+    if (mode == "batch") continue;
+    EXPECT_EQ(count(svg, ">" + mode + "</text>"), 1u) << mode;
+    const size_t at = svg.find(">" + mode + "  ");
+    ASSERT_NE(at, std::string::npos) << mode << ": no point label with its throughput ratio";
+    const size_t end = svg.find("</text>", at);
+    const std::string ratio = svg.substr(at + mode.size() + 3, end - at - mode.size() - 3);  // "1.90x"
+    EXPECT_EQ(ratio.back(), 'x') << ratio;
+    EXPECT_GT(std::stod(ratio), 0.0) << ratio;
+  }
+}
+
+// With --host-work the title says how much, and of which kind.
+TEST_F(PlotMemory, TheTitleNamesTheHostWork) {
+  Ran r = run_train_mlp("--device cpu --sync none --batches 2 --batch-size 16 --features 8 --hidden 8 "
+                        "--host-work 1500us --summary-json " + dir.file("hw.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  Ran p = plot(dir.file("hw.json") + " -o " + dir.file("hw.svg"));
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_EQ(count(read_file(dir.file("hw.svg")), "(cpu:0, 2 batches of 16, host work 1.5 ms (wait))</text>"), 1u);
 }
 
 TEST_F(PlotMemory, PngNameWritesAPng) {
