@@ -143,7 +143,7 @@ def draw_memory_over_time(ax, logs, runs, colors):
 
 
 def place_labels(ax, points):
-    """Each label beside its point, at the first offset that keeps it inside the axes and off the
+    """Each label (x, y, text, colour) beside its point, at the first offset that keeps it inside the axes and off the
     markers, the earlier labels and the legend. Call once the figure is laid out: boxes are in pixels."""
     from matplotlib.transforms import Bbox
     renderer = ax.figure.canvas.get_renderer()
@@ -152,10 +152,10 @@ def place_labels(ax, points):
     if ax.get_legend():
         taken.append(ax.get_legend().get_window_extent(renderer))
     offsets = [(dx, dy) for dy in (9, -9, 21, -21, 33, -33) for dx in (7, -7)]
-    for x, y, text in points:
-        def label(dx, dy):
+    for x, y, text, color in points:
+        def label(dx, dy):  # in its point's colour: a label pushed away still says whose it is
             a = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize="small",
-                            ha="left" if dx > 0 else "right", va="center")
+                            ha="left" if dx > 0 else "right", va="center", color=color)
             return a, a.get_window_extent(renderer).padded(2)
         for dx, dy in offsets:
             a, box = label(dx, dy)
@@ -187,7 +187,7 @@ def draw_memory_vs_throughput(ax, runs, colors):
     plain_log_labels(ax.yaxis)
     ys = [y for _, _, y in pts]
     ax.set_ylim(10 ** math.floor(math.log10(min(ys) / 1.5)), 10 ** math.ceil(math.log10(max(ys) * 1.5)))
-    ax.set_xlim(0, max(x for _, x, _ in pts) * 1.15)
+    ax.set_xlim(0, max(x for _, x, _ in pts) * 1.3)  # room for "bounded  2.00x" right of the last point
     ax.set(title="Memory increase vs throughput", xlabel="throughput (samples/s)",
            ylabel="memory increase (MB, log scale)")
     others = [l for l, _, _ in pts if mode_rank(l) is None]
@@ -201,7 +201,7 @@ def draw_memory_vs_throughput(ax, runs, colors):
     # Each point names its mode and its throughput against the synchronized run's.
     base = next((x for l, x, _ in pts if l == "batch"), None)
     text = {l: "%s  %.2fx" % (l, x / base) if base and l != "batch" else l for l, x, _ in pts}
-    return lambda: place_labels(ax, [(x, y, text[l]) for l, x, y in pts])
+    return lambda: place_labels(ax, [(x, y, text[l], colors.get(l, "0.2")) for l, x, y in pts])
 
 
 def parse_args(argv):
