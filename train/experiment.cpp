@@ -125,6 +125,7 @@ struct FaultMarks {
 // the device (item()) so far.
 struct ClockMarks {
   double busy0 = 0, held0 = 0;
+  uint64_t allocated0 = 0;  // the pool's bytes_allocated_total at the loop's start
   double waited_s = 0;  // in the loop's blocking item() reads
   double loop_s = -1;   // the loop's wall time, once it ended (-1: it did not; wall_s is used)
   SyncMode sync;        // the run's, for the model's synchronization interval
@@ -143,6 +144,10 @@ void measure_end(RunResult& r, Device d, double wall_s, const FaultMarks& f, con
   r.mem_increase_bytes = m.peak_bytes > r.start_bytes ? m.peak_bytes - r.start_bytes : 0;
   r.peak_queue_depth = q.peak_depth;
   r.peak_backlog_bytes = q.peak_backlog_bytes;
+  // Under run the worker allocates, long after the frontend queued the batch:
+  // what a batch allocates is the run's allocations over its batches.
+  if (r.alloc == "run" && r.batches_done > 0)
+    r.bytes_per_batch = (m.bytes_allocated_total - c.allocated0) / static_cast<uint64_t>(r.batches_done);
   r.working_set_bytes = q.peak_backlog_bytes > r.start_bytes ? q.peak_backlog_bytes - r.start_bytes : 0;
   if (r.data_queue) {
     r.peak_data_ahead_bytes = data_queue_stats(d).peak_backlog_bytes;
@@ -259,6 +264,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
       const QueueStats q0 = queue_stats(d);
       clocks.busy0 = q0.busy_s;
       clocks.held0 = q0.held_s;
+      clocks.allocated0 = memory_stats(d).bytes_allocated_total;
     }
     in_loop = true;
     for (batch = 1; batch <= s.batches; ++batch) {
@@ -328,6 +334,8 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
         clocks.waited_s += seconds_since(w0);
         r.final_loss = *row.loss;
       }
+      // Under enqueue the batch's outputs were allocated as it was queued (under
+      // run measure_end() takes the run's average instead).
       r.bytes_per_batch = std::max<size_t>(r.bytes_per_batch, memory_stats(d).bytes_allocated_total - allocated_before);
       unwritten.reset();
       log.write(row);

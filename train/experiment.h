@@ -9,7 +9,9 @@
 // allocation policy `enqueue` (the default):
 //   bytes_per_batch  = what the frontend allocates for one batch (data, forward,
 //                      loss, backward, step, the loss read), the change in
-//                      MemoryStats::bytes_allocated_total across the batch;
+//                      MemoryStats::bytes_allocated_total across the batch
+//                      (under run, where the worker allocates, the run's
+//                      allocations over its batches);
 //   backlog          = batches alive: those whose last op has not completed,
 //                      plus the one being queued. It only rises when a batch
 //                      starts, so its peak is sampled there;
