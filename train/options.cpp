@@ -276,7 +276,7 @@ po::options_description general_options() {
      "competes with the BLAS threads for the cores)")
     .option<AllocPolicy>("alloc", "enqueue|run", "enqueue", read_alloc_policy,
      "when an op's outputs get memory: enqueue: when it is queued (every pending op holds its "
-     "outputs, so unsynchronized memory grows with the backlog, as PyTorch's would on a CPU); run: when "
+     "outputs, so unsynchronized memory grows with the backlog); run: when "
      "the device's worker starts it (MXNet's delayed allocation: queued work holds nothing)")
     .flag("data-queue",
      "generate each batch's data on a second queue of the device, a loader stream, which the training "

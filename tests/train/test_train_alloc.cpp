@@ -28,6 +28,7 @@ const Policy kPolicies[] = {
     {"run+data-queue/none", "--alloc run --data-queue --sync none"},
     {"run/batch", "--alloc run --sync batch"},
     {"enqueue+data-queue/none", "--data-queue --sync none"},
+    {"run+data-queue/bounded", "--alloc run --data-queue --sync none --max-pending-bytes 1MiB"},
 };
 
 // Each policy's run, once for the suite.
@@ -91,6 +92,15 @@ TEST_F(TrainAlloc, RunWithDataQueueHoldsTheDataAhead) {
   EXPECT_LE(lead, 30.0) << "no more data than the run's batches";
   EXPECT_EQ(r.at("predicted_increase_bytes").get<uint64_t>(), r.at("working_set_bytes").get<uint64_t>() + ahead);
   EXPECT_NEAR(ratio(r), 1.0, 0.10) << r.dump();
+}
+
+// Back-pressure by bytes counts the outputs queued ops will allocate, so it
+// bounds the data the loader can run ahead: at most the bound plus the one
+// op a queue always takes (here, a batch's data).
+TEST_F(TrainAlloc, BackPressureBoundsTheDataAhead) {
+  const nlohmann::json& r = run("run+data-queue/bounded");
+  EXPECT_EQ(r.at("max_pending_bytes"), 1u << 20);
+  EXPECT_LE(r.at("peak_data_ahead_bytes").get<uint64_t>(), (1u << 20) + r.at("data_bytes_per_batch").get<uint64_t>());
 }
 
 // Same seed, same numbers: where and when memory is allocated changes nothing.
