@@ -31,10 +31,16 @@ struct DeviceError : Error {
 struct OutOfMemory : Error {
   OutOfMemory(const std::string& device, size_t requested, size_t in_use, size_t reserved, size_t limit = 0,
               const std::string& limit_source = "");
+  // The same failure met by a queue's worker as it allocated the outputs of
+  // an op it was starting (allocation policy `run`): the message says which.
+  OutOfMemory starting_op(const std::string& op, uint64_t seq, const std::string& queue) const;
   size_t requested;
   size_t in_use = 0, reserved = 0;
   size_t limit = 0;  // 0: the device ran out below any limit
   std::string limit_source;
+
+ private:
+  OutOfMemory(const std::string& message, const OutOfMemory& figures);
 };
 
 // What an op's outputs carry when its queue dropped it before it ran

@@ -43,8 +43,15 @@ struct QueueStats {
   uint64_t depth = 0;       // pushed − completed
   uint64_t unlaunched = 0;  // pushed − launched: what the worker has not reached yet
   uint64_t peak_depth = 0;  // max of pushed − launched since reset_peaks()
-  size_t backlog_bytes = 0; // bytes referenced by ops not yet launched
+  // Bytes referenced by ops not yet launched, counting only blocks that exist:
+  // under the `run` allocation policy an output counts once the worker has
+  // allocated it (as its op starts), not while it waits in the queue.
+  size_t backlog_bytes = 0;
   size_t peak_backlog_bytes = 0;
+  // Under `run`: the blocks the outputs of queued ops will take when they
+  // start (always 0 under `enqueue`). Back-pressure by bytes bounds
+  // backlog_bytes + unallocated_bytes, so it bounds what a queue will hold.
+  size_t unallocated_bytes = 0;
   // Seconds since the queue was made: the worker inside kernels (on the CPU
   // the device's work itself; on CUDA the time to launch it), and pushes held
   // back by back-pressure (the frontend waiting for room).
@@ -67,7 +74,40 @@ bool blocking();
 
 // Back-pressure for every queue, present and future (0 = unbounded, the
 // default): a push past `ops` pending ops or `bytes` held by pending ops waits.
+// Under the `run` allocation policy the bytes held include the outputs the
+// queued ops will allocate when they start (QueueStats::unallocated_bytes).
 void set_max_pending(uint64_t ops, size_t bytes);
+
+// When an op's outputs get their memory (DESIGN §3), for tensors made from
+// now on. Enqueue (the default): when the op is queued, so every pending op
+// holds its outputs. Run (MXNet's delay_alloc): when the device's worker
+// starts the op; until then the tensor has a size but no block, and the pool
+// counts nothing for it. An allocation that fails then is the op's error
+// (OutOfMemory, naming the op), rethrown by the next blocker like a kernel's.
+enum class AllocPolicy { Enqueue, Run };
+void set_alloc_policy(AllocPolicy p);
+AllocPolicy alloc_policy();
+const char* to_string(AllocPolicy p);  // "enqueue", "run"
+
+// A device's data queue: a second in-order queue with its own worker, sharing
+// the device's pool and backend, like a loader stream. While a guard is alive,
+// the ops this thread queues on device `d` go to that queue instead of the
+// device's queue (made on first use); ops on either queue that use a buffer
+// the other wrote wait for it through the cross-queue dependencies, errors
+// cross it like any other queue's, and waitall(), drop_pending() and the
+// settings above cover it. CPU devices only: on a CUDA device the guard
+// throws DeviceError (its kernels launch onto the device's one stream).
+// Guards nest; one device at a time per thread.
+class DataQueueGuard {
+ public:
+  explicit DataQueueGuard(Device d);
+  ~DataQueueGuard();
+  DataQueueGuard(const DataQueueGuard&) = delete;
+  DataQueueGuard& operator=(const DataQueueGuard&) = delete;
+
+ private:
+  void* previous_;
+};
 
 // Cap on the bytes a device's pool may reserve (0 = none); an allocation past
 // it raises OutOfMemory after the pool released its cache. `source` is named
@@ -100,8 +140,12 @@ bool tf32();
 MemoryStats memory_stats(Device d);
 // What an allocation of `bytes` takes from a pool (blocks are rounded up to 512 bytes).
 size_t pool_block_bytes(size_t bytes);
+// The device's queue; the data queue (DataQueueGuard) is not included: it has
+// its own sequence numbers and busy time, read with data_queue_stats() (all
+// zero when it was never used).
 QueueStats queue_stats(Device d);
-void reset_peaks(Device d);
+QueueStats data_queue_stats(Device d);
+void reset_peaks(Device d);  // the pool's and both queues'
 // Free and total memory of a GPU as the driver reports them (cudaMemGetInfo);
 // false for a CPU device or when unavailable.
 bool device_memory_info(Device d, size_t* free_bytes, size_t* total_bytes);

@@ -5,10 +5,13 @@
 //   RunResult r = run_experiment(s, std::cout);    // prints the book's lines
 //   print_summary(r, std::cout);
 //
-// The memory model (stated in --help; the README explains it):
+// The memory model (stated in --help; the README explains it), for the
+// allocation policy `enqueue` (the default):
 //   bytes_per_batch  = what the frontend allocates for one batch (data, forward,
 //                      loss, backward, step, the loss read), the change in
-//                      MemoryStats::bytes_allocated_total across the batch;
+//                      MemoryStats::bytes_allocated_total across the batch
+//                      (under run, where the worker allocates, the run's
+//                      allocations over its batches);
 //   backlog          = batches alive: those whose last op has not completed,
 //                      plus the one being queued. It only rises when a batch
 //                      starts, so its peak is sampled there;
@@ -19,6 +22,22 @@
 // the bytes in use above the start are those of the alive batches, less what
 // the worker has already freed of the one it is running. The prediction is
 // therefore an upper bound, and exact when the backlog is all unstarted work.
+//
+// For `run` (outputs allocated when the worker starts their op) queued work
+// holds nothing; what is in use is what the op running and the rest of its
+// batch need, plus, with the data queue, the data generated ahead:
+//   working_set      = the device queue's peak backlog bytes (blocks that
+//                      exist, referenced by pending ops) less the bytes in
+//                      use at the start (the parameters, which every batch's
+//                      ops reference);
+//   data_bytes_per_batch = the blocks of one batch's X and y;
+//   peak_data_ahead  = the data queue's peak backlog bytes: the data
+//                      generated and still needed by training ops (a lead of
+//                      peak_data_ahead / data_bytes_per_batch batches);
+//   predicted        = working_set + peak_data_ahead.
+// Both are measured by the queues during the run; the two peaks fall at
+// nearly the same time (the data lead holds while every batch reaches its
+// working set), so their sum predicts the pool's peak.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -54,6 +73,14 @@ struct RunResult {
   size_t bytes_per_batch = 0;
   size_t predicted_increase_bytes = 0;
   size_t largest_tensor_bytes = 0;  // one op's largest output (rounded)
+  // The allocation policy and the data queue (--alloc, --data-queue), and the
+  // `run` model's measurements (see above).
+  std::string alloc = "enqueue";
+  bool data_queue = false;
+  size_t data_bytes_per_batch = 0;   // blocks of X and y
+  size_t peak_data_ahead_bytes = 0;  // the data queue's peak backlog (0 without it)
+  double peak_data_lead_batches = 0; // peak_data_ahead_bytes / data_bytes_per_batch
+  size_t working_set_bytes = 0;      // the device queue's peak backlog less the start's bytes
   uint64_t max_pending_ops = 0;
   size_t max_pending_bytes = 0;
   double final_loss = 0;  // NaN when no batch finished

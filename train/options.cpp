@@ -30,7 +30,7 @@ const char* const kUsage =
     "option names, e.g. 'batches = 60'); the command line wins, the file beats the defaults.\n";
 
 const char* const kMemoryModel =
-    "\nMemory model (what the summary's 'predicted' line computes):\n"
+    "\nMemory model (what the summary's 'predicted' line computes), --alloc enqueue (the default):\n"
     "  Every queued op holds its outputs (and its inputs) until it has run, so the memory a\n"
     "  run holds is what its pending batches hold.\n"
     "    bytes per batch  = bytes the frontend allocates for one batch: data generation,\n"
@@ -46,6 +46,22 @@ const char* const kMemoryModel =
     "  Memory increase is the peak of tracked bytes in use during the run minus the bytes in\n"
     "  use at its start (after the model is initialised); the RSS increase likewise from the\n"
     "  process's resident set (sampled every batch and after waitall).\n"
+    "--alloc run (MXNet's delayed allocation): an op's outputs get memory only when the worker\n"
+    "  starts it, so queued work holds nothing and the backlog costs no memory:\n"
+    "    working set      = the most bytes the device queue's pending ops held in blocks that\n"
+    "                       exist (QueueStats: a block counts once allocated), less the bytes in\n"
+    "                       use at the start (the parameters): the op running and what the rest\n"
+    "                       of its batch still needs\n"
+    "    data ahead       = with --data-queue, the data generated but not yet consumed at its\n"
+    "                       peak: data bytes per batch (X and y) x peak data lead (batches), the\n"
+    "                       most bytes the data queue's outputs held while training ops still\n"
+    "                       needed them; 0 without it (each batch's data is made in its turn)\n"
+    "    predicted increase = working set + data ahead\n"
+    "  --data-queue generates each batch's data on a second queue of the device (a loader\n"
+    "  stream); the training ops wait for it through the cross-queue dependencies, so the\n"
+    "  data runs ahead of the training while the training holds one batch (CPU devices only).\n"
+    "  The summary's 'frontend, device' d is the device queue's busy time (the data queue's\n"
+    "  is not included).\n"
     "\nThroughput model (the summary's 'predicted wall' line):\n"
     "    h = the frontend's time per batch: --host-work and queueing the batch (its waits for the\n"
     "        device excluded), d = the device's time per batch: the queue's busy time\n"
@@ -197,6 +213,12 @@ std::vector<int> read_compare_every(const std::string& t) {
   return out;
 }
 
+AllocPolicy read_alloc_policy(const std::string& t) {
+  if (t == "enqueue") return AllocPolicy::Enqueue;
+  if (t == "run") return AllocPolicy::Run;
+  throw ParseError("", "must be enqueue or run (got " + quote(t) + ")");
+}
+
 size_t read_bytes(const std::string& t) { return static_cast<size_t>(parse_byte_size(t, "", kMaxByteSize)); }
 
 std::optional<size_t> read_memory_limit(const std::string& t) {
@@ -252,6 +274,14 @@ po::options_description general_options() {
      "wait: the frontend sleeps, like reading files or waiting on the network (the cores stay free "
      "for the device); compute: it spins on a core, like decoding or augmenting (on a CPU device it "
      "competes with the BLAS threads for the cores)")
+    .option<AllocPolicy>("alloc", "enqueue|run", "enqueue", read_alloc_policy,
+     "when an op's outputs get memory: enqueue: when it is queued (every pending op holds its "
+     "outputs, so unsynchronized memory grows with the backlog); run: when "
+     "the device's worker starts it (MXNet's delayed allocation: queued work holds nothing)")
+    .flag("data-queue",
+     "generate each batch's data on a second queue of the device, a loader stream, which the training "
+     "ops wait on; with --alloc run the data runs ahead as in the book's MXNet run (CPU devices only; "
+     "default: off)")
     .flag("blocking", "synchronous mode: every push waits for its op (default: off)")
     .flag("tf32", "TF32 tensor-core GEMMs on CUDA; no effect on the CPU (default: off)")
     .flag("check-finite",
@@ -310,6 +340,8 @@ Options to_options(const po::variables_map& vm) {
   o.blocking = vm["blocking"].as<bool>();
   o.tf32 = vm["tf32"].as<bool>();
   o.check_finite = vm["check-finite"].as<bool>();
+  o.alloc = vm["alloc"].as<AllocPolicy>();
+  o.data_queue = vm["data-queue"].as<bool>();
   o.host_work = vm["host-work"].as<HostWork>();
   o.host_work.kind = vm["host-work-kind"].as<HostWorkKind>();
   o.compare = vm["compare"].as<bool>();
@@ -482,6 +514,9 @@ ParseOutcome parse_options(const std::vector<std::string>& args) {
   } catch (const po::error& e) {
     return fail(option_error(e, ""));
   }
+  if (out.options.data_queue && out.options.device.is_cuda())
+    return fail("--data-queue needs a CPU device: on " + out.options.device.str() +
+                " every kernel launches onto the device's one stream (use --device cpu)");
   for (const OutputFile& f : output_files(out.options)) {
     std::string why = output_path_problem(f.path);
     if (!why.empty()) return fail("--" + f.option + ": cannot write '" + f.path + "': " + why);

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "framework/device.h"
+#include "framework/runtime.h"
 #include "models/mlp.h"
 #include "train/host_work.h"
 #include "train/sync_policy.h"
@@ -42,6 +43,8 @@ struct RunSettings {
   uint64_t max_pending_ops = 0;  // back-pressure in ops (0 = unbounded)
   size_t max_pending_bytes = 0;  // back-pressure in bytes (0 = unbounded)
   bool check_finite = false;
+  AllocPolicy alloc = AllocPolicy::Enqueue;  // --alloc enqueue|run
+  bool data_queue = false;                   // --data-queue: data generated on the device's data queue
   HostWork host_work;      // --host-work, --host-work-kind (the frontend's work per batch)
   std::string memory_log;  // "" = not written
 };

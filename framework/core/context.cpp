@@ -22,15 +22,17 @@ struct Registry {
   std::vector<DeviceContext*> order;
   ~Registry() {
     // A pause left behind (an exception past a demo's guard) must not hang exit.
-    for (DeviceContext* c : order) c->queue.resume_all();
+    for (DeviceContext* c : order)
+      for (Queue* q : c->queues()) q->resume_all();
     // Drain every queue before destroying any context: an op on one queue may
-    // wait for another queue's op (a cross-device copy).
-    for (DeviceContext* c : order) {
-      try {
-        c->queue.wait_all();
-      } catch (...) {  // an error nobody waited for: nothing left to report it to
+    // wait for another queue's op (a cross-device copy, the data queue).
+    for (DeviceContext* c : order)
+      for (Queue* q : c->queues()) {
+        try {
+          q->wait_all();
+        } catch (...) {  // an error nobody waited for: nothing left to report it to
+        }
       }
-    }
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       auto& slot = (*it)->device.is_cuda() ? cuda[(*it)->device.index] : cpu[(*it)->device.index];
       slot.reset();
@@ -43,6 +45,9 @@ Registry& registry() {
   return r;
 }
 
+// The context whose ops this thread routes to its data queue (DataQueueGuard).
+thread_local DeviceContext* routed_to_data = nullptr;
+
 }  // namespace
 
 DeviceContext::DeviceContext(Device d, std::unique_ptr<Backend> b)
@@ -50,13 +55,34 @@ DeviceContext::DeviceContext(Device d, std::unique_ptr<Backend> b)
       backend(std::move(b)),
       pool(d.str(), std::unique_ptr<RawAllocator>(new ForwardingAllocator(backend.get()))),
       queue(d.str(), backend.get()) {
-  detail::apply_settings(*this);
+  detail::apply_settings(queue);
   if (d.is_cuda()) {
     pool.set_limit(0, "none: the GPU's own memory");
   } else {  // DESIGN §3: an allocation past the host's budget is an OutOfMemory, never a kill by the OS
     const MemoryBudget b = host_memory_budget();
     pool.set_limit(b.bytes, b.source);
   }
+}
+
+Queue& DeviceContext::data_queue() {
+  if (Queue* q = data_queue_if_made()) return *q;
+  if (device.is_cuda())
+    throw DeviceError("the data queue is for CPU devices only: on " + device.str() +
+                      " every kernel launches onto the device's one stream (use a CPU device)");
+  std::lock_guard<std::mutex> lk(data_mu_);
+  if (!data_queue_) {
+    auto q = std::make_unique<Queue>(device.str() + " data", backend.get());
+    detail::apply_settings(*q);
+    data_queue_ = std::move(q);
+    data_.store(data_queue_.get(), std::memory_order_release);
+  }
+  return *data_queue_;
+}
+
+std::vector<Queue*> DeviceContext::queues() const {
+  std::vector<Queue*> qs{const_cast<Queue*>(&queue)};
+  if (Queue* q = data_queue_if_made()) qs.push_back(q);
+  return qs;
 }
 
 DeviceContext& context(Device d) {
@@ -77,5 +103,22 @@ std::vector<DeviceContext*> live_contexts() {
   std::lock_guard<std::mutex> lk(r.mu);
   return r.order;
 }
+
+std::vector<Queue*> live_queues() {
+  std::vector<Queue*> all;
+  for (DeviceContext* c : live_contexts())
+    for (Queue* q : c->queues()) all.push_back(q);
+  return all;
+}
+
+Queue& current_queue(DeviceContext& c) { return routed_to_data == &c ? c.data_queue() : c.queue; }
+
+DataQueueGuard::DataQueueGuard(Device d) : previous_(routed_to_data) {
+  DeviceContext& c = context(d);
+  c.data_queue();  // made now: a CUDA device throws here, not at the first op
+  routed_to_data = &c;
+}
+
+DataQueueGuard::~DataQueueGuard() { routed_to_data = static_cast<DeviceContext*>(previous_); }
 
 }  // namespace amlp

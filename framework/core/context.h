@@ -1,11 +1,16 @@
-// context.h — the engine's view of a device: its backend, pool and queue.
+// context.h — the engine's view of a device: its backend, pool and queues.
 // Contexts are made lazily on first use (a CUDA context only for a GPU that
-// exists), live until exit, and are drained before they are destroyed.
+// exists), live until exit, and are drained before they are destroyed. A CPU
+// device may have a second queue, its data queue (DataQueueGuard), made on
+// first use: its own worker, the same pool and backend.
 //
 //   DeviceContext& c = context(Device::cpu(1));
 //   c.pool.allocate(bytes);  c.queue.push(...);
+//   Queue& q = current_queue(c);   // c.queue, or its data queue under a DataQueueGuard
 #pragma once
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "framework/core/backend.h"
@@ -32,11 +37,26 @@ struct DeviceContext {
   Device device;
   std::unique_ptr<Backend> backend;
   Pool pool;    // allocates through backend
-  Queue queue;  // declared last, destroyed first: it drains and joins before the pool goes
+  Queue queue;  // destroyed before the pool: it drains and joins first
+
+  // The data queue, made (with the current settings) on first use; throws
+  // DeviceError on a CUDA device. Thread-safe.
+  Queue& data_queue();
+  Queue* data_queue_if_made() const { return data_.load(std::memory_order_acquire); }
+  std::vector<Queue*> queues() const;  // queue, then the data queue if made
+
+ private:
+  std::mutex data_mu_;
+  std::atomic<Queue*> data_{nullptr};
+  std::unique_ptr<Queue> data_queue_;  // declared last, destroyed first (drained like queue)
 };
 
 DeviceContext& context(Device d);        // throws DeviceError for an absent device
 std::vector<DeviceContext*> live_contexts();
+// Every queue of every live context, in the order the contexts were made.
+std::vector<Queue*> live_queues();
+// The queue an op this thread queues on `c` goes to (DataQueueGuard).
+Queue& current_queue(DeviceContext& c);
 
 // Factories: defined by the CUDA backend (or a stub that throws without it)
 // and by the CPU backend.

@@ -33,7 +33,7 @@ void add_dep(std::vector<QueueDep>& deps, void* queue, uint64_t seq, const Queue
 
 uint64_t enqueue(DeviceContext& c, const char* name, std::initializer_list<const Tensor*> reads,
                  std::initializer_list<const Tensor*> writes, OpKernel k) {
-  Queue* self = &c.queue;
+  Queue* self = &current_queue(c);  // the device's queue, or its data queue (DataQueueGuard)
   OpBuffers bufs;
   bufs.refs.reserve(reads.size() + writes.size());
   bufs.reads = reads.size();

@@ -26,7 +26,8 @@ namespace detail {
 
 using OpKernel = std::function<void(Backend&, const OpArgs&)>;
 
-// Pushes the op onto c's queue and returns its sequence number. Undefined
+// Pushes the op onto c's queue (current_queue(c): its data queue under a
+// DataQueueGuard) and returns its sequence number on that queue. Undefined
 // tensors (an optional bias) are passed to the kernel as nullptr.
 uint64_t enqueue(DeviceContext& c, const char* name, std::initializer_list<const Tensor*> reads,
                  std::initializer_list<const Tensor*> writes, OpKernel k);

@@ -23,6 +23,20 @@ OutOfMemory::OutOfMemory(const std::string& device, size_t req, size_t in_use_, 
       limit(limit_),
       limit_source(limit_source_) {}
 
+OutOfMemory::OutOfMemory(const std::string& message, const OutOfMemory& f)
+    : Error(message),
+      requested(f.requested),
+      in_use(f.in_use),
+      reserved(f.reserved),
+      limit(f.limit),
+      limit_source(f.limit_source) {}
+
+OutOfMemory OutOfMemory::starting_op(const std::string& op, uint64_t seq, const std::string& queue) const {
+  return OutOfMemory(detail::concat(what(), " while allocating the outputs of op '", op, "' (op #", seq, " on ", queue,
+                                    ") as it started (allocation policy run)"),
+                     *this);
+}
+
 KernelError::KernelError(std::string op_, uint64_t seq_, std::string device_, const std::string& what)
     : Error(detail::concat("kernel '", op_, "' (op #", seq_, " on ", device_, ") failed: ", what)),
       op(std::move(op_)),

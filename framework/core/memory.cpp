@@ -21,7 +21,12 @@
 namespace amlp {
 
 Storage::~Storage() {
-  if (data_) pool_->release(data_, bytes_);
+  if (void* p = data_.load(std::memory_order_acquire)) pool_->release(p, bytes_);
+}
+
+void Storage::allocate_now() {
+  if (data_.load(std::memory_order_acquire)) return;
+  data_.store(pool_->take(bytes_, bytes_), std::memory_order_release);
 }
 
 Pool::Pool(std::string device, std::unique_ptr<RawAllocator> raw)
@@ -66,10 +71,28 @@ void Pool::free_blocks(const std::vector<std::pair<void*, size_t>>& blocks) noex
   }
 }
 
-std::shared_ptr<Storage> Pool::allocate(size_t bytes) {
+size_t Pool::block_size(size_t bytes) const {
   if (bytes > std::numeric_limits<size_t>::max() - kRound)  // rounding up would wrap to a small block
     throw OutOfMemory(device_, bytes, in_use_.load(), reserved_.load());
-  size_t sz = round(bytes == 0 ? 1 : bytes);
+  return round(bytes == 0 ? 1 : bytes);
+}
+
+std::shared_ptr<Storage> Pool::allocate(size_t bytes) {
+  const size_t sz = block_size(bytes);
+  void* p = take(sz, bytes);
+  try {
+    return std::make_shared<Storage>(this, p, sz);
+  } catch (...) {
+    release(p, sz);
+    throw;
+  }
+}
+
+std::shared_ptr<Storage> Pool::allocate_later(size_t bytes) {
+  return std::make_shared<Storage>(this, nullptr, block_size(bytes));
+}
+
+void* Pool::take(size_t sz, size_t requested) {
   void* p = nullptr;
   std::unique_lock<std::mutex> lk(mu_);
   auto it = cache_.find(sz);
@@ -88,18 +111,13 @@ std::shared_ptr<Storage> Pool::allocate(size_t bytes) {
   if (!p) {
     const size_t reserved = reserved_.load();
     const bool over = limit_ && reserved + sz > limit_;
-    throw OutOfMemory(device_, bytes, in_use_.load(), reserved, over ? limit_ : 0, over ? limit_source_ : "");
+    throw OutOfMemory(device_, requested, in_use_.load(), reserved, over ? limit_ : 0, over ? limit_source_ : "");
   }
   lk.unlock();
   allocs_++;
   bytes_total_ += sz;
   update_max(peak_, in_use_ += sz);
-  try {
-    return std::make_shared<Storage>(this, p, sz);
-  } catch (...) {
-    release(p, sz);
-    throw;
-  }
+  return p;
 }
 
 void Pool::release(void* p, size_t bytes) noexcept {

@@ -1,8 +1,10 @@
 // memory.h — the tracked caching allocator, one per device.
 //
-// Outputs are allocated when an op is queued; a Storage returns its block to
-// the pool when the last handle *and* the last pending op referring to it let
-// go (DESIGN §3). Freed blocks are cached by exact (rounded) size and reused,
+// Under the default allocation policy (enqueue) outputs are allocated when an
+// op is queued; under `run` (MXNet's delay_alloc) an op's output is a Storage
+// with a size but no block until the worker starts the op (allocate_now()).
+// A Storage returns its block to the pool when the last handle *and* the last
+// pending op referring to it let go (DESIGN §3). Freed blocks are cached by exact (rounded) size and reused,
 // so a steady training loop stops touching fresh pages (or calling cudaMalloc)
 // after its first step.
 //
@@ -42,13 +44,20 @@ class Pool;
 // One buffer on one device. Move-free, shared through shared_ptr.
 class Storage {
  public:
+  // `data` nullptr: a block of `bytes` (already rounded) is taken from the
+  // pool later, by allocate_now().
   Storage(Pool* pool, void* data, size_t bytes) : pool_(pool), data_(data), bytes_(bytes) {}
   ~Storage();
   Storage(const Storage&) = delete;  // to prevent performance accidents
   Storage& operator=(const Storage&) = delete;
 
-  void* data() const { return data_; }
-  size_t bytes() const { return bytes_; }
+  void* data() const { return data_.load(std::memory_order_acquire); }  // nullptr until allocated
+  size_t bytes() const { return bytes_; }  // the block's size, allocated or not
+  bool allocated() const { return data() != nullptr; }
+  // Takes the block from the pool (throws OutOfMemory). Called by the worker
+  // that runs the op writing this buffer, which no other op touches meanwhile
+  // (enqueue orders every other use before or after it).
+  void allocate_now();
 
   // Last op that wrote this buffer: its queue (opaque) and sequence number.
   // Touched by the frontend thread only.
@@ -74,7 +83,7 @@ class Storage {
 
  private:
   Pool* pool_;
-  void* data_;
+  std::atomic<void*> data_;  // written once by allocate_now() on a worker, read by others
   size_t bytes_;
 };
 
@@ -87,6 +96,9 @@ class Pool {
 
   // Throws OutOfMemory (after releasing the cache and retrying once).
   std::shared_ptr<Storage> allocate(size_t bytes);
+  // A Storage of `bytes` (rounded) with no block yet: nothing is taken from
+  // the pool, nothing counted, until Storage::allocate_now() (policy `run`).
+  std::shared_ptr<Storage> allocate_later(size_t bytes);
 
   MemoryStats stats() const;
   void reset_peak();
@@ -100,6 +112,8 @@ class Pool {
 
  private:
   friend class Storage;
+  size_t block_size(size_t bytes) const;  // round(), 0 as 1; OutOfMemory where rounding would wrap
+  void* take(size_t sz, size_t requested);  // a block of sz (rounded) bytes, counted in use
   void release(void* p, size_t bytes) noexcept;
   void* raw_alloc_locked(size_t bytes);
   std::vector<std::pair<void*, size_t>> take_cache_locked();

@@ -104,11 +104,13 @@ uint64_t Queue::push(const char* name, Thunk k, std::vector<std::shared_ptr<Stor
 
 uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<QueueDep> deps) {
   const uint64_t t0 = trace::enabled() ? trace::now_us() : 0;
-  size_t new_bytes = 0;
+  // A buffer counts in the backlog of the queue that first pins it; no
+  // worker can allocate it before that (only an op holding it does).
+  Counted added;
   for (auto& r : bufs.refs)
     if (r && r->pending_uses.fetch_add(1, std::memory_order_acq_rel) == 0) {
       r->backlog_queue = this;
-      new_bytes += r->bytes();
+      (r->allocated() ? added.existing : added.unallocated) += r->bytes();
     }
   uint64_t seq, depth;
   size_t backlog;
@@ -119,7 +121,9 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
       const auto fits = [&] {
         uint64_t d = pushed_ - launched_;
         if (d == 0) return true;  // never deadlock on one oversized op
-        return (!max_ops_ || d < max_ops_) && (!max_bytes_ || backlog_bytes_ + new_bytes <= max_bytes_);
+        return (!max_ops_ || d < max_ops_) &&
+               (!max_bytes_ ||
+                backlog_bytes_ + unallocated_bytes_ + added.existing + added.unallocated <= max_bytes_);
       };
       if (!fits()) {  // held back: the time counts in QueueStats::held_s
         const auto w0 = std::chrono::steady_clock::now();
@@ -129,7 +133,8 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
       }
     }
     seq = ++pushed_;
-    backlog_bytes_ += new_bytes;
+    backlog_bytes_ += added.existing;
+    unallocated_bytes_ += added.unallocated;
     peak_backlog_bytes_ = std::max(peak_backlog_bytes_, backlog_bytes_);
     depth = pushed_ - launched_;
     peak_depth_ = std::max(peak_depth_, depth);
@@ -153,26 +158,47 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
 
 // --- the worker ------------------------------------------------------------------------
 
-void Queue::debit_backlog(size_t bytes) {
+void Queue::debit_backlog(Counted bytes) {
   {
     std::lock_guard<std::mutex> lk(mu_);
-    backlog_bytes_ -= bytes;
+    backlog_bytes_ -= bytes.existing;
+    unallocated_bytes_ -= bytes.unallocated;
   }
   space_cv_.notify_all();  // a push bounded by bytes may fit now
 }
 
-size_t Queue::finish(Op& op) {
+void Queue::note_allocated(size_t bytes) {
+  std::lock_guard<std::mutex> lk(mu_);
+  unallocated_bytes_ -= bytes;
+  backlog_bytes_ += bytes;
+  peak_backlog_bytes_ = std::max(peak_backlog_bytes_, backlog_bytes_);
+}
+
+void Queue::allocate_outputs(Op& op) {
+  for (size_t i = op.bufs.reads; i < op.bufs.refs.size(); ++i) {
+    Storage* r = op.bufs.refs[i].get();
+    if (!r || r->allocated()) continue;
+    r->allocate_now();
+    // Pinned by this op, so backlog_queue is the queue that counts it.
+    if (Queue* q = static_cast<Queue*>(r->backlog_queue)) q->note_allocated(r->bytes());
+  }
+}
+
+Queue::Counted Queue::finish(Op& op) {
   op.kernel = nullptr;  // drop captures before the buffers they may point into
-  size_t freed = 0;
+  Counted freed;
   for (auto& r : op.bufs.refs) {
     if (!r) continue;
-    // Read which queue counts these bytes while our use still pins it: once
-    // the count reaches 0, the frontend may push the buffer again and
-    // re-assign backlog_queue (a data race, and the wrong queue debited).
+    // Read which queue counts these bytes, and how, while our use still pins
+    // the buffer: once the count reaches 0, the frontend may push it again
+    // and re-assign backlog_queue (a data race, and the wrong queue debited).
+    // No other op allocates it meanwhile: its writers run before or after us.
     void* counted_by = r->backlog_queue;
+    Counted c;
+    (r->allocated() ? c.existing : c.unallocated) = r->bytes();
     if (r->pending_uses.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      if (counted_by == this) freed += r->bytes();
-      else if (counted_by) static_cast<Queue*>(counted_by)->debit_backlog(r->bytes());
+      if (counted_by == this) freed.existing += c.existing, freed.unallocated += c.unallocated;
+      else if (counted_by) static_cast<Queue*>(counted_by)->debit_backlog(c);
     }
   }
   op.bufs.refs.clear();  // buffers go back to their pools here, before the launch is announced
@@ -205,22 +231,33 @@ void Queue::run(Op& op) {
     }
     for (size_t i = 0; i < op.bufs.reads && !failed; ++i)
       if (const auto& r = op.bufs.refs[i]; r && r->error) failed = r->error, upstream = true;  // do not run
+    for (size_t i = 0; i < op.bufs.reads && !failed; ++i)  // an op's writer always allocates it first
+      if (const auto& r = op.bufs.refs[i]; r && !r->allocated())
+        failed = std::make_exception_ptr(
+            KernelError(op.name, op.seq, name_, detail::concat("read #", i, " has no memory: no op has written it")));
     if (!failed) {
-      const auto k0 = std::chrono::steady_clock::now();  // the op's busy time, kernel to after_op
-      if (sync_) sync_->before_op(op.seq, op.name);
-      const OpArgs args(op.bufs.refs.data(), op.bufs.reads, op.bufs.refs.size() - op.bufs.reads, op.name);
+      const auto k0 = std::chrono::steady_clock::now();  // the op's busy time, allocation to after_op
       try {
-        op.kernel(args);
-      } catch (const std::exception& e) {
-        failed = std::make_exception_ptr(KernelError(op.name, op.seq, name_, e.what()));
-      } catch (...) {
-        failed = std::make_exception_ptr(KernelError(op.name, op.seq, name_, "unknown exception"));
+        allocate_outputs(op);  // allocation policy run: the outputs get their blocks as the op starts
+      } catch (const OutOfMemory& e) {
+        failed = std::make_exception_ptr(e.starting_op(op.name, op.seq, name_));
       }
-      if (sync_) {
+      if (!failed) {
+        if (sync_) sync_->before_op(op.seq, op.name);
+        const OpArgs args(op.bufs.refs.data(), op.bufs.reads, op.bufs.refs.size() - op.bufs.reads, op.name);
         try {
-          sync_->after_op(op.seq);
+          op.kernel(args);
         } catch (const std::exception& e) {
-          if (!failed) failed = std::make_exception_ptr(KernelError(op.name, op.seq, name_, e.what()));
+          failed = std::make_exception_ptr(KernelError(op.name, op.seq, name_, e.what()));
+        } catch (...) {
+          failed = std::make_exception_ptr(KernelError(op.name, op.seq, name_, "unknown exception"));
+        }
+        if (sync_) {
+          try {
+            sync_->after_op(op.seq);
+          } catch (const std::exception& e) {
+            if (!failed) failed = std::make_exception_ptr(KernelError(op.name, op.seq, name_, e.what()));
+          }
         }
       }
       busy_ns_.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -263,7 +300,7 @@ void Queue::worker_loop() {
     }
     if (pending_.empty()) return;  // stop_ and drained
     uint64_t seq;
-    size_t freed;
+    Counted freed;
     {
       Op op = std::move(pending_.front());
       pending_.pop_front();
@@ -280,7 +317,8 @@ void Queue::worker_loop() {
       freed = finish(op);
     }
     lk.lock();
-    backlog_bytes_ -= freed;
+    backlog_bytes_ -= freed.existing;
+    unallocated_bytes_ -= freed.unallocated;
     launched_ = seq;
     launched_seen_.store(seq, std::memory_order_release);
     done_cv_.notify_all();
@@ -411,6 +449,7 @@ QueueStats Queue::stats() const {
     s.peak_depth = peak_depth_;
     s.backlog_bytes = backlog_bytes_;
     s.peak_backlog_bytes = peak_backlog_bytes_;
+    s.unallocated_bytes = unallocated_bytes_;
     s.held_s = double(held_ns_) * 1e-9;
   }
   s.busy_s = double(busy_ns_.load(std::memory_order_relaxed)) * 1e-9;

@@ -10,6 +10,13 @@
 // Back-pressure bounds pending ops and/or the bytes the backlog holds (§6);
 // synchronous mode makes every push wait for its op.
 //
+// A declared write with no block yet (allocation policy `run`) is allocated
+// by the worker just before the kernel runs; failing that is the op's error.
+// The backlog counts a buffer's bytes once the buffer exists: at the push
+// when it is allocated already, else when the worker allocates it. Until
+// then its bytes are `unallocated`, and back-pressure bounds the sum of the
+// two, so a bound holds what the queue will come to hold, whichever policy.
+//
 // Two points in an op's life: *launched* (the worker ran its kernel function;
 // on CUDA that put work on the stream) and *completed* (the device finished
 // it). On the CPU they coincide. A buffer may be reused once its last op was
@@ -163,10 +170,16 @@ class Queue {
   };
   void worker_loop();
   void run(Op& op);
-  size_t finish(Op& op);  // releases refs; returns this queue's backlog bytes they freed
+  // Bytes a buffer counts in a backlog: `existing` once it has a block, else `unallocated`.
+  struct Counted {
+    size_t existing = 0, unallocated = 0;
+  };
+  Counted finish(Op& op);  // releases refs; returns this queue's backlog bytes they freed
+  void allocate_outputs(Op& op);  // worker: blocks for the op's writes that have none (throws OutOfMemory)
   void keep_error(const std::exception_ptr& e);  // the first error is kept until a blocker takes it
   void wait_launched(uint64_t seq);  // blocks until launched_ >= seq (no sync, no rethrow)
-  void debit_backlog(size_t bytes);  // another queue's op released bytes this one counted
+  void debit_backlog(Counted bytes);  // another queue's op released bytes this one counted
+  void note_allocated(size_t bytes);  // a buffer this queue counts got its block: unallocated -> existing
 
   std::string name_;
   StreamSync* sync_;
@@ -175,7 +188,8 @@ class Queue {
   std::condition_variable work_cv_, done_cv_, space_cv_;
   std::deque<Op> pending_;
   uint64_t pushed_ = 0, launched_ = 0, peak_depth_ = 0;
-  size_t backlog_bytes_ = 0, peak_backlog_bytes_ = 0;
+  size_t backlog_bytes_ = 0, peak_backlog_bytes_ = 0;  // existing blocks only
+  size_t unallocated_bytes_ = 0;  // blocks counted buffers will take when their writer starts
   uint64_t max_ops_ = 0;
   size_t max_bytes_ = 0;
   int paused_ = 0;

@@ -22,6 +22,7 @@ struct Settings {
   std::atomic<uint64_t> max_ops{0};
   std::atomic<size_t> max_bytes{0};
   std::atomic<bool> tf32{false};
+  std::atomic<AllocPolicy> alloc{AllocPolicy::Enqueue};
   Settings() {
     const char* b = std::getenv("ASYNCMLP_BLOCKING");
     blocking = b && std::strcmp(b, "0") != 0 && *b;
@@ -37,9 +38,9 @@ Settings& settings() {
 
 namespace detail {
 
-void apply_settings(DeviceContext& c) {
-  c.queue.set_blocking(settings().blocking);
-  c.queue.set_max_pending(settings().max_ops, settings().max_bytes);
+void apply_settings(Queue& q) {
+  q.set_blocking(settings().blocking);
+  q.set_max_pending(settings().max_ops, settings().max_bytes);
 }
 
 std::string device_absent(const std::string& name) {
@@ -58,24 +59,28 @@ std::string device_absent(const std::string& name) {
 }  // namespace detail
 
 void waitall() {
-  const std::vector<DeviceContext*> cs = live_contexts();
-  for (DeviceContext* c : cs) c->queue.drain();
+  const std::vector<Queue*> qs = live_queues();
+  for (Queue* q : qs) q->drain();
   // One error per call, the first queue's; the others stay kept for the next
   // blocker (reporting one and dropping the rest would lose them).
-  for (DeviceContext* c : cs) c->queue.rethrow_if_error();
+  for (Queue* q : qs) q->rethrow_if_error();
 }
 
 void set_blocking(bool on) {
   settings().blocking = on;
-  for (DeviceContext* c : live_contexts()) c->queue.set_blocking(on);
+  for (Queue* q : live_queues()) q->set_blocking(on);
 }
 bool blocking() { return settings().blocking; }
 
 void set_max_pending(uint64_t ops, size_t bytes) {
   settings().max_ops = ops;
   settings().max_bytes = bytes;
-  for (DeviceContext* c : live_contexts()) c->queue.set_max_pending(ops, bytes);
+  for (Queue* q : live_queues()) q->set_max_pending(ops, bytes);
 }
+
+void set_alloc_policy(AllocPolicy p) { settings().alloc = p; }
+AllocPolicy alloc_policy() { return settings().alloc; }
+const char* to_string(AllocPolicy p) { return p == AllocPolicy::Run ? "run" : "enqueue"; }
 
 void set_memory_limit(Device d, size_t bytes, const std::string& source) { context(d).pool.set_limit(bytes, source); }
 MemoryBudget memory_limit(Device d) { return context(d).pool.limit(); }
@@ -122,7 +127,7 @@ MemoryBudget host_memory_budget() {
 
 uint64_t drop_pending() {
   uint64_t n = 0;
-  for (DeviceContext* c : live_contexts()) n += c->queue.drop_pending();
+  for (Queue* q : live_queues()) n += q->drop_pending();
   return n;
 }
 void empty_cache(Device d) { context(d).pool.empty_cache(); }
@@ -133,10 +138,14 @@ bool tf32() { return settings().tf32; }
 MemoryStats memory_stats(Device d) { return context(d).pool.stats(); }
 size_t pool_block_bytes(size_t bytes) { return Pool::round(bytes == 0 ? 1 : bytes); }
 QueueStats queue_stats(Device d) { return context(d).queue.stats(); }
+QueueStats data_queue_stats(Device d) {
+  const Queue* q = context(d).data_queue_if_made();
+  return q ? q->stats() : QueueStats{};
+}
 void reset_peaks(Device d) {
   DeviceContext& c = context(d);
   c.pool.reset_peak();
-  c.queue.reset_peak();
+  for (Queue* q : c.queues()) q->reset_peak();
 }
 
 QueuePause::QueuePause(Device d) : device_(d) { context(d).queue.pause(); }

@@ -1,13 +1,13 @@
-// settings.h — process-wide settings every new device context starts with
+// settings.h — process-wide settings every new queue starts with
 // (blocking mode, back-pressure), and the one wording of "device absent".
 #pragma once
 #include <string>
 
 namespace amlp {
-struct DeviceContext;
+class Queue;
 namespace detail {
 
-void apply_settings(DeviceContext& c);  // a new context takes the current settings
+void apply_settings(Queue& q);  // a new queue takes the current settings
 // "device 'cuda:3' is not there: 1 CUDA GPU visible: cuda:0 .. cuda:0": the one
 // message for a device that is not there, whatever named it.
 std::string device_absent(const std::string& name);

@@ -63,14 +63,15 @@ void check_shape(const char* op, const Shape& s) {
   }
 }
 
-Tensor alloc(const Shape& s, DeviceContext& c) {
+Tensor alloc(const Shape& s, DeviceContext& c, bool now) {
   // Checked before anything is allocated: a count that wrapped would allocate
   // a small block that the kernel then writes past.
   const int64_t n = numel(s);
   auto impl = std::make_shared<TensorImpl>();
   impl->shape = s;
   impl->ctx = &c;
-  impl->storage = c.pool.allocate(static_cast<size_t>(n) * sizeof(float));
+  const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+  impl->storage = now || alloc_policy() == AllocPolicy::Enqueue ? c.pool.allocate(bytes) : c.pool.allocate_later(bytes);
   return Tensor(std::move(impl));
 }
 
@@ -113,14 +114,15 @@ void Tensor::wait_to_read() const {
 std::vector<float> Tensor::to_host() const {
   std::vector<float> out(static_cast<size_t>(numel()));
   DeviceContext& c = detail::ctx_of(*this);
+  Queue& q = current_queue(c);  // where enqueue puts it
   float* dst = out.data();
   const size_t bytes = nbytes();
   // Queued like any op (so it follows the writer), then waited for.
   const uint64_t seq = detail::enqueue(c, "to_host", {this}, {}, [=](Backend& be, const OpArgs& a) {
     be.copy_to_host(dst, a.in(0), bytes);
   });
-  c.queue.wait_complete(seq);
-  rethrow_upstream(*detail::storage_of(*this), c.queue);
+  q.wait_complete(seq);
+  rethrow_upstream(*detail::storage_of(*this), q);
   return out;
 }
 
@@ -133,6 +135,7 @@ float Tensor::item() const {
 
 struct HostCopy::State {
   DeviceContext* ctx = nullptr;
+  Queue* queue = nullptr;  // the queue the copy went to
   uint64_t seq = 0;
   std::shared_ptr<Storage> src;  // for its error, once the copy has waited for the writer
   void* staging = nullptr;       // host memory the device writes (pinned on CUDA)
@@ -142,7 +145,7 @@ struct HostCopy::State {
   ~State() {
     if (!staging) return;
     try {
-      ctx->queue.wait_complete(seq);  // the device may still be writing into it
+      queue->wait_complete(seq);  // the device may still be writing into it
     } catch (...) {
     }
     ctx->backend->free_host(staging);
@@ -160,6 +163,7 @@ HostCopy Tensor::to_host_async() const {
   h.state_ = std::make_unique<HostCopy::State>();
   HostCopy::State& st = *h.state_;
   st.ctx = &c;
+  st.queue = &current_queue(c);
   st.src = detail::storage_of(*this);
   st.bytes = nbytes();
   st.staging = c.backend->alloc_host(st.bytes);
@@ -171,14 +175,14 @@ HostCopy Tensor::to_host_async() const {
   return h;
 }
 
-bool HostCopy::ready() const { return state_ && state_->ctx->queue.complete(state_->seq); }
+bool HostCopy::ready() const { return state_ && state_->queue->complete(state_->seq); }
 
 const std::vector<float>& HostCopy::get() {
   if (!state_) throw Error("HostCopy::get() on an empty HostCopy");
   State& st = *state_;
   if (!st.done) {
-    st.ctx->queue.wait_complete(st.seq);
-    rethrow_upstream(*st.src, st.ctx->queue);
+    st.queue->wait_complete(st.seq);
+    rethrow_upstream(*st.src, *st.queue);
     st.values.resize(st.bytes / sizeof(float));
     if (st.bytes) std::memcpy(st.values.data(), st.staging, st.bytes);
     st.done = true;

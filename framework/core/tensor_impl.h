@@ -25,10 +25,13 @@ struct TensorImpl {
 namespace detail {
 DeviceContext& ctx_of(const Tensor& t);                      // throws for an undefined tensor
 const std::shared_ptr<Storage>& storage_of(const Tensor& t);
-// A tensor of shape `s` on `c` whose buffer is allocated now (DESIGN §3).
-// Throws ShapeError, allocating nothing, for a negative dimension or an
-// element or byte count that does not fit (numel()).
-Tensor alloc(const Shape& s, DeviceContext& c);
+// A tensor of shape `s` on `c` for an op to write: its buffer is allocated
+// now under the enqueue policy (DESIGN §3), or when the worker starts the
+// writing op under run (alloc_policy()); `now` allocates at once whatever
+// the policy (empty(): no op will write it). Throws ShapeError, allocating
+// nothing, for a negative dimension or an element or byte count that does
+// not fit (numel()).
+Tensor alloc(const Shape& s, DeviceContext& c, bool now = false);
 // Another handle on t's buffer with no autograd state: what a backward
 // closure keeps of its own op's output (keeping `t` itself would be a cycle).
 Tensor alias(const Tensor& t);

@@ -27,7 +27,7 @@ Tensor axpby_op(const char* name, const Tensor& a, const Tensor& b, float alpha,
 
 Tensor empty(const Shape& s, Device d) {
   detail::check_shape("empty", s);
-  return alloc(s, context(d));
+  return alloc(s, context(d), /*now=*/true);  // no op writes it: it needs its memory now, whatever the policy
 }
 
 Tensor full(const Shape& s, float v, Device d) {

@@ -401,7 +401,15 @@ std::vector<train::RunResult> some_runs() {
   a.batches_done = 3;
   a.memory_limit_bytes = size_t(5) << 30;
   a.memory_limit_source = "MemAvailable at start, less a 10% margin";
+  a.alloc = "run";
+  a.data_queue = true;
+  a.data_bytes_per_batch = 4096;
+  a.peak_data_ahead_bytes = 10240;
+  a.peak_data_lead_batches = 2.5;
+  a.working_set_bytes = 8192;
   train::RunResult b = a;
+  b.alloc = "enqueue";
+  b.data_queue = false;
   b.mode = "batch";
   b.final_loss = std::numeric_limits<double>::quiet_NaN();  // a run that diverged
   b.status = "failed";
@@ -430,6 +438,12 @@ void expect_summary(const nlohmann::json& s) {
                         "bytes_per_batch",
                         "predicted_increase_bytes",
                         "largest_tensor_bytes",
+                        "alloc_policy",
+                        "data_queue",
+                        "data_bytes_per_batch",
+                        "peak_data_ahead_bytes",
+                        "peak_data_lead_batches",
+                        "working_set_bytes",
                         "start_bytes",
                         "peak_bytes",
                         "end_bytes",
@@ -472,6 +486,14 @@ void expect_summary(const nlohmann::json& s) {
   EXPECT_TRUE(s[0].at("error").is_null());
   EXPECT_EQ(s[0].at("memory_limit_bytes").get<uint64_t>(), uint64_t(5) << 30);
   EXPECT_EQ(s[0].at("memory_limit_source"), "MemAvailable at start, less a 10% margin");
+  EXPECT_EQ(s[0].at("alloc_policy"), "run");
+  EXPECT_EQ(s[0].at("data_queue"), true);
+  EXPECT_EQ(s[0].at("data_bytes_per_batch"), 4096);
+  EXPECT_EQ(s[0].at("peak_data_ahead_bytes"), 10240);
+  EXPECT_EQ(s[0].at("peak_data_lead_batches"), 2.5);
+  EXPECT_EQ(s[0].at("working_set_bytes"), 8192);
+  EXPECT_EQ(s[1].at("alloc_policy"), "enqueue");
+  EXPECT_EQ(s[1].at("data_queue"), false);
   EXPECT_EQ(s[1].at("mode"), "batch");
   EXPECT_TRUE(s[1].at("final_loss").is_null()) << "JSON has no NaN";
   EXPECT_EQ(s[1].at("status"), "failed");

@@ -165,8 +165,11 @@ TEST(TrainMlpLogs, SummaryJsonHasEveryKey) {
   for (const char* key :
        {"batches", "batch_size", "wall_s", "samples_per_s", "mem_increase_bytes", "rss_increase_bytes",
         "peak_queue_depth", "predicted_increase_bytes", "final_loss", "peak_backlog_batches", "bytes_per_batch",
-        "minor_faults", "minor_faults_per_batch", "minor_faults_steady_per_batch"})
+        "minor_faults", "minor_faults_per_batch", "minor_faults_steady_per_batch", "data_bytes_per_batch",
+        "peak_data_ahead_bytes", "peak_data_lead_batches", "working_set_bytes"})
     EXPECT_TRUE(run.at(key).is_number()) << key;
+  EXPECT_EQ(run.at("alloc_policy"), "enqueue");
+  EXPECT_EQ(run.at("data_queue"), false);
   EXPECT_EQ(run.at("batches"), 3);
   EXPECT_EQ(run.at("batch_size"), 16);
   EXPECT_TRUE(temporaries_of(dir.file("s.json")).empty());

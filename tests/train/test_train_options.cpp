@@ -196,13 +196,48 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"--host-work 2", "--host-work must be 'match' or a duration in [0, 60s] with a unit ns, us, ms or s"},
         BadCase{"--host-work -1ms", "(got '-1ms')"}, BadCase{"--host-work 61s", "(got '61s')"},
         BadCase{"--host-work 0x10ms", "(got '0x10ms')"}, BadCase{"--host-work auto", "(got 'auto')"},
-        BadCase{"--host-work-kind spin", "--host-work-kind must be wait or compute (got 'spin')"}));
+        BadCase{"--host-work-kind spin", "--host-work-kind must be wait or compute (got 'spin')"},
+        BadCase{"--alloc later", "--alloc must be enqueue or run (got 'later')"},
+        BadCase{"--alloc Run", "--alloc must be enqueue or run (got 'Run')"}, BadCase{"--alloc", "'--alloc' needs a value"},
+        BadCase{"--alloc run --alloc enqueue", "more than once"},
+        BadCase{"--data-queue yes", "unexpected argument 'yes'"}));
 
 TEST(TrainOptions, AbsentGpuIsNamed) {
   if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is visible: 'cuda' is there";
   ParseOutcome p = parse("--device cuda");
   ASSERT_EQ(p.status, ParseStatus::Error);
   EXPECT_NE(p.message.find("device 'cuda' is not there"), std::string::npos) << p.message;
+}
+
+TEST(TrainOptions, AllocAndDataQueue) {
+  ParseOutcome p = parse("");
+  ASSERT_EQ(p.status, ParseStatus::Run) << p.message;
+  EXPECT_EQ(p.options.alloc, AllocPolicy::Enqueue);
+  EXPECT_FALSE(p.options.data_queue);
+  p = parse("--device cpu --alloc run --data-queue");
+  ASSERT_EQ(p.status, ParseStatus::Run) << p.message;
+  EXPECT_EQ(p.options.alloc, AllocPolicy::Run);
+  EXPECT_TRUE(p.options.data_queue);
+  ScratchDir dir;
+  const std::string ini = dir.write("a.ini", "device = cpu\nalloc = run\ndata-queue = true\n");
+  p = parse("--config " + ini);
+  ASSERT_EQ(p.status, ParseStatus::Run) << p.message;
+  EXPECT_EQ(p.options.alloc, AllocPolicy::Run);
+  EXPECT_TRUE(p.options.data_queue);
+  const std::string bad = dir.write("b.ini", "alloc = later\n");
+  p = parse("--config " + bad);
+  ASSERT_EQ(p.status, ParseStatus::Error);
+  EXPECT_EQ(p.exit_code, kExitBadInput);
+  EXPECT_EQ(p.message, "'alloc' in " + bad + " must be enqueue or run (got 'later')");
+}
+
+TEST(TrainOptions, DataQueueNeedsACpuDevice) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU visible: --device cuda is refused as absent (BadInput)";
+  ParseOutcome p = parse("--device cuda --data-queue");
+  ASSERT_EQ(p.status, ParseStatus::Error);
+  EXPECT_EQ(p.exit_code, kExitBadInput);
+  EXPECT_NE(p.message.find("--data-queue needs a CPU device"), std::string::npos) << p.message;
+  EXPECT_EQ(p.message.find('\n'), std::string::npos) << p.message;
 }
 
 // --- config files ----------------------------------------------------------------
