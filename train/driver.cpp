@@ -65,12 +65,15 @@ int run_driver(const Options& o, std::ostream& out, std::ostream& err, std::vect
     if (o.compare) {
       run_compare(resolved, out, results);
       print_compare_table(results, out);
+    } else if (o.compare_policies) {
+      run_compare_policies(resolved, out, results);
+      print_policy_table(resolved, results, out);
     } else {
       results.push_back(run_experiment(spec_from_options(resolved), out));
       print_summary(results.back(), out);
     }
   } catch (const RunFailed& e) {  // the run dropped its queued work and measured what it did
-    if (!o.compare) results.push_back(e.partial);  // run_compare kept it already
+    if (!o.compare && !o.compare_policies) results.push_back(e.partial);  // the comparisons kept it already
     fail(e.what());
   } catch (const std::bad_alloc&) {
     fail("the host ran out of memory (std::bad_alloc)");

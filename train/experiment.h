@@ -145,6 +145,12 @@ void run_compare(const Options& o, std::ostream& out, std::vector<RunResult>& re
 // (printed to `out`); any other setting is returned as it is.
 HostWork resolve_host_work(const RunSettings& s, std::ostream& out);
 
+// --compare-policies: each of policy_modes(o), unsynchronized, appended to
+// `results` as it ends (a failed run's partial result too, before RunFailed
+// propagates); stops after an interrupted run.
+void run_compare_policies(const Options& o, std::ostream& out, std::vector<RunResult>& results);
+void print_policy_table(const Options& o, const std::vector<RunResult>& rs, std::ostream& out);
+
 void print_summary(const RunResult& r, std::ostream& out);
 void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out);
 

@@ -297,6 +297,10 @@ po::options_description general_options() {
      "queue depth and memory counters (default: none)")
     .text("summary-json", "FILE", "", "JSON array, one object per run, for scripts (default: none)")
     .flag("compare", "run every mode back to back and print one table (see below; default: off)")
+    .flag("compare-policies",
+     "run the allocation policies back to back, unsynchronized (--sync is ignored): --alloc enqueue, "
+     "--alloc run, and --alloc run --data-queue (CPU devices), and print one table: memory increase "
+     "measured and predicted, samples/s, final loss (default: off)")
     .option<std::vector<int>>("compare-every", "K1,K2,..", "2,10", read_compare_every,
      "the K of the every=K modes --compare runs, each in [1, 1000000]");
   // clang-format on
@@ -345,6 +349,7 @@ Options to_options(const po::variables_map& vm) {
   o.host_work = vm["host-work"].as<HostWork>();
   o.host_work.kind = vm["host-work-kind"].as<HostWorkKind>();
   o.compare = vm["compare"].as<bool>();
+  o.compare_policies = vm["compare-policies"].as<bool>();
   o.memory_log = s("memory-log");
   o.trace = s("trace");
   o.summary_json = s("summary-json");
@@ -407,13 +412,22 @@ std::vector<CompareMode> compare_modes(const Options& o) {
   return modes;
 }
 
+std::vector<PolicyMode> policy_modes(const Options& o) {
+  std::vector<PolicyMode> modes{{AllocPolicy::Enqueue, false, "enqueue", "queued ops own their outputs"},
+                                {AllocPolicy::Run, false, "run", "MXNet's engine, delayed alloc"}};
+  if (!o.device.is_cuda()) modes.push_back({AllocPolicy::Run, true, "run+data", "MXNet, data ops running ahead"});
+  return modes;
+}
+
 std::vector<OutputFile> output_files(const Options& o) {
   std::vector<OutputFile> files;
   if (!o.memory_log.empty()) {
-    if (!o.compare)
-      files.push_back({"memory-log", o.memory_log});
-    else
+    if (o.compare)
       for (const CompareMode& m : compare_modes(o)) files.push_back({"memory-log", tagged_path(o.memory_log, m.tag)});
+    else if (o.compare_policies)
+      for (const PolicyMode& m : policy_modes(o)) files.push_back({"memory-log", tagged_path(o.memory_log, m.tag)});
+    else
+      files.push_back({"memory-log", o.memory_log});
   }
   if (!o.trace.empty()) files.push_back({"trace", o.trace});
   if (!o.summary_json.empty()) files.push_back({"summary-json", o.summary_json});
@@ -514,6 +528,8 @@ ParseOutcome parse_options(const std::vector<std::string>& args) {
   } catch (const po::error& e) {
     return fail(option_error(e, ""));
   }
+  if (out.options.compare && out.options.compare_policies)
+    return fail("--compare and --compare-policies each print a table of their own: choose one");
   if (out.options.data_queue && out.options.device.is_cuda())
     return fail("--data-queue needs a CPU device: on " + out.options.device.str() +
                 " every kernel launches onto the device's one stream (use --device cpu)");

@@ -60,6 +60,7 @@ struct Options : RunSettings {
   bool tf32 = false;
   std::string trace, summary_json;  // "" = not written
   bool compare = false;
+  bool compare_policies = false;  // --compare-policies: the allocation policies back to back
   std::vector<int> compare_every{2, 10};  // the every=K modes --compare runs
 };
 
@@ -94,6 +95,16 @@ struct CompareMode {
   std::string tag;
 };
 std::vector<CompareMode> compare_modes(const Options& o);
+
+// The runs --compare-policies makes, in order, all unsynchronized (where the
+// policies differ): enqueue, run, and on a CPU device run with the data queue.
+struct PolicyMode {
+  AllocPolicy alloc;
+  bool data_queue;
+  std::string tag;   // label and file tag: "enqueue", "run", "run+data"
+  std::string like;  // which framework behaves like this
+};
+std::vector<PolicyMode> policy_modes(const Options& o);
 
 // Every file the options will write (one memory log per mode with --compare).
 struct OutputFile {

@@ -4,11 +4,13 @@
 // the policy, and a run that runs out of memory as an op starts.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "framework/runtime.h"
+#include "train/options.h"
 #include "train_test_util.h"
 
 namespace amlp::testing {
@@ -129,6 +131,40 @@ TEST(TrainAllocFailure, OutOfMemoryAsAnOpStartsFailsTheRun) {
   EXPECT_NE(r.err.find("train_mlp: error: run 'none' failed"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("out of memory on cpu:0"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("as it started (allocation policy run)"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace amlp::testing
+
+namespace amlp::testing {
+namespace {
+
+// --compare-policies: every policy unsynchronized, one memory log each, one
+// summary object each, one table; the same final loss under every policy;
+// enqueue holds the backlog, run only a working set, run+data the data ahead.
+TEST(TrainComparePolicies, OneTableOneLogAndOneSummaryPerPolicy) {
+  ScratchDir dir;
+  const Ran r = run_train_mlp(kShape + "--batches 20 --sync batch --compare-policies --memory-log " +
+                              dir.file("m.csv") + " --summary-json " + dir.file("s.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("unsynchronized\npolicy    behaves like"), std::string::npos) << r.out;
+  const nlohmann::json s = read_json(dir.file("s.json"));
+  ASSERT_EQ(s.size(), 3u);
+  const char* labels[] = {"enqueue", "run", "run+data"};
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(s[i].at("label"), labels[i]);
+    EXPECT_EQ(s[i].at("mode"), "none") << "--sync batch is ignored: the policies differ unsynchronized";
+    EXPECT_EQ(s[i].at("alloc_policy"), i == 0 ? "enqueue" : "run");
+    EXPECT_EQ(s[i].at("data_queue"), i == 2);
+    EXPECT_EQ(s[i].at("final_loss").get<double>(), s[0].at("final_loss").get<double>()) << labels[i];
+    EXPECT_EQ(read_csv_strict(amlp::train::tagged_path(dir.file("m.csv"), labels[i])).rows.size(), 20u) << labels[i];
+    const std::string row_start = std::string(labels[i]) + std::string(10 - std::strlen(labels[i]), ' ');
+    EXPECT_NE(r.out.find("\n" + row_start), std::string::npos) << labels[i] << " has no row: " << r.out;
+  }
+  const double enq = s[0].at("mem_increase_bytes").get<double>(), run = s[1].at("mem_increase_bytes").get<double>(),
+               data = s[2].at("mem_increase_bytes").get<double>();
+  EXPECT_GT(enq, 4 * run) << "enqueue holds the backlog, run one working set";
+  EXPECT_GT(data, run) << "the data queue's run-ahead holds the data of the batches ahead";
 }
 
 }  // namespace

@@ -197,6 +197,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"--host-work -1ms", "(got '-1ms')"}, BadCase{"--host-work 61s", "(got '61s')"},
         BadCase{"--host-work 0x10ms", "(got '0x10ms')"}, BadCase{"--host-work auto", "(got 'auto')"},
         BadCase{"--host-work-kind spin", "--host-work-kind must be wait or compute (got 'spin')"},
+        BadCase{"--compare --compare-policies", "--compare and --compare-policies each print a table of their own"},
+        BadCase{"--compare-policies --memory-log /nonexistent/m.csv", "'/nonexistent/m.enqueue.csv'"},
         BadCase{"--alloc later", "--alloc must be enqueue or run (got 'later')"},
         BadCase{"--alloc Run", "--alloc must be enqueue or run (got 'Run')"}, BadCase{"--alloc", "'--alloc' needs a value"},
         BadCase{"--alloc run --alloc enqueue", "more than once"},
