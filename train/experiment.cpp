@@ -417,6 +417,19 @@ std::vector<RunSpec> compare_specs(const Options& o) {
   return specs;
 }
 
+namespace {
+// One run of a comparison, appended to `results` as it ends; a failed run's
+// partial result too, before RunFailed propagates.
+void run_into(const RunSpec& s, std::ostream& out, std::vector<RunResult>& results) {
+  try {
+    results.push_back(run_experiment(s, out));
+  } catch (const RunFailed& e) {
+    results.push_back(e.partial);
+    throw;
+  }
+}
+}  // namespace
+
 std::vector<RunResult> run_compare(const Options& o, std::ostream& out) {
   std::vector<RunResult> results;
   run_compare(o, out, results);
@@ -434,12 +447,7 @@ void run_compare(const Options& o, std::ostream& out, std::vector<RunResult>& re
     out << "\n== " << s.label;
     if (s.max_pending_bytes) out << " (none, max-pending-bytes " << format_mb(double(s.max_pending_bytes)) << ")";
     out << " ==" << std::endl;
-    try {
-      results.push_back(run_experiment(s, out));
-    } catch (const RunFailed& e) {
-      results.push_back(e.partial);
-      throw;
-    }
+    run_into(s, out, results);
   }
   fresh_device(o.device);
 }
@@ -529,12 +537,7 @@ void run_compare_policies(const Options& o, std::ostream& out, std::vector<RunRe
     s.memory_log = o.memory_log.empty() ? "" : tagged_path(o.memory_log, m.tag);
     out << "\n== " << m.tag << " (--sync none --alloc " << to_string(m.alloc) << (m.data_queue ? " --data-queue" : "")
         << ") ==" << std::endl;
-    try {
-      results.push_back(run_experiment(s, out));
-    } catch (const RunFailed& e) {
-      results.push_back(e.partial);
-      throw;
-    }
+    run_into(s, out, results);
   }
   fresh_device(o.device);
 }
