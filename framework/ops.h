@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "framework/tensor.h"
 
@@ -23,6 +24,10 @@ Tensor rand_uniform(const Shape& s, Device d, float lo = 0.f, float hi = 1.f);
 // at the current offset and advances it, so a seed fixes every number on
 // every backend.
 void manual_seed(uint64_t seed);
+// A position in the stream: manual_seed(random_seed(), random_offset()) after
+// some draws makes the next draws repeat them.
+void manual_seed(uint64_t seed, uint64_t offset);
+uint64_t random_seed();
 uint64_t random_offset();
 
 // --- math (differentiable) --------------------------------------------------
@@ -50,6 +55,28 @@ Tensor mean(const Tensor& a);                           // → shape ()
 // --- not differentiable ------------------------------------------------------
 Tensor copy_to(const Tensor& a, Device d);              // waits for the source's writer
 void copy_(Tensor& dst, const Tensor& src);             // same shape, same device
+// Rows [begin, end) of x (R, ...) as a new tensor on device d, by one queued
+// copy (on d; on the GPU's side when one side is a GPU; staged through the
+// host between two GPUs, like copy_to). ShapeError unless 0 <= begin <= end <= R.
+Tensor slice_rows(const Tensor& x, int64_t begin, int64_t end, Device d);
+// The sum across devices (an all-reduce): xs[i] on distinct devices, all of
+// one shape; returns ys with ys[i] on xs[i]'s device and every ys[i] equal to
+// xs[0] + xs[1] + ... bitwise. Each ys[i] is written by one op on its own
+// device's queue, so no device waits for the frontend:
+//   CPU devices   a kernel that reads every xs[j] in index order; the
+//                 cross-queue dependencies make it wait for each producer
+//                 (no host-side barrier), and the producers' later writes
+//                 wait for it;
+//   CUDA devices  ncclAllReduce on each device's stream, launched by that
+//                 device's worker, with one communicator per device for this
+//                 device list (ncclCommInitAll on its first use).
+// A single tensor gives a copy. Throws DeviceError for a repeated device, a
+// mix of CPU and CUDA devices, or several CUDA devices in a build without
+// NCCL (all_reduce_supported()); ShapeError for differing shapes.
+std::vector<Tensor> all_reduce_sum(const std::vector<Tensor>& xs);
+// Whether all_reduce_sum can reduce over `devices` in this build, and if not,
+// why (one line, for the caller's error message).
+bool all_reduce_supported(const std::vector<Device>& devices, std::string* why = nullptr);
 // Queues a kernel that fails (with KernelError) if any value is not finite.
 void check_finite(const Tensor& a, const std::string& what);
 // In-place SGD update of w from g (mom may be undefined when momentum == 0).

@@ -38,6 +38,17 @@ void manual_seed(uint64_t seed) {
   rng().offset = 0;
 }
 
+void manual_seed(uint64_t seed, uint64_t offset) {
+  std::lock_guard<std::mutex> lk(rng().mu);
+  rng().seed = seed;
+  rng().offset = offset;
+}
+
+uint64_t random_seed() {
+  std::lock_guard<std::mutex> lk(rng().mu);
+  return rng().seed;
+}
+
 uint64_t random_offset() {
   std::lock_guard<std::mutex> lk(rng().mu);
   return rng().offset;
