@@ -7,9 +7,10 @@
 #include <limits>
 #include <new>
 
+#include "framework/core/sanitizers.h"
 #include "framework/error.h"
 
-#if defined(__SANITIZE_ADDRESS__)
+#if AMLP_ASAN
 #include <sanitizer/asan_interface.h>
 #define AMLP_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
 #define AMLP_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)

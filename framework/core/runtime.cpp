@@ -10,6 +10,7 @@
 
 #include "framework/core/context.h"
 #include "framework/core/host_memory.h"
+#include "framework/core/sanitizers.h"
 #include "framework/core/settings.h"
 #include "framework/error.h"
 
@@ -90,21 +91,10 @@ namespace {
 // its code touches (AddressSanitizer one byte per 8, ThreadSanitizer two to
 // three bytes per byte): its pool keeps the share that leaves room for it, so
 // a run that outgrows the budget still fails with OutOfMemory, not a kill.
-#if defined(__SANITIZE_THREAD__)
-#define AMLP_TSAN 1
-#elif defined(__SANITIZE_ADDRESS__)
-#define AMLP_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define AMLP_TSAN 1
-#elif __has_feature(address_sanitizer)
-#define AMLP_ASAN 1
-#endif
-#endif
-#if defined(AMLP_TSAN)
+#if AMLP_TSAN
 constexpr size_t kKeep = 1, kOf = 4;
 constexpr const char* kShadowNote = ", a quarter of that (ThreadSanitizer's shadow memory takes the rest)";
-#elif defined(AMLP_ASAN)
+#elif AMLP_ASAN
 constexpr size_t kKeep = 4, kOf = 5;
 constexpr const char* kShadowNote = ", four fifths of that (AddressSanitizer's shadow memory takes the rest)";
 #else

@@ -98,7 +98,7 @@ TEST(OpDeclaration, DeclaredBuffersOutliveTheirTensorsUntilTheKernelRan) {
   EXPECT_TRUE(in_storage.expired()) << "the op kept its input alive after it ran";
 }
 
-#ifdef AMLP_TEST_ASAN
+#if AMLP_ASAN
 // The bug the declaration rules out: a kernel that captured a buffer's
 // address instead of declaring it. Once the frontend drops the tensor, the
 // block goes back to the pool's cache, poisoned, and the late read is a

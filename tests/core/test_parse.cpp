@@ -25,7 +25,7 @@
 #include "train/train_test_util.h"
 #include "sanitized.h"
 
-#ifdef AMLP_TEST_SANITIZED
+#if AMLP_SANITIZED
 constexpr int kFuzzScale = 4;  // sanitizers run several times slower: a quarter of the inputs
 #else
 constexpr int kFuzzScale = 1;

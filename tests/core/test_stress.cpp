@@ -39,7 +39,7 @@
 namespace amlp::testing {
 namespace {
 
-#ifdef AMLP_TEST_SANITIZED
+#if AMLP_SANITIZED
 constexpr int kRounds = 100;  // sanitizers run several times slower: same mix, a quarter of the rounds
 #else
 constexpr int kRounds = 400;
