@@ -57,6 +57,12 @@ std::vector<std::string_view> split_list(std::string_view text, char sep = ',');
 // Comma-separated integers, each in [min, max]; no empty items.
 std::vector<int64_t> parse_int_list(std::string_view text, std::string_view what, int64_t min, int64_t max);
 
+// For an option that takes some words besides a value: rethrows e, a
+// ParseError from the value's parser whose problem begins "must be <what>",
+// with the words named first ("must be a byte size in ..." becomes "must be
+// 'auto', 'none' or a byte size in ..."); any other problem as it is.
+[[noreturn]] void rethrow_naming_words(const ParseError& e, std::string_view what, std::string_view words);
+
 // `text` in single quotes for an error message: control bytes escaped (\n,
 // \x00), long text cut with "...", so a message stays one readable line.
 // (Not named "quoted": with a std::string argument, argument-dependent lookup

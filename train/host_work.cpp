@@ -28,10 +28,7 @@ HostWork parse_host_work(const std::string& text) {
   try {
     w.ns = parse_duration_ns(text, "", kMaxHostWorkNs);
   } catch (const ParseError& e) {  // name the word too
-    const std::string& p = e.problem();
-    const std::string head = "must be a duration";
-    if (p.rfind(head, 0) != 0) throw;
-    throw ParseError("", "must be 'match' or a duration" + p.substr(head.size()));
+    rethrow_naming_words(e, "a duration", "'match'");
   }
   return w;
 }

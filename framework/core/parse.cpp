@@ -63,6 +63,13 @@ std::string byte_count(uint64_t n) {
 ParseError::ParseError(std::string_view subject, std::string problem)
     : Error(std::string(subject) + (subject.empty() ? "" : " ") + problem), problem_(std::move(problem)) {}
 
+void rethrow_naming_words(const ParseError& e, std::string_view what, std::string_view words) {
+  const std::string head = "must be " + std::string(what);
+  const std::string& p = e.problem();
+  if (p.rfind(head, 0) != 0) throw e;
+  throw ParseError("", "must be " + std::string(words) + " or " + std::string(what) + p.substr(head.size()));
+}
+
 std::string quote(std::string_view text) {
   constexpr size_t kMaxShown = 64;
   static const char kHex[] = "0123456789abcdef";
