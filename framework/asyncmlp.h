@@ -7,8 +7,8 @@
 //                         memory and queue statistics, QueuePause
 //   errors    error.h     Error, ShapeError, DeviceError, OutOfMemory, KernelError
 //   trace     trace.h     Chrome trace-event JSON of the frontend and every queue
-//   layers    nn/         autograd (backward, NoGradGuard), Dense, ReLU, Sequential,
-//                         L2Loss, SGD
+//   layers    nn/         autograd (backward, BackwardPass, NoGradGuard), Dense, ReLU,
+//                         Sequential, L2Loss, SGD, DataParallel (replicas, gradients all-reduced)
 //
 // The engine behind it (framework/core: queues, pools, enqueue, contexts) and
 // the backends (framework/cpu, framework/cuda) are not part of it.
@@ -23,6 +23,7 @@
 #include "framework/device.h"
 #include "framework/error.h"
 #include "framework/nn/autograd.h"
+#include "framework/nn/data_parallel.h"
 #include "framework/nn/dense.h"
 #include "framework/nn/l2_loss.h"
 #include "framework/nn/relu.h"

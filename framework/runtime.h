@@ -132,6 +132,13 @@ uint64_t drop_pending();
 // Hands a device's cached blocks back to the system (or the driver).
 void empty_cache(Device d);
 
+// Threads each CPU GEMM may use (OpenBLAS's, process-wide; it starts with one
+// per core). With several CPU devices training at once, give each device its
+// share of the cores (cores / devices), or their GEMMs oversubscribe them.
+// Call it while no GEMM runs (after waitall()).
+void set_blas_threads(int n);
+int blas_threads();
+
 // TF32 tensor-core math for CUDA GEMMs (off by default; no effect on the CPU).
 void set_tf32(bool on);
 bool tf32();

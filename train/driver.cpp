@@ -1,5 +1,6 @@
 #include "train/driver.h"
 
+#include <algorithm>
 #include <new>
 #include <ostream>
 
@@ -32,13 +33,25 @@ void finish_trace(const Options& o, std::ostream& err, bool* ok, const std::stri
 }
 
 // --memory-limit: auto leaves the device's default (a CPU pool: the host's
-// budget; a GPU: its own memory), none or 0 lifts it, BYTES sets it.
+// budget; a GPU: its own memory), none or 0 lifts it, BYTES sets it, on every
+// device the run uses. CPU devices share the host: with several, each keeps
+// an equal share of the host's budget (or of BYTES).
 void apply_memory_limit(const Options& o) {
-  if (!o.memory_limit) return;
-  if (*o.memory_limit == 0)
-    set_memory_limit(o.device, 0, "none (--memory-limit none)");
-  else
-    set_memory_limit(o.device, *o.memory_limit, "--memory-limit");
+  const std::vector<Device> devs = o.devices.empty() ? std::vector<Device>{o.device} : o.devices;
+  size_t cpus = 0;
+  for (const Device& d : devs) cpus += d.is_cuda() ? 0 : 1;
+  for (const Device& d : devs) {
+    const size_t share = d.is_cuda() ? 1 : std::max<size_t>(1, cpus);
+    const std::string of = share > 1 ? ", a 1/" + std::to_string(share) + " share for each CPU device" : "";
+    if (o.memory_limit && *o.memory_limit == 0) {
+      set_memory_limit(d, 0, "none (--memory-limit none)");
+    } else if (o.memory_limit) {
+      set_memory_limit(d, *o.memory_limit / share, "--memory-limit" + of);
+    } else if (share > 1) {
+      const MemoryBudget host = host_memory_budget();
+      if (host.bytes) set_memory_limit(d, host.bytes / share, host.source + of);
+    }
+  }
 }
 
 }  // namespace
@@ -58,7 +71,8 @@ int run_driver(const Options& o, std::ostream& out, std::ostream& err, std::vect
     if (o.device_fell_back) out << "device auto: no GPU visible, falling back to cpu:0" << std::endl;
     apply_memory_limit(o);
     out << "model: " << models::make_mlp(o.hidden)->describe() << ", " << o.features << " features, " << o.batches
-        << " batches of " << o.batch_size << ", lr " << o.lr << ", on " << o.device.str() << std::endl;
+        << " batches of " << o.batch_size << ", lr " << o.lr << ", on " << (o.devices.empty() ? o.device.str() : o.devices_text)
+        << (o.devices.empty() ? "" : " (data parallel: one replica per device)") << std::endl;
     if (!o.trace.empty()) trace::start();
     Options resolved = o;
     resolved.host_work = resolve_host_work(o, out);  // --host-work match: measured once, for every mode

@@ -13,6 +13,7 @@
 #include <optional>
 #include <ostream>
 #include <sstream>
+#include <thread>
 
 #include "framework/asyncmlp.h"
 #include "train/byte_size.h"
@@ -93,12 +94,20 @@ std::string mode_text(const SyncMode& m) { return to_string(m); }
 
 }  // namespace
 
-size_t predicted_increase(const RunResult& r) {
-  if (r.alloc == "run") return r.working_set_bytes + r.peak_data_ahead_bytes;
-  size_t p = static_cast<size_t>(r.peak_backlog_batches) * r.bytes_per_batch;
-  // Back-pressure caps the bytes pending ops hold; the op waiting to be
-  // queued has already allocated its output.
+size_t predicted_increase(const RunResult& r, size_t i) {
+  const DeviceResult& d = r.per_device.at(i);
+  // The data queue is the first device's (the data is drawn there).
+  if (r.alloc == "run") return d.working_set_bytes + (i == 0 ? r.peak_data_ahead_bytes : 0);
+  size_t p = static_cast<size_t>(d.peak_backlog_batches) * d.bytes_per_batch;
+  // Back-pressure caps the bytes each queue's pending ops hold; the op
+  // waiting to be queued has already allocated its output.
   if (r.max_pending_bytes) p = std::min(p, r.max_pending_bytes + r.largest_tensor_bytes);
+  return p;
+}
+
+size_t predicted_increase(const RunResult& r) {
+  size_t p = 0;
+  for (size_t i = 0; i < r.per_device.size(); ++i) p += predicted_increase(r, i);
   return p;
 }
 
@@ -120,48 +129,73 @@ struct FaultMarks {
   std::vector<uint64_t> late_rows;  // each batch's faults after steady_from
 };
 
-// The frontend's and the device's clocks for the throughput model: the
-// queue's busy and held-back seconds at the start, and the loop's waits for
-// the device (item()) so far.
+// The frontend's clock for the throughput model (the devices' are in
+// DeviceTrack): the loop's waits for the devices (item()) so far.
 struct ClockMarks {
-  double busy0 = 0, held0 = 0;
-  uint64_t allocated0 = 0;  // the pool's bytes_allocated_total at the loop's start
   double waited_s = 0;  // in the loop's blocking item() reads
   double loop_s = -1;   // the loop's wall time, once it ended (-1: it did not; wall_s is used)
   SyncMode sync;        // the run's, for the model's synchronization interval
 };
 
+// The loop's view of one device: its backlog, and its clocks at the start.
+struct DeviceTrack {
+  Device device;
+  BacklogCounter backlog;
+  double busy0 = 0, held0 = 0;
+  uint64_t allocated0 = 0;  // the pool's bytes_allocated_total at the loop's start
+};
+
 // What a run measured from its start to now (also for a run that stopped).
-void measure_end(RunResult& r, Device d, double wall_s, const FaultMarks& f, const ClockMarks& c) {
+void measure_end(RunResult& r, const std::vector<DeviceTrack>& tracks, double wall_s, const FaultMarks& f,
+                 const ClockMarks& c) {
   r.wall_s = wall_s;
   r.samples_per_s = r.wall_s > 0 ? double(r.batches_done) * double(r.batch_size) / r.wall_s : 0;
-  const MemoryStats m = memory_stats(d);
-  const QueueStats q = queue_stats(d);
   r.end_rss = process_rss_bytes();
   r.peak_rss = std::max(r.peak_rss, r.end_rss);
   r.rss_increase_bytes = r.peak_rss > r.start_rss ? r.peak_rss - r.start_rss : 0;
-  r.peak_bytes = m.peak_bytes;
-  r.mem_increase_bytes = m.peak_bytes > r.start_bytes ? m.peak_bytes - r.start_bytes : 0;
-  r.peak_queue_depth = q.peak_depth;
-  r.peak_backlog_bytes = q.peak_backlog_bytes;
-  // Under run the worker allocates, long after the frontend queued the batch:
-  // what a batch allocates is the run's allocations over its batches.
-  if (r.alloc == "run" && r.batches_done > 0)
-    r.bytes_per_batch = (m.bytes_allocated_total - c.allocated0) / static_cast<uint64_t>(r.batches_done);
-  r.working_set_bytes = q.peak_backlog_bytes > r.start_bytes ? q.peak_backlog_bytes - r.start_bytes : 0;
+  // Each device alone, then the run: sums of the memory, maxima of the backlog.
+  r.peak_bytes = r.mem_increase_bytes = r.peak_backlog_bytes = r.working_set_bytes = 0;
+  r.peak_queue_depth = 0;
+  double held_s = 0, busy_max = 0;
+  uint64_t allocated = 0;
+  for (size_t i = 0; i < tracks.size(); ++i) {
+    DeviceResult& dr = r.per_device[i];
+    const MemoryStats m = memory_stats(tracks[i].device);
+    const QueueStats q = queue_stats(tracks[i].device);
+    dr.peak_bytes = m.peak_bytes;
+    dr.mem_increase_bytes = m.peak_bytes > dr.start_bytes ? m.peak_bytes - dr.start_bytes : 0;
+    dr.peak_queue_depth = q.peak_depth;
+    dr.peak_backlog_bytes = q.peak_backlog_bytes;
+    // Under run the worker allocates, long after the frontend queued the batch:
+    // what a batch allocates is the run's allocations over its batches.
+    if (r.alloc == "run" && r.batches_done > 0)
+      dr.bytes_per_batch = (m.bytes_allocated_total - tracks[i].allocated0) / static_cast<uint64_t>(r.batches_done);
+    dr.working_set_bytes = q.peak_backlog_bytes > dr.start_bytes ? q.peak_backlog_bytes - dr.start_bytes : 0;
+    if (r.batches_done > 0) dr.device_s_per_batch = std::max(0.0, q.busy_s - tracks[i].busy0) / r.batches_done;
+    held_s += q.held_s - tracks[i].held0;
+    busy_max = std::max(busy_max, dr.device_s_per_batch);
+    allocated += dr.bytes_per_batch;
+    r.peak_bytes += dr.peak_bytes;
+    r.mem_increase_bytes += dr.mem_increase_bytes;
+    r.peak_queue_depth = std::max(r.peak_queue_depth, dr.peak_queue_depth);
+    r.peak_backlog_bytes += dr.peak_backlog_bytes;
+    r.working_set_bytes += dr.working_set_bytes;
+  }
+  r.bytes_per_batch = allocated;
   if (r.data_queue) {
-    r.peak_data_ahead_bytes = data_queue_stats(d).peak_backlog_bytes;
+    r.peak_data_ahead_bytes = data_queue_stats(tracks[0].device).peak_backlog_bytes;
     r.peak_data_lead_batches =
         r.data_bytes_per_batch ? double(r.peak_data_ahead_bytes) / double(r.data_bytes_per_batch) : 0;
   }
+  for (size_t i = 0; i < tracks.size(); ++i) r.per_device[i].predicted_increase_bytes = predicted_increase(r, i);
   r.predicted_increase_bytes = predicted_increase(r);
   // The throughput model: h is what the loop spent that was not waiting for
-  // the device (item(), back-pressure), d the queue's busy time, per batch.
+  // the devices (item(), back-pressure), d the busiest queue's busy time, per batch.
   if (r.batches_done > 0) {
     const double loop_s = c.loop_s >= 0 ? c.loop_s : wall_s;
-    const double frontend_s = loop_s - c.waited_s - (q.held_s - c.held0);
+    const double frontend_s = loop_s - c.waited_s - held_s;
     r.host_s_per_batch = std::max(0.0, frontend_s) / r.batches_done;
-    r.device_s_per_batch = std::max(0.0, q.busy_s - c.busy0) / r.batches_done;
+    r.device_s_per_batch = busy_max;
   }
   r.model_every = model_every(c.sync, r.batches_done, r.max_pending_bytes, r.bytes_per_batch);
   r.predicted_wall_s = predicted_wall_s(r.batches_done, r.model_every, r.host_s_per_batch, r.device_s_per_batch);
@@ -195,14 +229,109 @@ std::string oom_advice(const RunResult& r) {
 
 }  // namespace
 
+namespace {
+
+// The devices a run trains on: --devices, or the one device.
+std::vector<Device> run_devices(const RunSettings& s) {
+  return s.devices.empty() ? std::vector<Device>{s.device} : s.devices;
+}
+
+// "cpu:0,cpu:1"
+std::string device_list(const std::vector<Device>& ds) {
+  std::string t;
+  for (const Device& d : ds) t += (t.empty() ? "" : ",") + d.str();
+  return t;
+}
+
+// With several CPU devices each GEMM gets its share of the cores (else the
+// replicas' BLAS threads oversubscribe them); as before once the run ends.
+class BlasThreadsScope {
+ public:
+  explicit BlasThreadsScope(const std::vector<Device>& ds) : previous_(blas_threads()) {
+    int cpus = 0;
+    for (const Device& d : ds) cpus += d.is_cuda() ? 0 : 1;
+    if (cpus < 2) return;
+    const int cores = std::max(1u, std::thread::hardware_concurrency());
+    set_blas_threads(std::max(1, cores / cpus));
+    changed_ = true;
+  }
+  ~BlasThreadsScope() {
+    if (changed_) set_blas_threads(previous_);
+  }
+  BlasThreadsScope(const BlasThreadsScope&) = delete;
+  BlasThreadsScope& operator=(const BlasThreadsScope&) = delete;
+
+ private:
+  int previous_;
+  bool changed_ = false;
+};
+
+// The model: one network, or one replica per device (--devices), each with
+// its optimizer. forward_backward() queues a batch's forward, loss and
+// backward and returns each replica's per-sample losses; step() the updates.
+class Trainer {
+ public:
+  Trainer(const RunSettings& s, const std::vector<Device>& ds) {
+    if (s.devices.empty()) {
+      net_ = models::make_mlp(s.hidden);
+      NoGradGuard ng;
+      net_->forward(zeros({1, s.features}, ds[0]));  // deferred initialisation; draws only the weights
+      sgds_.emplace_back(net_->parameters(), s.lr, s.momentum);
+    } else {
+      dp_ = std::make_unique<DataParallel>(ds, [&] { return models::make_mlp(s.hidden); }, s.features);
+      for (size_t i = 0; i < dp_->size(); ++i) sgds_.emplace_back(dp_->parameters(i), s.lr, s.momentum);
+    }
+  }
+  std::vector<int64_t> rows(int64_t batch) const {
+    return dp_ ? dp_->split(batch) : std::vector<int64_t>{batch};
+  }
+  std::vector<Tensor> forward_backward(const Tensor& X, const Tensor& y) {
+    if (!dp_) {
+      Tensor l = loss_(net_->forward(X), y);  // (B)
+      l.backward();
+      return {l};
+    }
+    // The batch's data was drawn once; each replica takes its rows.
+    const std::vector<Tensor> xs = dp_->scatter(X), ys = dp_->scatter(y);
+    std::vector<Tensor> ls;
+    for (size_t i = 0; i < dp_->size(); ++i) ls.push_back(loss_(dp_->replica(i).forward(xs[i]), ys[i]));
+    dp_->backward(ls);  // each layer's gradients all-reduced as soon as every replica queued them
+    return ls;
+  }
+  void step(int64_t batch) {
+    for (SGD& g : sgds_) {
+      g.step(batch);  // the whole batch's gradient (summed across replicas), so every replica takes the same step
+      g.zero_grad();  // set-to-none: the pending updates hold the gradients until they ran
+    }
+  }
+  // The batch's mean loss (a scalar on the first device), for reading.
+  Tensor mean_loss(const std::vector<Tensor>& ls, int64_t batch) const {
+    NoGradGuard ng;
+    if (!dp_) return mean(ls[0]);
+    std::vector<Tensor> sums;
+    for (const Tensor& l : ls) sums.push_back(sum(l));
+    return scale(dp_->gather_sum(sums), 1.f / static_cast<float>(batch));
+  }
+
+ private:
+  std::unique_ptr<Sequential> net_;
+  std::unique_ptr<DataParallel> dp_;
+  std::vector<SGD> sgds_;
+  L2Loss loss_;
+};
+
+}  // namespace
+
 RunResult run_experiment(const RunSpec& s, std::ostream& out) {
-  const Device d = s.device;
+  const std::vector<Device> devs = run_devices(s);
+  const Device d = devs[0];  // where the data is drawn (and the only device without --devices)
   const int64_t B = s.batch_size, F = s.features;
 
   RunResult r;
   r.label = s.label;
   r.mode = mode_text(s.sync);
-  r.device = d.str();
+  r.device = device_list(devs);
+  r.data_parallel = !s.devices.empty();
   r.batches = s.batches;
   r.batch_size = s.batch_size;
   r.max_pending_ops = s.max_pending_ops;
@@ -219,11 +348,18 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
   r.data_queue = s.data_queue;
   r.data_bytes_per_batch =
       pool_block_bytes(static_cast<size_t>(B * F) * sizeof(float)) + pool_block_bytes(static_cast<size_t>(B) * sizeof(float));
+  std::vector<DeviceTrack> tracks;
+  for (const Device& dev : devs) {
+    tracks.push_back(DeviceTrack{dev, {}, 0, 0, 0});
+    r.per_device.push_back(DeviceResult{});
+    r.per_device.back().device = dev.str();
+  }
   const AllocPolicyScope policy(s.alloc);
+  const BlasThreadsScope blas(devs);
+  r.blas_threads = r.data_parallel ? blas_threads() : 0;
 
   MemoryLog log;
   std::optional<BatchSample> unwritten;  // a batch's row, built, while its loss is read
-  BacklogCounter backlog;
   int batch = 0;
   bool in_loop = false;
   Clock::time_point t0 = Clock::now();
@@ -236,51 +372,59 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
     const MemoryBudget limit = memory_limit(d);
     r.memory_limit_bytes = limit.bytes;
     r.memory_limit_source = limit.bytes ? limit.source : "none";
-    fresh_device(d);
+    for (const Device& dev : devs) fresh_device(dev);
 
-    // Same seed ⇒ same weights and the same data in every mode.
+    // Same seed ⇒ same weights and the same data in every mode, on one device or several.
     manual_seed(s.seed);
-    auto net = models::make_mlp(s.hidden);
+    Trainer trainer(s, devs);
     {
-      NoGradGuard ng;
-      net->forward(zeros({1, F}, d));  // deferred initialisation; draws only the weights
+      const std::vector<int64_t> rows = trainer.rows(B);
+      for (size_t i = 0; i < devs.size(); ++i) r.per_device[i].rows_per_batch = rows[i];
     }
-    L2Loss loss;
-    SGD sgd(net->parameters(), s.lr, s.momentum);
-    fresh_device(d);
+    for (const Device& dev : devs) fresh_device(dev);
 
-    if (!s.memory_log.empty()) log = MemoryLog(s.memory_log);  // opened before the run
+    if (!s.memory_log.empty())  // opened before the run
+      log = MemoryLog(s.memory_log, r.data_parallel ? devs : std::vector<Device>{});
     PendingLimit pending_limit(s.max_pending_ops, s.max_pending_bytes);
     const std::string run_name = "run " + s.label;
     trace::Scope run_span(run_name.c_str());
 
-    r.start_bytes = memory_stats(d).bytes_in_use;
+    r.start_bytes = 0;
+    for (size_t i = 0; i < devs.size(); ++i) {
+      r.per_device[i].start_bytes = memory_stats(devs[i]).bytes_in_use;
+      r.start_bytes += r.per_device[i].start_bytes;
+    }
     r.start_rss = r.peak_rss = process_rss_bytes();
-    Tensor last_loss;  // the last batch's per-sample loss, for the final figure
+    std::vector<Tensor> last_loss;  // the last batch's per-sample losses, for the final figure
     bool last_synced = false;
     t0 = Clock::now();
     faults.start = faults.steady = faults_before = process_minor_faults();
-    {
-      const QueueStats q0 = queue_stats(d);
-      clocks.busy0 = q0.busy_s;
-      clocks.held0 = q0.held_s;
-      clocks.allocated0 = memory_stats(d).bytes_allocated_total;
+    for (DeviceTrack& t : tracks) {
+      const QueueStats q0 = queue_stats(t.device);
+      t.busy0 = q0.busy_s;
+      t.held0 = q0.held_s;
+      t.allocated0 = memory_stats(t.device).bytes_allocated_total;
     }
     in_loop = true;
+    std::vector<uint64_t> allocated_before(devs.size());
     for (batch = 1; batch <= s.batches; ++batch) {
       trace::Scope batch_span("batch");
       if (s.host_work.ns) {  // the input pipeline's work for this batch, before any of its ops is queued
         trace::Scope host_span("host work");
         do_host_work(s.host_work);
       }
-      const uint64_t allocated_before = memory_stats(d).bytes_allocated_total;
-      // Batches alive from now on: the unfinished ones and this one. The count
-      // only rises when a batch starts, so its peak is seen here.
-      r.peak_backlog_batches = std::max(r.peak_backlog_batches, backlog.pending(queue_stats(d).completed) + 1);
+      // Batches alive from now on, on each device: the unfinished ones and this
+      // one. The count only rises when a batch starts, so its peak is seen here.
+      for (size_t i = 0; i < devs.size(); ++i) {
+        allocated_before[i] = memory_stats(devs[i]).bytes_allocated_total;
+        const int alive = tracks[i].backlog.pending(queue_stats(devs[i]).completed) + 1;
+        r.per_device[i].peak_backlog_batches = std::max(r.per_device[i].peak_backlog_batches, alive);
+        r.peak_backlog_batches = std::max(r.peak_backlog_batches, alive);
+      }
 
       // The data iterator: X ~ N(0, 1) (B, F), y = ones (B), generated by queued
-      // ops; with --data-queue on the device's data queue (a loader stream),
-      // which the training ops below wait on.
+      // ops on the first device; with --data-queue on its data queue (a loader
+      // stream), which the training ops below wait on.
       Tensor X, y;
       {
         std::optional<DataQueueGuard> loader;
@@ -293,71 +437,74 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
         std::snprintf(line, sizeof line, "batch %d, time %.4f sec", batch, seconds_since(t0));
         out << line << std::endl;
       }
-      Tensor l = loss(net->forward(X), y);  // (B)
-      l.backward();
-      sgd.step(B);
-      sgd.zero_grad();  // set-to-none: the pending updates hold the gradients until they ran
-      if (s.check_finite) check_finite(l, "loss");
+      std::vector<Tensor> ls = trainer.forward_backward(X, y);
+      trainer.step(B);
+      if (s.check_finite)
+        for (const Tensor& l : ls) check_finite(l, "loss");
 
       // The sample: the batch is queued; nothing has waited for it yet.
-      const QueueStats q = queue_stats(d);
-      const MemoryStats m = memory_stats(d);
-      backlog.batch_queued(q.pushed);
       BatchSample row;
       row.batch = batch;
       row.wall_s = seconds_since(t0);
-      row.queue_depth = q.depth;
-      row.bytes_in_use = m.bytes_in_use;
-      row.peak_bytes = m.peak_bytes;
-      row.reserved_bytes = m.reserved_bytes;
+      for (size_t i = 0; i < devs.size(); ++i) {
+        const QueueStats q = queue_stats(devs[i]);
+        const MemoryStats m = memory_stats(devs[i]);
+        tracks[i].backlog.batch_queued(q.pushed);
+        DeviceSample ds;
+        ds.queue_depth = q.depth;
+        ds.bytes_in_use = m.bytes_in_use;
+        ds.backlog_batches = tracks[i].backlog.pending(q.completed);
+        row.queue_depth += q.depth;
+        row.bytes_in_use += m.bytes_in_use;
+        row.peak_bytes += m.peak_bytes;
+        row.reserved_bytes += m.reserved_bytes;
+        row.backlog_bytes += q.backlog_bytes;
+        row.backlog_batches = std::max(row.backlog_batches, ds.backlog_batches);
+        if (r.data_parallel) row.per_device.push_back(ds);
+        if (trace::enabled())
+          trace::counter(("bytes in use MiB " + devs[i].str()).c_str(), trace::now_us(), m.bytes_in_use / 1048576.0);
+      }
       row.rss_bytes = process_rss_bytes();
-      row.backlog_batches = backlog.pending(q.completed);
-      row.backlog_bytes = q.backlog_bytes;
       const uint64_t faults_now = process_minor_faults();
       row.minor_faults = faults_now - faults_before;
       faults_before = faults_now;
       if (batch == faults.steady_from) faults.steady = faults_now;
       if (batch > faults.steady_from) faults.late_rows.push_back(row.minor_faults);
       r.peak_rss = std::max(r.peak_rss, row.rss_bytes);
-      if (trace::enabled()) {
-        const uint64_t ts = trace::now_us();
-        trace::counter(("bytes in use MiB " + r.device).c_str(), ts, m.bytes_in_use / 1048576.0);
-        trace::counter("backlog batches", ts, row.backlog_batches);
-      }
+      if (trace::enabled()) trace::counter("backlog batches", trace::now_us(), row.backlog_batches);
 
       last_synced = s.sync.syncs_after(batch);
       if (last_synced) {  // the book's run 1: read the loss (a blocking item())
         unwritten = row;  // a failure while reading still leaves the batch's row (loss empty)
-        NoGradGuard ng;
         const Clock::time_point w0 = Clock::now();
-        row.loss = mean(l).item();
+        row.loss = trainer.mean_loss(ls, B).item();
         clocks.waited_s += seconds_since(w0);
         r.final_loss = *row.loss;
       }
       // Under enqueue the batch's outputs were allocated as it was queued (under
       // run measure_end() takes the run's average instead).
-      r.bytes_per_batch = std::max<size_t>(r.bytes_per_batch, memory_stats(d).bytes_allocated_total - allocated_before);
+      for (size_t i = 0; i < devs.size(); ++i)
+        r.per_device[i].bytes_per_batch = std::max<size_t>(
+            r.per_device[i].bytes_per_batch, memory_stats(devs[i]).bytes_allocated_total - allocated_before[i]);
       unwritten.reset();
       log.write(row);
       r.batches_done = batch;
       if (batch == s.batches) {
-        last_loss = l;
+        last_loss = ls;
       } else if (const int sig = interrupt_signal()) {  // queue nothing more; what is queued finishes
         r.interrupt_signal = sig;
-        last_loss = l;
+        last_loss = ls;
         break;
       }
     }
     in_loop = false;
     clocks.loop_s = seconds_since(t0);
     waitall();
-    measure_end(r, d, seconds_since(t0), faults, clocks);
-    if (!last_synced && last_loss.defined()) {
-      NoGradGuard ng;
-      r.final_loss = mean(last_loss).item();
-    }
-    last_loss = Tensor();
-    r.end_bytes = memory_stats(d).bytes_in_use;
+    measure_end(r, tracks, seconds_since(t0), faults, clocks);
+    if (!last_synced && !last_loss.empty()) r.final_loss = trainer.mean_loss(last_loss, B).item();
+    last_loss.clear();
+    r.end_bytes = 0;
+    for (const Device& dev : devs) r.end_bytes += memory_stats(dev).bytes_in_use;
     // A signal that came once every batch was queued (the final waitall)
     // interrupted the run too: nothing was left to stop, but it was asked.
     if (!r.interrupt_signal) r.interrupt_signal = interrupt_signal();
@@ -385,12 +532,15 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
                         : batch <= s.batches ? "at batch " + std::to_string(batch) + " of " + std::to_string(s.batches)
                                              : "in the final waitall()";
     if (auto* k = dynamic_cast<const KernelError*>(&e))
-      if (int b = backlog.batch_of(k->seq); b && b != batch)
-        what += " (op #" + std::to_string(k->seq) + " was queued in batch " + std::to_string(b) + ")";
+      for (const DeviceTrack& t : tracks)  // the batch that queued the op, from its device's sequence numbers
+        if (t.device.str() == k->device)
+          if (int b = t.backlog.batch_of(k->seq); b && b != batch)
+            what += " (op #" + std::to_string(k->seq) + " was queued in batch " + std::to_string(b) + ")";
     if (dynamic_cast<const OutOfMemory*>(&e)) what += oom_advice(r);
     const std::string message = "run '" + s.label + "' failed " + where + ": " + what;
-    measure_end(r, d, wall_s, faults, clocks);
-    r.end_bytes = memory_stats(d).bytes_in_use;
+    measure_end(r, tracks, wall_s, faults, clocks);
+    r.end_bytes = 0;
+    for (const Device& dev : devs) r.end_bytes += memory_stats(dev).bytes_in_use;
     r.status = "failed";
     r.error = message;
     throw RunFailed(message, r);
@@ -449,7 +599,7 @@ void run_compare(const Options& o, std::ostream& out, std::vector<RunResult>& re
     out << " ==" << std::endl;
     run_into(s, out, results);
   }
-  fresh_device(o.device);
+  for (const Device& dev : run_devices(o)) fresh_device(dev);
 }
 
 HostWork resolve_host_work(const RunSettings& settings, std::ostream& out) {
@@ -495,7 +645,7 @@ void run_compare_policies(const Options& o, std::ostream& out, std::vector<RunRe
         << ") ==" << std::endl;
     run_into(s, out, results);
   }
-  fresh_device(o.device);
+  for (const Device& dev : run_devices(o)) fresh_device(dev);
 }
 
 }  // namespace amlp::train

@@ -59,8 +59,23 @@ struct RunSpec : RunSettings {
   std::string label;  // "batch", "none", "every=10", "bounded"
 };
 
+// One device's share of a run (data parallelism: one per device; a
+// single-device run has one). The memory model applies to each device alone.
+struct DeviceResult {
+  std::string device;
+  int64_t rows_per_batch = 0;     // its part of each batch
+  size_t start_bytes = 0, peak_bytes = 0, mem_increase_bytes = 0;
+  size_t bytes_per_batch = 0;     // what one batch allocates on it
+  int peak_backlog_batches = 0;   // its queue's most batches alive at once
+  uint64_t peak_queue_depth = 0;
+  size_t peak_backlog_bytes = 0;
+  size_t working_set_bytes = 0;   // under run
+  size_t predicted_increase_bytes = 0;
+  double device_s_per_batch = 0;  // its queue's busy time per batch
+};
+
 struct RunResult {
-  std::string label, mode, device;
+  std::string label, mode, device;  // device: "cpu:0", or "cpu:0,cpu:1" with --devices
   int batches = 0, batch_size = 0;
   double wall_s = 0, samples_per_s = 0;
   size_t start_bytes = 0, peak_bytes = 0, end_bytes = 0;  // tracked pool, bytes in use
@@ -107,6 +122,13 @@ struct RunResult {
   double host_s_per_batch = 0, device_s_per_batch = 0;
   int model_every = 1;
   double predicted_wall_s = 0;
+  // Data parallelism (--devices): one entry per device, in order (one entry,
+  // the device, otherwise). The memory figures above are their sums (the
+  // backlog and depth their maxima, d the slowest device's), and samples/s
+  // counts the whole batch. blas_threads: each CPU GEMM's threads (0: as set).
+  bool data_parallel = false;
+  std::vector<DeviceResult> per_device;
+  int blas_threads = 0;
 };
 
 // A run that failed: the one-line message, and what was measured up to the
@@ -118,7 +140,9 @@ struct RunFailed : Error {
 
 RunSpec spec_from_options(const Options& o);  // the single run --sync asks for
 
-// The memory model's prediction from a run's measurements (see above).
+// The memory model's prediction from a run's measurements (see above): for
+// one device of it (`i`, with the run's settings), and for the run (their sum).
+size_t predicted_increase(const RunResult& r, size_t i);
 size_t predicted_increase(const RunResult& r);
 
 // Runs one experiment on a clean device (waitall, empty cache, fresh peaks),

@@ -10,14 +10,27 @@
 // synchronization; loss is empty when the batch was not synchronized;
 // minor_faults are the process's minor page faults since the previous sample
 // (for batch 1: since the loop began), every thread.
+// With several devices (--devices) the columns above are the devices' sums
+// (backlog_batches: their maximum), and each device adds three of its own,
+// named after it: queue_depth_cpu0, bytes_in_use_cpu0, backlog_batches_cpu0, ...
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "framework/device.h"
 
 namespace amlp::train {
+
+// One device's part of a sample, with several devices.
+struct DeviceSample {
+  uint64_t queue_depth = 0;
+  size_t bytes_in_use = 0;
+  int backlog_batches = 0;
+};
 
 struct BatchSample {
   int batch = 0;             // 1-based
@@ -31,6 +44,7 @@ struct BatchSample {
   int backlog_batches = 0;     // batches whose last op has not completed (this one included)
   size_t backlog_bytes = 0;    // bytes referenced by pending ops (QueueStats)
   uint64_t minor_faults = 0;   // process minor page faults since the previous sample
+  std::vector<DeviceSample> per_device;  // with several devices, one per device, in order
 };
 
 extern const char* const kMemoryLogHeader;
@@ -38,7 +52,8 @@ extern const char* const kMemoryLogHeader;
 class MemoryLog {
  public:
   MemoryLog() = default;  // writes nothing
-  explicit MemoryLog(const std::string& path);
+  // `devices`: the per-device columns to add (none for a single device).
+  explicit MemoryLog(const std::string& path, const std::vector<Device>& devices = {});
   ~MemoryLog();
   MemoryLog(const MemoryLog&) = delete;
   MemoryLog& operator=(const MemoryLog&) = delete;
@@ -55,5 +70,7 @@ class MemoryLog {
 };
 
 std::string format_row(const BatchSample& s);  // without the newline
+// The header for these devices' columns (kMemoryLogHeader alone for none).
+std::string memory_log_header(const std::vector<Device>& devices);
 
 }  // namespace amlp::train

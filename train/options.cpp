@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "framework/error.h"
+#include "framework/ops.h"
 #include "framework/parse.h"
 #include "train/version.h"
 
@@ -194,6 +195,29 @@ DeviceChoice read_device(const std::string& t) {
   return c;
 }
 
+struct DevicesChoice {
+  std::string text;
+  std::vector<Device> devices;
+};
+
+// "cpu:0,cpu:1": distinct devices that all_reduce_sum can reduce together
+// in this build ("" = not given).
+DevicesChoice read_devices(const std::string& t) {
+  DevicesChoice c{t, {}};
+  if (t.empty()) return c;
+  for (std::string_view item : split_list(t)) {
+    const std::string name(item);
+    if (name.empty() || name == "auto")
+      throw ParseError("", "must be a comma-separated list of cpu:N or cuda:N (got " + quote(t) + ")");
+    const Device d = parse_device(name);
+    for (const Device& seen : c.devices)
+      if (seen == d) throw ParseError("", "names " + d.str() + " twice (got " + quote(t) + ")");
+    c.devices.push_back(d);
+  }
+  if (std::string why; !all_reduce_supported(c.devices, &why)) throw ParseError("", "cannot be reduced: " + why);
+  return c;
+}
+
 float read_lr(const std::string& t) {
   const double v = parse_float(t, "");
   if (!(v > 0) || v > std::numeric_limits<float>::max())
@@ -227,10 +251,7 @@ std::optional<size_t> read_memory_limit(const std::string& t) {
   try {
     return read_bytes(t);
   } catch (const ParseError& e) {  // name the two words too
-    const std::string& p = e.problem();
-    const size_t at = p.find("must be a byte size");
-    if (at != 0) throw;
-    throw ParseError("", "must be 'auto', 'none' or a byte size" + p.substr(std::strlen("must be a byte size")));
+    rethrow_naming_words(e, "a byte size", "'auto', 'none'");
   }
 }
 
@@ -242,6 +263,10 @@ po::options_description general_options() {
   Declare(d)
     .option<DeviceChoice>("device", "DEV", "auto", read_device,
      "auto|cpu|cpu:N|cuda|cuda:N; auto picks cuda:0 when a GPU is visible, else cpu:0 (and says so)")
+    .option<DevicesChoice>("devices", "DEV,DEV,..", "", read_devices,
+     "data parallelism: one replica per device (e.g. cpu:0,cpu:1 or cuda:0,cuda:1; replaces --device), "
+     "each batch split between them (the first batch-size % n take one row more), the gradients "
+     "all-reduced by queued ops (NCCL on GPUs), the same SGD step on every replica")
     .option<SyncMode>("sync", "MODE", "batch", parse_sync_mode,
      "batch: read the loss after every batch (a blocking item()); none: never wait in the loop, "
      "waitall() at the end; every=K: read it after every K-th batch")
@@ -329,6 +354,14 @@ Options to_options(const po::variables_map& vm) {
   o.device_text = dev.text;
   o.device = dev.device;
   o.device_fell_back = dev.fell_back;
+  const DevicesChoice& devs = vm["devices"].as<DevicesChoice>();
+  if (!devs.devices.empty()) {
+    o.devices_text = devs.text;
+    o.devices = devs.devices;
+    o.device = devs.devices[0];
+    o.device_text = devs.devices[0].str();
+    o.device_fell_back = false;
+  }
   o.sync = vm["sync"].as<SyncMode>();
   o.batches = vm["batches"].as<int>();
   o.batch_size = vm["batch-size"].as<int>();
@@ -530,6 +563,13 @@ ParseOutcome parse_options(const std::vector<std::string>& args) {
   }
   if (out.options.compare && out.options.compare_policies)
     return fail("--compare and --compare-policies each print a table of their own: choose one");
+  if (out.options.devices.size() > static_cast<size_t>(out.options.batch_size))
+    return fail("--devices: " + std::to_string(out.options.devices.size()) + " devices cannot split a batch of " +
+                std::to_string(out.options.batch_size) + " (--batch-size): each needs at least one row");
+  for (const Device& d : out.options.devices)
+    if (out.options.data_queue && d.is_cuda())
+      return fail("--data-queue needs CPU devices: on " + d.str() +
+                  " every kernel launches onto the device's one stream (use --devices cpu:0,cpu:1)");
   if (out.options.data_queue && out.options.device.is_cuda())
     return fail("--data-queue needs a CPU device: on " + out.options.device.str() +
                 " every kernel launches onto the device's one stream (use --device cpu)");

@@ -31,7 +31,10 @@ namespace amlp::train {
 
 // What one training run needs: the options' core, and each run --compare makes.
 struct RunSettings {
-  Device device;  // resolved from --device
+  Device device;  // resolved from --device (with --devices: the first of them)
+  // --devices: data parallelism, one replica per device (empty: one device,
+  // `device`, and no replicas). Checked: distinct, reducible together.
+  std::vector<Device> devices;
   SyncMode sync;  // --sync batch|none|every=K
   int batches = 100;
   int batch_size = 1024;
@@ -52,6 +55,7 @@ struct RunSettings {
 struct Options : RunSettings {
   std::string config;  // --config FILE ("" = none)
   std::string device_text = "auto";
+  std::string devices_text;  // --devices as given ("" = not given)
   bool device_fell_back = false;  // "auto" found no GPU and chose cpu:0
   // --memory-limit: nullopt = auto (a CPU pool keeps the host's budget,
   // host_memory_budget(); a CUDA pool the GPU's own memory), 0 = none.

@@ -114,7 +114,21 @@ void print_summary(const RunResult& r, std::ostream& out) {
   }
   std::snprintf(buf, sizeof buf, " (measured / predicted = %.3f)",
                 r.predicted_increase_bytes ? double(r.mem_increase_bytes) / double(r.predicted_increase_bytes) : 0.0);
-  line("predicted increase", format_mb(double(r.predicted_increase_bytes)) + " = " + model_terms(r) + buf);
+  line("predicted increase", format_mb(double(r.predicted_increase_bytes)) + " = " +
+                                 (r.data_parallel ? std::string("the devices' sum") : model_terms(r)) + buf);
+  if (r.data_parallel) {
+    for (const DeviceResult& d : r.per_device) {
+      std::snprintf(buf, sizeof buf,
+                    "%lld rows a batch; memory +%s, predicted %s = %d x %s per batch (%.3f); d %.3f ms per batch",
+                    static_cast<long long>(d.rows_per_batch), format_mb(double(d.mem_increase_bytes)).c_str(),
+                    format_mb(double(d.predicted_increase_bytes)).c_str(), d.peak_backlog_batches,
+                    format_mb(double(d.bytes_per_batch)).c_str(),
+                    d.predicted_increase_bytes ? double(d.mem_increase_bytes) / double(d.predicted_increase_bytes) : 0.0,
+                    d.device_s_per_batch * 1e3);
+      line(("  " + d.device).c_str(), buf);
+    }
+    if (r.blas_threads) line("BLAS threads", std::to_string(r.blas_threads) + " per CPU GEMM (the cores shared by the CPU devices)");
+  }
   std::snprintf(buf, sizeof buf, "%.0f in the median batch of the second half, %.0f per batch overall, %llu in all",
                 r.minor_faults_steady_per_batch, r.minor_faults_per_batch,
                 static_cast<unsigned long long>(r.minor_faults));
@@ -159,6 +173,21 @@ void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out) {
                                : "predicted = peak backlog x " + format_mb(double(rs[0].bytes_per_batch)) +
                                      " per batch (at most max-pending-bytes + one op's output when bounded)\n")
       << "faults/batch: the process's minor page faults in the median batch of the run's second half.\n";
+  if (rs[0].data_parallel) {  // each device's memory against its own prediction
+    out << "\nper device (data parallel)\n";
+    std::snprintf(buf, sizeof buf, "%-10s %-8s %6s %12s %12s %9s %13s %9s\n", "mode", "device", "rows", "mem incr MB",
+                  "predicted MB", "meas/pred", "peak backlog", "d ms");
+    out << buf;
+    for (const RunResult& r : rs)
+      for (const DeviceResult& d : r.per_device) {
+        std::snprintf(buf, sizeof buf, "%-10s %-8s %6lld %12.1f %12.1f %9.3f %13d %9.3f\n", r.label.c_str(),
+                      d.device.c_str(), static_cast<long long>(d.rows_per_batch), d.mem_increase_bytes / 1e6,
+                      d.predicted_increase_bytes / 1e6,
+                      d.predicted_increase_bytes ? double(d.mem_increase_bytes) / double(d.predicted_increase_bytes) : 0.0,
+                      d.peak_backlog_batches, d.device_s_per_batch * 1e3);
+        out << buf;
+      }
+  }
 
   // The throughput side: what not waiting bought, against the model.
   const RunResult* base = nullptr;

@@ -9,6 +9,20 @@ namespace amlp::train {
 std::string summary_json(const std::vector<RunResult>& runs) {
   nlohmann::ordered_json doc = nlohmann::ordered_json::array();
   for (const RunResult& r : runs) {
+    nlohmann::ordered_json devices = nlohmann::ordered_json::array();
+    for (const DeviceResult& d : r.per_device)
+      devices.push_back({{"device", d.device},
+                         {"rows_per_batch", d.rows_per_batch},
+                         {"start_bytes", d.start_bytes},
+                         {"peak_bytes", d.peak_bytes},
+                         {"mem_increase_bytes", d.mem_increase_bytes},
+                         {"bytes_per_batch", d.bytes_per_batch},
+                         {"predicted_increase_bytes", d.predicted_increase_bytes},
+                         {"peak_backlog_batches", d.peak_backlog_batches},
+                         {"peak_queue_depth", d.peak_queue_depth},
+                         {"peak_backlog_bytes", d.peak_backlog_bytes},
+                         {"working_set_bytes", d.working_set_bytes},
+                         {"device_s_per_batch", d.device_s_per_batch}});
     // Keys in this order; a non-finite number (final_loss of a diverged run) is written as null.
     doc.push_back({{"mode", r.mode},
                    {"label", r.label},
@@ -56,7 +70,10 @@ std::string summary_json(const std::vector<RunResult>& runs) {
                    {"host_s_per_batch", r.host_s_per_batch},
                    {"device_s_per_batch", r.device_s_per_batch},
                    {"model_every", r.model_every},
-                   {"predicted_wall_s", r.predicted_wall_s}});
+                   {"predicted_wall_s", r.predicted_wall_s},
+                   {"data_parallel", r.data_parallel},
+                   {"blas_threads", r.blas_threads},
+                   {"devices", devices}});
   }
   return doc.dump(2, ' ', /*ensure_ascii=*/false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }

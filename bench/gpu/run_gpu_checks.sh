@@ -73,6 +73,23 @@ if [[ $phase == all || $phase == tests ]]; then
     fi
   done
   grep -h '\[   INFO   \]' "$OUT"/test_cuda_backend.log 2>/dev/null | tee "$OUT/cuda_info.txt"
+  # Data parallelism through NCCL: a single rank on one GPU (the all-reduce
+  # still runs), every GPU when there are several; the losses beside cuda:0
+  # alone's, and async_demo's one-vs-several table.
+  gpus=$(nvidia-smi -L | grep -c '^GPU')
+  list=$(seq -s, -f 'cuda:%g' 0 $((gpus - 1)))
+  for devs in cuda:0 "$list"; do
+    tag=${devs//[:,]/_}
+    if timeout 300 "$BUILD/bin/train_mlp" --devices "$devs" --sync batch --batches 20 --batch-size 1024 \
+      --memory-log "$OUT/dp_$tag.csv" --summary-json "$OUT/dp_$tag.json" >"$OUT/dp_$tag.log" 2>&1; then
+      record PASS "train_mlp --devices $devs" "$(grep -E 'samples/s|final loss' "$OUT/dp_$tag.log" | tr -s ' \n' ' ')"
+    else
+      record FAIL "train_mlp --devices $devs" "see $OUT/dp_$tag.log"
+    fi
+    [ "$devs" = "$list" ] && break
+  done
+  timeout 300 "$BUILD/bin/async_demo" data-parallel --device cuda >"$OUT/async_demo_dp.log" 2>&1 ||
+    record FAIL "async_demo data-parallel" "see $OUT/async_demo_dp.log"
 fi
 
 t=$BUILD/bin/test_cuda_backend

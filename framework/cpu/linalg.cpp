@@ -2,6 +2,7 @@
 #include <cblas.h>
 
 #include "framework/cpu/backend.h"
+#include "framework/runtime.h"
 
 namespace amlp::cpu {
 
@@ -12,3 +13,10 @@ void CpuBackend::gemm(bool ta, bool tb, int M, int N, int K, float alpha, const 
 }
 
 }  // namespace amlp::cpu
+
+namespace amlp {
+
+void set_blas_threads(int n) { openblas_set_num_threads(n < 1 ? 1 : n); }
+int blas_threads() { return openblas_get_num_threads(); }
+
+}  // namespace amlp

@@ -35,7 +35,22 @@ void record(Tensor& out, const char* name, std::vector<Tensor> inputs,
 
 }  // namespace detail
 
-void backward(const Tensor& root, const Tensor& head) {
+struct BackwardPass::State {
+  // Nodes in topological order (a node after every input it needs), walked
+  // from the end; `next` is the position of the next one to visit.
+  std::vector<std::shared_ptr<TensorImpl>> tape;
+  size_t next = 0;
+  std::unordered_map<TensorImpl*, Tensor> grads;  // dL/d(t) of the nodes not yet visited
+
+  void release() {
+    for (auto& t : tape) t->grad_fn.reset();  // the graph, and the activations it holds
+    tape.clear();
+    grads.clear();
+    next = 0;
+  }
+};
+
+BackwardPass::BackwardPass(const Tensor& root, const Tensor& head) : s_(std::make_unique<State>()) {
   if (!root.defined() || !root.requires_grad())
     throw Error("backward(): the tensor does not require a gradient (no parameter fed it, or it was made under NoGradGuard)");
   if (!head.defined()) throw Error("backward(): undefined head gradient");
@@ -46,7 +61,7 @@ void backward(const Tensor& root, const Tensor& head) {
                      shape_str(root.shape()));
 
   // The tape: nodes in topological order, built with an explicit stack.
-  std::vector<std::shared_ptr<TensorImpl>> tape;
+  std::vector<std::shared_ptr<TensorImpl>>& tape = s_->tape;
   std::unordered_set<TensorImpl*> seen;
   std::vector<std::pair<std::shared_ptr<TensorImpl>, size_t>> stack;  // (tensor, next input to visit)
   stack.push_back({root.impl_ptr(), 0});
@@ -62,30 +77,43 @@ void backward(const Tensor& root, const Tensor& head) {
     tape.push_back(t);
     stack.pop_back();
   }
+  s_->next = tape.size();
+  s_->grads[root.impl()] = head;
+}
 
+BackwardPass::~BackwardPass() { s_->release(); }
+
+Tensor BackwardPass::next_leaf() {
   NoGradGuard ng;
-  std::unordered_map<TensorImpl*, Tensor> grads;
-  grads[root.impl()] = head;
-  for (auto it = tape.rbegin(); it != tape.rend(); ++it) {
-    TensorImpl* t = it->get();
-    auto g = grads.find(t);
-    if (g == grads.end()) continue;
-    if (!t->grad_fn) {  // a leaf: write its gradient
+  State& st = *s_;
+  while (st.next > 0) {
+    const std::shared_ptr<TensorImpl>& tp = st.tape[--st.next];
+    TensorImpl* t = tp.get();
+    auto g = st.grads.find(t);
+    if (g == st.grads.end()) continue;
+    if (!t->grad_fn) {  // a leaf: its gradient is complete (every consumer came before it)
       t->grad = g->second.impl_ptr();
-      continue;
+      st.grads.erase(g);
+      return Tensor(tp);
     }
     Node& n = *t->grad_fn;
     std::vector<Tensor> in_grads = n.backward(g->second);
-    grads.erase(g);  // free dL/d(t) as soon as it is used
+    st.grads.erase(g);  // free dL/d(t) as soon as it is used
     for (size_t i = 0; i < n.inputs.size() && i < in_grads.size(); ++i) {
       const Tensor& in = n.inputs[i];
       if (!in_grads[i].defined() || !in.defined() || !in.requires_grad()) continue;
-      auto [slot, fresh] = grads.try_emplace(in.impl(), in_grads[i]);
+      auto [slot, fresh] = st.grads.try_emplace(in.impl(), in_grads[i]);
       if (!fresh) slot->second = add(slot->second, in_grads[i]);
     }
   }
-  // Release the graph (and the activations it holds).
-  for (auto& t : tape) t->grad_fn.reset();
+  st.release();
+  return Tensor();
+}
+
+void backward(const Tensor& root, const Tensor& head) {
+  BackwardPass pass(root, head);
+  while (pass.next_leaf().defined()) {
+  }
 }
 
 void Tensor::backward() const {

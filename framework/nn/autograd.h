@@ -35,4 +35,28 @@ class NoGradGuard {
 // Runs the backward pass from `root` with head gradient `head` (same shape).
 void backward(const Tensor& root, const Tensor& head);
 
+// The same pass one leaf at a time, for whoever acts on a gradient as soon as
+// it is queued (data parallelism reduces each parameter's gradient across
+// replicas while the earlier layers' backward still runs). The constructor
+// checks its arguments and orders the tape; each next_leaf() queues the
+// backward ops up to the next leaf whose gradient is complete, writes it and
+// returns that leaf (the parameter itself), last layer first; an undefined
+// tensor once the pass is done. The graph is released when the pass ends or
+// the object goes, whichever comes first.
+//
+//   BackwardPass p(loss, ones(loss.shape(), loss.device()));
+//   while (Tensor w = p.next_leaf(); w.defined()) reduce(w.grad());
+class BackwardPass {
+ public:
+  BackwardPass(const Tensor& root, const Tensor& head);
+  ~BackwardPass();
+  BackwardPass(const BackwardPass&) = delete;
+  BackwardPass& operator=(const BackwardPass&) = delete;
+  Tensor next_leaf();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
 }  // namespace amlp

@@ -468,7 +468,10 @@ void expect_summary(const nlohmann::json& s) {
                         "host_s_per_batch",
                         "device_s_per_batch",
                         "model_every",
-                        "predicted_wall_s"};
+                        "predicted_wall_s",
+                        "data_parallel",
+                        "blas_threads",
+                        "devices"};
   for (const nlohmann::json& run : s) {
     EXPECT_EQ(run.size(), std::size(keys));
     for (const char* key : keys) EXPECT_TRUE(run.contains(key)) << key;

@@ -38,7 +38,8 @@ INSTANTIATE_TEST_SUITE_P(
                                              "barrier each op  N·(t1+t2+t3)", "one barrier      t1+N·t2+t3",
                                              "one barrier at the end is"}},
                       Case{"cpu-vs-device", {"cblas_sgemm on the calling thread", "queued/direct"}},
-                      Case{"devices", {"in sequence", "in parallel", "speedup"}}),
+                      Case{"devices", {"in sequence", "in parallel", "speedup"}},
+                      Case{"data-parallel", {"cpu:0 + cpu:1", "speed-up", "loss after the last step"}}),
     [](const ::testing::TestParamInfo<Case>& i) {
       std::string n = i.param.subcommand;
       for (char& ch : n)
@@ -49,7 +50,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(AsyncDemo, AllRunsEverySubcommand) {
   Ran r = run_program("async_demo", std::string("all") + kSmall);
   ASSERT_EQ(r.code, 0) << r.err;
-  for (const char* s : {"== queued", "== blockers", "== sync-vs-async", "== cpu-vs-device", "== devices"})
+  for (const char* s : {"== queued", "== blockers", "== sync-vs-async", "== cpu-vs-device", "== devices", "== data-parallel"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
 }
 
@@ -73,7 +74,7 @@ TEST(AsyncDemo, HelpListsEverySubcommandAndOption) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(r.err.empty()) << r.err;
   for (const char* s : {"usage: async_demo <subcommand>", "  queued ", "  blockers ", "  sync-vs-async ",
-                        "  cpu-vs-device ", "  devices ", "  all ", "--device", "--size", "--repeats", "--ops"})
+                        "  cpu-vs-device ", "  devices ", "  data-parallel ", "  all ", "--device", "--size", "--repeats", "--ops"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
 }
 

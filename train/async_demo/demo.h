@@ -58,6 +58,7 @@ void run_blockers(const Options& o);
 void run_sync_vs_async(const Options& o);
 void run_cpu_vs_device(const Options& o);
 void run_devices(const Options& o);
+void run_data_parallel(const Options& o);
 
 // --- timing: steady_clock; a warm-up first, then medians over --repeats ----------------
 

@@ -25,6 +25,10 @@ static const std::vector<Subcommand> kSubcommands = {
      "independent work on two devices in sequence vs in parallel\n"
      "                 (cpu:0 + cpu:1, or cuda:N + cpu:0 when the device is a GPU)",
      run_devices},
+    {"data-parallel",
+     "the d2l MLP on one device vs one replica per device (cpu:0 + cpu:1, or two GPUs),\n"
+     "                 the same global batch; speed-up and each device's memory",
+     run_data_parallel},
 };
 
 int main(int argc, char** argv) {
