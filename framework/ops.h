@@ -72,7 +72,8 @@ Tensor slice_rows(const Tensor& x, int64_t begin, int64_t end, Device d);
 //                 device list (ncclCommInitAll on its first use).
 // A single tensor gives a copy. Throws DeviceError for a repeated device, a
 // mix of CPU and CUDA devices, or several CUDA devices in a build without
-// NCCL (all_reduce_supported()); ShapeError for differing shapes.
+// NCCL (all_reduce_supported()); ShapeError for differing shapes; Error for
+// an empty list or an undefined tensor. Nothing is queued then.
 std::vector<Tensor> all_reduce_sum(const std::vector<Tensor>& xs);
 // Whether all_reduce_sum can reduce over `devices` in this build, and if not,
 // why (one line, for the caller's error message).

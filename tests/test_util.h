@@ -27,6 +27,22 @@ inline std::vector<Device> test_devices() {
   return ds;
 }
 
+// Why a GPU test cannot run here, or "" when it can.
+inline std::string no_gpu_reason() {
+  if (!built_with_cuda()) return "built without the CUDA backend (configure with -DASYNCMLP_CUDA=ON)";
+  if (cuda_device_count() == 0)
+    return "no CUDA GPU visible: the CUDA runtime reports 0 devices (no GPU, or no driver, or a driver older "
+           "than this toolkit)";
+  return "";
+}
+
+// First in a GPU test: skipped with the reason, never passed vacuously.
+#define SKIP_WITHOUT_GPU()                                     \
+  do {                                                         \
+    const std::string why_ = ::amlp::testing::no_gpu_reason(); \
+    if (!why_.empty()) GTEST_SKIP() << why_;                   \
+  } while (0)
+
 inline std::string device_name(const ::testing::TestParamInfo<Device>& info) {
   return info.param.is_cuda() ? "cuda" + std::to_string(info.param.index) : "cpu" + std::to_string(info.param.index);
 }

@@ -43,6 +43,13 @@ struct Backend : RawAllocator, StreamSync {
   virtual void axpby(float alpha, const float* a, float beta, const float* b, float* y, size_t n) = 0;
   // y = x + s
   virtual void add_scalar(const float* x, float s, float* y, size_t n) = 0;
+  // y = xs[0] + xs[1] + ... + xs[k-1], added in that order (k >= 1; y aliases
+  // none of them), so every caller with the same inputs gets the same bits.
+  virtual void sum_n(const float* const* xs, int k, float* y, size_t n) = 0;
+  // y = the sum of x over every rank of `comm` (an ncclComm_t): this device's
+  // part of an NCCL all-reduce, on its stream. CUDA devices in a build with
+  // NCCL; elsewhere it throws.
+  virtual void all_reduce_nccl(const float* x, float* y, size_t n, void* comm) = 0;
   // y(c) = sum_r x(r,c)                      (bias gradients)
   virtual void sum_rows(const float* x, float* y, int rows, int cols) = 0;
   // y[0] = scale * sum_i x[i]               (sum, mean)

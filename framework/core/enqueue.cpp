@@ -1,6 +1,8 @@
 // enqueue.cpp — how every op reaches its queue, with its cross-queue dependencies.
 #include "framework/core/enqueue.h"
 
+#include <utility>
+
 #include "framework/core/context.h"
 #include "framework/core/tensor_impl.h"
 
@@ -29,20 +31,22 @@ void add_dep(std::vector<QueueDep>& deps, void* queue, uint64_t seq, const Queue
   if (q && q != self && !q->complete(seq)) deps.push_back({q, seq});
 }
 
-}  // namespace
-
-uint64_t enqueue(DeviceContext& c, const char* name, std::initializer_list<const Tensor*> reads,
-                 std::initializer_list<const Tensor*> writes, OpKernel k) {
+// Both overloads of enqueue(): the declared tensors as arrays, so neither
+// list is copied before its buffers are.
+uint64_t enqueue_arrays(DeviceContext& c, const char* name, const Tensor* const* reads, size_t n_reads,
+                        const Tensor* const* writes, size_t n_writes, OpKernel&& k) {
   Queue* self = &current_queue(c);  // the device's queue, or its data queue (DataQueueGuard)
   OpBuffers bufs;
-  bufs.refs.reserve(reads.size() + writes.size());
-  bufs.reads = reads.size();
+  bufs.refs.reserve(n_reads + n_writes);
+  bufs.reads = n_reads;
   std::vector<QueueDep> deps;
-  for (const Tensor* t : reads) {
+  for (size_t i = 0; i < n_reads; ++i) {
+    const Tensor* t = reads[i];
     bufs.refs.push_back(t->defined() ? storage_of(*t) : nullptr);
     if (const auto& s = bufs.refs.back()) add_dep(deps, s->writer_queue, s->writer_seq, self);
   }
-  for (const Tensor* t : writes) {
+  for (size_t i = 0; i < n_writes; ++i) {
+    const Tensor* t = writes[i];
     bufs.refs.push_back(t->defined() ? storage_of(*t) : nullptr);
     if (const auto& s = bufs.refs.back()) {
       add_dep(deps, s->first_use.queue, s->first_use.seq, self);
@@ -54,7 +58,6 @@ uint64_t enqueue(DeviceContext& c, const char* name, std::initializer_list<const
   std::vector<Storage*> used;
   used.reserve(bufs.refs.size());
   for (const auto& r : bufs.refs) used.push_back(r.get());
-  const size_t n_reads = bufs.reads;
   const uint64_t seq = self->push(
       name, Queue::Kernel([be, k = std::move(k)](const OpArgs& a) { k(*be, a); }), std::move(bufs), std::move(deps));
   for (size_t i = 0; i < used.size(); ++i) {
@@ -67,6 +70,18 @@ uint64_t enqueue(DeviceContext& c, const char* name, std::initializer_list<const
     }
   }
   return seq;
+}
+
+}  // namespace
+
+uint64_t enqueue(DeviceContext& c, const char* name, std::initializer_list<const Tensor*> reads,
+                 std::initializer_list<const Tensor*> writes, OpKernel k) {
+  return enqueue_arrays(c, name, reads.begin(), reads.size(), writes.begin(), writes.size(), std::move(k));
+}
+
+uint64_t enqueue(DeviceContext& c, const char* name, const std::vector<const Tensor*>& reads,
+                 const std::vector<const Tensor*>& writes, OpKernel k) {
+  return enqueue_arrays(c, name, reads.data(), reads.size(), writes.data(), writes.size(), std::move(k));
 }
 
 }  // namespace amlp::detail

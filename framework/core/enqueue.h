@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <vector>
 
 #include "framework/core/queue.h"
 #include "framework/tensor.h"
@@ -31,6 +32,10 @@ using OpKernel = std::function<void(Backend&, const OpArgs&)>;
 // tensors (an optional bias) are passed to the kernel as nullptr.
 uint64_t enqueue(DeviceContext& c, const char* name, std::initializer_list<const Tensor*> reads,
                  std::initializer_list<const Tensor*> writes, OpKernel k);
+// The same for lists whose length is known only at run time (an op over every
+// tensor of a list, like all_reduce_sum on CPU devices).
+uint64_t enqueue(DeviceContext& c, const char* name, const std::vector<const Tensor*>& reads,
+                 const std::vector<const Tensor*>& writes, OpKernel k);
 
 }  // namespace detail
 }  // namespace amlp

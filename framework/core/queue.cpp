@@ -38,7 +38,13 @@ bool spin_until(Ready ready) {
   }
 }
 
+// Queue::DeferSyncWait guards alive on this thread.
+thread_local int deferred_sync_waits = 0;
+
 }  // namespace
+
+Queue::DeferSyncWait::DeferSyncWait() { ++deferred_sync_waits; }
+Queue::DeferSyncWait::~DeferSyncWait() { --deferred_sync_waits; }
 
 // Reports `e` once: the queues that kept it forget it, then it is thrown.
 void Queue::report(const std::exception_ptr& e) {
@@ -152,7 +158,7 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
     trace::counter(("queue depth " + name_).c_str(), t1, static_cast<double>(depth));
     trace::counter(("backlog MiB " + name_).c_str(), t1, backlog / 1048576.0);
   }
-  if (blocking_) wait_for(seq);  // errors surface at the call site
+  if (blocking_ && !deferred_sync_waits) wait_for(seq);  // errors surface at the call site
   return seq;
 }
 

@@ -137,6 +137,17 @@ class Queue {
   // Synchronous mode: push waits for its op and rethrows at the call site.
   void set_blocking(bool on) { blocking_ = on; }
   bool blocking() const { return blocking_; }
+  // While one is alive, this thread's pushes do not wait for their op in
+  // synchronous mode; the caller waits after (wait_for). For ops on several
+  // queues that complete only together (an NCCL all-reduce's ranks): waiting
+  // for the first before the others are queued would never end.
+  class DeferSyncWait {
+   public:
+    DeferSyncWait();
+    ~DeferSyncWait();
+    DeferSyncWait(const DeferSyncWait&) = delete;
+    DeferSyncWait& operator=(const DeferSyncWait&) = delete;
+  };
 
   // A paused worker starts no new op while any Pause is alive (demos and
   // tests). resume_all() ends every pause (shutdown: nothing may hang).

@@ -60,6 +60,8 @@ class CpuBackend final : public Backend {
   void relu_backward_sum_rows(const float* y, const float* dy, float* dz, float* db, int rows, int cols) override;
   void axpby(float alpha, const float* a, float beta, const float* b, float* y, size_t n) override;
   void add_scalar(const float* x, float s, float* y, size_t n) override;
+  void sum_n(const float* const* xs, int k, float* y, size_t n) override;
+  void all_reduce_nccl(const float* x, float* y, size_t n, void* comm) override;  // throws: CPU devices use sum_n
   void check_finite(const float* x, size_t n, const char* what) override;
   // reduce.cpp
   void sum_rows(const float* x, float* y, int rows, int cols) override;

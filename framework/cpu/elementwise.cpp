@@ -1,4 +1,5 @@
 // elementwise.cpp — CPU kernels that map each element on its own.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -72,6 +73,26 @@ void CpuBackend::axpby(float alpha, const float* a, float beta, const float* b, 
 
 void CpuBackend::add_scalar(const float* x, float s, float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] = x[i] + s;
+}
+
+// Chunk by chunk, so each chunk of y stays in cache while the inputs stream
+// past it; per element the additions run left to right all the same.
+void CpuBackend::sum_n(const float* const* xs, int k, float* y, size_t n) {
+  constexpr size_t kChunk = 4096;  // 16 KiB of y
+  for (size_t o = 0; o < n; o += kChunk) {
+    const size_t m = std::min(kChunk, n - o);
+    float* yo = y + o;
+    const float* x0 = xs[0] + o;
+    for (size_t i = 0; i < m; ++i) yo[i] = x0[i];
+    for (int j = 1; j < k; ++j) {
+      const float* xj = xs[j] + o;
+      for (size_t i = 0; i < m; ++i) yo[i] += xj[i];
+    }
+  }
+}
+
+void CpuBackend::all_reduce_nccl(const float*, float*, size_t, void*) {
+  throw Error(name_ + " cannot run an NCCL all-reduce: CPU devices reduce with sum_n");
 }
 
 void CpuBackend::check_finite(const float* x, size_t n, const char* what) {

@@ -11,6 +11,9 @@
 #include "framework/cuda/device_guard.h"
 #include "framework/cuda/gemm.h"  // math_mode
 #include "framework/cuda/kernels.h"
+#ifdef ASYNCMLP_WITH_NCCL
+#include "framework/cuda/nccl_check.h"
+#endif
 #include "framework/error.h"
 #include "framework/runtime.h"
 
@@ -228,6 +231,21 @@ void CudaBackend::axpby(float alpha, const float* a, float beta, const float* b,
 
 void CudaBackend::add_scalar(const float* x, float s, float* y, size_t n) {
   launch_add_scalar(x, s, y, n, stream());
+}
+
+void CudaBackend::sum_n(const float* const* xs, int k, float* y, size_t n) {
+  launch_sum_n(xs, k, y, n, stream());
+}
+
+void CudaBackend::all_reduce_nccl(const float* x, float* y, size_t n, void* comm) {
+  cudaStream_t s = stream();
+#ifdef ASYNCMLP_WITH_NCCL
+  if (n == 0) return;  // every rank has the same n: all skip together
+  AMLP_NCCL_CHECK(ncclAllReduce(x, y, n, ncclFloat, ncclSum, static_cast<ncclComm_t>(comm), s));
+#else
+  (void)x, (void)y, (void)n, (void)comm, (void)s;
+  throw Error(name_ + " cannot run an NCCL all-reduce: this build has no NCCL (nccl.h / libnccl not found)");
+#endif
 }
 
 void CudaBackend::sum_rows(const float* x, float* y, int rows, int cols) {

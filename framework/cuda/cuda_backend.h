@@ -63,6 +63,9 @@ class CudaBackend final : public Backend {
                         int cols) override;
   void axpby(float alpha, const float* a, float beta, const float* b, float* y, size_t n) override;
   void add_scalar(const float* x, float s, float* y, size_t n) override;
+  void sum_n(const float* const* xs, int k, float* y, size_t n) override;  // xs on this GPU
+  // ncclAllReduce on the stream; throws in a build without NCCL.
+  void all_reduce_nccl(const float* x, float* y, size_t n, void* comm) override;
   void sum_rows(const float* x, float* y, int rows, int cols) override;
   void sum(const float* x, float* y, size_t n, float scale) override;
   void broadcast_scalar(const float* x, float scale, float* y, size_t n) override;

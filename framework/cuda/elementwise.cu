@@ -1,8 +1,8 @@
-// elementwise.cu — fill, bias, ReLU and its backward, axpby, scalar ops and
-// the uniform map. Each repeats cpu/elementwise.cpp's float
-// operations in the same order with round-to-nearest intrinsics (__fmul_rn,
-// __fadd_rn, ...), which nvcc never fuses into an FMA: the results are
-// bitwise equal to the CPU's.
+// elementwise.cu — fill, bias, ReLU and its backward, axpby, scalar ops, the
+// sum of k tensors and the uniform map. Each repeats cpu/elementwise.cpp's
+// float operations in the same order with round-to-nearest intrinsics
+// (__fmul_rn, __fadd_rn, ...), which nvcc never fuses into an FMA: the
+// results are bitwise equal to the CPU's.
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/kernels.h"
 #include "framework/cuda/launch.cuh"
@@ -50,6 +50,20 @@ __global__ void scale_kernel(float alpha, const float* a, float* y, size_t n) {
 
 __global__ void add_scalar_kernel(const float* x, float add, float* y, size_t n) {
   for (size_t i = global_thread(); i < n; i += grid_threads()) y[i] = __fadd_rn(x[i], add);
+}
+
+// Up to kSumNBatch inputs per launch, passed by value: y = x0 + x1 + ..., or
+// y = y + x0 + ... for the batches after the first (the CPU's order).
+struct SumNInputs {
+  const float* xs[kSumNBatch];
+};
+
+__global__ void sum_n_kernel(SumNInputs in, int k, bool onto_y, float* y, size_t n) {
+  for (size_t i = global_thread(); i < n; i += grid_threads()) {
+    float v = onto_y ? y[i] : in.xs[0][i];
+    for (int j = onto_y ? 0 : 1; j < k; ++j) v = __fadd_rn(v, in.xs[j][i]);
+    y[i] = v;
+  }
 }
 
 __global__ void broadcast_scalar_kernel(const float* x, float scale, float* y, size_t n) {
@@ -101,6 +115,17 @@ void launch_add_scalar(const float* x, float add, float* y, size_t n, cudaStream
   if (n == 0) return;
   add_scalar_kernel<<<blocks_for(n), kBlock, 0, s>>>(x, add, y, n);
   AMLP_CUDA_CHECK_LAUNCH();
+}
+
+void launch_sum_n(const float* const* xs, int k, float* y, size_t n, cudaStream_t s) {
+  if (n == 0) return;
+  for (int first = 0; first < k; first += kSumNBatch) {
+    SumNInputs in{};
+    const int m = std::min(kSumNBatch, k - first);
+    for (int j = 0; j < m; ++j) in.xs[j] = xs[first + j];
+    sum_n_kernel<<<blocks_for(n), kBlock, 0, s>>>(in, m, /*onto_y=*/first > 0, y, n);
+    AMLP_CUDA_CHECK_LAUNCH();
+  }
 }
 
 void launch_broadcast_scalar(const float* x, float scale, float* y, size_t n, cudaStream_t s) {

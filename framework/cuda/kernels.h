@@ -26,6 +26,10 @@ void launch_bias_relu(float* y, const float* b, int rows, int cols, cudaStream_t
 // y = alpha*a + beta*b  (b null: y = alpha*a); y may alias a or b
 void launch_axpby(float alpha, const float* a, float beta, const float* b, float* y, size_t n, cudaStream_t s);
 void launch_add_scalar(const float* x, float add, float* y, size_t n, cudaStream_t s);
+// y = xs[0] + ... + xs[k-1] left to right (k >= 1; xs: a host array of device
+// pointers), one launch per kSumNBatch inputs
+constexpr int kSumNBatch = 8;
+void launch_sum_n(const float* const* xs, int k, float* y, size_t n, cudaStream_t s);
 // y[i] = x[0] * scale   (x is one device float)
 void launch_broadcast_scalar(const float* x, float scale, float* y, size_t n, cudaStream_t s);
 // y = lo + width * y   (cuRAND's (0,1] uniforms to [lo, hi))

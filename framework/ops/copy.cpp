@@ -1,6 +1,7 @@
 // copy.cpp — data in and out of devices: from_host, copy_to (across
-// devices), copy_ (same device), and check_finite. Kernels: the backends'
-// copy functions (cpu/backend.cpp, cuda/cuda_backend.cpp).
+// devices), slice_rows (rows of a tensor onto any device), copy_ (same
+// device), and check_finite. Kernels: the backends' copy functions
+// (cpu/backend.cpp, cuda/cuda_backend.cpp).
 #include <memory>
 #include <vector>
 
@@ -22,23 +23,53 @@ Tensor from_host(const Shape& s, const float* values, Device d) {
   return y;
 }
 
+namespace {
+
+// A new tensor of shape `s` on dst_ctx's device, holding y.nbytes() bytes of
+// a from element `offset` on: one op, on the CUDA side when one side is a
+// GPU, else on the destination (never between two GPUs: the callers stage
+// those).
+Tensor queue_copy(const char* name, const Tensor& a, size_t offset, const Shape& s, DeviceContext& dst_ctx) {
+  const Device d = dst_ctx.device;
+  Tensor y = alloc(s, dst_ctx);
+  const size_t bytes = y.nbytes();
+  DeviceContext& run = a.device().is_cuda() ? ctx_of(a) : dst_ctx;
+  const bool to_host = a.device().is_cuda() && !d.is_cuda();
+  const bool from_host = !a.device().is_cuda() && d.is_cuda();
+  enqueue(run, name, {&a}, {&y}, [=](Backend& be, const OpArgs& k) {
+    const float* src = k.in(0) + offset;
+    if (to_host) be.copy_to_host(k.out(0), src, bytes);
+    else if (from_host) be.copy_from_host(k.out(0), src, bytes);
+    else be.copy(k.out(0), src, bytes);
+  });
+  return y;
+}
+
+}  // namespace
+
 Tensor copy_to(const Tensor& a, Device d) {
   need_defined("copy_to", {&a});
   DeviceContext& dst_ctx = context(d);
   if (a.device().is_cuda() && d.is_cuda() && a.device() != d)  // stage through the host
     return copy_to(copy_to(a, Device::cpu(0)), d);
-  Tensor y = alloc(a.shape(), dst_ctx);
-  const size_t bytes = a.nbytes();
-  // Runs on the CUDA side when one side is a GPU, else on the destination.
-  DeviceContext& run = a.device().is_cuda() ? ctx_of(a) : dst_ctx;
-  const bool to_host = a.device().is_cuda() && !d.is_cuda();
-  const bool from_host = !a.device().is_cuda() && d.is_cuda();
-  enqueue(run, "copy", {&a}, {&y}, [=](Backend& be, const OpArgs& k) {
-    if (to_host) be.copy_to_host(k.out(0), k.in(0), bytes);
-    else if (from_host) be.copy_from_host(k.out(0), k.in(0), bytes);
-    else be.copy(k.out(0), k.in(0), bytes);
-  });
-  return y;
+  return queue_copy("copy", a, 0, a.shape(), dst_ctx);
+}
+
+Tensor slice_rows(const Tensor& x, int64_t begin, int64_t end, Device d) {
+  need_defined("slice_rows", {&x});
+  if (x.ndim() < 1)
+    throw ShapeError(detail::concat("slice_rows: x must be at least 1-D, got shape ", shape_str(x.shape())));
+  const int64_t rows = x.dim(0);
+  if (begin < 0 || begin > end || end > rows)
+    throw ShapeError(detail::concat("slice_rows: rows [", begin, ", ", end, ") of shape ", shape_str(x.shape()),
+                                    ": need 0 <= begin <= end <= ", rows));
+  DeviceContext& dst_ctx = context(d);
+  if (x.device().is_cuda() && d.is_cuda() && x.device() != d)  // slice on the source, then stage
+    return copy_to(slice_rows(x, begin, end, x.device()), d);
+  Shape s = x.shape();
+  s[0] = end - begin;
+  const size_t row = rows ? count(x) / static_cast<size_t>(rows) : 0;  // elements per row
+  return queue_copy("slice_rows", x, static_cast<size_t>(begin) * row, s, dst_ctx);
 }
 
 void copy_(Tensor& dst, const Tensor& src) {

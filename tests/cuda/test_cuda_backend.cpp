@@ -32,20 +32,6 @@
 namespace amlp::testing {
 namespace {
 
-std::string no_gpu_reason() {
-  if (!built_with_cuda()) return "built without the CUDA backend (configure with -DASYNCMLP_CUDA=ON)";
-  if (cuda_device_count() == 0)
-    return "no CUDA GPU visible: the CUDA runtime reports 0 devices (no GPU, or no driver, or a driver older "
-           "than this toolkit)";
-  return "";
-}
-
-#define SKIP_WITHOUT_GPU()                          \
-  do {                                              \
-    const std::string why_ = no_gpu_reason();       \
-    if (!why_.empty()) GTEST_SKIP() << why_;        \
-  } while (0)
-
 Device gpu() { return Device::cuda(0); }
 Device cpu() { return Device::cpu(0); }
 
