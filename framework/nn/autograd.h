@@ -45,7 +45,7 @@ void backward(const Tensor& root, const Tensor& head);
 // the object goes, whichever comes first.
 //
 //   BackwardPass p(loss, ones(loss.shape(), loss.device()));
-//   while (Tensor w = p.next_leaf(); w.defined()) reduce(w.grad());
+//   for (Tensor w = p.next_leaf(); w.defined(); w = p.next_leaf()) reduce(w.grad());
 class BackwardPass {
  public:
   BackwardPass(const Tensor& root, const Tensor& head);
