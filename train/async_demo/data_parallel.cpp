@@ -42,7 +42,7 @@ Timing time_training(const std::vector<Device>& devs, int64_t batch, int64_t fea
     for (size_t i = 0; i < dp->size(); ++i) sgds.emplace_back(dp->parameters(i), 0.005f);
   }
   L2Loss loss;
-  Tensor last;
+  std::vector<Tensor> last;  // the last step's per-sample losses, one per replica
   auto step = [&] {
     Tensor X = randn({batch, features}, devs[0]), y = ones({batch}, devs[0]);
     std::vector<Tensor> ls;
@@ -58,7 +58,7 @@ Timing time_training(const std::vector<Device>& devs, int64_t batch, int64_t fea
       s.step(batch);
       s.zero_grad();
     }
-    last = ls[0];
+    last = ls;
   };
   step();  // warm-up: threads, caches, first allocations
   waitall();
@@ -73,8 +73,14 @@ Timing time_training(const std::vector<Device>& devs, int64_t batch, int64_t fea
   Timing t;
   t.step_s = median(per_step);
   for (const Device& d : devs) t.peak_bytes.push_back(memory_stats(d).peak_bytes);
-  NoGradGuard ng;
-  t.loss = mean(last).item();
+  NoGradGuard ng;  // the whole batch's mean: every replica's sum, gathered on the first device
+  if (!dp) {
+    t.loss = mean(last[0]).item();
+  } else {
+    std::vector<Tensor> sums;
+    for (const Tensor& l : last) sums.push_back(sum(l));
+    t.loss = scale(dp->gather_sum(sums), 1.f / static_cast<float>(batch)).item();
+  }
   return t;
 }
 
@@ -92,9 +98,9 @@ void run_data_parallel(const Options& o) {
   heading("data-parallel", "the d2l MLP on one device vs one replica per device, the same global batch of " +
                                std::to_string(batch));
   constexpr int kSteps = 5;
-  const int reps = std::max(o.repeats, 3);
-  const Timing one = time_training({first}, batch, features, kSteps, reps);
+  const int rounds = std::max(o.repeats, 7);  // the two sides alternate; a median of several damps the drift
   if (two.empty()) {  // one GPU: nothing to split across
+    const Timing one = time_training({first}, batch, features, kSteps, rounds);
     std::printf("  %-20s %s per step  %8.0f samples/s\n", first.str().c_str(), human(one.step_s, 10).c_str(),
                 batch / one.step_s);
     explain({"One GPU is visible: data parallelism needs a second device of the same kind (a GPU and the CPU "
@@ -102,17 +108,26 @@ void run_data_parallel(const Options& o) {
              "On a machine with two GPUs this runs one replica on each, with NCCL reducing the gradients."});
     return;
   }
-  // Two CPU devices share the cores: each replica's GEMMs get half of them.
+  // One device and two in alternation, so the machine's drift hits both alike;
+  // two CPU devices share the cores: each replica's GEMMs get half of them.
   const int threads = blas_threads();
-  if (!first.is_cuda()) set_blas_threads(std::max(1, threads / 2));
-  Timing par;
-  try {
-    par = time_training(two, batch, features, kSteps, reps);
-  } catch (...) {
+  Timing one, par;
+  std::vector<double> t_one, t_par;
+  for (int r = 0; r < rounds; ++r) {
+    one = time_training({first}, batch, features, kSteps, 1);
+    t_one.push_back(one.step_s);
+    if (!first.is_cuda()) set_blas_threads(std::max(1, threads / 2));
+    try {
+      par = time_training(two, batch, features, kSteps, 1);
+    } catch (...) {
+      set_blas_threads(threads);
+      throw;
+    }
     set_blas_threads(threads);
-    throw;
+    t_par.push_back(par.step_s);
   }
-  set_blas_threads(threads);
+  one.step_s = median(t_one);
+  par.step_s = median(t_par);
   std::printf("  %-20s %s per step  %8.0f samples/s   peak memory %s\n", first.str().c_str(),
               human(one.step_s, 10).c_str(), batch / one.step_s,
               (std::to_string(one.peak_bytes[0] >> 20) + " MiB").c_str());
@@ -121,7 +136,7 @@ void run_data_parallel(const Options& o) {
               human(par.step_s, 10).c_str(), batch / par.step_s,
               (std::to_string(par.peak_bytes[0] >> 20) + " MiB").c_str(),
               (std::to_string(par.peak_bytes[1] >> 20) + " MiB").c_str(), one.step_s / par.step_s);
-  std::printf("  loss after the last step: %.6g alone, %.6g on two devices (the same data, split)\n", one.loss,
+  std::printf("  medians of %d rounds, alternated; loss after the last step: %.6g alone, %.6g on two devices (the same data, split)\n", rounds, one.loss,
               par.loss);
   std::vector<std::string> lines = {
       "Each replica runs forward and backward on half the batch on its own queue; each layer's gradients are "
