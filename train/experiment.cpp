@@ -98,7 +98,10 @@ size_t predicted_increase(const RunResult& r, size_t i) {
   const DeviceResult& d = r.per_device.at(i);
   // The data queue is the first device's (the data is drawn there).
   if (r.alloc == "run") return d.working_set_bytes + (i == 0 ? r.peak_data_ahead_bytes : 0);
-  size_t p = static_cast<size_t>(d.peak_backlog_batches) * d.bytes_per_batch;
+  // A batch's blocks on this device may still be read by another device's
+  // queue (the all-reduce reads every replica's gradient) after this queue
+  // finished the batch: the batches alive on any queue count (one device: its own).
+  size_t p = static_cast<size_t>(r.peak_backlog_batches) * d.bytes_per_batch;
   // Back-pressure caps the bytes each queue's pending ops hold; the op
   // waiting to be queued has already allocated its output.
   if (r.max_pending_bytes) p = std::min(p, r.max_pending_bytes + r.largest_tensor_bytes);

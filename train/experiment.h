@@ -60,7 +60,10 @@ struct RunSpec : RunSettings {
 };
 
 // One device's share of a run (data parallelism: one per device; a
-// single-device run has one). The memory model applies to each device alone.
+// single-device run has one). The memory model applies to each device: the
+// batches alive on any queue (the run's peak backlog: another device's
+// all-reduce may still read this device's gradients) × this device's bytes
+// per batch.
 struct DeviceResult {
   std::string device;
   int64_t rows_per_batch = 0;     // its part of each batch

@@ -121,7 +121,7 @@ void print_summary(const RunResult& r, std::ostream& out) {
       std::snprintf(buf, sizeof buf,
                     "%lld rows a batch; memory +%s, predicted %s = %d x %s per batch (%.3f); d %.3f ms per batch",
                     static_cast<long long>(d.rows_per_batch), format_mb(double(d.mem_increase_bytes)).c_str(),
-                    format_mb(double(d.predicted_increase_bytes)).c_str(), d.peak_backlog_batches,
+                    format_mb(double(d.predicted_increase_bytes)).c_str(), r.peak_backlog_batches,
                     format_mb(double(d.bytes_per_batch)).c_str(),
                     d.predicted_increase_bytes ? double(d.mem_increase_bytes) / double(d.predicted_increase_bytes) : 0.0,
                     d.device_s_per_batch * 1e3);
