@@ -117,12 +117,18 @@ void print_summary(const RunResult& r, std::ostream& out) {
   line("predicted increase", format_mb(double(r.predicted_increase_bytes)) + " = " +
                                  (r.data_parallel ? std::string("the devices' sum") : model_terms(r)) + buf);
   if (r.data_parallel) {
-    for (const DeviceResult& d : r.per_device) {
-      std::snprintf(buf, sizeof buf,
-                    "%lld rows a batch; memory +%s, predicted %s = %d x %s per batch (%.3f); d %.3f ms per batch",
+    for (size_t i = 0; i < r.per_device.size(); ++i) {
+      const DeviceResult& d = r.per_device[i];
+      // The model's terms on this device: the enqueue backlog, or run's working set (and the data ahead, on the first).
+      std::string terms;
+      if (r.alloc == "run")
+        terms = "working set " + format_mb(double(d.working_set_bytes)) +
+                (i == 0 && r.data_queue ? " + data ahead " + format_mb(double(r.peak_data_ahead_bytes)) : "");
+      else
+        terms = std::to_string(r.peak_backlog_batches) + " x " + format_mb(double(d.bytes_per_batch)) + " per batch";
+      std::snprintf(buf, sizeof buf, "%lld rows a batch; memory +%s, predicted %s = %s (%.3f); d %.3f ms per batch",
                     static_cast<long long>(d.rows_per_batch), format_mb(double(d.mem_increase_bytes)).c_str(),
-                    format_mb(double(d.predicted_increase_bytes)).c_str(), r.peak_backlog_batches,
-                    format_mb(double(d.bytes_per_batch)).c_str(),
+                    format_mb(double(d.predicted_increase_bytes)).c_str(), terms.c_str(),
                     d.predicted_increase_bytes ? double(d.mem_increase_bytes) / double(d.predicted_increase_bytes) : 0.0,
                     d.device_s_per_batch * 1e3);
       line(("  " + d.device).c_str(), buf);
