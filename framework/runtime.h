@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "framework/device.h"
 
@@ -138,6 +139,20 @@ void empty_cache(Device d);
 // Call it while no GEMM runs (after waitall()).
 void set_blas_threads(int n);
 int blas_threads();
+// For its lifetime, with two or more CPU devices among `devices`, each CPU
+// GEMM gets the cores' share of one device (hardware threads / CPU devices,
+// at least one); the previous setting after. Fewer than two: no change.
+class BlasThreadsShare {
+ public:
+  explicit BlasThreadsShare(const std::vector<Device>& devices);
+  ~BlasThreadsShare();
+  BlasThreadsShare(const BlasThreadsShare&) = delete;
+  BlasThreadsShare& operator=(const BlasThreadsShare&) = delete;
+
+ private:
+  int previous_ = 0;
+  bool changed_ = false;
+};
 
 // TF32 tensor-core math for CUDA GEMMs (off by default; no effect on the CPU).
 void set_tf32(bool on);

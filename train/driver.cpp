@@ -37,7 +37,7 @@ void finish_trace(const Options& o, std::ostream& err, bool* ok, const std::stri
 // device the run uses. CPU devices share the host: with several, each keeps
 // an equal share of the host's budget (or of BYTES).
 void apply_memory_limit(const Options& o) {
-  const std::vector<Device> devs = o.devices.empty() ? std::vector<Device>{o.device} : o.devices;
+  const std::vector<Device> devs = run_devices(o);
   size_t cpus = 0;
   for (const Device& d : devs) cpus += d.is_cuda() ? 0 : 1;
   for (const Device& d : devs) {

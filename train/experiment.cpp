@@ -13,12 +13,12 @@
 #include <optional>
 #include <ostream>
 #include <sstream>
-#include <thread>
 
 #include "framework/asyncmlp.h"
 #include "train/byte_size.h"
 #include "train/interrupt.h"
 #include "train/memory_log.h"
+#include "train/trainer.h"
 
 namespace amlp::train {
 
@@ -230,98 +230,12 @@ std::string oom_advice(const RunResult& r) {
          "use a smaller --batch-size, or raise --memory-limit";
 }
 
-}  // namespace
-
-namespace {
-
-// The devices a run trains on: --devices, or the one device.
-std::vector<Device> run_devices(const RunSettings& s) {
-  return s.devices.empty() ? std::vector<Device>{s.device} : s.devices;
-}
-
 // "cpu:0,cpu:1"
 std::string device_list(const std::vector<Device>& ds) {
   std::string t;
   for (const Device& d : ds) t += (t.empty() ? "" : ",") + d.str();
   return t;
 }
-
-// With several CPU devices each GEMM gets its share of the cores (else the
-// replicas' BLAS threads oversubscribe them); as before once the run ends.
-class BlasThreadsScope {
- public:
-  explicit BlasThreadsScope(const std::vector<Device>& ds) : previous_(blas_threads()) {
-    int cpus = 0;
-    for (const Device& d : ds) cpus += d.is_cuda() ? 0 : 1;
-    if (cpus < 2) return;
-    const int cores = std::max(1u, std::thread::hardware_concurrency());
-    set_blas_threads(std::max(1, cores / cpus));
-    changed_ = true;
-  }
-  ~BlasThreadsScope() {
-    if (changed_) set_blas_threads(previous_);
-  }
-  BlasThreadsScope(const BlasThreadsScope&) = delete;
-  BlasThreadsScope& operator=(const BlasThreadsScope&) = delete;
-
- private:
-  int previous_;
-  bool changed_ = false;
-};
-
-// The model: one network, or one replica per device (--devices), each with
-// its optimizer. forward_backward() queues a batch's forward, loss and
-// backward and returns each replica's per-sample losses; step() the updates.
-class Trainer {
- public:
-  Trainer(const RunSettings& s, const std::vector<Device>& ds) {
-    if (s.devices.empty()) {
-      net_ = models::make_mlp(s.hidden);
-      NoGradGuard ng;
-      net_->forward(zeros({1, s.features}, ds[0]));  // deferred initialisation; draws only the weights
-      sgds_.emplace_back(net_->parameters(), s.lr, s.momentum);
-    } else {
-      dp_ = std::make_unique<DataParallel>(ds, [&] { return models::make_mlp(s.hidden); }, s.features);
-      for (size_t i = 0; i < dp_->size(); ++i) sgds_.emplace_back(dp_->parameters(i), s.lr, s.momentum);
-    }
-  }
-  std::vector<int64_t> rows(int64_t batch) const {
-    return dp_ ? dp_->split(batch) : std::vector<int64_t>{batch};
-  }
-  std::vector<Tensor> forward_backward(const Tensor& X, const Tensor& y) {
-    if (!dp_) {
-      Tensor l = loss_(net_->forward(X), y);  // (B)
-      l.backward();
-      return {l};
-    }
-    // The batch's data was drawn once; each replica takes its rows.
-    const std::vector<Tensor> xs = dp_->scatter(X), ys = dp_->scatter(y);
-    std::vector<Tensor> ls;
-    for (size_t i = 0; i < dp_->size(); ++i) ls.push_back(loss_(dp_->replica(i).forward(xs[i]), ys[i]));
-    dp_->backward(ls);  // each layer's gradients all-reduced as soon as every replica queued them
-    return ls;
-  }
-  void step(int64_t batch) {
-    for (SGD& g : sgds_) {
-      g.step(batch);  // the whole batch's gradient (summed across replicas), so every replica takes the same step
-      g.zero_grad();  // set-to-none: the pending updates hold the gradients until they ran
-    }
-  }
-  // The batch's mean loss (a scalar on the first device), for reading.
-  Tensor mean_loss(const std::vector<Tensor>& ls, int64_t batch) const {
-    NoGradGuard ng;
-    if (!dp_) return mean(ls[0]);
-    std::vector<Tensor> sums;
-    for (const Tensor& l : ls) sums.push_back(sum(l));
-    return scale(dp_->gather_sum(sums), 1.f / static_cast<float>(batch));
-  }
-
- private:
-  std::unique_ptr<Sequential> net_;
-  std::unique_ptr<DataParallel> dp_;
-  std::vector<SGD> sgds_;
-  L2Loss loss_;
-};
 
 }  // namespace
 
@@ -358,7 +272,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
     r.per_device.back().device = dev.str();
   }
   const AllocPolicyScope policy(s.alloc);
-  const BlasThreadsScope blas(devs);
+  const BlasThreadsShare blas(devs);  // the replicas' GEMMs share the cores
   r.blas_threads = r.data_parallel ? blas_threads() : 0;
 
   MemoryLog log;
@@ -480,7 +394,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
       if (last_synced) {  // the book's run 1: read the loss (a blocking item())
         unwritten = row;  // a failure while reading still leaves the batch's row (loss empty)
         const Clock::time_point w0 = Clock::now();
-        row.loss = trainer.mean_loss(ls, B).item();
+        row.loss = trainer.mean_loss(ls).item();
         clocks.waited_s += seconds_since(w0);
         r.final_loss = *row.loss;
       }
@@ -504,7 +418,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
     clocks.loop_s = seconds_since(t0);
     waitall();
     measure_end(r, tracks, seconds_since(t0), faults, clocks);
-    if (!last_synced && !last_loss.empty()) r.final_loss = trainer.mean_loss(last_loss, B).item();
+    if (!last_synced && !last_loss.empty()) r.final_loss = trainer.mean_loss(last_loss).item();
     last_loss.clear();
     r.end_bytes = 0;
     for (const Device& dev : devs) r.end_bytes += memory_stats(dev).bytes_in_use;

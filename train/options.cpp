@@ -428,6 +428,10 @@ std::string option_error(const po::error& e, const std::string& where) {
 
 }  // namespace
 
+std::vector<Device> run_devices(const RunSettings& s) {
+  return s.devices.empty() ? std::vector<Device>{s.device} : s.devices;
+}
+
 std::string tagged_path(const std::string& path, const std::string& tag) {
   const size_t slash = path.find_last_of('/');
   const size_t dot = path.find_last_of('.');

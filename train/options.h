@@ -52,6 +52,9 @@ struct RunSettings {
   std::string memory_log;  // "" = not written
 };
 
+// The devices a run trains on: --devices, or the one device.
+std::vector<Device> run_devices(const RunSettings& s);
+
 struct Options : RunSettings {
   std::string config;  // --config FILE ("" = none)
   std::string device_text = "auto";

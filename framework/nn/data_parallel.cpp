@@ -82,12 +82,18 @@ void DataParallel::backward(const std::vector<Tensor>& roots) {
   }
 }
 
-Tensor DataParallel::gather_sum(const std::vector<Tensor>& per_replica) const {
-  if (per_replica.empty()) throw Error("DataParallel::gather_sum: nothing to sum");
+Tensor DataParallel::mean(const std::vector<Tensor>& per_replica) const {
+  if (per_replica.empty()) throw Error("DataParallel::mean: nothing to average");
   NoGradGuard ng;
-  Tensor total = per_replica[0].device() == devices_[0] ? per_replica[0] : copy_to(per_replica[0], devices_[0]);
-  for (size_t i = 1; i < per_replica.size(); ++i) total = add(total, copy_to(per_replica[i], devices_[0]));
-  return total;
+  int64_t count = 0;
+  Tensor total;
+  for (const Tensor& t : per_replica) {
+    Tensor s = sum(t);
+    if (s.device() != devices_[0]) s = copy_to(s, devices_[0]);
+    total = total.defined() ? add(total, s) : s;
+    count += t.numel();
+  }
+  return scale(total, 1.f / static_cast<float>(count));
 }
 
 }  // namespace amlp

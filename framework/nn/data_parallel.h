@@ -20,6 +20,7 @@
 //   for (size_t i = 0; i < dp.size(); ++i) ls.push_back(L2Loss()(dp.replica(i)(xs[i]), ys[i]));
 //   dp.backward(ls);
 //   for (SGD& s : sgds) s.step(X.dim(0));
+//   float loss = dp.mean(ls).item();
 #pragma once
 #include <functional>
 #include <memory>
@@ -50,9 +51,10 @@ class DataParallel {
   // Every replica's backward pass from roots[i] (head gradient ones), with the
   // gradients all-reduced per parameter as described above.
   void backward(const std::vector<Tensor>& roots);
-  // The sum of one value per replica (e.g. each replica's summed loss), on
-  // devices[0]: the sum in replica order.
-  Tensor gather_sum(const std::vector<Tensor>& per_replica) const;
+  // The mean over every element of one tensor per replica (each replica's
+  // per-sample losses: the whole batch's mean loss), a scalar on devices[0]:
+  // each replica's sum, gathered in replica order.
+  Tensor mean(const std::vector<Tensor>& per_replica) const;
 
  private:
   std::vector<Device> devices_;

@@ -44,7 +44,7 @@ bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
 float dp_step(DataParallel& dp, std::vector<SGD>& sgds, int64_t batch) {
   Tensor X = randn({batch, kFeatures}, dp.devices()[0]), y = ones({batch}, dp.devices()[0]);
   const std::vector<Tensor> xs = dp.scatter(X), ys = dp.scatter(y);
-  std::vector<Tensor> ls, sums;
+  std::vector<Tensor> ls;
   L2Loss loss;
   for (size_t i = 0; i < dp.size(); ++i) ls.push_back(loss(dp.replica(i)(xs[i]), ys[i]));
   dp.backward(ls);
@@ -52,9 +52,7 @@ float dp_step(DataParallel& dp, std::vector<SGD>& sgds, int64_t batch) {
     s.step(batch);
     s.zero_grad();
   }
-  NoGradGuard ng;
-  for (const Tensor& l : ls) sums.push_back(sum(l));
-  return scale(dp.gather_sum(sums), 1.f / float(batch)).item();
+  return dp.mean(ls).item();
 }
 
 // Writes `values` into parameter k of every replica (they move together).

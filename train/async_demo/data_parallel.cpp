@@ -73,14 +73,8 @@ Timing time_training(const std::vector<Device>& devs, int64_t batch, int64_t fea
   Timing t;
   t.step_s = median(per_step);
   for (const Device& d : devs) t.peak_bytes.push_back(memory_stats(d).peak_bytes);
-  NoGradGuard ng;  // the whole batch's mean: every replica's sum, gathered on the first device
-  if (!dp) {
-    t.loss = mean(last[0]).item();
-  } else {
-    std::vector<Tensor> sums;
-    for (const Tensor& l : last) sums.push_back(sum(l));
-    t.loss = scale(dp->gather_sum(sums), 1.f / static_cast<float>(batch)).item();
-  }
+  NoGradGuard ng;  // the whole batch's mean loss
+  t.loss = (dp ? dp->mean(last) : mean(last[0])).item();
   return t;
 }
 
@@ -110,20 +104,15 @@ void run_data_parallel(const Options& o) {
   }
   // One device and two in alternation, so the machine's drift hits both alike;
   // two CPU devices share the cores: each replica's GEMMs get half of them.
-  const int threads = blas_threads();
   Timing one, par;
   std::vector<double> t_one, t_par;
+  int shared_threads = blas_threads();
   for (int r = 0; r < rounds; ++r) {
     one = time_training({first}, batch, features, kSteps, 1);
     t_one.push_back(one.step_s);
-    if (!first.is_cuda()) set_blas_threads(std::max(1, threads / 2));
-    try {
-      par = time_training(two, batch, features, kSteps, 1);
-    } catch (...) {
-      set_blas_threads(threads);
-      throw;
-    }
-    set_blas_threads(threads);
+    const BlasThreadsShare share(two);
+    shared_threads = blas_threads();
+    par = time_training(two, batch, features, kSteps, 1);
     t_par.push_back(par.step_s);
   }
   one.step_s = median(t_one);
@@ -146,7 +135,7 @@ void run_data_parallel(const Options& o) {
       "device also holds the whole batch's data, drawn there once and split."};
   if (!first.is_cuda())
     lines.push_back("Two CPU devices share this machine's " + std::to_string(std::thread::hardware_concurrency()) +
-                    " cores (each GEMM on " + std::to_string(std::max(1, threads / 2)) +
+                    " cores (each GEMM on " + std::to_string(shared_threads) +
                     " thread(s)): the same arithmetic on the same cores, so ~1× is the best to expect; what "
                     "remains is the all-reduce's extra passes over the gradients and the second SGD step.");
   explain(lines);
