@@ -96,7 +96,11 @@ TEST(ThroughputModel, AHostBoundRunIsPredictedAndSaysWhy) {
     EXPECT_EQ(run.at("host_work_kind"), "wait");
     const double h = run.at("host_s_per_batch").get<double>(), d = run.at("device_s_per_batch").get<double>();
     EXPECT_GE(h, 0.015) << label;
-    EXPECT_LT(h, 0.015 * 1.6) << label;  // a sleep's overshoot and the loop's own work
+    // A sleep's overshoot and the loop's own work, plus whatever a loaded
+    // machine adds (a mean over 12 batches: one 100 ms stall adds 8 ms); a
+    // frontend that did the host work twice, or counted the device's time,
+    // would be past it.
+    EXPECT_LT(h, 0.015 * 2) << label;
     EXPECT_GT(d, 0.0) << label;
     EXPECT_LT(d, h) << label;
     EXPECT_LE(run.at("peak_backlog_batches").get<int>(), 2) << label << ": the device kept up";
