@@ -61,7 +61,7 @@ TEST(HostWork, WaitSleepsAndComputeSpins) {
   }
   const double w0 = wall_s();
   do_host_work(HostWork{});  // none: returns at once
-  EXPECT_LT(wall_s() - w0, 0.005);
+  EXPECT_LT(wall_s() - w0, 0.1);  // far under any work asked for; a loaded machine may stall it a few ms
 }
 
 TEST(ThroughputModel, GroupsOfKOverlapTheFrontendAndTheDevice) {
