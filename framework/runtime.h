@@ -9,6 +9,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -173,6 +174,33 @@ void reset_peaks(Device d);  // the pool's and both queues'
 bool device_memory_info(Device d, size_t* free_bytes, size_t* total_bytes);
 // Resident set size of this process, from /proc/self/statm (0 if unreadable).
 size_t process_rss_bytes();
+// A point on a device's own timeline, taken when the device gets there: a
+// queued op, in order with the device's other ops (on CUDA a timing event
+// recorded on the stream, on the CPU the worker's clock as it runs the op).
+// Two points give the device's time between them, which on a GPU the host's
+// clock cannot: the host sees only launches. Marking queues the op and
+// returns at once; reading waits for both points.
+//
+//   DeviceTimer a = DeviceTimer::mark(d);
+//   ... queue a batch's ops on d ...
+//   DeviceTimer b = DeviceTimer::mark(d);
+//   double s = b.seconds_since(a);   // the device's seconds from a to b
+class DeviceTimer {
+ public:
+  DeviceTimer() = default;  // unset
+  static DeviceTimer mark(Device d);
+  bool set() const { return state_ != nullptr; }
+  bool reached() const;  // has the device got here? (never blocks; false when unset)
+  // Blocks until the device reached both points. Throws Error for an unset
+  // timer, points on two devices or queues, or a point the device never
+  // reached (its op was dropped or failed).
+  double seconds_since(const DeviceTimer& earlier) const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
 // Minor page faults of this process so far, every thread (getrusage(RUSAGE_SELF)
 // ru_minflt; 0 if unavailable). Fresh pages cost one each: 4 KiB, or 2 MiB where
 // the kernel backs a region with a huge page.

@@ -90,6 +90,14 @@ if [[ $phase == all || $phase == tests ]]; then
   done
   timeout 300 "$BUILD/bin/async_demo" data-parallel --device cuda >"$OUT/async_demo_dp.log" 2>&1 ||
     record FAIL "async_demo data-parallel" "see $OUT/async_demo_dp.log"
+  # The policy table on a GPU: blocks reused once their last op is launched
+  # (stream order), predicted from the batches not yet launched.
+  if timeout 300 "$BUILD/bin/train_mlp" --config configs/d2l.ini --device cuda --compare-policies \
+    --summary-json "$OUT/policies.json" >"$OUT/policies.log" 2>&1; then
+    record PASS "train_mlp --compare-policies (cuda)" "$(grep -E '^(enqueue|run) ' "$OUT/policies.log" | tr -s ' \n' ' ')"
+  else
+    record FAIL "train_mlp --compare-policies (cuda)" "see $OUT/policies.log"
+  fi
 fi
 
 t=$BUILD/bin/test_cuda_backend

@@ -15,6 +15,14 @@
 
 namespace amlp {
 
+// One recorded point of a device's timeline: the CPU's clock reading, or a
+// CUDA event (opaque here: no CUDA header in this file).
+struct TimerPoint {
+  double host_s = 0;       // CPU: steady_clock seconds when the op ran
+  void* event = nullptr;   // CUDA: its cudaEvent_t
+  bool recorded = false;   // set by timer_record (the op ran)
+};
+
 struct Backend : RawAllocator, StreamSync {
   ~Backend() override = default;
 
@@ -78,6 +86,15 @@ struct Backend : RawAllocator, StreamSync {
   virtual void free_host(void* p) noexcept = 0;
   // Elementwise check that every value is finite; throws (on the worker) if not.
   virtual void check_finite(const float* x, size_t n, const char* what) = 0;
+
+  // Timers (DeviceTimer): a point on the device's own timeline, recorded by
+  // an op's kernel in order with the others (CPU: the worker's clock; CUDA: a
+  // timing event on the stream). timer_seconds reads two points of this
+  // device once both ops completed; timer_release gives a point's resources
+  // back (any thread).
+  virtual void timer_record(TimerPoint& p) = 0;
+  virtual double timer_seconds(const TimerPoint& from, const TimerPoint& to) = 0;
+  virtual void timer_release(TimerPoint& p) noexcept = 0;
 };
 
 }  // namespace amlp

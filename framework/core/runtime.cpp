@@ -127,6 +127,46 @@ bool tf32() { return settings().tf32; }
 
 MemoryStats memory_stats(Device d) { return context(d).pool.stats(); }
 size_t pool_block_bytes(size_t bytes) { return Pool::round(bytes == 0 ? 1 : bytes); }
+struct DeviceTimer::State {
+  DeviceContext* ctx = nullptr;
+  Queue* queue = nullptr;
+  uint64_t seq = 0;
+  TimerPoint point;  // written by the op (the worker), read after waiting for it
+  ~State() { ctx->backend->timer_release(point); }
+};
+
+DeviceTimer DeviceTimer::mark(Device d) {
+  DeviceContext& c = context(d);
+  auto st = std::make_shared<State>();
+  st->ctx = &c;
+  st->queue = &current_queue(c);
+  Backend* be = c.backend.get();
+  TimerPoint* p = &st->point;
+  // The op keeps the state alive until it ran: a timer dropped at once still
+  // records into memory it owns.
+  st->seq = st->queue->push("timer", [be, p, keep = st] { be->timer_record(*p); });
+  DeviceTimer t;
+  t.state_ = std::move(st);
+  return t;
+}
+
+bool DeviceTimer::reached() const { return state_ && state_->queue->complete(state_->seq); }
+
+double DeviceTimer::seconds_since(const DeviceTimer& earlier) const {
+  if (!state_ || !earlier.state_) throw Error("DeviceTimer: reading a timer that was never marked");
+  const State& a = *earlier.state_;
+  const State& b = *state_;
+  if (a.ctx != b.ctx || a.queue != b.queue)
+    throw Error(detail::concat("DeviceTimer: points on ", a.queue->name(), " and ", b.queue->name(),
+                               " are on two timelines and cannot be compared"));
+  a.queue->wait_complete(a.seq);
+  b.queue->wait_complete(b.seq);
+  if (!a.point.recorded || !b.point.recorded)
+    throw Error(detail::concat("DeviceTimer: ", b.queue->name(),
+                               " never reached a timer's op (it was dropped, or failed)"));
+  return b.ctx->backend->timer_seconds(a.point, b.point);
+}
+
 QueueStats queue_stats(Device d) { return context(d).queue.stats(); }
 QueueStats data_queue_stats(Device d) {
   const Queue* q = context(d).data_queue_if_made();

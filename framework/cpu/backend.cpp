@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -179,6 +180,12 @@ void* CpuBackend::alloc_host(size_t bytes) {
   return p;
 }
 void CpuBackend::free_host(void* p) noexcept { std::free(p); }
+
+void CpuBackend::timer_record(TimerPoint& p) {
+  p.host_s = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  p.recorded = true;
+}
+double CpuBackend::timer_seconds(const TimerPoint& from, const TimerPoint& to) { return to.host_s - from.host_s; }
 
 // An empty tensor's host side may be a null pointer, which memcpy must not see even for 0 bytes.
 void CpuBackend::copy(void* dst, const void* src, size_t bytes) {

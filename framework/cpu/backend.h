@@ -63,6 +63,10 @@ class CpuBackend final : public Backend {
   void sum_n(const float* const* xs, int k, float* y, size_t n) override;
   void all_reduce_nccl(const float* x, float* y, size_t n, void* comm) override;  // throws: CPU devices use sum_n
   void check_finite(const float* x, size_t n, const char* what) override;
+  // backend.cpp: the worker's clock
+  void timer_record(TimerPoint& p) override;
+  double timer_seconds(const TimerPoint& from, const TimerPoint& to) override;
+  void timer_release(TimerPoint&) noexcept override {}
   // reduce.cpp
   void sum_rows(const float* x, float* y, int rows, int cols) override;
   void sum(const float* x, float* y, size_t n, float scale) override;

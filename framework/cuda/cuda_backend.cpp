@@ -56,11 +56,14 @@ CudaBackend::~CudaBackend() {
     (void)scratch_.release(), (void)rng_.release(), (void)blas_.release();
     (void)blas_workspace_.release(), (void)stream_.release();
     events_.abandon();
+    for (EventPtr& e : timer_events_) (void)e.release();
     return;
   }
   DeviceGuard guard(index_, std::nothrow);
   if (stream_) AMLP_CUDA_CHECK_LOG(cudaStreamSynchronize(stream_.get()));
   events_.clear();
+  timer_free_.clear();
+  timer_events_.clear();
   normal_scratch_.reset();
   staging_.reset();
   host_slot_.reset();
@@ -329,6 +332,39 @@ void CudaBackend::check_finite(const float* x, size_t n, const char* what) {
   AMLP_CUDA_CHECK(cudaMemcpyAsync(value, x + i, sizeof *value, cudaMemcpyDeviceToHost, s));
   AMLP_CUDA_CHECK(cudaStreamSynchronize(s));
   throw Error(detail::concat("non-finite value ", *value, " at index ", i, " of ", what));
+}
+
+// --- timers (DeviceTimer) ------------------------------------------------------------------
+
+void CudaBackend::timer_record(TimerPoint& p) {
+  cudaStream_t s = stream();
+  cudaEvent_t e = nullptr;
+  {
+    std::lock_guard<std::mutex> lk(timer_mu_);
+    if (!timer_free_.empty()) {
+      e = timer_free_.back();
+      timer_free_.pop_back();
+    } else {
+      timer_events_.push_back(make_timing_event());  // the worker: this GPU is current
+      e = timer_events_.back().get();
+    }
+  }
+  p.event = e;  // released with the point even if the record fails
+  AMLP_CUDA_CHECK(cudaEventRecord(e, s));
+  p.recorded = true;
+}
+
+double CudaBackend::timer_seconds(const TimerPoint& from, const TimerPoint& to) {
+  float ms = 0;
+  AMLP_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(from.event), static_cast<cudaEvent_t>(to.event)));
+  return double(ms) * 1e-3;
+}
+
+void CudaBackend::timer_release(TimerPoint& p) noexcept {
+  if (!p.event) return;
+  std::lock_guard<std::mutex> lk(timer_mu_);
+  timer_free_.push_back(static_cast<cudaEvent_t>(p.event));
+  p.event = nullptr;
 }
 
 }  // namespace amlp::cuda

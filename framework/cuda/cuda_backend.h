@@ -18,7 +18,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "framework/core/backend.h"
 #include "framework/cuda/cuda_handles.h"
@@ -81,6 +83,10 @@ class CudaBackend final : public Backend {
   // Into alloc_host() memory: launched on the stream, complete with the op.
   void copy_to_host_async(void* host_dst, const void* src, size_t bytes) override;
   void check_finite(const float* x, size_t n, const char* what) override;
+  // A timing event recorded on the stream (worker); read and released on any thread.
+  void timer_record(TimerPoint& p) override;
+  double timer_seconds(const TimerPoint& from, const TimerPoint& to) override;
+  void timer_release(TimerPoint& p) noexcept override;
 
   static constexpr size_t kBlasWorkspaceBytes = size_t(32) << 20;  // cuBLAS's advice for Hopper
   static constexpr size_t kMaxStagingBytes = size_t(64) << 20;
@@ -110,6 +116,9 @@ class CudaBackend final : public Backend {
   DeviceBuffer normal_scratch_;   // odd-length normals (cuRAND draws them in pairs)
   size_t normal_scratch_floats_ = 0;
   EventRing events_;
+  std::mutex timer_mu_;                  // timer_release may come from any thread
+  std::vector<EventPtr> timer_events_;   // every timing event made, destroyed with the stream
+  std::vector<cudaEvent_t> timer_free_;  // released, ready to be recorded again
 };
 
 }  // namespace amlp::cuda

@@ -53,6 +53,11 @@ inline EventPtr make_event() {  // no timing: cheaper to record, enough to wait 
   AMLP_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   return EventPtr(e);
 }
+inline EventPtr make_timing_event() {  // for cudaEventElapsedTime (DeviceTimer)
+  cudaEvent_t e = nullptr;
+  AMLP_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDefault));
+  return EventPtr(e);
+}
 inline CublasPtr make_cublas() {
   cublasHandle_t h = nullptr;
   AMLP_CUDA_CHECK(cublasCreate(&h));

@@ -521,6 +521,59 @@ TEST(QueueStatsCpu, BusyTimeIsKernelTimeAndHeldTimeIsBackPressure) {
   EXPECT_GE(held, 0.035);             // the second push waited for the 40 ms kernel to end
 }
 
+// --- device timers -----------------------------------------------------------------
+
+// A timer is a point on the device's timeline: marking returns at once, the
+// reading is the device's time between the two ops (30 ms of kernel here),
+// whatever the frontend did meanwhile (it slept 60 ms before reading).
+TEST(DeviceTimerCpu, MeasuresTheDevicesTimeBetweenTwoPoints) {
+  ScopedBlocking async(false);
+  const Device d = Device::cpu(0);
+  Queue& q = context(d).queue;
+  q.wait_all();
+  DeviceTimer a, b;
+  {
+    PausedQueue paused(d);  // nothing runs while we mark
+    a = DeviceTimer::mark(d);
+    q.push("sleep 30ms", [] { std::this_thread::sleep_for(30ms); });
+    b = DeviceTimer::mark(d);
+    EXPECT_FALSE(a.reached());
+    EXPECT_FALSE(b.reached());
+  }
+  std::this_thread::sleep_for(60ms);  // the device finished long ago: not counted
+  const double s = b.seconds_since(a);
+  EXPECT_TRUE(a.reached());
+  EXPECT_TRUE(b.reached());
+  EXPECT_GE(s, 0.030);
+  EXPECT_LT(s, 0.060) << "the frontend's sleep after the ops was counted";
+  EXPECT_LE(a.seconds_since(a), 0.0);
+  EXPECT_LT(a.seconds_since(b), 0.0);  // the other way round: negative
+}
+
+TEST(DeviceTimerCpu, UnsetOtherDeviceAndDroppedPointsAreErrors) {
+  ScopedBlocking async(false);
+  const DeviceTimer unset;
+  EXPECT_FALSE(unset.reached());
+  const DeviceTimer a = DeviceTimer::mark(Device::cpu(0));
+  EXPECT_THROW(a.seconds_since(unset), Error);
+  EXPECT_THROW(unset.seconds_since(a), Error);
+  const DeviceTimer other = DeviceTimer::mark(Device::cpu(1));
+  try {
+    (void)other.seconds_since(a);
+    ADD_FAILURE() << "points on two devices were compared";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("two timelines"), std::string::npos) << e.what();
+  }
+  DeviceTimer dropped;
+  {
+    PausedQueue paused(Device::cpu(0));
+    dropped = DeviceTimer::mark(Device::cpu(0));
+    EXPECT_GE(drop_pending(), 1u);
+  }
+  EXPECT_THROW(dropped.seconds_since(a), Error);
+  waitall();
+}
+
 // --- asynchronous copies to the host -----------------------------------------------
 
 TEST(HostCopyCpu, ReturnsAtOnceAndGetWaitsForTheCopy) {

@@ -666,6 +666,30 @@ TEST_F(CudaQueue, LaunchedRunsAheadOfCompleted) {
   EXPECT_EQ(s.completed, s.pushed);
 }
 
+// A DeviceTimer on a GPU reads the GPU's time: around a 7 TFLOP chain the
+// launches take the host a few milliseconds, the GPU far longer; and the
+// timers are not reached until the GPU gets there.
+TEST_F(CudaQueue, DeviceTimerMeasuresTheGpuNotTheLaunches) {
+  const int64_t n = 4096;
+  manual_seed(13);
+  Tensor w = scale(randn({n, n}, gpu()), 1.f / 64);
+  Tensor y = randn({n, n}, gpu());
+  matmul(y, w).wait_to_read();
+  const auto t0 = std::chrono::steady_clock::now();
+  const DeviceTimer a = DeviceTimer::mark(gpu());
+  for (int i = 0; i < 50; ++i) y = matmul(y, w);
+  const DeviceTimer b = DeviceTimer::mark(gpu());
+  const double queued_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double gpu_s = b.seconds_since(a);
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_TRUE(b.reached());
+  EXPECT_GT(gpu_s, 0.0);
+  EXPECT_LE(gpu_s, wall_s);
+  EXPECT_GT(gpu_s, 2 * queued_s) << "the GPU's time should dwarf queueing 50 GEMMs";
+  // 50 GEMMs of 2·4096³ flops: a rate below 2,000 TFLOP/s (no GPU of this kind is faster).
+  EXPECT_LT(50 * 2.0 * n * n * n / gpu_s, 2e15);
+}
+
 // to_host_async copies into pinned memory on the stream; ready() answers
 // from the op's event, so it is false while the GPU is still busy, and get()
 // returns the same values as the synchronous copy.
