@@ -15,7 +15,7 @@ AMLP_PACKAGES=(cmake ninja-build g++ pkg-config libboost-program-options-dev lib
 # earlier on PATH, such as a virtual environment's, may not), else python3.
 amlp_python() { if [ -x /usr/bin/python3 ]; then echo /usr/bin/python3; else echo python3; fi; }
 
-amlp_log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+amlp_log() { printf '\033[1m==> [%4ds] %s\033[0m\n' "$SECONDS" "$*" >&2; }  # seconds since the script started
 
 amlp_install_deps() {
   local missing=()
