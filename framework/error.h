@@ -32,8 +32,9 @@ struct OutOfMemory : Error {
   OutOfMemory(const std::string& device, size_t requested, size_t in_use, size_t reserved, size_t limit = 0,
               const std::string& limit_source = "");
   // The same failure met by a queue's worker as it allocated the outputs of
-  // an op it was starting (allocation policy `run`): the message says which.
-  OutOfMemory starting_op(const std::string& op, uint64_t seq, const std::string& queue) const;
+  // an op it was starting (allocation policy `run`), or made them resident
+  // (`resident`: a CPU block the populator had not reached): the message says which.
+  OutOfMemory starting_op(const std::string& op, uint64_t seq, const std::string& queue, bool resident = false) const;
   size_t requested;
   size_t in_use = 0, reserved = 0;
   size_t limit = 0;  // 0: the device ran out below any limit

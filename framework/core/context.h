@@ -27,6 +27,7 @@ struct ForwardingAllocator : RawAllocator {
   void raw_free(void* p) noexcept override { to_->raw_free(p); }
   void before_raw_free() noexcept override { to_->before_raw_free(); }
   bool host_memory() const override { return to_->host_memory(); }
+  bool prepare_write(void* p) noexcept override { return to_->prepare_write(p); }
 
  private:
   RawAllocator* to_;

@@ -31,9 +31,11 @@ OutOfMemory::OutOfMemory(const std::string& message, const OutOfMemory& f)
       limit(f.limit),
       limit_source(f.limit_source) {}
 
-OutOfMemory OutOfMemory::starting_op(const std::string& op, uint64_t seq, const std::string& queue) const {
-  return OutOfMemory(detail::concat(what(), " while allocating the outputs of op '", op, "' (op #", seq, " on ", queue,
-                                    ") as it started (allocation policy run)"),
+OutOfMemory OutOfMemory::starting_op(const std::string& op, uint64_t seq, const std::string& queue,
+                                     bool resident) const {
+  return OutOfMemory(detail::concat(what(), resident ? " while making the outputs of op '" : " while allocating the outputs of op '",
+                                    op, "' (op #", seq, " on ", queue,
+                                    resident ? ") resident as it started" : ") as it started (allocation policy run)"),
                      *this);
 }
 

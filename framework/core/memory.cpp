@@ -30,6 +30,14 @@ void Storage::allocate_now() {
   data_.store(pool_->take(bytes_, bytes_), std::memory_order_release);
 }
 
+void Storage::prepare_write() {
+  if (void* p = data()) pool_->prepare_write(p, bytes_);
+}
+
+void Pool::prepare_write(void* p, size_t bytes) {
+  if (!raw_->prepare_write(p)) throw OutOfMemory(device_, bytes, in_use_.load(), reserved_.load());
+}
+
 Pool::Pool(std::string device, std::unique_ptr<RawAllocator> raw)
     : device_(std::move(device)), raw_(std::move(raw)) {}
 

@@ -37,6 +37,11 @@ struct RawAllocator {
   // True when the frontend can address the memory (the CPU): freed blocks are
   // then poisoned for AddressSanitizer while they sit in the cache.
   virtual bool host_memory() const { return false; }
+  // Called by a worker before a kernel writes block p (one raw_alloc
+  // returned, or a part of one): the CPU backend makes its pages resident
+  // there if its populator thread has not yet (so a kernel never faults page
+  // by page). False when the memory cannot be had.
+  virtual bool prepare_write(void* p) noexcept { return p != nullptr; }
 };
 
 class Pool;
@@ -58,6 +63,10 @@ class Storage {
   // that runs the op writing this buffer, which no other op touches meanwhile
   // (enqueue orders every other use before or after it).
   void allocate_now();
+  // Makes the allocated block ready for a kernel to write (RawAllocator::
+  // prepare_write); throws OutOfMemory when the device cannot back it.
+  // Called by the worker that runs the op writing this buffer.
+  void prepare_write();
 
   // Last op that wrote this buffer: its queue (opaque) and sequence number.
   // Touched by the frontend thread only.
@@ -114,6 +123,7 @@ class Pool {
   friend class Storage;
   size_t block_size(size_t bytes) const;  // round(), 0 as 1; OutOfMemory where rounding would wrap
   void* take(size_t sz, size_t requested);  // a block of sz (rounded) bytes, counted in use
+  void prepare_write(void* p, size_t bytes);  // throws OutOfMemory
   void release(void* p, size_t bytes) noexcept;
   void* raw_alloc_locked(size_t bytes);
   std::vector<std::pair<void*, size_t>> take_cache_locked();

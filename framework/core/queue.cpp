@@ -249,6 +249,14 @@ void Queue::run(Op& op) {
         failed = std::make_exception_ptr(e.starting_op(op.name, op.seq, name_));
       }
       if (!failed) {
+        try {  // fresh CPU blocks the populator has not reached yet are made resident here
+          for (size_t i = op.bufs.reads; i < op.bufs.refs.size(); ++i)
+            if (Storage* r = op.bufs.refs[i].get()) r->prepare_write();
+        } catch (const OutOfMemory& e) {
+          failed = std::make_exception_ptr(e.starting_op(op.name, op.seq, name_, /*resident=*/true));
+        }
+      }
+      if (!failed) {
         if (sync_) sync_->before_op(op.seq, op.name);
         const OpArgs args(op.bufs.refs.data(), op.bufs.reads, op.bufs.refs.size() - op.bufs.reads, op.name);
         try {

@@ -66,13 +66,14 @@ char* map_aligned(size_t len, size_t align) {
   return p;
 }
 
-// A fresh mapping of `len` bytes (a multiple of the page size), 2 MiB-aligned,
-// advised MADV_HUGEPAGE and populated; nullptr when the memory cannot be had.
-char* map_populated(size_t len) {
+// A fresh mapping of `len` bytes (a multiple of the page size), 2 MiB-aligned
+// and advised MADV_HUGEPAGE; populated here when `now`. nullptr when the
+// memory cannot be had.
+char* map_huge(size_t len, bool now) {
   char* p = map_aligned(len, CpuBackend::kMapBytes);
   if (!p) return nullptr;
   madvise(p, len, MADV_HUGEPAGE);  // a hint: without THP (or with it off) the pages are 4 KiB
-  if (!populate(p, len)) {
+  if (now && !populate(p, len)) {
     munmap(p, len);
     return nullptr;
   }
@@ -82,23 +83,92 @@ char* map_populated(size_t len) {
 }  // namespace
 
 // Large blocks are mappings of their own, the block rounded up to whole
-// pages, so RSS counts what the pool reserved and no more. Small ones are
-// carved, 64-byte aligned, from the current chunk (bytes is a multiple of the
-// pool's 512-byte rounding).
+// pages, so RSS counts what the pool reserved and no more; the populator
+// makes them resident (backend.h). Small ones are carved, 64-byte aligned,
+// from the current chunk (bytes is a multiple of the pool's 512-byte rounding).
 void* CpuBackend::raw_alloc(size_t bytes) {
   if (bytes < kMapBytes) return chunk_alloc(bytes);
   const size_t page = page_bytes();
   const size_t len = (bytes + page - 1) / page * page;
-  char* p = map_populated(len);
+  // Without MADV_POPULATE_WRITE only writes populate, and a write may not
+  // race a kernel's: populate here, before anything else can see the block.
+  const bool later = populate_write_known.load(std::memory_order_relaxed);
+  char* p = map_huge(len, /*now=*/!later);
   if (!p) return nullptr;
   try {
     std::lock_guard<std::mutex> lk(maps_mu_);
-    maps_.emplace(p, len);
-  } catch (const std::bad_alloc&) {
-    munmap(p, len);
-    return nullptr;
+    const uint64_t id = ++next_id_;
+    maps_.emplace(p, Mapping{len, id, !later});
+    if (later) {
+      if (!populator_.joinable()) populator_ = std::thread([this] { populator_loop(); });
+      to_populate_.emplace_back(p, id);
+      populate_cv_.notify_one();
+    }
+  } catch (const std::exception&) {  // bad_alloc, or no thread (the worker then populates it)
+    std::lock_guard<std::mutex> lk(maps_mu_);
+    if (maps_.count(p) == 0) {
+      munmap(p, len);
+      return nullptr;
+    }
   }
   return p;
+}
+
+// The populator: one large block at a time, oldest first, without the lock
+// while it populates. A block freed meanwhile is skipped, or, if it was freed
+// during its populate, populate met no mapping (ENOMEM) or a newer one at the
+// same address, whose contents MADV_POPULATE_WRITE leaves as they are; the
+// id keeps a newer mapping from being marked resident by it.
+void CpuBackend::populator_loop() {
+  std::unique_lock<std::mutex> lk(maps_mu_);
+  for (;;) {
+    populate_cv_.wait(lk, [&] { return stopping_ || (!held_ && !to_populate_.empty()); });
+    if (stopping_) return;
+    const auto [p, id] = to_populate_.front();
+    to_populate_.pop_front();
+    auto it = maps_.find(p);
+    if (it == maps_.end() || it->second.id != id || it->second.resident) continue;
+    const size_t len = it->second.len;
+    lk.unlock();
+    const bool ok = madvise(p, len, MADV_POPULATE_WRITE) == 0;
+    lk.lock();
+    it = maps_.find(p);
+    if (ok && it != maps_.end() && it->second.id == id) it->second.resident = true;
+  }
+}
+
+// On the worker, before a kernel writes p: a large block the populator has
+// not finished is populated here (beside it, if it is on the same block: the
+// two share the pages). Small blocks come from populated chunks.
+bool CpuBackend::prepare_write(void* p) noexcept {
+  size_t len;
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lk(maps_mu_);
+    auto it = maps_.find(p);
+    if (it == maps_.end() || it->second.resident) return p != nullptr;
+    len = it->second.len;
+    id = it->second.id;
+  }
+  // The block's writer has not run (else it would be resident), so it holds
+  // no data yet and even the one-write-per-page fallback may touch it.
+  const bool ok = populate(static_cast<char*>(p), len);
+  std::lock_guard<std::mutex> lk(maps_mu_);
+  auto it = maps_.find(p);
+  if (ok && it != maps_.end() && it->second.id == id) it->second.resident = true;
+  return ok;
+}
+
+bool CpuBackend::resident(const void* p) const {
+  std::lock_guard<std::mutex> lk(maps_mu_);
+  auto it = maps_.find(p);
+  return it == maps_.end() || it->second.resident;
+}
+
+void CpuBackend::hold_populator(bool hold) {
+  std::lock_guard<std::mutex> lk(maps_mu_);
+  held_ = hold;
+  populate_cv_.notify_all();
 }
 
 void* CpuBackend::chunk_alloc(size_t bytes) {
@@ -106,7 +176,7 @@ void* CpuBackend::chunk_alloc(size_t bytes) {
   std::lock_guard<std::mutex> lk(maps_mu_);
   try {
     if (!current_ || current_->used + bytes > kMapBytes) {
-      char* base = map_populated(kMapBytes);
+      char* base = map_huge(kMapBytes, /*now=*/true);
       if (!base) return nullptr;
       Chunk* old = current_;
       try {
@@ -136,7 +206,7 @@ void CpuBackend::release_chunk(Chunk* c) noexcept {
 void CpuBackend::raw_free(void* p) noexcept {
   std::lock_guard<std::mutex> lk(maps_mu_);
   if (auto it = maps_.find(p); it != maps_.end()) {
-    munmap(p, it->second);
+    munmap(p, it->second.len);
     maps_.erase(it);
     return;
   }
@@ -154,13 +224,19 @@ void CpuBackend::raw_free(void* p) noexcept {
 }
 
 CpuBackend::~CpuBackend() {
+  {
+    std::lock_guard<std::mutex> lk(maps_mu_);
+    stopping_ = true;
+    populate_cv_.notify_all();
+  }
+  if (populator_.joinable()) populator_.join();
   for (auto& [base, chunk] : chunks_) munmap(base, kMapBytes);
 }
 
 size_t CpuBackend::mapped_bytes(const void* p) const {
   std::lock_guard<std::mutex> lk(maps_mu_);
   auto it = maps_.find(p);
-  return it == maps_.end() ? 0 : it->second;
+  return it == maps_.end() ? 0 : it->second.len;
 }
 
 const void* CpuBackend::chunk_of(const void* p) const {

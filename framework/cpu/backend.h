@@ -6,9 +6,13 @@
 // optimizer.cpp, random.cpp (cuRAND's Philox4x32-10 stream, philox.h, on two
 // cores through helper.h); memory and copies here.
 #pragma once
+#include <condition_variable>
 #include <cstddef>
+#include <cstdint>
+#include <deque>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -23,17 +27,30 @@ class CpuBackend final : public Backend {
   CpuBackend(const CpuBackend&) = delete;
   CpuBackend& operator=(const CpuBackend&) = delete;
 
-  // memory (backend.cpp). Every block is populated before raw_alloc returns
-  // (MADV_POPULATE_WRITE, or one write per page where the kernel lacks it),
-  // on the thread that allocates (the frontend), in 2 MiB-aligned anonymous
-  // mappings advised MADV_HUGEPAGE, so the worker never faults on fresh
-  // memory. Blocks of kMapBytes or more are mappings of their own, munmap'd
-  // by raw_free; smaller ones are carved (64-byte aligned) from the current
-  // 2 MiB chunk, and a chunk is unmapped once every block carved from it was
-  // freed (the current one is carved again from its start instead).
+  // memory (backend.cpp). Blocks live in 2 MiB-aligned anonymous mappings
+  // advised MADV_HUGEPAGE, and no kernel faults on fresh memory page by page:
+  // - Blocks of kMapBytes or more are mappings of their own, munmap'd by
+  //   raw_free. raw_alloc only maps them (microseconds, so the frontend runs
+  //   ahead as fast as it queues); the populator thread then makes them
+  //   resident in allocation order (MADV_POPULATE_WRITE: 2 MiB pages, without
+  //   touching their contents), ahead of the worker, and prepare_write()
+  //   populates on the worker whatever it has not reached when the writing
+  //   op starts. Where the kernel lacks MADV_POPULATE_WRITE (before 5.14),
+  //   raw_alloc populates by one write per page, on the allocating thread.
+  // - Smaller ones are carved (64-byte aligned) from the current 2 MiB chunk,
+  //   populated when it is mapped; a chunk is unmapped once every block
+  //   carved from it was freed (the current one is carved again from its
+  //   start instead).
   static constexpr size_t kMapBytes = size_t(2) << 20;
   void* raw_alloc(size_t bytes) override;
   void raw_free(void* p) noexcept override;
+  bool prepare_write(void* p) noexcept override;
+  // Whether a large block's pages were all made resident (by the populator or
+  // prepare_write); true for small blocks. For tests.
+  bool resident(const void* p) const;
+  // Holds the populator (true) until released (false), so a test sees a block
+  // before it was populated.
+  void hold_populator(bool hold);
   // The length of the mapping a block of raw_alloc is, or 0 for one carved
   // from a chunk (or a pointer that is not a live block); for tests.
   size_t mapped_bytes(const void* p) const;
@@ -91,12 +108,24 @@ class CpuBackend final : public Backend {
   };
   void* chunk_alloc(size_t bytes);
   void release_chunk(Chunk* c) noexcept;  // under maps_mu_
+  struct Mapping {
+    size_t len;          // the mapping's exact length
+    uint64_t id;         // which mapping at this address (an address is reused once unmapped)
+    bool resident;       // every page populated
+  };
+  void populator_loop();
 
   mutable std::mutex maps_mu_;  // raw_alloc and raw_free may come from different threads
-  std::unordered_map<const void*, size_t> maps_;  // large block -> its mapping's exact length
+  std::unordered_map<const void*, Mapping> maps_;  // large block -> its mapping
   std::unordered_map<char*, Chunk> chunks_;       // base -> chunk (node-based: pointers stay valid)
   std::unordered_map<const void*, char*> small_;  // small block -> its chunk's base
   Chunk* current_ = nullptr;                      // the chunk blocks are carved from
+  // The populator's work, under maps_mu_: large blocks to make resident, oldest first.
+  std::deque<std::pair<char*, uint64_t>> to_populate_;
+  std::condition_variable populate_cv_;
+  uint64_t next_id_ = 0;
+  bool held_ = false, stopping_ = false;
+  std::thread populator_;  // started with the first large block
 };
 
 }  // namespace amlp::cpu

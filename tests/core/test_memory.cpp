@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "framework/cpu/backend.h"
 #include "models/mlp.h"
@@ -258,7 +260,8 @@ TEST(MemoryCpuPool, BuffersAre64ByteAligned) {
   }
 }
 
-// --- large CPU blocks: 2 MiB-aligned mappings, populated by the allocating thread ---
+// --- large CPU blocks: 2 MiB-aligned mappings, populated by the populator thread or, at the
+// latest, by the worker as their writer starts ---
 
 cpu::CpuBackend& cpu0_backend() {
   auto* b = dynamic_cast<cpu::CpuBackend*>(context(Device::cpu(0)).backend.get());
@@ -277,20 +280,94 @@ long resident_pages(const void* p, size_t len) {
   return n;
 }
 
-TEST(MemoryCpuPool, LargeBlocksAre2MiBAlignedResidentMappings) {
+TEST(MemoryCpuPool, LargeBlocksAre2MiBAlignedMappingsResidentWhenTheirWriterRuns) {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   empty_cache(Device::cpu(0));  // fresh blocks, not cached ones
   for (size_t bytes : {size_t(2) << 20, (size_t(2) << 20) + 512, size_t(8) << 20, size_t(13) << 20}) {
-    Tensor t = empty({static_cast<int64_t>(bytes / sizeof(float))}, Device::cpu(0));
+    Tensor t = full({static_cast<int64_t>(bytes / sizeof(float))}, 0.5f, Device::cpu(0));
     const void* p = storage(t)->data();
     EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % (size_t(2) << 20), 0u) << bytes << " bytes";
     const size_t mapped = cpu0_backend().mapped_bytes(p);
     EXPECT_EQ(mapped, (bytes + page - 1) / page * page) << bytes << " bytes";  // whole pages, no more
+    t.wait_to_read();
+    EXPECT_TRUE(cpu0_backend().resident(p)) << bytes << " bytes";
     EXPECT_EQ(resident_pages(p, mapped), static_cast<long>(mapped / page)) << bytes << " bytes: not populated";
   }
 }
 
+// Whether this kernel knows MADV_POPULATE_WRITE (Linux 5.14): without it the
+// backend populates as it allocates, and there is no populator to see.
+bool populate_write_supported() {
+  const size_t len = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return false;
+  const bool ok = madvise(m, len, 23 /* MADV_POPULATE_WRITE */) == 0;
+  munmap(m, len);
+  return ok;
+}
+
+// Waits (up to a minute: a loaded VM may back memory slowly) until the
+// populator has made p resident.
+bool wait_resident(const cpu::CpuBackend& b, const void* p) {
+  for (int i = 0; i < 6000 && !b.resident(p); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return b.resident(p);
+}
+
+// The frontend only maps a large block (so an unsynchronized loop queues at
+// once, as in the book); the populator makes it resident behind it, or the
+// worker does as the block's writer starts.
+TEST(MemoryCpuPool, TheAllocatingThreadMapsAndThePopulatorPopulates) {
+  if (!populate_write_supported()) GTEST_SKIP() << "no MADV_POPULATE_WRITE (Linux < 5.14): blocks are populated as they are allocated";
+  std::unique_ptr<Backend> owned = make_cpu_backend(6);  // nothing else allocates through it
+  auto& b = dynamic_cast<cpu::CpuBackend&>(*owned);
+  const size_t bytes = size_t(8) << 20, page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  b.hold_populator(true);
+  void* p = b.raw_alloc(bytes);
+  void* q = b.raw_alloc(bytes);
+  ASSERT_NE(p, nullptr);
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(resident_pages(p, bytes), 0) << "the allocating thread populated the block";
+  EXPECT_FALSE(b.resident(p));
+  EXPECT_TRUE(b.prepare_write(q));  // the worker, before the populator got to it
+  EXPECT_TRUE(b.resident(q));
+  EXPECT_EQ(resident_pages(q, bytes), static_cast<long>(bytes / page));
+  b.hold_populator(false);
+  ASSERT_TRUE(wait_resident(b, p)) << "the populator never populated the block";
+  EXPECT_EQ(resident_pages(p, bytes), static_cast<long>(bytes / page));
+  b.raw_free(p);
+  b.raw_free(q);
+}
+
+// A block freed before the populator reached it, and a new one mapped at the
+// same address and written meanwhile: the stale job neither marks the new
+// mapping resident on its behalf nor changes what was written there.
+TEST(MemoryCpuPool, APopulateLeftFromAFreedBlockLeavesANewBlocksContents) {
+  if (!populate_write_supported()) GTEST_SKIP() << "no MADV_POPULATE_WRITE (Linux < 5.14): blocks are populated as they are allocated";
+  std::unique_ptr<Backend> owned = make_cpu_backend(5);
+  auto& b = dynamic_cast<cpu::CpuBackend&>(*owned);
+  const size_t bytes = size_t(4) << 20;
+  b.hold_populator(true);
+  void* p = b.raw_alloc(bytes);
+  ASSERT_NE(p, nullptr);
+  b.raw_free(p);
+  void* q = b.raw_alloc(bytes);  // often at p's address
+  ASSERT_NE(q, nullptr);
+  ASSERT_TRUE(b.prepare_write(q));
+  std::memset(q, 7, bytes);  // its writer ran
+  b.hold_populator(false);
+  void* r = b.raw_alloc(bytes);  // queued behind both: once it is resident, both jobs were done
+  ASSERT_TRUE(wait_resident(b, r));
+  const auto* c = static_cast<const unsigned char*>(q);
+  size_t changed = 0;
+  for (size_t i = 0; i < bytes; ++i) changed += c[i] != 7;
+  EXPECT_EQ(changed, 0u) << "populating changed a written block";
+  EXPECT_TRUE(b.resident(q));
+  b.raw_free(q);
+  b.raw_free(r);
+}
+
 TEST(MemoryCpuPool, AKernelWritingAFreshLargeBlockDoesNotFault) {
+  full({4 << 20 >> 2}, 1.f, Device::cpu(0)).wait_to_read();  // the populator thread started (its stack faults)
   empty_cache(Device::cpu(0));
   waitall();
   const uint64_t before = process_minor_faults();
