@@ -98,10 +98,11 @@ void* CpuBackend::raw_alloc(size_t bytes) {
   try {
     std::lock_guard<std::mutex> lk(maps_mu_);
     const uint64_t id = ++next_id_;
-    maps_.emplace(p, Mapping{len, id, !later});
+    maps_.emplace(p, Mapping{len, id, !later, false});
     if (later) {
       if (!populator_.joinable()) populator_ = std::thread([this] { populator_loop(); });
       to_populate_.emplace_back(p, id);
+      maps_.at(p).queued = true;
       populate_cv_.notify_one();
     }
   } catch (const std::exception&) {  // bad_alloc, or no thread (the worker then populates it)
@@ -133,22 +134,31 @@ void CpuBackend::populator_loop() {
     const bool ok = madvise(p, len, MADV_POPULATE_WRITE) == 0;
     lk.lock();
     it = maps_.find(p);
-    if (ok && it != maps_.end() && it->second.id == id) it->second.resident = true;
+    if (it != maps_.end() && it->second.id == id) {
+      it->second.resident = ok;  // else the worker tries again, and reports out of memory
+      it->second.queued = false;
+      populated_cv_.notify_all();
+    }
   }
 }
 
 // On the worker, before a kernel writes p: a large block the populator has
-// not finished is populated here (beside it, if it is on the same block: the
-// two share the pages). Small blocks come from populated chunks.
+// still to do is waited for, and one it will not do (held for a test, or it
+// failed) is populated here. Small blocks come from populated chunks.
 bool CpuBackend::prepare_write(void* p) noexcept {
   size_t len;
   uint64_t id;
   {
-    std::lock_guard<std::mutex> lk(maps_mu_);
+    std::unique_lock<std::mutex> lk(maps_mu_);
     auto it = maps_.find(p);
     if (it == maps_.end() || it->second.resident) return p != nullptr;
-    len = it->second.len;
-    id = it->second.id;
+    // The block cannot be freed meanwhile (its writer holds it), so its entry
+    // stays where it is (an unordered_map's elements keep their addresses).
+    const Mapping* m = &it->second;
+    populated_cv_.wait(lk, [&] { return !m->queued || held_ || stopping_; });
+    if (m->resident) return true;
+    id = m->id;
+    len = m->len;
   }
   // The block's writer has not run (else it would be resident), so it holds
   // no data yet and even the one-write-per-page fallback may touch it.

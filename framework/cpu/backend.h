@@ -33,9 +33,11 @@ class CpuBackend final : public Backend {
   //   raw_free. raw_alloc only maps them (microseconds, so the frontend runs
   //   ahead as fast as it queues); the populator thread then makes them
   //   resident in allocation order (MADV_POPULATE_WRITE: 2 MiB pages, without
-  //   touching their contents), ahead of the worker, and prepare_write()
-  //   populates on the worker whatever it has not reached when the writing
-  //   op starts. Where the kernel lacks MADV_POPULATE_WRITE (before 5.14),
+  //   touching their contents), ahead of the worker; prepare_write(), as the
+  //   writing op starts, waits for a block the populator has yet to finish
+  //   (populating it beside the populator would only contend for the same
+  //   pages while the BLAS threads want the cores), and populates on the
+  //   worker a block nobody will. Where the kernel lacks MADV_POPULATE_WRITE (before 5.14),
   //   raw_alloc populates by one write per page, on the allocating thread.
   // - Smaller ones are carved (64-byte aligned) from the current 2 MiB chunk,
   //   populated when it is mapped; a chunk is unmapped once every block
@@ -112,6 +114,7 @@ class CpuBackend final : public Backend {
     size_t len;          // the mapping's exact length
     uint64_t id;         // which mapping at this address (an address is reused once unmapped)
     bool resident;       // every page populated
+    bool queued;         // the populator has it still to do, or is doing it
   };
   void populator_loop();
 
@@ -123,6 +126,7 @@ class CpuBackend final : public Backend {
   // The populator's work, under maps_mu_: large blocks to make resident, oldest first.
   std::deque<std::pair<char*, uint64_t>> to_populate_;
   std::condition_variable populate_cv_;
+  std::condition_variable populated_cv_;  // the populator finished a block
   uint64_t next_id_ = 0;
   bool held_ = false, stopping_ = false;
   std::thread populator_;  // started with the first large block
