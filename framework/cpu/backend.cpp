@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cerrno>
@@ -98,7 +99,7 @@ void* CpuBackend::raw_alloc(size_t bytes) {
   try {
     std::lock_guard<std::mutex> lk(maps_mu_);
     const uint64_t id = ++next_id_;
-    maps_.emplace(p, Mapping{len, id, !later, false});
+    maps_.emplace(p, Mapping{len, id, !later, false, false, 0});
     if (later) {
       if (!populator_.joinable()) populator_ = std::thread([this] { populator_loop(); });
       to_populate_.emplace_back(p, id);
@@ -128,7 +129,8 @@ void CpuBackend::populator_loop() {
     const auto [p, id] = to_populate_.front();
     to_populate_.pop_front();
     auto it = maps_.find(p);
-    if (it == maps_.end() || it->second.id != id || it->second.resident) continue;
+    if (it == maps_.end() || it->second.id != id || it->second.resident || it->second.started) continue;
+    it->second.started = true;
     const size_t len = it->second.len;
     lk.unlock();
     const bool ok = madvise(p, len, MADV_POPULATE_WRITE) == 0;
@@ -136,36 +138,59 @@ void CpuBackend::populator_loop() {
     it = maps_.find(p);
     if (it != maps_.end() && it->second.id == id) {
       it->second.resident = ok;  // else the worker tries again, and reports out of memory
-      it->second.queued = false;
+      it->second.queued = it->second.started = false;
       populated_cv_.notify_all();
     }
   }
 }
 
-// On the worker, before a kernel writes p: a large block the populator has
-// still to do is waited for, and one it will not do (held for a test, or it
-// failed) is populated here. Small blocks come from populated chunks.
+// On the worker, before a kernel writes p (backend.h): small blocks come from
+// populated chunks; a large one is populated here unless the populator is
+// on it, in which case the worker waits, giving newer queued blocks a head
+// start meanwhile (the populator goes oldest first). p's entry stays where it
+// is while unlocked: its writer holds the block, so nobody frees it (and an
+// unordered_map's elements keep their addresses).
 bool CpuBackend::prepare_write(void* p) noexcept {
-  size_t len;
-  uint64_t id;
-  {
-    std::unique_lock<std::mutex> lk(maps_mu_);
-    auto it = maps_.find(p);
-    if (it == maps_.end() || it->second.resident) return p != nullptr;
-    // The block cannot be freed meanwhile (its writer holds it), so its entry
-    // stays where it is (an unordered_map's elements keep their addresses).
-    const Mapping* m = &it->second;
-    populated_cv_.wait(lk, [&] { return !m->queued || held_ || stopping_; });
-    if (m->resident) return true;
-    id = m->id;
-    len = m->len;
-  }
-  // The block's writer has not run (else it would be resident), so it holds
-  // no data yet and even the one-write-per-page fallback may touch it.
-  const bool ok = populate(static_cast<char*>(p), len);
-  std::lock_guard<std::mutex> lk(maps_mu_);
+  std::unique_lock<std::mutex> lk(maps_mu_);
   auto it = maps_.find(p);
-  if (ok && it != maps_.end() && it->second.id == id) it->second.resident = true;
+  if (it == maps_.end() || it->second.resident) return p != nullptr;
+  Mapping* m = &it->second;
+  while (m->queued && m->started && !held_ && !stopping_) {
+    char* piece = nullptr;
+    size_t n = 0;
+    for (auto j = to_populate_.rbegin(); j != to_populate_.rend() && !piece; ++j) {
+      auto f = maps_.find(j->first);
+      if (f == maps_.end() || f->second.id != j->second) continue;  // freed since
+      Mapping& g = f->second;
+      if (g.started || g.resident || g.faulted >= g.len) continue;
+      piece = j->first + g.faulted;
+      n = std::min(kMapBytes, g.len - g.faulted);
+      g.faulted += n;
+    }
+    if (!piece) {
+      populated_cv_.wait(lk);
+      continue;
+    }
+    lk.unlock();
+    // Only a head start: the block's own populate still covers it whole (and
+    // finds these pages present). Freed meanwhile, it meets no mapping or a
+    // newer one, whose contents populating leaves as they are.
+    madvise(piece, n, MADV_POPULATE_WRITE);
+    lk.lock();
+  }
+  if (m->resident) return true;
+  // Nobody is populating it (not started, the populator held or stopped, or
+  // its populate failed): this thread does. The block's writer has not run
+  // (else it would be resident), so it holds no data yet, and even the
+  // one-write-per-page fallback may touch it.
+  m->started = true;
+  const size_t len = m->len;
+  lk.unlock();
+  const bool ok = populate(static_cast<char*>(p), len);
+  lk.lock();
+  m->resident = ok;
+  m->queued = m->started = false;
+  populated_cv_.notify_all();
   return ok;
 }
 

@@ -33,11 +33,12 @@ class CpuBackend final : public Backend {
   //   raw_free. raw_alloc only maps them (microseconds, so the frontend runs
   //   ahead as fast as it queues); the populator thread then makes them
   //   resident in allocation order (MADV_POPULATE_WRITE: 2 MiB pages, without
-  //   touching their contents), ahead of the worker; prepare_write(), as the
-  //   writing op starts, waits for a block the populator has yet to finish
-  //   (populating it beside the populator would only contend for the same
-  //   pages while the BLAS threads want the cores), and populates on the
-  //   worker a block nobody will. Where the kernel lacks MADV_POPULATE_WRITE (before 5.14),
+  //   touching their contents), ahead of the worker. prepare_write(), as the
+  //   writing op starts, populates on the worker a block the populator has
+  //   not started (or will not do); for one it is populating, the worker
+  //   waits, populating 2 MiB pieces of the newest blocks still queued
+  //   meanwhile, so two cores share the work rather than one waiting for the
+  //   other. Where the kernel lacks MADV_POPULATE_WRITE (before 5.14),
   //   raw_alloc populates by one write per page, on the allocating thread.
   // - Smaller ones are carved (64-byte aligned) from the current 2 MiB chunk,
   //   populated when it is mapped; a chunk is unmapped once every block
@@ -114,7 +115,9 @@ class CpuBackend final : public Backend {
     size_t len;          // the mapping's exact length
     uint64_t id;         // which mapping at this address (an address is reused once unmapped)
     bool resident;       // every page populated
-    bool queued;         // the populator has it still to do, or is doing it
+    bool queued;         // to be populated, or being populated
+    bool started;        // being populated whole (by the populator, or by its writer's worker)
+    size_t faulted;      // bytes from the start a waiting worker populated ahead (a head start)
   };
   void populator_loop();
 

@@ -338,6 +338,33 @@ TEST(MemoryCpuPool, TheAllocatingThreadMapsAndThePopulatorPopulates) {
   b.raw_free(q);
 }
 
+// A worker preparing blocks in allocation order while the populator works
+// through the same queue (and, waiting for it, populates newer blocks ahead):
+// every block ends resident, and what each writer wrote stays written.
+TEST(MemoryCpuPool, BlocksPreparedAsThePopulatorRunsEndResidentWithTheirContents) {
+  std::unique_ptr<Backend> owned = make_cpu_backend(4);
+  auto& b = dynamic_cast<cpu::CpuBackend&>(*owned);
+  const size_t bytes = size_t(4) << 20, page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char*> blocks;
+  for (int i = 0; i < 32; ++i) {
+    blocks.push_back(static_cast<unsigned char*>(b.raw_alloc(bytes)));
+    ASSERT_NE(blocks.back(), nullptr);
+  }
+  for (size_t i = 0; i < blocks.size(); ++i) {  // as a worker would: prepare, then the kernel writes
+    ASSERT_TRUE(b.prepare_write(blocks[i])) << i;
+    EXPECT_TRUE(b.resident(blocks[i])) << i;
+    std::memset(blocks[i], static_cast<int>(i + 1), bytes);
+  }
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    ASSERT_TRUE(wait_resident(b, blocks[i])) << i;
+    EXPECT_EQ(resident_pages(blocks[i], bytes), static_cast<long>(bytes / page)) << i;
+    size_t changed = 0;
+    for (size_t k = 0; k < bytes; k += 997) changed += blocks[i][k] != static_cast<unsigned char>(i + 1);
+    EXPECT_EQ(changed, 0u) << "block " << i << " lost what was written";
+  }
+  for (unsigned char* p : blocks) b.raw_free(p);
+}
+
 // A block freed before the populator reached it, and a new one mapped at the
 // same address and written meanwhile: the stale job neither marks the new
 // mapping resident on its behalf nor changes what was written there.
