@@ -175,10 +175,11 @@ TEST(TrainMlpLogs, SummaryJsonHasEveryKey) {
   EXPECT_TRUE(temporaries_of(dir.file("s.json")).empty());
 }
 
-// Large blocks arrive populated (2 MiB pages, faulted in by the frontend as it
-// allocates), so an unsynchronized run, whose every batch takes fresh memory,
-// faults a few dozen times a batch instead of once per 4 KiB page (some 13000
-// for the 52 MB a batch takes at this size); RSS still follows the tracked bytes.
+// Large blocks are made resident in 2 MiB pages (by the populator, or by the
+// worker as their writer starts), so an unsynchronized run, whose every batch
+// takes fresh memory, faults a few times a batch instead of once per 4 KiB
+// page (some 10000 for the 42 MB a batch takes at this size); RSS still
+// follows the tracked bytes, and the frontend queues without paying for it.
 TEST(TrainMlpLogs, FreshMemoryDoesNotFaultPageByPage) {
   ScratchDir dir;
   Ran r = run_train_mlp("--device cpu --sync none --batches 16 --batch-size 1024 --features 512 --hidden 2048,512 "
