@@ -37,11 +37,20 @@ size_t page_bytes() {
 // False once the kernel has said it does not know MADV_POPULATE_WRITE.
 std::atomic<bool> populate_write_known{true};
 
+// MADV_POPULATE_WRITE over [p, p + len) one 2 MiB piece at a time: the call
+// holds the process's mmap lock while it populates, and the frontend's mmap
+// of its next block must not wait for a whole block's worth of fresh memory.
+int populate_write(char* p, size_t len) {
+  for (size_t off = 0; off < len; off += CpuBackend::kMapBytes)
+    if (madvise(p + off, std::min(CpuBackend::kMapBytes, len - off), MADV_POPULATE_WRITE) != 0) return -1;
+  return 0;
+}
+
 // Makes every page of [p, p + len) resident and writable now, on this thread.
 // False when the memory cannot be had (the caller unmaps and reports out of memory).
 bool populate(char* p, size_t len) {
   if (populate_write_known.load(std::memory_order_relaxed)) {
-    if (madvise(p, len, MADV_POPULATE_WRITE) == 0) return true;
+    if (populate_write(p, len) == 0) return true;
     if (errno == ENOMEM || errno == EFAULT) return false;
 #ifdef EHWPOISON
     if (errno == EHWPOISON) return false;
@@ -133,7 +142,7 @@ void CpuBackend::populator_loop() {
     it->second.started = true;
     const size_t len = it->second.len;
     lk.unlock();
-    const bool ok = madvise(p, len, MADV_POPULATE_WRITE) == 0;
+    const bool ok = populate_write(p, len) == 0;
     lk.lock();
     it = maps_.find(p);
     if (it != maps_.end() && it->second.id == id) {

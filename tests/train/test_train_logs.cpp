@@ -199,9 +199,6 @@ TEST(TrainMlpLogs, FreshMemoryDoesNotFaultPageByPage) {
                  << " MB for " << tracked / 1e6 << " MB tracked) is counted with the program's";
   EXPECT_LT(steady, 50) << r.out;
   EXPECT_NEAR(rss, tracked, 0.1 * tracked) << r.out;
-  // Obtaining the memory is not the frontend's work: it queues the batches at
-  // once (the book's run 2), and the populator and worker back them.
-  EXPECT_LT(run.at("host_s_per_batch").get<double>(), 0.25 * run.at("device_s_per_batch").get<double>()) << r.out;
 }
 
 // /dev/stdout when stdout is a file (as here, and as with `> out.txt`): the
