@@ -167,7 +167,8 @@ bool CpuBackend::prepare_write(void* p) noexcept {
   while (m->queued && m->started && !held_ && !stopping_) {
     char* piece = nullptr;
     size_t n = 0;
-    for (auto j = to_populate_.rbegin(); j != to_populate_.rend() && !piece; ++j) {
+    int looked = 0;  // the newest few only: the lock is held, and the queue may hold thousands
+    for (auto j = to_populate_.rbegin(); j != to_populate_.rend() && !piece && looked++ < 64; ++j) {
       auto f = maps_.find(j->first);
       if (f == maps_.end() || f->second.id != j->second) continue;  // freed since
       Mapping& g = f->second;
