@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <system_error>
 
 #include "framework/core/context.h"
 
@@ -107,22 +108,50 @@ void* CpuBackend::raw_alloc(size_t bytes) {
   if (!p) return nullptr;
   try {
     std::lock_guard<std::mutex> lk(maps_mu_);
-    const uint64_t id = ++next_id_;
-    maps_.emplace(p, Mapping{len, id, !later, false, false, 0});
-    if (later) {
-      if (!populator_.joinable()) populator_ = std::thread([this] { populator_loop(); });
-      to_populate_.emplace_back(p, id);
-      maps_.at(p).queued = true;
-      populate_cv_.notify_one();
-    }
-  } catch (const std::exception&) {  // bad_alloc, or no thread (the worker then populates it)
-    std::lock_guard<std::mutex> lk(maps_mu_);
-    if (maps_.count(p) == 0) {
-      munmap(p, len);
-      return nullptr;
-    }
+    maps_.emplace(p, new_mapping(p, len, later));
+  } catch (const std::bad_alloc&) {
+    munmap(p, len);
+    return nullptr;
   }
   return p;
+}
+
+// A fresh mapping's state; with `later`, queued for the populator (started
+// with the first one). Without a populator thread the writer's worker
+// populates it. Throws only bad_alloc, before anything is queued.
+CpuBackend::Mapping CpuBackend::new_mapping(char* base, size_t len, bool later) {
+  Mapping m{len, ++next_id_, !later, false, false, 0};
+  if (!later) return m;
+  if (!populator_.joinable()) {
+    try {
+      populator_ = std::thread([this] { populator_loop(); });
+    } catch (const std::system_error&) {
+      return m;
+    }
+  }
+  to_populate_.emplace_back(base, m.id);
+  m.queued = true;
+  populate_cv_.notify_one();
+  return m;
+}
+
+CpuBackend::Mapping* CpuBackend::mapping_of(const void* p, char** base) {
+  if (auto it = maps_.find(p); it != maps_.end()) {
+    *base = static_cast<char*>(const_cast<void*>(p));
+    return &it->second;
+  }
+  auto s = small_.find(p);
+  if (s == small_.end()) return nullptr;
+  auto c = chunks_.find(s->second);
+  if (c == chunks_.end()) return nullptr;
+  *base = c->first;
+  return &c->second.m;
+}
+
+CpuBackend::Mapping* CpuBackend::job(char* base, uint64_t id) {
+  if (auto it = maps_.find(base); it != maps_.end()) return it->second.id == id ? &it->second : nullptr;
+  if (auto c = chunks_.find(base); c != chunks_.end()) return c->second.m.id == id ? &c->second.m : nullptr;
+  return nullptr;
 }
 
 // The populator: one large block at a time, oldest first, without the lock
@@ -137,77 +166,81 @@ void CpuBackend::populator_loop() {
     if (stopping_) return;
     const auto [p, id] = to_populate_.front();
     to_populate_.pop_front();
-    auto it = maps_.find(p);
-    if (it == maps_.end() || it->second.id != id || it->second.resident || it->second.started) continue;
-    it->second.started = true;
-    const size_t len = it->second.len;
+    Mapping* m = job(p, id);
+    if (!m || m->resident || m->started) continue;
+    m->started = true;
+    const size_t len = m->len;
     lk.unlock();
     const bool ok = populate_write(p, len) == 0;
     lk.lock();
-    it = maps_.find(p);
-    if (it != maps_.end() && it->second.id == id) {
-      it->second.resident = ok;  // else the worker tries again, and reports out of memory
-      it->second.queued = it->second.started = false;
+    if ((m = job(p, id))) {
+      m->resident = ok;  // else the worker tries again, and reports out of memory
+      m->queued = m->started = false;
       populated_cv_.notify_all();
     }
   }
 }
 
-// On the worker, before a kernel writes p (backend.h): small blocks come from
-// populated chunks; a large one is populated here unless the populator is
-// on it, in which case the worker waits, giving newer queued blocks a head
-// start meanwhile (the populator goes oldest first). p's entry stays where it
-// is while unlocked: its writer holds the block, so nobody frees it (and an
-// unordered_map's elements keep their addresses).
+// On the worker, before a kernel writes p (backend.h): p's mapping (a small
+// block's: its chunk) is populated here unless the populator is on it, in
+// which case the worker waits, giving newer queued mappings a head start
+// meanwhile (the populator goes oldest first). The mapping's state stays
+// where it is while unlocked: p's writer holds the block, so nobody frees it
+// or its chunk (and unordered_map elements keep their addresses).
 bool CpuBackend::prepare_write(void* p) noexcept {
+  if (!p) return false;
   std::unique_lock<std::mutex> lk(maps_mu_);
-  auto it = maps_.find(p);
-  if (it == maps_.end() || it->second.resident) return p != nullptr;
-  Mapping* m = &it->second;
+  char* base = nullptr;
+  Mapping* m = mapping_of(p, &base);
+  if (!m || m->resident) return true;
   while (m->queued && m->started && !held_ && !stopping_) {
     char* piece = nullptr;
     size_t n = 0;
     int looked = 0;  // the newest few only: the lock is held, and the queue may hold thousands
     for (auto j = to_populate_.rbegin(); j != to_populate_.rend() && !piece && looked++ < 64; ++j) {
-      auto f = maps_.find(j->first);
-      if (f == maps_.end() || f->second.id != j->second) continue;  // freed since
-      Mapping& g = f->second;
-      if (g.started || g.resident || g.faulted >= g.len) continue;
-      piece = j->first + g.faulted;
-      n = std::min(kMapBytes, g.len - g.faulted);
-      g.faulted += n;
+      Mapping* g = job(j->first, j->second);
+      if (!g || g->started || g->resident || g->faulted >= g->len) continue;  // freed, or done
+      piece = j->first + g->faulted;
+      n = std::min(kMapBytes, g->len - g->faulted);
+      g->faulted += n;
     }
     if (!piece) {
       populated_cv_.wait(lk);
       continue;
     }
     lk.unlock();
-    // Only a head start: the block's own populate still covers it whole (and
-    // finds these pages present). Freed meanwhile, it meets no mapping or a
-    // newer one, whose contents populating leaves as they are.
+    // Only a head start: the mapping's own populate still covers it whole
+    // (and finds these pages present). Freed meanwhile, it meets no mapping
+    // or a newer one, whose contents populating leaves as they are.
     madvise(piece, n, MADV_POPULATE_WRITE);
     lk.lock();
   }
   if (m->resident) return true;
   // Nobody is populating it (not started, the populator held or stopped, or
-  // its populate failed): this thread does. The block's writer has not run
-  // (else it would be resident), so it holds no data yet, and even the
-  // one-write-per-page fallback may touch it.
+  // its populate failed): this thread does, with MADV_POPULATE_WRITE only (a
+  // chunk's other blocks may hold data, so no write may populate it). Where
+  // that is not known, the kernel's writes fault the pages in.
   m->started = true;
   const size_t len = m->len;
   lk.unlock();
-  const bool ok = populate(static_cast<char*>(p), len);
+  const int rc = populate_write(base, len);
+  const int err = errno;
   lk.lock();
-  m->resident = ok;
+  m->resident = rc == 0;
   m->queued = m->started = false;
   populated_cv_.notify_all();
-  return ok;
+  if (rc == 0) return true;
+#ifdef EHWPOISON
+  if (err == EHWPOISON) return false;
+#endif
+  return err != ENOMEM && err != EFAULT;
 }
 
 bool CpuBackend::resident(const void* p) const {
   std::lock_guard<std::mutex> lk(maps_mu_);
-  auto it = maps_.find(p);
-  return it == maps_.end() || it->second.resident;
+  char* base = nullptr;
+  const Mapping* m = const_cast<CpuBackend*>(this)->mapping_of(p, &base);
+  return !m || m->resident;
 }
 
 void CpuBackend::hold_populator(bool hold) {
@@ -221,11 +254,12 @@ void* CpuBackend::chunk_alloc(size_t bytes) {
   std::lock_guard<std::mutex> lk(maps_mu_);
   try {
     if (!current_ || current_->used + bytes > kMapBytes) {
-      char* base = map_huge(kMapBytes, /*now=*/true);
+      const bool later = populate_write_known.load(std::memory_order_relaxed);  // as raw_alloc
+      char* base = map_huge(kMapBytes, /*now=*/!later);
       if (!base) return nullptr;
       Chunk* old = current_;
       try {
-        current_ = &chunks_.emplace(base, Chunk{base, 0, 0}).first->second;
+        current_ = &chunks_.emplace(base, Chunk{base, 0, 0, new_mapping(base, kMapBytes, later)}).first->second;
       } catch (...) {
         munmap(base, kMapBytes);
         throw;

@@ -41,15 +41,15 @@ class CpuBackend final : public Backend {
   //   other. Where the kernel lacks MADV_POPULATE_WRITE (before 5.14),
   //   raw_alloc populates by one write per page, on the allocating thread.
   // - Smaller ones are carved (64-byte aligned) from the current 2 MiB chunk,
-  //   populated when it is mapped; a chunk is unmapped once every block
-  //   carved from it was freed (the current one is carved again from its
-  //   start instead).
+  //   which is populated the same way (a block's writer waits for its
+  //   chunk); a chunk is unmapped once every block carved from it was freed
+  //   (the current one is carved again from its start instead).
   static constexpr size_t kMapBytes = size_t(2) << 20;
   void* raw_alloc(size_t bytes) override;
   void raw_free(void* p) noexcept override;
   bool prepare_write(void* p) noexcept override;
-  // Whether a large block's pages were all made resident (by the populator or
-  // prepare_write); true for small blocks. For tests.
+  // Whether a block's pages (a small block's: its chunk's) were all made
+  // resident, by the populator or prepare_write. For tests.
   bool resident(const void* p) const;
   // Holds the populator (true) until released (false), so a test sees a block
   // before it was populated.
@@ -104,13 +104,6 @@ class CpuBackend final : public Backend {
 
  private:
   std::string name_;  // "cpu:N", for messages
-  struct Chunk {
-    char* base;
-    size_t used;  // bytes carved so far
-    size_t live;  // blocks carved and not freed
-  };
-  void* chunk_alloc(size_t bytes);
-  void release_chunk(Chunk* c) noexcept;  // under maps_mu_
   struct Mapping {
     size_t len;          // the mapping's exact length
     uint64_t id;         // which mapping at this address (an address is reused once unmapped)
@@ -119,6 +112,18 @@ class CpuBackend final : public Backend {
     bool started;        // being populated whole (by the populator, or by its writer's worker)
     size_t faulted;      // bytes from the start a waiting worker populated ahead (a head start)
   };
+  struct Chunk {
+    char* base;
+    size_t used;  // bytes carved so far
+    size_t live;  // blocks carved and not freed
+    Mapping m;    // the chunk's 2 MiB, populated like a large block
+  };
+  void* chunk_alloc(size_t bytes);
+  void release_chunk(Chunk* c) noexcept;  // under maps_mu_
+  // Under maps_mu_: a mapping made (new_mapping) or freed, and which one holds a block.
+  Mapping new_mapping(char* base, size_t len, bool later);  // queues it for the populator when `later`
+  Mapping* mapping_of(const void* p, char** base);  // p's own mapping, or its chunk's; nullptr if neither
+  Mapping* job(char* base, uint64_t id);             // the mapping a queued job is for, if still mapped
   void populator_loop();
 
   mutable std::mutex maps_mu_;  // raw_alloc and raw_free may come from different threads

@@ -325,16 +325,23 @@ TEST(MemoryCpuPool, TheAllocatingThreadMapsAndThePopulatorPopulates) {
   b.hold_populator(true);
   void* p = b.raw_alloc(bytes);
   void* q = b.raw_alloc(bytes);
+  void* small = b.raw_alloc(4096);  // its chunk too
   ASSERT_NE(p, nullptr);
   ASSERT_NE(q, nullptr);
+  ASSERT_NE(small, nullptr);
   EXPECT_EQ(resident_pages(p, bytes), 0) << "the allocating thread populated the block";
+  EXPECT_EQ(resident_pages(b.chunk_of(small), size_t(2) << 20), 0) << "the allocating thread populated the chunk";
   EXPECT_FALSE(b.resident(p));
+  EXPECT_FALSE(b.resident(small));
   EXPECT_TRUE(b.prepare_write(q));  // the worker, before the populator got to it
   EXPECT_TRUE(b.resident(q));
   EXPECT_EQ(resident_pages(q, bytes), static_cast<long>(bytes / page));
   b.hold_populator(false);
   ASSERT_TRUE(wait_resident(b, p)) << "the populator never populated the block";
   EXPECT_EQ(resident_pages(p, bytes), static_cast<long>(bytes / page));
+  ASSERT_TRUE(wait_resident(b, small)) << "the populator never populated the chunk";
+  EXPECT_EQ(resident_pages(b.chunk_of(small), size_t(2) << 20), static_cast<long>((size_t(2) << 20) / page));
+  b.raw_free(small);
   b.raw_free(p);
   b.raw_free(q);
 }
@@ -434,9 +441,11 @@ TEST(MemoryCpuPool, AKernelWritingAFreshLargeBlockDoesNotFault) {
   EXPECT_LT(faults, allowed) << "the worker faulted on a fresh 16 MiB block";  // unpopulated: 4096
 }
 
-// Blocks under 2 MiB are carved from populated 2 MiB chunks: resident before
-// a kernel touches them, 64-byte aligned, packed; a chunk whose blocks were
-// all freed is unmapped, and the current one is carved again from its start.
+// Blocks under 2 MiB are carved from 2 MiB chunks, populated like a large
+// block (by the populator, or by the worker as a block's writer starts):
+// resident before a kernel touches them, 64-byte aligned, packed; a chunk
+// whose blocks were all freed is unmapped, and the current one is carved
+// again from its start.
 TEST(MemoryCpuPool, SmallBlocksAreCarvedFromPopulatedChunks) {
   std::unique_ptr<Backend> owned = make_cpu_backend(8);  // nothing else allocates through it
   auto& b = dynamic_cast<cpu::CpuBackend&>(*owned);
@@ -448,6 +457,8 @@ TEST(MemoryCpuPool, SmallBlocksAreCarvedFromPopulatedChunks) {
     EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
     EXPECT_EQ(b.mapped_bytes(p), 0u) << bytes << " bytes: a mapping of its own";
     ASSERT_NE(b.chunk_of(p), nullptr) << bytes;
+    ASSERT_TRUE(b.prepare_write(p)) << bytes;  // as the worker does before the block's writer runs
+    EXPECT_TRUE(b.resident(p)) << bytes;
     const uintptr_t off = reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(b.chunk_of(p));
     const char* first_page = static_cast<const char*>(b.chunk_of(p)) + off / page * page;
     EXPECT_EQ(resident_pages(first_page, (off % page + bytes + page - 1) / page * page),
