@@ -78,13 +78,17 @@ char* map_aligned(size_t len, size_t align) {
 }
 
 // A fresh mapping of `len` bytes (a multiple of the page size), 2 MiB-aligned
-// and advised MADV_HUGEPAGE; populated here when `now`. nullptr when the
-// memory cannot be had.
-char* map_huge(size_t len, bool now) {
+// and advised MADV_HUGEPAGE, or nullptr when the memory cannot be had.
+// `later`: whether it is left for the populator. Without MADV_POPULATE_WRITE
+// only writes populate, and a write may not race a kernel's (or, in a chunk,
+// another block's data): then it is populated here, before anything else can
+// see it.
+char* map_huge(size_t len, bool& later) {
+  later = populate_write_known.load(std::memory_order_relaxed);
   char* p = map_aligned(len, CpuBackend::kMapBytes);
   if (!p) return nullptr;
   madvise(p, len, MADV_HUGEPAGE);  // a hint: without THP (or with it off) the pages are 4 KiB
-  if (now && !populate(p, len)) {
+  if (!later && !populate(p, len)) {
     munmap(p, len);
     return nullptr;
   }
@@ -101,10 +105,8 @@ void* CpuBackend::raw_alloc(size_t bytes) {
   if (bytes < kMapBytes) return chunk_alloc(bytes);
   const size_t page = page_bytes();
   const size_t len = (bytes + page - 1) / page * page;
-  // Without MADV_POPULATE_WRITE only writes populate, and a write may not
-  // race a kernel's: populate here, before anything else can see the block.
-  const bool later = populate_write_known.load(std::memory_order_relaxed);
-  char* p = map_huge(len, /*now=*/!later);
+  bool later;
+  char* p = map_huge(len, later);
   if (!p) return nullptr;
   try {
     std::lock_guard<std::mutex> lk(maps_mu_);
@@ -122,6 +124,7 @@ void* CpuBackend::raw_alloc(size_t bytes) {
 CpuBackend::Mapping CpuBackend::new_mapping(char* base, size_t len, bool later) {
   Mapping m{len, ++next_id_, !later, false, false, 0};
   if (!later) return m;
+  unresident_.fetch_add(1, std::memory_order_relaxed);
   if (!populator_.joinable()) {
     try {
       populator_ = std::thread([this] { populator_loop(); });
@@ -174,7 +177,7 @@ void CpuBackend::populator_loop() {
     const bool ok = populate_write(p, len) == 0;
     lk.lock();
     if ((m = job(p, id))) {
-      m->resident = ok;  // else the worker tries again, and reports out of memory
+      set_resident(*m, ok);  // else the worker tries again, and reports out of memory
       m->queued = m->started = false;
       populated_cv_.notify_all();
     }
@@ -189,6 +192,10 @@ void CpuBackend::populator_loop() {
 // or its chunk (and unordered_map elements keep their addresses).
 bool CpuBackend::prepare_write(void* p) noexcept {
   if (!p) return false;
+  // Every mapping resident (the steady state: blocks come from the pool's
+  // cache): nothing to look up. A mapping made after this read was not
+  // handed to p's writer before it was queued, so it is not p's.
+  if (unresident_.load(std::memory_order_acquire) == 0) return true;
   std::unique_lock<std::mutex> lk(maps_mu_);
   char* base = nullptr;
   Mapping* m = mapping_of(p, &base);
@@ -226,7 +233,7 @@ bool CpuBackend::prepare_write(void* p) noexcept {
   const int rc = populate_write(base, len);
   const int err = errno;
   lk.lock();
-  m->resident = rc == 0;
+  set_resident(*m, rc == 0);
   m->queued = m->started = false;
   populated_cv_.notify_all();
   if (rc == 0) return true;
@@ -234,6 +241,15 @@ bool CpuBackend::prepare_write(void* p) noexcept {
   if (err == EHWPOISON) return false;
 #endif
   return err != ENOMEM && err != EFAULT;
+}
+
+void CpuBackend::set_resident(Mapping& m, bool ok) {
+  if (ok && !m.resident) unresident_.fetch_sub(1, std::memory_order_release);
+  m.resident = ok;
+}
+
+void CpuBackend::forget(const Mapping& m) {
+  if (!m.resident) unresident_.fetch_sub(1, std::memory_order_release);
 }
 
 bool CpuBackend::resident(const void* p) const {
@@ -254,8 +270,8 @@ void* CpuBackend::chunk_alloc(size_t bytes) {
   std::lock_guard<std::mutex> lk(maps_mu_);
   try {
     if (!current_ || current_->used + bytes > kMapBytes) {
-      const bool later = populate_write_known.load(std::memory_order_relaxed);  // as raw_alloc
-      char* base = map_huge(kMapBytes, /*now=*/!later);
+      bool later;
+      char* base = map_huge(kMapBytes, later);
       if (!base) return nullptr;
       Chunk* old = current_;
       try {
@@ -278,6 +294,7 @@ void* CpuBackend::chunk_alloc(size_t bytes) {
 
 void CpuBackend::release_chunk(Chunk* c) noexcept {
   char* base = c->base;
+  forget(c->m);
   chunks_.erase(base);
   munmap(base, kMapBytes);
 }
@@ -286,6 +303,7 @@ void CpuBackend::raw_free(void* p) noexcept {
   std::lock_guard<std::mutex> lk(maps_mu_);
   if (auto it = maps_.find(p); it != maps_.end()) {
     munmap(p, it->second.len);
+    forget(it->second);
     maps_.erase(it);
     return;
   }

@@ -6,6 +6,7 @@
 // optimizer.cpp, random.cpp (cuRAND's Philox4x32-10 stream, philox.h, on two
 // cores through helper.h); memory and copies here.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -124,6 +125,8 @@ class CpuBackend final : public Backend {
   Mapping new_mapping(char* base, size_t len, bool later);  // queues it for the populator when `later`
   Mapping* mapping_of(const void* p, char** base);  // p's own mapping, or its chunk's; nullptr if neither
   Mapping* job(char* base, uint64_t id);             // the mapping a queued job is for, if still mapped
+  void set_resident(Mapping& m, bool ok);  // under maps_mu_, keeping unresident_ right
+  void forget(const Mapping& m);             // under maps_mu_: m is being unmapped
   void populator_loop();
 
   mutable std::mutex maps_mu_;  // raw_alloc and raw_free may come from different threads
@@ -131,13 +134,15 @@ class CpuBackend final : public Backend {
   std::unordered_map<char*, Chunk> chunks_;       // base -> chunk (node-based: pointers stay valid)
   std::unordered_map<const void*, char*> small_;  // small block -> its chunk's base
   Chunk* current_ = nullptr;                      // the chunk blocks are carved from
-  // The populator's work, under maps_mu_: large blocks to make resident, oldest first.
+  // The populator's work, under maps_mu_: mappings (large blocks, chunks) to make resident, oldest first.
   std::deque<std::pair<char*, uint64_t>> to_populate_;
   std::condition_variable populate_cv_;
   std::condition_variable populated_cv_;  // the populator finished a block
   uint64_t next_id_ = 0;
   bool held_ = false, stopping_ = false;
-  std::thread populator_;  // started with the first large block
+  std::thread populator_;  // started with the first mapping left to it
+  // Mappings not (yet) resident; 0 lets prepare_write return without the lock.
+  std::atomic<size_t> unresident_{0};
 };
 
 }  // namespace amlp::cpu
