@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "framework/asyncmlp.h"
+#include "framework/scoped_settings.h"  // ScopedBlocking, ScopedMaxPending, ScopedAllocPolicy
 #include "framework/core/context.h"      // engine tests reach the queues and pools
 #include "framework/core/tensor_impl.h"
 
@@ -107,26 +108,6 @@ class OpenLater {
 
  private:
   std::thread t_;
-};
-
-// Sets synchronous mode for the guard's lifetime, then restores it.
-class ScopedBlocking {
- public:
-  explicit ScopedBlocking(bool on) : prev_(blocking()) { set_blocking(on); }
-  ~ScopedBlocking() { set_blocking(prev_); }
-
- private:
-  bool prev_;
-};
-
-// Back-pressure on one queue for the guard's lifetime; back to unbounded after.
-class ScopedMaxPending {
- public:
-  ScopedMaxPending(Queue& q, uint64_t ops, size_t bytes) : q_(q) { q_.set_max_pending(ops, bytes); }
-  ~ScopedMaxPending() { q_.set_max_pending(0, 0); }
-
- private:
-  Queue& q_;
 };
 
 // Fixture for suites parameterised over test_devices(): asynchronous mode

@@ -5,7 +5,9 @@
 #include <ostream>
 
 #include "framework/asyncmlp.h"
+#include "train/experiment.h"
 #include "train/interrupt.h"
+#include "train/run_plan.h"
 #include "train/summary_json.h"
 
 namespace amlp::train {
@@ -76,18 +78,19 @@ int run_driver(const Options& o, std::ostream& out, std::ostream& err, std::vect
     if (!o.trace.empty()) trace::start();
     Options resolved = o;
     resolved.host_work = resolve_host_work(o, out);  // --host-work match: measured once, for every mode
-    if (o.compare) {
-      run_compare(resolved, out, results);
-      print_compare_table(results, out);
-    } else if (o.compare_policies) {
-      run_compare_policies(resolved, out, results);
-      print_policy_table(resolved, results, out);
-    } else {
-      results.push_back(run_experiment(spec_from_options(resolved), out));
-      print_summary(results.back(), out);
+    run_plan(plan_runs(resolved), out, results);
+    switch (plan_kind(o)) {
+      case PlanKind::Compare:
+        print_compare_table(results, out);
+        break;
+      case PlanKind::Policies:
+        print_policy_table(resolved, results, out);
+        break;
+      case PlanKind::Single:
+        print_summary(results.back(), out);
+        break;
     }
-  } catch (const RunFailed& e) {  // the run dropped its queued work and measured what it did
-    if (!o.compare && !o.compare_policies) results.push_back(e.partial);  // the comparisons kept it already
+  } catch (const RunFailed& e) {  // the run dropped its queued work and measured what it did (in `results`)
     fail(e.what());
   } catch (const std::bad_alloc&) {
     fail("the host ran out of memory (std::bad_alloc)");
@@ -117,7 +120,7 @@ int run_driver(const Options& o, std::ostream& out, std::ostream& err, std::vect
   if (const int sig = interrupt_signal()) {
     const RunResult* last = results.empty() ? nullptr : &results.back();
     err << "train_mlp: interrupted at batch " << (last ? last->batches_done : 0) << " of "
-        << (last ? last->batches : o.batches) << " (" << signal_name(sig)
+        << (last ? last->spec.batches : o.batches) << " (" << signal_name(sig)
         << "): the queued batches finished; the summary and trace say \"interrupted\"" << std::endl;
     return 128 + sig;
   }

@@ -8,8 +8,8 @@
 #include <iosfwd>
 #include <vector>
 
-#include "train/experiment.h"
 #include "train/options.h"
+#include "train/run_result.h"
 
 namespace amlp::train {
 

@@ -64,24 +64,4 @@ void do_host_work(const HostWork& w) {
   g_spin_sink.fetch_add(x, std::memory_order_relaxed);
 }
 
-double predicted_wall_s(int batches, int every, double host_s, double device_s) {
-  if (batches <= 0) return 0;
-  every = std::clamp(every, 1, batches);
-  const int groups = (batches + every - 1) / every;
-  return batches * std::max(host_s, device_s) + groups * std::min(host_s, device_s);
-}
-
-int model_every(const SyncMode& m, int batches, size_t max_pending_bytes, size_t bytes_per_batch) {
-  switch (m.policy) {
-    case SyncPolicy::EveryBatch:
-      return 1;
-    case SyncPolicy::EveryK:
-      return std::max(1, m.every);
-    case SyncPolicy::Never:
-      if (max_pending_bytes && max_pending_bytes < bytes_per_batch) return 1;
-      return std::max(1, batches);
-  }
-  return 1;
-}
-
 }  // namespace amlp::train

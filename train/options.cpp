@@ -3,11 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <boost/program_options.hpp>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <functional>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -15,162 +13,14 @@
 #include "framework/error.h"
 #include "framework/ops.h"
 #include "framework/parse.h"
+#include "train/help_text.h"
+#include "train/program_options.h"
+#include "train/run_plan.h"
 #include "train/version.h"
-
-namespace po = boost::program_options;
 
 namespace amlp::train {
 
 namespace {
-
-const char* const kUsage =
-    "Usage: train_mlp [options]\n"
-    "Trains the d2l MLP (Dense(h1, relu) -> ... -> Dense(1)) on random data and shows what\n"
-    "synchronizing every minibatch trades: memory held by queued work against throughput.\n"
-    "Options come from the command line and from an INI file (--config; keys are the long\n"
-    "option names, e.g. 'batches = 60'); the command line wins, the file beats the defaults.\n";
-
-const char* const kMemoryModel =
-    "\nMemory model (what the summary's 'predicted' line computes), --alloc enqueue (the default):\n"
-    "  Every queued op holds its outputs (and its inputs) until it has run, so the memory a\n"
-    "  run holds is what its pending batches hold.\n"
-    "    bytes per batch  = bytes the frontend allocates for one batch: data generation,\n"
-    "                       forward, loss, backward, SGD step (the change in the pool's\n"
-    "                       bytes_allocated_total across the batch; gradients are released\n"
-    "                       after each step, so a finished batch keeps nothing)\n"
-    "    backlog          = batches alive: those whose last op has not completed, plus the\n"
-    "                       one being queued (a synchronized run has a backlog of 1)\n"
-    "    predicted increase = peak backlog x bytes per batch; with --max-pending-bytes B,\n"
-    "                       at most B + one op's largest output\n"
-    "  Freed memory returns to the pool as the worker finishes ops, so this is an upper\n"
-    "  bound, exact when the backlog is work not yet started (the unsynchronized run).\n"
-    "  Memory increase is the peak of tracked bytes in use during the run minus the bytes in\n"
-    "  use at its start (after the model is initialised); the RSS increase likewise from the\n"
-    "  process's resident set (sampled every batch and after waitall).\n"
-    "--alloc run (MXNet's delayed allocation): an op's outputs get memory only when the worker\n"
-    "  starts it, so queued work holds nothing and the backlog costs no memory:\n"
-    "    working set      = the most bytes the device queue's pending ops held in blocks that\n"
-    "                       exist (QueueStats: a block counts once allocated), less the bytes in\n"
-    "                       use at the start (the parameters): the op running and what the rest\n"
-    "                       of its batch still needs\n"
-    "    data ahead       = with --data-queue, the data generated but not yet consumed at its\n"
-    "                       peak: data bytes per batch (X and y) x peak data lead (batches), the\n"
-    "                       most bytes the data queue's outputs held while training ops still\n"
-    "                       needed them; 0 without it (each batch's data is made in its turn)\n"
-    "    predicted increase = working set + data ahead\n"
-    "  --data-queue generates each batch's data on a second queue of the device (a loader\n"
-    "  stream); the training ops wait for it through the cross-queue dependencies, so the\n"
-    "  data runs ahead of the training while the training holds one batch (CPU devices only).\n"
-    "  The summary's 'frontend, device' d is the device queue's busy time (the data queue's\n"
-    "  is not included).\n"
-    "\nThroughput model (the summary's 'predicted wall' line):\n"
-    "    h = the frontend's time per batch: --host-work and queueing the batch (its waits for the\n"
-    "        device excluded), d = the device's time per batch: the queue's busy time\n"
-    "    synchronizing every K batches, the device runs a group while the frontend queues the\n"
-    "    next batches, so  wall = N x max(h, d) + ceil(N/K) x min(h, d):  N x (h + d) for batch,\n"
-    "    N x max(h, d) + min(h, d) for none, and for bounded when its bound holds a batch.\n"
-    "  Unsynchronized overlaps the two, so the speed-up over batch is at most 2x, at h = d. With\n"
-    "  h > d the device finishes each batch before the next is queued: the backlog stays near one\n"
-    "  batch in every mode. On a CPU device the frontend's own work (memory it touches) shares\n"
-    "  the cores with the device; d on CUDA is the time to launch, not the GPU's.\n"
-    "\n--compare runs, back to back on one device with the same seed: batch, none, every=K for\n"
-    "  each K in --compare-every, and 'bounded' (none with --max-pending-bytes, by default two\n"
-    "  batches' footprint). --sync is ignored; --max-pending/--max-pending-bytes apply to the\n"
-    "  bounded mode only. With --memory-log out/mem.csv it writes one log per mode:\n"
-    "  out/mem.batch.csv, out/mem.none.csv, out/mem.every2.csv, out/mem.every10.csv,\n"
-    "  out/mem.bounded.csv. --summary-json writes one object per mode.\n"
-    "\nExit status: 0 done, 1 the run failed (out of memory, a kernel error, a full disk), 2 bad input,\n"
-    "  130/143 interrupted by SIGINT/SIGTERM: the first signal stops queueing batches, lets the queues\n"
-    "  finish what was queued and writes every output marked interrupted; a second one exits at once\n"
-    "  (the memory log keeps its whole rows; no summary or trace).\n";
-
-// --- typed options -------------------------------------------------------------------
-//
-// Each option is declared once, with its type and the framework/parse.h parser
-// that reads and range-checks it. Boost calls the parser when it stores the
-// value, from the command line or from the config file, so a bad value is
-// caught there and named by its option key.
-
-// A value an option's parser rejected. `problem` follows the option's name:
-// " must be an integer in [1, 100000000] (got 0)" or ": unknown device 'tpu' (...)".
-struct BadValue {
-  std::string key;  // "batches"
-  std::string problem;
-};
-
-template <class T>
-using Parser = std::function<T(const std::string&)>;
-
-// An option's value semantic for Boost: one token, read by `parse` (not by
-// boost::lexical_cast, which takes "+5", " 5" and, through strtod, "0x10" and
-// "nan"), with a default that the same parser read from its text.
-template <class T>
-class Parsed : public po::value_semantic_codecvt_helper<char> {
- public:
-  Parsed(std::string key, std::string value_name, std::string default_text, Parser<T> parse)
-      : key_(std::move(key)),
-        value_name_(std::move(value_name)),
-        default_text_(std::move(default_text)),
-        parse_(std::move(parse)),
-        default_(read(default_text_)) {}
-
-  std::string name() const override { return value_name_ + " (=" + default_text_ + ")"; }
-  unsigned min_tokens() const override { return 1; }
-  unsigned max_tokens() const override { return 1; }
-  bool is_composing() const override { return false; }
-  bool is_required() const override { return false; }
-  bool apply_default(boost::any& store) const override {
-    store = default_;
-    return true;
-  }
-  void notify(const boost::any&) const override {}
-
- protected:
-  void xparse(boost::any& store, const std::vector<std::string>& tokens) const override {
-    po::validators::check_first_occurrence(store);  // "given more than once"
-    store = read(po::validators::get_single_string(tokens));
-  }
-
- private:
-  T read(const std::string& text) const {
-    try {
-      return parse_(text);
-    } catch (const ParseError& e) {
-      throw BadValue{key_, " " + e.problem()};
-    } catch (const Error& e) {  // DeviceError: a whole sentence naming the string
-      throw BadValue{key_, std::string(": ") + e.what()};
-    }
-  }
-
-  std::string key_, value_name_, default_text_;
-  Parser<T> parse_;
-  T default_;
-};
-
-// Declares options on `d`: each with its key, the name of its value in --help,
-// its default as text (read by the same parser, so it is valid by
-// construction), its parser and its help.
-class Declare {
- public:
-  explicit Declare(po::options_description& d) : d_(d) {}
-
-  template <class T>
-  Declare& option(const char* key, const char* value_name, const char* def, Parser<T> parse, const char* help) {
-    d_.add_options()(key, new Parsed<T>(key, value_name, def, std::move(parse)), help);
-    return *this;
-  }
-  Declare& text(const char* key, const char* value_name, const char* def, const char* help) {
-    d_.add_options()(key, po::value<std::string>()->default_value(def)->value_name(value_name), help);
-    return *this;
-  }
-  Declare& flag(const char* key, const char* help) {
-    d_.add_options()(key, po::bool_switch(), help);
-    return *this;
-  }
-
- private:
-  po::options_description& d_;
-};
 
 // The ranges, named in the messages.
 constexpr int64_t kMaxBatches = 100000000;
@@ -178,6 +28,7 @@ constexpr int64_t kMaxBatchSize = int64_t(1) << 24;
 constexpr int64_t kMaxFeatures = int64_t(1) << 24;
 constexpr uint64_t kMaxPendingOps = uint64_t(1) << 40;
 constexpr int64_t kMaxCompareEvery = 1000000;
+constexpr double kMaxStatusEvery_s = 86400;
 
 Parser<int> int_in(int64_t min, int64_t max) {
   return [=](const std::string& t) { return static_cast<int>(parse_int(t, "", min, max)); };
@@ -255,6 +106,12 @@ std::optional<size_t> read_memory_limit(const std::string& t) {
   }
 }
 
+double read_status_every(const std::string& t) {
+  const double v = parse_float(t, "");
+  if (!(v > 0 && v <= kMaxStatusEvery_s)) throw ParseError("", "must be in (0, 86400] seconds (got " + t + ")");
+  return v;
+}
+
 constexpr unsigned kHelpWidth = 100;
 
 po::options_description general_options() {
@@ -326,6 +183,11 @@ po::options_description general_options() {
      "run the allocation policies back to back, unsynchronized (--sync is ignored): --alloc enqueue, "
      "--alloc run, and --alloc run --data-queue (CPU devices), and print one table: memory increase "
      "measured and predicted, samples/s, final loss (default: off)")
+    .flag("quiet", "no live status line on stderr (default: off)")
+    .option<double>("status-every", "SECONDS", "10", read_status_every,
+     "the live status line (batches queued and finished, the backlog, memory against its prediction "
+     "and the budget, samples/s): redrawn in place a few times a second on a terminal; otherwise "
+     "printed as a line every SECONDS, in (0, 86400]")
     .option<std::vector<int>>("compare-every", "K1,K2,..", "2,10", read_compare_every,
      "the K of the every=K modes --compare runs, each in [1, 1000000]");
   // clang-format on
@@ -383,112 +245,19 @@ Options to_options(const po::variables_map& vm) {
   o.host_work.kind = vm["host-work-kind"].as<HostWorkKind>();
   o.compare = vm["compare"].as<bool>();
   o.compare_policies = vm["compare-policies"].as<bool>();
+  o.quiet = vm["quiet"].as<bool>();
+  o.status_every_s = vm["status-every"].as<double>();
   o.memory_log = s("memory-log");
   o.trace = s("trace");
   o.summary_json = s("summary-json");
   return o;
 }
 
-// Boost's own messages quote what was typed as it was typed; an error stays
-// one line, and a short one: a quoted value past 64 characters is cut (a
-// 5000-character config value used to be echoed whole).
-std::string one_line(std::string text) {
-  constexpr size_t kMaxQuoted = 64;
-  for (size_t open = text.find('\''); open != std::string::npos;) {
-    const size_t close = text.find('\'', open + 1);
-    if (close == std::string::npos) break;
-    if (close - open - 1 > kMaxQuoted) {
-      text.replace(open + 1 + kMaxQuoted, close - open - 1 - kMaxQuoted, "...");
-      open = text.find('\'', open + 1 + kMaxQuoted + 3 + 1);
-    } else {
-      open = text.find('\'', close + 1);
-    }
-  }
-  for (size_t i = 0; i < text.size(); ++i)
-    if (static_cast<unsigned char>(text[i]) < 0x20) {
-      const std::string q = quote(text.substr(i, 1));  // "'\\n'"
-      text.replace(i, 1, q.substr(1, q.size() - 2));
-    }
-  return text;
-}
-
-std::string option_error(const po::error& e, const std::string& where) {
-  if (auto* u = dynamic_cast<const po::unknown_option*>(&e)) {
-    if (where.empty()) return "unknown option " + quote(u->get_option_name()) + " (see --help)";
-    return where + ": unknown key " + quote(u->get_option_name()) + " (keys are the long option names; see --help)";
-  }
-  if (auto* m = dynamic_cast<const po::invalid_command_line_syntax*>(&e)) {
-    if (m->kind() == po::invalid_syntax::missing_parameter)
-      return "option " + quote(m->get_option_name()) + " needs a value";
-  }
-  if (auto* m = dynamic_cast<const po::multiple_occurrences*>(&e))
-    return (where.empty() ? "" : where + ": ") + "option " + quote(m->get_option_name()) + " given more than once";
-  return one_line(where.empty() ? e.what() : where + ": " + e.what());
-}
 
 }  // namespace
 
 std::vector<Device> run_devices(const RunSettings& s) {
   return s.devices.empty() ? std::vector<Device>{s.device} : s.devices;
-}
-
-std::string tagged_path(const std::string& path, const std::string& tag) {
-  const size_t slash = path.find_last_of('/');
-  const size_t dot = path.find_last_of('.');
-  if (dot == std::string::npos || (slash != std::string::npos && dot < slash) || dot == slash + 1)
-    return path + "." + tag;
-  return path.substr(0, dot) + "." + tag + path.substr(dot);
-}
-
-std::vector<CompareMode> compare_modes(const Options& o) {
-  std::vector<SyncMode> syncs{{SyncPolicy::EveryBatch, 1}, {SyncPolicy::Never, 0}};
-  for (int k : o.compare_every) syncs.push_back({SyncPolicy::EveryK, k});
-  std::vector<CompareMode> modes;
-  for (const SyncMode& m : syncs) modes.push_back({m, /*bounded=*/false, file_tag(m)});
-  modes.push_back({{SyncPolicy::Never, 0}, /*bounded=*/true, "bounded"});
-  return modes;
-}
-
-std::vector<PolicyMode> policy_modes(const Options& o) {
-  // On a GPU a block is reused as soon as its last op is launched (the
-  // stream orders the rest): allocating at launch as well is what PyTorch's
-  // caching allocator does, with no queue in front of the stream.
-  const bool cuda = run_devices(o).front().is_cuda();
-  std::vector<PolicyMode> modes{
-      {AllocPolicy::Enqueue, false, "enqueue", "queued ops own their outputs"},
-      {AllocPolicy::Run, false, "run", cuda ? "PyTorch's caching allocator" : "MXNet's engine, delayed alloc"}};
-  if (!cuda) modes.push_back({AllocPolicy::Run, true, "run+data", "MXNet, data ops running ahead"});
-  return modes;
-}
-
-std::vector<OutputFile> output_files(const Options& o) {
-  std::vector<OutputFile> files;
-  if (!o.memory_log.empty()) {
-    if (o.compare)
-      for (const CompareMode& m : compare_modes(o)) files.push_back({"memory-log", tagged_path(o.memory_log, m.tag)});
-    else if (o.compare_policies)
-      for (const PolicyMode& m : policy_modes(o)) files.push_back({"memory-log", tagged_path(o.memory_log, m.tag)});
-    else
-      files.push_back({"memory-log", o.memory_log});
-  }
-  if (!o.trace.empty()) files.push_back({"trace", o.trace});
-  if (!o.summary_json.empty()) files.push_back({"summary-json", o.summary_json});
-  return files;
-}
-
-std::string output_path_problem(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) {
-    if (S_ISDIR(st.st_mode)) return "it is a directory";
-    if (::access(path.c_str(), W_OK) != 0) return std::strerror(errno);
-    return "";
-  }
-  const size_t slash = path.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  if (::stat(dir.c_str(), &st) != 0) return "directory '" + dir + "' does not exist";
-  if (!S_ISDIR(st.st_mode)) return "'" + dir + "' is not a directory";
-  if (::access(dir.c_str(), W_OK | X_OK) != 0) return "directory '" + dir + "': " + std::strerror(errno);
-  return "";
 }
 
 ParseOutcome parse_options(const std::vector<std::string>& args) {
@@ -517,7 +286,7 @@ ParseOutcome parse_options(const std::vector<std::string>& args) {
   for (const po::option& opt : parsed.options) {
     if (opt.string_key == "help") {
       std::ostringstream s;
-      s << kUsage << "\n" << cmdline << kMemoryModel;
+      s << usage_text() << "\n" << cmdline << help_footer();
       out.status = ParseStatus::Exit;
       out.message = s.str();
       return out;

@@ -29,7 +29,8 @@
 
 namespace amlp::train {
 
-// What one training run needs: the options' core, and each run --compare makes.
+// What one training run needs: the options' core; each run of the plan
+// (train/run_plan.h) is these settings and a label.
 struct RunSettings {
   Device device;  // resolved from --device (with --devices: the first of them)
   // --devices: data parallelism, one replica per device (empty: one device,
@@ -50,6 +51,8 @@ struct RunSettings {
   bool data_queue = false;                   // --data-queue: data generated on the device's data queue
   HostWork host_work;      // --host-work, --host-work-kind (the frontend's work per batch)
   std::string memory_log;  // "" = not written
+  bool quiet = false;             // --quiet: no live status line
+  double status_every_s = 10;     // --status-every: the status line's period off a terminal
 };
 
 // The devices a run trains on: --devices, or the one device.
@@ -89,38 +92,5 @@ constexpr int kExitRunFailed = 1;
 
 ParseOutcome parse_options(int argc, const char* const argv[]);
 ParseOutcome parse_options(const std::vector<std::string>& args);  // args without argv[0]
-
-// The memory-log path of one --compare mode: "out/mem.csv" + "none" → "out/mem.none.csv".
-std::string tagged_path(const std::string& path, const std::string& tag);
-
-// The runs --compare makes, in order: batch, none, every=K for each K in
-// o.compare_every, and bounded (none with back-pressure). `tag` names each in
-// file names: batch, none, every<K>, bounded.
-struct CompareMode {
-  SyncMode sync;
-  bool bounded = false;
-  std::string tag;
-};
-std::vector<CompareMode> compare_modes(const Options& o);
-
-// The runs --compare-policies makes, in order, all unsynchronized (where the
-// policies differ): enqueue, run, and on a CPU device run with the data queue.
-struct PolicyMode {
-  AllocPolicy alloc;
-  bool data_queue;
-  std::string tag;   // label and file tag: "enqueue", "run", "run+data"
-  std::string like;  // which framework behaves like this
-};
-std::vector<PolicyMode> policy_modes(const Options& o);
-
-// Every file the options will write (one memory log per mode with --compare).
-struct OutputFile {
-  std::string option;  // "memory-log"
-  std::string path;
-};
-std::vector<OutputFile> output_files(const Options& o);
-
-// "" when `path` can be created or overwritten, else why not (nothing is created).
-std::string output_path_problem(const std::string& path);
 
 }  // namespace amlp::train

@@ -7,41 +7,17 @@
 
 #include "train/byte_size.h"
 #include "train/experiment.h"
+#include "train/predict.h"
+#include "train/run_plan.h"
 
 namespace amlp::train {
 
 namespace {
 
-// The memory model's terms as the run used them: "57 x 52.4 MB per batch",
-// "working set 31.5 MB + 99.0 batches x 2.1 MB of data ahead".
-std::string model_terms(const RunResult& r) {
-  if (r.alloc == "run") {
-    std::string t = "working set " + format_mb(double(r.working_set_bytes));
-    if (r.data_queue) {
-      char lead[32];
-      std::snprintf(lead, sizeof lead, "%.1f", r.peak_data_lead_batches);
-      t += std::string(" + ") + lead + " batches x " + format_mb(double(r.data_bytes_per_batch)) + " of data ahead";
-    }
-    return t;
-  }
-  if (r.predicted_increase_bytes < size_t(r.peak_backlog_batches) * r.bytes_per_batch)
-    return "max-pending-bytes + one op's output";
-  return std::to_string(r.peak_backlog_batches) + " x " + format_mb(double(r.bytes_per_batch)) + " per batch";
-}
-
-// "100 x max(h, d) + 10 x min(h, d)": the throughput model as the run used it.
-std::string model_formula(const RunResult& r) {
-  const int n = r.batches_done, k = std::clamp(r.model_every, 1, std::max(1, n));
-  const int groups = n > 0 ? (n + k - 1) / k : 0;
-  if (k == 1) return std::to_string(n) + " x (h + d)";
-  return std::to_string(n) + " x max(h, d) + " + (groups == 1 ? std::string("min(h, d)")
-                                                               : std::to_string(groups) + " x min(h, d)");
-}
-
 // Why a run with host work shows little backlog or little speed-up: which
 // side is the bottleneck. "" when neither dominates or there is no host work.
 std::string bottleneck_note(const RunResult& r) {
-  if (!r.host_work_ns) return "";
+  if (!r.spec.host_work.ns) return "";
   const double h = r.host_s_per_batch, d = r.device_s_per_batch;
   if (h > 1.2 * d)
     return "the frontend is the bottleneck (h > d): the device finishes each batch before the next is queued, so "
@@ -56,16 +32,16 @@ std::string bottleneck_note(const RunResult& r) {
 
 void print_policy_table(const Options& o, const std::vector<RunResult>& rs, std::ostream& out) {
   if (rs.empty()) return;
-  const std::vector<PolicyMode> modes = policy_modes(o);
+  const std::vector<PlannedRun> plan = plan_runs(o);
   char buf[256];
-  out << "\n" << rs[0].device << ", " << rs[0].batches << " batches of " << rs[0].batch_size << ", unsynchronized\n";
+  out << "\n" << rs[0].device << ", " << rs[0].spec.batches << " batches of " << rs[0].spec.batch_size << ", unsynchronized\n";
   std::snprintf(buf, sizeof buf, "%-9s %-31s %12s %13s %9s %10s %11s\n", "policy", "behaves like", "mem incr MB",
                 "predicted MB", "meas/pred", "samples/s", "final loss");
   out << buf;
   for (size_t i = 0; i < rs.size(); ++i) {
     const RunResult& r = rs[i];
-    std::snprintf(buf, sizeof buf, "%-9s %-31s %12.1f %13.1f %9.3f %10.0f %11.6g\n", r.label.c_str(),
-                  i < modes.size() ? modes[i].like.c_str() : "", r.mem_increase_bytes / 1e6,
+    std::snprintf(buf, sizeof buf, "%-9s %-31s %12.1f %13.1f %9.3f %10.0f %11.6g\n", r.label().c_str(),
+                  i < plan.size() ? plan[i].like.c_str() : "", r.mem_increase_bytes / 1e6,
                   r.predicted_increase_bytes / 1e6,
                   r.predicted_increase_bytes ? double(r.mem_increase_bytes) / double(r.predicted_increase_bytes) : 0.0,
                   r.samples_per_s, r.final_loss);
@@ -83,20 +59,21 @@ void print_summary(const RunResult& r, std::ostream& out) {
   };
   out << "summary\n";
   line("device", r.device);
-  std::string mode = r.mode;
-  if (r.max_pending_ops || r.max_pending_bytes) {
+  const RunSpec& s = r.spec;
+  std::string mode = to_string(s.sync);
+  if (s.max_pending_ops || s.max_pending_bytes) {
     mode += " with back-pressure (";
-    if (r.max_pending_ops) mode += std::to_string(r.max_pending_ops) + " ops";
-    if (r.max_pending_ops && r.max_pending_bytes) mode += ", ";
-    if (r.max_pending_bytes) mode += format_mb(double(r.max_pending_bytes));
+    if (s.max_pending_ops) mode += std::to_string(s.max_pending_ops) + " ops";
+    if (s.max_pending_ops && s.max_pending_bytes) mode += ", ";
+    if (s.max_pending_bytes) mode += format_mb(double(s.max_pending_bytes));
     mode += ")";
   }
   line("mode", mode);
-  if (r.batches_done < r.batches)
-    std::snprintf(buf, sizeof buf, "%.3f s (%d of %d batches of %d: %s)", r.wall_s, r.batches_done, r.batches,
-                  r.batch_size, r.status.c_str());
+  if (r.batches_done < s.batches)
+    std::snprintf(buf, sizeof buf, "%.3f s (%d of %d batches of %d: %s)", r.wall_s, r.batches_done, s.batches,
+                  s.batch_size, to_string(r.status));
   else
-    std::snprintf(buf, sizeof buf, "%.3f s (%d batches of %d)", r.wall_s, r.batches, r.batch_size);
+    std::snprintf(buf, sizeof buf, "%.3f s (%d batches of %d)", r.wall_s, s.batches, s.batch_size);
   line("wall time", buf);
   std::snprintf(buf, sizeof buf, "%.0f", r.samples_per_s);
   line("samples/s", buf);
@@ -105,9 +82,9 @@ void print_summary(const RunResult& r, std::ostream& out) {
   std::snprintf(buf, sizeof buf, "%llu ops, %d batch%s", static_cast<unsigned long long>(r.peak_queue_depth),
                 r.peak_backlog_batches, r.peak_backlog_batches == 1 ? "" : "es");
   line("peak queue depth", buf);
-  line("allocation", r.alloc == "run" ? "run (an op's outputs get memory when the worker starts it)"
+  line("allocation", s.alloc == AllocPolicy::Run ? "run (an op's outputs get memory when the worker starts it)"
                                        : "enqueue (an op's outputs get memory when it is queued)");
-  if (r.data_queue) {
+  if (s.data_queue) {
     std::snprintf(buf, sizeof buf, "on the data queue, %s per batch, at most %.1f batches ahead",
                   format_mb(double(r.data_bytes_per_batch)).c_str(), r.peak_data_lead_batches);
     line("data", buf);
@@ -115,15 +92,15 @@ void print_summary(const RunResult& r, std::ostream& out) {
   std::snprintf(buf, sizeof buf, " (measured / predicted = %.3f)",
                 r.predicted_increase_bytes ? double(r.mem_increase_bytes) / double(r.predicted_increase_bytes) : 0.0);
   line("predicted increase", format_mb(double(r.predicted_increase_bytes)) + " = " +
-                                 (r.data_parallel ? std::string("the devices' sum") : model_terms(r)) + buf);
-  if (r.data_parallel) {
+                                 (r.data_parallel() ? std::string("the devices' sum") : memory_terms(r)) + buf);
+  if (r.data_parallel()) {
     for (size_t i = 0; i < r.per_device.size(); ++i) {
       const DeviceResult& d = r.per_device[i];
       // The model's terms on this device: the enqueue backlog, or run's working set (and the data ahead, on the first).
       std::string terms;
-      if (r.alloc == "run")
+      if (s.alloc == AllocPolicy::Run)
         terms = "working set " + format_mb(double(d.working_set_bytes)) +
-                (i == 0 && r.data_queue ? " + data ahead " + format_mb(double(r.peak_data_ahead_bytes)) : "");
+                (i == 0 && s.data_queue ? " + data ahead " + format_mb(double(r.peak_data_ahead_bytes)) : "");
       else
         terms = std::to_string(r.peak_backlog_batches) + " x " + format_mb(double(d.bytes_per_batch)) + " per batch";
       std::snprintf(buf, sizeof buf, "%lld rows a batch; memory +%s, predicted %s = %s (%.3f); d %.3f ms per batch",
@@ -139,15 +116,22 @@ void print_summary(const RunResult& r, std::ostream& out) {
                 r.minor_faults_steady_per_batch, r.minor_faults_per_batch,
                 static_cast<unsigned long long>(r.minor_faults));
   line("minor page faults", buf);
-  if (r.host_work_ns) {
-    std::snprintf(buf, sizeof buf, "%.3f ms per batch (%s)", r.host_work_ns / 1e6, r.host_work_kind.c_str());
+  if (s.host_work.ns) {
+    std::snprintf(buf, sizeof buf, "%.3f ms per batch (%s)", s.host_work.ns / 1e6, to_string(s.host_work.kind).c_str());
     line("host work", buf);
   }
   std::snprintf(buf, sizeof buf, "h %.3f ms, d %.3f ms per batch (h: the loop's own time; d: the queue's busy time)",
                 r.host_s_per_batch * 1e3, r.device_s_per_batch * 1e3);
   line("frontend, device", buf);
+  if (r.fresh_s_per_gib > 0) {
+    std::snprintf(buf, sizeof buf, "%s obtained from the system, backed at %.3f s per GiB here: %.3f s (%.3f ms of d per batch)",
+                  format_mb(double(r.fresh_bytes)).c_str(), r.fresh_s_per_gib,
+                  double(r.fresh_bytes) / double(size_t(1) << 30) * r.fresh_s_per_gib,
+                  r.batches_done ? double(r.fresh_bytes) / double(size_t(1) << 30) * r.fresh_s_per_gib / r.batches_done * 1e3 : 0.0);
+    line("fresh memory", buf);
+  }
   std::snprintf(buf, sizeof buf, "%.3f s = %s (measured / predicted = %.3f)", r.predicted_wall_s,
-                model_formula(r).c_str(), r.predicted_wall_s > 0 ? r.wall_s / r.predicted_wall_s : 0.0);
+                throughput_terms(r).c_str(), r.predicted_wall_s > 0 ? r.wall_s / r.predicted_wall_s : 0.0);
   line("predicted wall", buf);
   if (const std::string why = bottleneck_note(r); !why.empty()) line("note", why);
   std::snprintf(buf, sizeof buf, "%.6g", r.final_loss);
@@ -160,14 +144,14 @@ void print_summary(const RunResult& r, std::ostream& out) {
 void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out) {
   if (rs.empty()) return;
   char buf[256];
-  out << "\n" << rs[0].device << ", " << rs[0].batches << " batches of " << rs[0].batch_size << "\n";
+  out << "\n" << rs[0].device << ", " << rs[0].spec.batches << " batches of " << rs[0].spec.batch_size << "\n";
   std::snprintf(buf, sizeof buf, "%-10s %8s %10s %12s %12s %13s %11s %12s %9s %11s %13s\n", "mode", "wall s",
                 "samples/s", "mem incr MB", "RSS incr MB", "peak backlog", "peak depth", "predicted MB", "meas/pred",
                 "final loss", "faults/batch");
   out << buf;
   for (const RunResult& r : rs) {
     std::snprintf(buf, sizeof buf, "%-10s %8.3f %10.0f %12.1f %12.1f %13d %11llu %12.1f %9.3f %11.6g %13.0f\n",
-                  r.label.c_str(), r.wall_s, r.samples_per_s, r.mem_increase_bytes / 1e6, r.rss_increase_bytes / 1e6,
+                  r.label().c_str(), r.wall_s, r.samples_per_s, r.mem_increase_bytes / 1e6, r.rss_increase_bytes / 1e6,
                   r.peak_backlog_batches, static_cast<unsigned long long>(r.peak_queue_depth),
                   r.predicted_increase_bytes / 1e6,
                   r.predicted_increase_bytes ? double(r.mem_increase_bytes) / double(r.predicted_increase_bytes) : 0.0,
@@ -175,18 +159,18 @@ void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out) {
     out << buf;
   }
   out << "peak backlog: most batches alive at once; peak depth: most ops queued at once.\n"
-      << (rs[0].alloc == "run" ? "predicted = " + model_terms(rs[0]) + " (--alloc run; each mode its own)\n"
+      << (rs[0].spec.alloc == AllocPolicy::Run ? "predicted = " + memory_terms(rs[0]) + " (--alloc run; each mode its own)\n"
                                : "predicted = peak backlog x " + format_mb(double(rs[0].bytes_per_batch)) +
                                      " per batch (at most max-pending-bytes + one op's output when bounded)\n")
       << "faults/batch: the process's minor page faults in the median batch of the run's second half.\n";
-  if (rs[0].data_parallel) {  // each device's memory against its own prediction
+  if (rs[0].data_parallel()) {  // each device's memory against its own prediction
     out << "\nper device (data parallel)\n";
     std::snprintf(buf, sizeof buf, "%-10s %-8s %6s %12s %12s %9s %13s %9s\n", "mode", "device", "rows", "mem incr MB",
                   "predicted MB", "meas/pred", "peak backlog", "d ms");
     out << buf;
     for (const RunResult& r : rs)
       for (const DeviceResult& d : r.per_device) {
-        std::snprintf(buf, sizeof buf, "%-10s %-8s %6lld %12.1f %12.1f %9.3f %13d %9.3f\n", r.label.c_str(),
+        std::snprintf(buf, sizeof buf, "%-10s %-8s %6lld %12.1f %12.1f %9.3f %13d %9.3f\n", r.label().c_str(),
                       d.device.c_str(), static_cast<long long>(d.rows_per_batch), d.mem_increase_bytes / 1e6,
                       d.predicted_increase_bytes / 1e6,
                       d.predicted_increase_bytes ? double(d.mem_increase_bytes) / double(d.predicted_increase_bytes) : 0.0,
@@ -198,26 +182,26 @@ void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out) {
   // The throughput side: what not waiting bought, against the model.
   const RunResult* base = nullptr;
   for (const RunResult& r : rs)
-    if (r.label == "batch") base = &r;
+    if (r.label() == "batch") base = &r;
   out << "\n";
-  if (rs[0].host_work_ns) {
-    std::snprintf(buf, sizeof buf, "host work %.3f ms per batch (%s)\n", rs[0].host_work_ns / 1e6,
-                  rs[0].host_work_kind.c_str());
+  if (const HostWork& w = rs[0].spec.host_work; w.ns) {
+    std::snprintf(buf, sizeof buf, "host work %.3f ms per batch (%s)\n", w.ns / 1e6, to_string(w.kind).c_str());
     out << buf;
   }
   std::snprintf(buf, sizeof buf, "%-10s %8s %10s %9s %9s %9s %12s %10s\n", "mode", "wall s", "samples/s", "vs batch",
                 "h ms", "d ms", "predicted s", "meas/pred");
   out << buf;
   for (const RunResult& r : rs) {
-    std::snprintf(buf, sizeof buf, "%-10s %8.3f %10.0f %9.2f %9.3f %9.3f %12.3f %10.3f\n", r.label.c_str(), r.wall_s,
+    std::snprintf(buf, sizeof buf, "%-10s %8.3f %10.0f %9.2f %9.3f %9.3f %12.3f %10.3f\n", r.label().c_str(), r.wall_s,
                   r.samples_per_s, base && base->samples_per_s > 0 ? r.samples_per_s / base->samples_per_s : 0.0,
                   r.host_s_per_batch * 1e3, r.device_s_per_batch * 1e3, r.predicted_wall_s,
                   r.predicted_wall_s > 0 ? r.wall_s / r.predicted_wall_s : 0.0);
     out << buf;
   }
   out << "h: the frontend's time per batch (host work and queueing, its waits excluded); d: the device's (the\n"
-      << "queue's busy time). predicted = N x max(h, d) + ceil(N/K) x min(h, d), K the sync interval (N for none\n"
-      << "and bounded): not waiting overlaps the frontend's work with the device's.\n";
+      << "queue's busy time). predicted = " << kThroughputFormula << ", K the sync interval (N for\n"
+      << "none and bounded; fresh: the memory obtained from the system x its cost here): not waiting overlaps\n"
+      << "the frontend's work with the device's.\n";
   out.flush();
 }
 

@@ -20,16 +20,6 @@ namespace {
 
 constexpr int64_t kN = 64 * 1024;  // floats: a 256 KiB block
 
-// The allocation policy for one test; the previous one after.
-class ScopedAllocPolicy {
- public:
-  explicit ScopedAllocPolicy(AllocPolicy p) : prev_(alloc_policy()) { set_alloc_policy(p); }
-  ~ScopedAllocPolicy() { set_alloc_policy(prev_); }
-
- private:
-  AllocPolicy prev_;
-};
-
 // A pool limit for one test; the device's default after.
 class ScopedMemoryLimit {
  public:

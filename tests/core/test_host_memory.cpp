@@ -6,6 +6,9 @@
 // skips queued work without reporting an error.
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "framework/core/host_memory.h"
 #include "test_util.h"
@@ -58,25 +61,43 @@ TEST(HostMemoryBudget, MemAvailableLessTenPercentWhenNoCgroupLimit) {
   EXPECT_NE(b.source.find("10%"), std::string::npos) << b.source;
 }
 
-TEST(HostMemoryBudget, CgroupV2MemoryMaxWinsWhenSmallerAndTheMarginIsAtLeast256MiB) {
+// A cgroup v2 limit below MemAvailable binds: the budget is the limit less
+// 10% or 256 MiB, whichever is more, wherever along the process's cgroup
+// path the limit is set.
+struct CgroupCase {
+  const char* name;
+  size_t mem_available;
+  const char* proc_cgroup;                                 // /proc/self/cgroup
+  std::vector<std::pair<std::string, size_t>> memory_max;  // cgroupfs path -> limit (0: "max")
+  size_t expected;
+};
+
+class CgroupLimit : public ::testing::TestWithParam<CgroupCase> {};
+
+TEST_P(CgroupLimit, BindsWhenBelowMemAvailable) {
+  const CgroupCase& c = GetParam();
   FakeMachine m;
-  m.mem_available(20 * GiB);
-  m.file("proc/self/cgroup", "0::/user.slice/job\n");
-  m.file("cg/user.slice/job/memory.max", std::to_string(GiB) + "\n");
+  m.mem_available(c.mem_available);
+  m.file("proc/self/cgroup", c.proc_cgroup);
+  for (const auto& [path, bytes] : c.memory_max) m.file(path, (bytes ? std::to_string(bytes) : "max") + "\n");
   const MemoryBudget b = m.budget();
-  EXPECT_EQ(b.bytes, GiB - 256 * MiB);  // 10% of 1 GiB is less than 256 MiB
+  EXPECT_EQ(b.bytes, c.expected);
   EXPECT_NE(b.source.find("cgroup v2 memory.max"), std::string::npos) << b.source;
-  EXPECT_NE(b.source.find("256 MiB"), std::string::npos) << b.source;
 }
 
-TEST(HostMemoryBudget, TheTightestLimitAlongTheCgroupPathCounts) {
-  FakeMachine m;
-  m.mem_available(64 * GiB);
-  m.file("proc/self/cgroup", "0::/a/b\n");
-  m.file("cg/a/b/memory.max", "max\n");
-  m.file("cg/a/memory.max", std::to_string(10 * GiB) + "\n");  // the parent's limit binds the child
-  EXPECT_EQ(m.budget().bytes, 9 * GiB);
-}
+INSTANTIATE_TEST_SUITE_P(
+    HostMemoryBudget, CgroupLimit,
+    ::testing::Values(
+        // 10% of 1 GiB is less than 256 MiB: the margin is 256 MiB.
+        CgroupCase{"OwnLimitWithTheMarginAtLeast256MiB", 20 * GiB, "0::/user.slice/job\n",
+                   {{"cg/user.slice/job/memory.max", GiB}}, GiB - 256 * MiB},
+        // The parent's limit binds the child.
+        CgroupCase{"TheTightestLimitAlongThePathCounts", 64 * GiB, "0::/a/b\n",
+                   {{"cg/a/b/memory.max", 0}, {"cg/a/memory.max", 10 * GiB}}, 9 * GiB},
+        // In a cgroup namespace the mount's root is the process's cgroup.
+        CgroupCase{"InANamespaceTheMountRootIsTheProcessCgroup", 16 * GiB, "0::/\n",
+                   {{"cg/memory.max", 2 * GiB}}, 2 * GiB - 256 * MiB}),
+    [](const ::testing::TestParamInfo<CgroupCase>& i) { return std::string(i.param.name); });
 
 TEST(HostMemoryBudget, MemAvailableWinsOverALargerCgroupLimit) {
   FakeMachine m;
@@ -99,14 +120,6 @@ TEST(HostMemoryBudget, CgroupV1LimitInBytesAndItsUnlimitedValue) {
   const MemoryBudget b = m.budget();
   EXPECT_EQ(b.bytes, 3 * GiB - 3 * GiB / 10);
   EXPECT_NE(b.source.find("cgroup v1 memory.limit_in_bytes"), std::string::npos) << b.source;
-}
-
-TEST(HostMemoryBudget, InACgroupNamespaceTheMountRootIsTheProcessCgroup) {
-  FakeMachine m;
-  m.mem_available(16 * GiB);
-  m.file("proc/self/cgroup", "0::/\n");
-  m.file("cg/memory.max", std::to_string(2 * GiB) + "\n");
-  EXPECT_EQ(m.budget().bytes, 2 * GiB - 256 * MiB);
 }
 
 TEST(HostMemoryBudget, NothingReadableMeansNoLimit) {

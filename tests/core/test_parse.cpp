@@ -150,6 +150,7 @@ TEST(ParseByteSize, UnitsAreBinaryOrDecimalAndCaseInsensitive) {
   EXPECT_EQ(b("2KiB"), 2048u);
   EXPECT_EQ(b("2kib"), 2048u);
   EXPECT_EQ(b("2KB"), 2000u);
+  EXPECT_EQ(b("2kb"), 2000u);
   EXPECT_EQ(b("3M"), uint64_t(3) << 20);
   EXPECT_EQ(b("3MiB"), uint64_t(3) << 20);
   EXPECT_EQ(b("3MB"), 3000000u);

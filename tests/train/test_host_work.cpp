@@ -10,6 +10,7 @@
 
 #include "train/host_work.h"
 #include "train/options.h"
+#include "train/predict.h"
 #include "train_test_util.h"
 
 namespace amlp::train {

@@ -39,7 +39,7 @@ TEST(Budget, ARunPastTheLimitFailsAndALaterSmallerRunSucceeds) {
   const MemoryBudget before = memory_limit(d);
   set_memory_limit(d, size_t(16) << 20, "a test's limit");
   const size_t in_use = memory_stats(d).bytes_in_use;
-  RunSpec big = spec_from_options(options("--device cpu --sync none --batches 50 --batch-size 512 --features 256 --hidden 256"));
+  const RunSpec big{options("--device cpu --sync none --batches 50 --batch-size 512 --features 256 --hidden 256"), "none"};
   std::ostringstream out;
   try {
     run_experiment(big, out);
@@ -49,7 +49,7 @@ TEST(Budget, ARunPastTheLimitFailsAndALaterSmallerRunSucceeds) {
     EXPECT_NE(w.find("run 'none' failed at batch "), std::string::npos) << w;
     EXPECT_NE(w.find("out of memory on cpu:0"), std::string::npos) << w;
     EXPECT_NE(w.find("a test's limit"), std::string::npos) << w;
-    EXPECT_EQ(e.partial.status, "failed");
+    EXPECT_EQ(e.partial.status, RunStatus::Failed);
     EXPECT_EQ(e.partial.error, w);
     EXPECT_GE(e.partial.batches_done, 1);
     EXPECT_LT(e.partial.batches_done, 50);
@@ -58,9 +58,9 @@ TEST(Budget, ARunPastTheLimitFailsAndALaterSmallerRunSucceeds) {
   }
   waitall();
   EXPECT_EQ(memory_stats(d).bytes_in_use, in_use) << "the failed run left buffers in use";
-  RunSpec small = spec_from_options(options("--device cpu --sync none --batches 5 --batch-size 32 --features 16 --hidden 16"));
+  const RunSpec small{options("--device cpu --sync none --batches 5 --batch-size 32 --features 16 --hidden 16"), "none"};
   const RunResult r = run_experiment(small, out);
-  EXPECT_EQ(r.status, "completed");
+  EXPECT_EQ(r.status, RunStatus::Completed);
   EXPECT_EQ(r.batches_done, 5);
   EXPECT_TRUE(std::isfinite(r.final_loss));
   set_memory_limit(d, before.bytes, before.source);

@@ -36,7 +36,7 @@ void runs_every_mode(const Compare& c) {
   for (const char* label : {"batch", "none", "bounded"}) EXPECT_TRUE(c.runs.count(label)) << label;
   for (int k : c.options.compare_every) EXPECT_TRUE(c.runs.count("every=" + std::to_string(k))) << k;
   for (const auto& [label, r] : c.runs) {
-    EXPECT_EQ(r.batches, c.options.batches) << label;
+    EXPECT_EQ(r.spec.batches, c.options.batches) << label;
     EXPECT_EQ(r.device, "cpu:0") << label;
     EXPECT_GT(r.bytes_per_batch, 0u) << label;
   }
@@ -85,10 +85,10 @@ void every_mode_reaches_the_same_loss(const Compare& c) {
 
 void back_pressure_keeps_memory_within_its_bound(const Compare& c) {
   const RunResult& b = c.run("bounded");
-  ASSERT_GT(b.max_pending_bytes, 0u);
-  EXPECT_NEAR(double(b.max_pending_bytes), 2.0 * double(c.run("none").bytes_per_batch),
-              0.01 * double(b.max_pending_bytes));  // about two batches' footprint
-  EXPECT_LE(b.mem_increase_bytes, b.max_pending_bytes + b.largest_tensor_bytes);
+  ASSERT_GT(b.spec.max_pending_bytes, 0u);
+  EXPECT_NEAR(double(b.spec.max_pending_bytes), 2.0 * double(c.run("none").bytes_per_batch),
+              0.01 * double(b.spec.max_pending_bytes));  // about two batches' footprint
+  EXPECT_LE(b.mem_increase_bytes, b.spec.max_pending_bytes + b.largest_tensor_bytes);
   EXPECT_LT(b.mem_increase_bytes, c.run("none").mem_increase_bytes / 4);
 }
 
@@ -101,7 +101,7 @@ TEST(QuickCompare, ReproducesTheExperimentAndItsMemoryModel) {
   std::vector<RunResult> results;
   ASSERT_EQ(run_driver(p.options, out, err, &results), 0) << err.str();
   c.output = out.str();
-  for (const RunResult& r : results) c.runs[r.label] = r;
+  for (const RunResult& r : results) c.runs[r.label()] = r;
 
   {
     SCOPED_TRACE("runs every mode");

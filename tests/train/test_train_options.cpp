@@ -8,6 +8,7 @@
 #include "framework/device.h"
 #include "framework/parse.h"
 #include "train/options.h"
+#include "train/run_plan.h"
 #include "train/sync_policy.h"
 #include "train_test_util.h"
 
@@ -382,24 +383,6 @@ TEST(SyncPolicy, ParsesEveryModeAndSaysWhenToWait) {
   EXPECT_EQ(to_string(parse_sync_mode(to_string(n))), "none");
   for (const char* bad : {"", "Batch", "every", "every=0", "every=-1", "every=x", "every=2x", "every=9999999999"})
     EXPECT_THROW(parse_sync_mode(bad), ParseError) << bad;
-}
-
-TEST(ByteSize, ParsesSuffixes) {  // the parser options use for --max-pending-bytes and --memory-limit
-  const auto bytes = [](const char* t) { return parse_byte_size(t, "--memory-limit"); };
-  EXPECT_EQ(bytes("0"), 0u);
-  EXPECT_EQ(bytes("4096"), 4096u);
-  EXPECT_EQ(bytes("4096B"), 4096u);
-  EXPECT_EQ(bytes("2K"), 2048u);
-  EXPECT_EQ(bytes("2KiB"), 2048u);
-  EXPECT_EQ(bytes("2kb"), 2000u);
-  EXPECT_EQ(bytes("256MiB"), size_t(256) << 20);
-  EXPECT_EQ(bytes("256M"), size_t(256) << 20);
-  EXPECT_EQ(bytes("1G"), size_t(1) << 30);
-  EXPECT_EQ(bytes("1.5GiB"), size_t(3) << 29);
-  EXPECT_EQ(bytes("2GB"), size_t(2000000000));
-  EXPECT_EQ(bytes("1TiB"), size_t(1) << 40);
-  for (const char* bad : {"", "MiB", "-1", "1.5", "12XB", "1 G", "1..2M", "1e9", "99999999999T"})
-    EXPECT_THROW(bytes(bad), ParseError) << bad;
 }
 
 TEST(TrainOptions, TaggedPathsForCompare) {

@@ -1,0 +1,34 @@
+#include "train/help_text.h"
+
+#include "train/predict.h"
+
+namespace amlp::train {
+
+namespace {
+
+const char* const kUsage =
+    "Usage: train_mlp [options]\n"
+    "Trains the d2l MLP (Dense(h1, relu) -> ... -> Dense(1)) on random data and shows what\n"
+    "synchronizing every minibatch trades: memory held by queued work against throughput.\n"
+    "Options come from the command line and from an INI file (--config; keys are the long\n"
+    "option names, e.g. 'batches = 60'); the command line wins, the file beats the defaults.\n";
+
+const char* const kCompareAndExit =
+    "\n--compare runs, back to back on one device with the same seed: batch, none, every=K for\n"
+    "  each K in --compare-every, and 'bounded' (none with --max-pending-bytes, by default two\n"
+    "  batches' footprint). --sync is ignored; --max-pending/--max-pending-bytes apply to the\n"
+    "  bounded mode only. With --memory-log out/mem.csv it writes one log per mode:\n"
+    "  out/mem.batch.csv, out/mem.none.csv, out/mem.every2.csv, out/mem.every10.csv,\n"
+    "  out/mem.bounded.csv. --summary-json writes one object per mode.\n"
+    "\nExit status: 0 done, 1 the run failed (out of memory, a kernel error, a full disk), 2 bad input,\n"
+    "  130/143 interrupted by SIGINT/SIGTERM: the first signal stops queueing batches, lets the queues\n"
+    "  finish what was queued and writes every output marked interrupted; a second one exits at once\n"
+    "  (the memory log keeps its whole rows; no summary or trace).\n";
+
+}  // namespace
+
+std::string usage_text() { return kUsage; }
+
+std::string help_footer() { return models_help() + kCompareAndExit; }
+
+}  // namespace amlp::train

@@ -1,0 +1,103 @@
+// predict.h — the two models train_mlp checks its runs against: the memory a
+// run holds and the wall time it takes. The summary's 'predicted' lines and
+// --help's model text both come from here.
+//
+//   r.predicted_increase_bytes = predicted_increase(r);   // from the run's measurements
+//   r.predicted_wall_s = predicted_wall_s({N, K, h, d, fresh_bytes, fresh_s_per_byte()});
+//
+// Memory, allocation policy `enqueue` (the default):
+//   bytes_per_batch  = what the frontend allocates for one batch (data, forward,
+//                      loss, backward, step, the loss read): the change in
+//                      MemoryStats::bytes_allocated_total across the batch
+//                      (under run, where the worker allocates, the run's
+//                      allocations over its batches);
+//   backlog          = batches alive: those whose last op has not completed,
+//                      plus the one being queued. It only rises when a batch
+//                      starts, so its peak is sampled there;
+//   predicted        = peak backlog × bytes_per_batch, and with back-pressure
+//                      of B bytes at most B + one op's largest output.
+// Every queued op holds its outputs until it has run, and the loop releases
+// the gradients after each step (set-to-none), so a finished batch holds
+// nothing: the prediction is an upper bound, exact when the backlog is all
+// unstarted work.
+// Allocation policy `run` (outputs allocated as the worker starts their op):
+//   working_set      = the device queue's peak backlog bytes less the bytes in
+//                      use at the start (the parameters);
+//   peak_data_ahead  = the data queue's peak backlog bytes (the data generated
+//                      and still needed by training ops);
+//   predicted        = working_set + peak_data_ahead.
+//
+// Time: h the frontend's seconds per batch (host work and queueing, its waits
+// excluded), d the device's (the queue's busy time). A loop that waits for
+// the device every K of N batches runs groups of K batches: the device starts
+// a group once its first batch is queued and the frontend goes on queueing
+// meanwhile, so a group takes K·max(h, d) + min(h, d), and the run
+//   wall = N·max(h, d) + ceil(N/K)·min(h, d) + fresh
+// synchronized (K = 1): N·(h + d); unsynchronized (K = N): N·max(h, d) +
+// min(h, d); bounded by back-pressure of at least one batch: as
+// unsynchronized (the frontend is held back, never the device starved);
+// where fresh = the bytes the CPU pools had to obtain from the system during
+// the run × what backing one fresh byte costs on this machine (measured once:
+// fresh_s_per_byte()). The device's worker makes a fresh block resident
+// before its op writes it (or waits for the populator to), inside the
+// queue's busy time: so d here is the device's time on resident memory, the
+// measured d less fresh / N, and the fresh memory is a term of its own that
+// no overlap hides (the backlog's pages are backed one after the other).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "train/run_result.h"
+#include "train/sync_policy.h"
+
+namespace amlp::train {
+
+// --- memory ---------------------------------------------------------------------
+// For one device of a run (`i`) and for the run (their sum).
+size_t predicted_increase(const RunResult& r, size_t i);
+size_t predicted_increase(const RunResult& r);
+// The terms as the run used them: "57 x 52.4 MB per batch",
+// "working set 31.5 MB + 99.0 batches x 2.1 MB of data ahead".
+std::string memory_terms(const RunResult& r);
+
+// --- time -----------------------------------------------------------------------
+struct ThroughputTerms {
+  int batches = 0;            // N
+  int every = 1;              // K (1: every batch; N or more: never)
+  double host_s = 0;          // h
+  double device_s = 0;        // d
+  size_t fresh_bytes = 0;     // obtained from the system during the run
+  double fresh_s_per_byte = 0;
+};
+double predicted_wall_s(const ThroughputTerms& t);
+// The fresh term: fresh_bytes × fresh_s_per_byte.
+double fresh_s(const ThroughputTerms& t);
+// d on resident memory: the measured d less the fresh term's share per batch (at least 0).
+double resident_device_s(const ThroughputTerms& t);
+// The wall time without fresh memory: N·max(h, d) + ceil(N/K)·min(h, d).
+double predicted_wall_s(int batches, int every, double host_s, double device_s);
+
+// The `every` the model uses for a mode: K for every=K, 1 for batch, the run's
+// length for none and for a bounded run whose bound holds at least one batch
+// (a bound under one batch makes the frontend wait for each: 1).
+int model_every(const SyncMode& m, int batches, size_t max_pending_bytes, size_t bytes_per_batch);
+
+// "100 x max(h, d) + 10 x min(h, d) + fresh": the formula as the run used it.
+std::string throughput_terms(const RunResult& r);
+
+// Seconds the system takes to back one fresh byte of CPU memory: a probe of
+// fresh 2 MiB-aligned huge-page-advised mappings made resident with
+// MADV_POPULATE_WRITE (as the CPU pool does), timed; the median of a few.
+// Measured on the first call, then remembered. 0 when it cannot be measured.
+double fresh_s_per_byte();
+
+// Fresh bytes below this cost too little to measure what backing them costs.
+constexpr size_t kFreshWorthMeasuring = size_t(64) << 20;
+
+// The models as --help states them.
+std::string models_help();
+// The one-line formulas the tables' footers quote.
+extern const char* const kThroughputFormula;  // "N x max(h, d) + ceil(N/K) x min(h, d) + fresh"
+
+}  // namespace amlp::train

@@ -1,0 +1,116 @@
+// program_options.h — Boost.Program_options, made to read each value with
+// the framework/parse.h parser it is declared with, and its errors turned
+// into one short line. Nothing here knows train_mlp's options.
+//
+//   po::options_description d("Training options", 100, 50);
+//   Declare(d).option<int>("batches", "N", "100", int_parser, "minibatches to train")
+//             .flag("blocking", "synchronous mode").text("trace", "FILE.json", "", "...");
+//   try { po::store(parsed, vm); } catch (const BadValue& e) { ... "--" + e.key + e.problem ... }
+//   catch (const po::error& e) { ... option_error(e, "") ... }
+#pragma once
+#include <boost/program_options.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "framework/error.h"
+#include "framework/parse.h"
+
+namespace amlp::train {
+
+namespace po = boost::program_options;
+
+// --- typed options -------------------------------------------------------------------
+//
+// Each option is declared once, with its type and the framework/parse.h parser
+// that reads and range-checks it. Boost calls the parser when it stores the
+// value, from the command line or from the config file, so a bad value is
+// caught there and named by its option key.
+
+// A value an option's parser rejected. `problem` follows the option's name:
+// " must be an integer in [1, 100000000] (got 0)" or ": unknown device 'tpu' (...)".
+struct BadValue {
+  std::string key;  // "batches"
+  std::string problem;
+};
+
+template <class T>
+using Parser = std::function<T(const std::string&)>;
+
+// An option's value semantic for Boost: one token, read by `parse` (not by
+// boost::lexical_cast, which takes "+5", " 5" and, through strtod, "0x10" and
+// "nan"), with a default that the same parser read from its text.
+template <class T>
+class Parsed : public po::value_semantic_codecvt_helper<char> {
+ public:
+  Parsed(std::string key, std::string value_name, std::string default_text, Parser<T> parse)
+      : key_(std::move(key)),
+        value_name_(std::move(value_name)),
+        default_text_(std::move(default_text)),
+        parse_(std::move(parse)),
+        default_(read(default_text_)) {}
+
+  std::string name() const override { return value_name_ + " (=" + default_text_ + ")"; }
+  unsigned min_tokens() const override { return 1; }
+  unsigned max_tokens() const override { return 1; }
+  bool is_composing() const override { return false; }
+  bool is_required() const override { return false; }
+  bool apply_default(boost::any& store) const override {
+    store = default_;
+    return true;
+  }
+  void notify(const boost::any&) const override {}
+
+ protected:
+  void xparse(boost::any& store, const std::vector<std::string>& tokens) const override {
+    po::validators::check_first_occurrence(store);  // "given more than once"
+    store = read(po::validators::get_single_string(tokens));
+  }
+
+ private:
+  T read(const std::string& text) const {
+    try {
+      return parse_(text);
+    } catch (const ParseError& e) {
+      throw BadValue{key_, " " + e.problem()};
+    } catch (const Error& e) {  // DeviceError: a whole sentence naming the string
+      throw BadValue{key_, std::string(": ") + e.what()};
+    }
+  }
+
+  std::string key_, value_name_, default_text_;
+  Parser<T> parse_;
+  T default_;
+};
+
+// Declares options on `d`: each with its key, the name of its value in --help,
+// its default as text (read by the same parser, so it is valid by
+// construction), its parser and its help.
+class Declare {
+ public:
+  explicit Declare(po::options_description& d) : d_(d) {}
+
+  template <class T>
+  Declare& option(const char* key, const char* value_name, const char* def, Parser<T> parse, const char* help) {
+    d_.add_options()(key, new Parsed<T>(key, value_name, def, std::move(parse)), help);
+    return *this;
+  }
+  Declare& text(const char* key, const char* value_name, const char* def, const char* help) {
+    d_.add_options()(key, po::value<std::string>()->default_value(def)->value_name(value_name), help);
+    return *this;
+  }
+  Declare& flag(const char* key, const char* help) {
+    d_.add_options()(key, po::bool_switch(), help);
+    return *this;
+  }
+
+ private:
+  po::options_description& d_;
+};
+
+// A po::error as one short line: "unknown option '--x' (see --help)", "option
+// '--batches' needs a value", "given more than once"; `where` is the config
+// file ("" on the command line). A quoted value past 64 characters is cut.
+std::string option_error(const po::error& e, const std::string& where);
+
+}  // namespace amlp::train

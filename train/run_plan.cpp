@@ -1,0 +1,181 @@
+#include "train/run_plan.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ostream>
+#include <sstream>
+
+#include "train/byte_size.h"
+#include "train/experiment.h"
+#include "train/interrupt.h"
+
+namespace amlp::train {
+
+PlanKind plan_kind(const Options& o) {
+  return o.compare ? PlanKind::Compare : o.compare_policies ? PlanKind::Policies : PlanKind::Single;
+}
+
+std::vector<PlannedRun> plan_runs(const Options& o) {
+  const auto planned = [&](PlanKind kind, const std::string& label, const std::string& tag) {
+    PlannedRun p;
+    p.kind = kind;
+    p.spec = RunSpec{o, label};
+    p.tag = tag;
+    if (kind != PlanKind::Single && !o.memory_log.empty()) p.spec.memory_log = tagged_path(o.memory_log, tag);
+    return p;
+  };
+  std::vector<PlannedRun> plan;
+  switch (plan_kind(o)) {
+    case PlanKind::Single: {
+      std::string label = to_string(o.sync);
+      if (o.max_pending_ops || o.max_pending_bytes) label += " (bounded)";
+      plan.push_back(planned(PlanKind::Single, label, file_tag(o.sync)));
+      break;
+    }
+    case PlanKind::Compare: {
+      // --sync is ignored; back-pressure applies to the bounded run only.
+      std::vector<SyncMode> syncs{{SyncPolicy::EveryBatch, 1}, {SyncPolicy::Never, 0}};
+      for (int k : o.compare_every) syncs.push_back({SyncPolicy::EveryK, k});
+      for (const SyncMode& m : syncs) {
+        plan.push_back(planned(PlanKind::Compare, to_string(m), file_tag(m)));
+        plan.back().spec.sync = m;
+        plan.back().spec.max_pending_ops = 0;
+        plan.back().spec.max_pending_bytes = 0;
+      }
+      plan.push_back(planned(PlanKind::Compare, "bounded", "bounded"));
+      plan.back().spec.sync = {SyncPolicy::Never, 0};
+      plan.back().bound_from_earlier = o.max_pending_bytes == 0;
+      break;
+    }
+    case PlanKind::Policies: {
+      // On a GPU a block is reused as soon as its last op is launched (the
+      // stream orders the rest): allocating at launch as well is what
+      // PyTorch's caching allocator does, with no queue in front of the stream.
+      const bool cuda = run_devices(o).front().is_cuda();
+      struct Policy {
+        AllocPolicy alloc;
+        bool data_queue;
+        const char* tag;
+        const char* like;
+      };
+      std::vector<Policy> policies{
+          {AllocPolicy::Enqueue, false, "enqueue", "queued ops own their outputs"},
+          {AllocPolicy::Run, false, "run", cuda ? "PyTorch's caching allocator" : "MXNet's engine, delayed alloc"}};
+      if (!cuda) policies.push_back({AllocPolicy::Run, true, "run+data", "MXNet, data ops running ahead"});
+      for (const Policy& p : policies) {
+        plan.push_back(planned(PlanKind::Policies, p.tag, p.tag));
+        plan.back().spec.sync = {SyncPolicy::Never, 0};
+        plan.back().spec.alloc = p.alloc;
+        plan.back().spec.data_queue = p.data_queue;
+        plan.back().like = p.like;
+      }
+      break;
+    }
+  }
+  return plan;
+}
+
+namespace {
+
+// "\n== none ==", "\n== bounded (none, max-pending-bytes 7.6 MB) ==",
+// "\n== run (--sync none --alloc run) ==": the heading of a comparison's run.
+std::string heading(const PlannedRun& p) {
+  const RunSpec& s = p.spec;
+  std::string h = "\n== " + s.label;
+  if (p.kind == PlanKind::Policies)
+    h += std::string(" (--sync none --alloc ") + to_string(s.alloc) + (s.data_queue ? " --data-queue" : "") + ")";
+  else if (s.max_pending_bytes)
+    h += " (none, max-pending-bytes " + format_mb(double(s.max_pending_bytes)) + ")";
+  return h + " ==";
+}
+
+}  // namespace
+
+void run_plan(const std::vector<PlannedRun>& plan, std::ostream& out, std::vector<RunResult>& results) {
+  for (const PlannedRun& p : plan) {
+    if (interrupt_signal()) break;  // the interrupted run was the last
+    RunSpec s = p.spec;
+    if (p.bound_from_earlier) {
+      size_t bpb = 0;
+      for (const RunResult& r : results) bpb = std::max(bpb, r.bytes_per_batch);
+      s.max_pending_bytes = 2 * bpb;
+    }
+    if (p.kind != PlanKind::Single) out << heading(PlannedRun{p.kind, s, p.tag, p.like, false}) << std::endl;
+    try {
+      results.push_back(run_experiment(s, out));
+    } catch (const RunFailed& e) {
+      results.push_back(e.partial);
+      throw;
+    }
+  }
+  if (!plan.empty())
+    for (const Device& dev : run_devices(plan.front().spec)) fresh_device(dev);
+}
+
+HostWork resolve_host_work(const RunSettings& settings, std::ostream& out) {
+  HostWork w = settings.host_work;
+  if (!w.match_device) return w;
+  constexpr int kBatches = 8;
+  RunSpec c{settings, "host-work calibration"};
+  c.sync = SyncMode{SyncPolicy::EveryBatch, 1};
+  c.batches = std::min(kBatches, settings.batches);
+  c.host_work = HostWork{};
+  c.max_pending_ops = 0;
+  c.max_pending_bytes = 0;
+  c.memory_log.clear();
+  c.quiet = true;
+  std::ostringstream quiet;  // its lines are not the run's
+  {
+    RunSpec warm = c;  // the first batches pay for cold caches and threads starting: not measured
+    warm.batches = std::min(3, settings.batches);
+    run_experiment(warm, quiet);
+  }
+  const RunResult r = run_experiment(c, quiet);
+  w.ns = std::max<int64_t>(1000, static_cast<int64_t>(r.device_s_per_batch * 1e9));
+  w.match_device = false;
+  char line[160];
+  std::snprintf(line, sizeof line,
+                "host work: %.3f ms per batch (%s), the device's time per batch over %d synchronized batches",
+                w.ns / 1e6, to_string(w.kind).c_str(), c.batches);
+  out << line << std::endl;
+  return w;
+}
+
+std::string tagged_path(const std::string& path, const std::string& tag) {
+  const size_t slash = path.find_last_of('/');
+  const size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash) || dot == slash + 1)
+    return path + "." + tag;
+  return path.substr(0, dot) + "." + tag + path.substr(dot);
+}
+
+std::vector<OutputFile> output_files(const Options& o) {
+  std::vector<OutputFile> files;
+  if (!o.memory_log.empty())
+    for (const PlannedRun& p : plan_runs(o)) files.push_back({"memory-log", p.spec.memory_log});
+  if (!o.trace.empty()) files.push_back({"trace", o.trace});
+  if (!o.summary_json.empty()) files.push_back({"summary-json", o.summary_json});
+  return files;
+}
+
+std::string output_path_problem(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return "it is a directory";
+    if (::access(path.c_str(), W_OK) != 0) return std::strerror(errno);
+    return "";
+  }
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  if (::stat(dir.c_str(), &st) != 0) return "directory '" + dir + "' does not exist";
+  if (!S_ISDIR(st.st_mode)) return "'" + dir + "' is not a directory";
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) return "directory '" + dir + "': " + std::strerror(errno);
+  return "";
+}
+
+}  // namespace amlp::train

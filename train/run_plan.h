@@ -1,0 +1,61 @@
+// run_plan.h — the runs train_mlp makes for its options, in order, and the
+// files they write: one run (--sync), the sync modes back to back
+// (--compare), or the allocation policies (--compare-policies); with
+// --devices each run trains on every device.
+//
+//   std::vector<PlannedRun> plan = plan_runs(options);
+//   run_plan(plan, std::cout, results);            // each run's lines, its result appended as it ends
+//   for (const OutputFile& f : output_files(options)) check(f.path);
+#pragma once
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "train/run_result.h"
+
+namespace amlp::train {
+
+enum class PlanKind {
+  Single,    // the run --sync asks for
+  Compare,   // --compare: batch, none, every=K for each K in --compare-every, bounded
+  Policies,  // --compare-policies: enqueue, run, and on a CPU device run with the data queue
+};
+
+struct PlannedRun {
+  PlanKind kind = PlanKind::Single;
+  RunSpec spec;
+  std::string tag;   // in file names: batch, none, every10, bounded, enqueue, run, run+data
+  std::string like;  // --compare-policies: which framework behaves like this
+  // --compare's bounded run without --max-pending-bytes: bounded at two
+  // batches' footprint, the largest bytes per batch of the runs before it.
+  bool bound_from_earlier = false;
+};
+
+PlanKind plan_kind(const Options& o);
+std::vector<PlannedRun> plan_runs(const Options& o);
+
+// Runs `plan` in order, printing a heading before each run of a comparison,
+// appending each result to `results` as it ends (a failed run's partial
+// result too, before RunFailed propagates); stops after an interrupted run.
+// The devices are left clean (nothing pending, the cache handed back).
+void run_plan(const std::vector<PlannedRun>& plan, std::ostream& out, std::vector<RunResult>& results);
+
+// --host-work match: the device's time per batch, measured over 8
+// synchronized batches of the run `s` describes, after 3 not measured
+// (printed to `out`); any other setting is returned as it is.
+HostWork resolve_host_work(const RunSettings& s, std::ostream& out);
+
+// The memory-log path of one run of a comparison: "out/mem.csv" + "none" → "out/mem.none.csv".
+std::string tagged_path(const std::string& path, const std::string& tag);
+
+// Every file the options will write (one memory log per run of a comparison).
+struct OutputFile {
+  std::string option;  // "memory-log"
+  std::string path;
+};
+std::vector<OutputFile> output_files(const Options& o);
+
+// "" when `path` can be created or overwritten, else why not (nothing is created).
+std::string output_path_problem(const std::string& path);
+
+}  // namespace amlp::train
