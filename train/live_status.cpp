@@ -27,13 +27,13 @@ void write_stderr(const std::string& s) {
 
 std::string live_line(const LiveFigures& f) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%s  batch %d/%d queued, %d finished | backlog %d batch%s, %s | memory +%s", f.label.c_str(),
-                f.queued, f.batches, f.finished, f.backlog_batches, f.backlog_batches == 1 ? "" : "es",
+  std::snprintf(buf, sizeof buf, "%s: %d/%d batches queued, %d finished | backlog %d batch%s, %s | memory +%s (",
+                f.label.c_str(), f.queued, f.batches, f.finished, f.backlog_batches, f.backlog_batches == 1 ? "" : "es",
                 format_mb(double(f.backlog_bytes)).c_str(), format_mb(double(f.in_use_bytes)).c_str());
   std::string t = buf;
-  if (f.predicted_bytes) t += ", predicted " + format_mb(double(f.predicted_bytes));
-  t += ", budget " + (f.budget_bytes ? format_mb(double(f.budget_bytes)) : std::string("none"));
-  std::snprintf(buf, sizeof buf, " | %.0f samples/s", f.samples_per_s);
+  if (f.predicted_bytes) t += "predicted " + format_mb(double(f.predicted_bytes)) + ", ";
+  t += "budget " + (f.budget_bytes ? format_mb(double(f.budget_bytes)) : std::string("none"));
+  std::snprintf(buf, sizeof buf, ") | %.0f samples/s", f.samples_per_s);
   return t + buf;
 }
 

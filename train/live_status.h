@@ -8,8 +8,8 @@
 //   live.batch_queued(batch, last_seq, bytes_per_batch);          // after each batch is queued
 //   live.clear();                                                 // before printing to the same terminal
 //
-//   none  batch 37/100 queued, 12 finished | backlog 25 batches, 95.3 MB | memory +120.1 MB,
-//   predicted 95.0 MB, budget 7200.0 MB | 4470 samples/s
+//   none: 37/100 batches queued, 12 finished | backlog 25 batches, 95.3 MB | memory +120.1 MB
+//   (predicted 95.0 MB, budget 7200.0 MB) | 4470 samples/s
 #pragma once
 #include <chrono>
 #include <condition_variable>

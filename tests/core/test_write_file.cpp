@@ -471,7 +471,9 @@ void expect_summary(const nlohmann::json& s) {
                         "predicted_wall_s",
                         "data_parallel",
                         "blas_threads",
-                        "devices"};
+                        "devices",
+                        "fresh_bytes",
+                        "fresh_s_per_gib"};
   for (const nlohmann::json& run : s) {
     EXPECT_EQ(run.size(), std::size(keys));
     for (const char* key : keys) EXPECT_TRUE(run.contains(key)) << key;
