@@ -59,7 +59,11 @@ double predicted_wall_s(int batches, int every, double host_s, double device_s) 
   return batches * std::max(host_s, device_s) + groups * std::min(host_s, device_s);
 }
 
-double fresh_s(const ThroughputTerms& t) { return double(t.fresh_bytes) * t.fresh_s_per_byte; }
+double fresh_s(const ThroughputTerms& t) {
+  // The worker backs the fresh blocks on the device's clock, so they cannot
+  // have cost more than its busy time: a probe that read more was disturbed.
+  return std::min(double(t.fresh_bytes) * t.fresh_s_per_byte, std::max(0, t.batches) * t.device_s);
+}
 
 double resident_device_s(const ThroughputTerms& t) {
   if (t.batches <= 0) return t.device_s;
@@ -118,6 +122,12 @@ double probe_once(size_t len, std::vector<std::pair<void*, size_t>>& maps) {
 }
 
 }  // namespace
+
+bool may_need_fresh_memory(const RunSpec& s) {
+  bool cpu = false;
+  for (const Device& d : run_devices(s)) cpu = cpu || !d.is_cuda();
+  return cpu && s.alloc == AllocPolicy::Enqueue && s.sync.policy != SyncPolicy::EveryBatch;
+}
 
 double fresh_s_per_byte() {
   static std::once_flag once;

@@ -71,7 +71,8 @@ struct ThroughputTerms {
   double fresh_s_per_byte = 0;
 };
 double predicted_wall_s(const ThroughputTerms& t);
-// The fresh term: fresh_bytes × fresh_s_per_byte.
+// The fresh term: fresh_bytes × fresh_s_per_byte, at most N·d (the worker
+// backs fresh blocks on the device's clock).
 double fresh_s(const ThroughputTerms& t);
 // d on resident memory: the measured d less the fresh term's share per batch (at least 0).
 double resident_device_s(const ThroughputTerms& t);
@@ -92,6 +93,11 @@ std::string throughput_terms(const RunResult& r);
 // Measured on the first call, then remembered. 0 when it cannot be measured.
 double fresh_s_per_byte();
 
+// Whether a run may obtain enough fresh memory for the fresh term to count:
+// one that lets a backlog of batches pile up in a CPU pool (enqueue, not
+// synchronized every batch). Its cost is then probed as the run starts, on
+// the memory the run is about to get.
+bool may_need_fresh_memory(const RunSpec& s);
 // Fresh bytes below this cost too little to measure what backing them costs.
 constexpr size_t kFreshWorthMeasuring = size_t(64) << 20;
 

@@ -125,9 +125,8 @@ void print_summary(const RunResult& r, std::ostream& out) {
   line("frontend, device", buf);
   if (r.fresh_s_per_gib > 0) {
     std::snprintf(buf, sizeof buf, "%s obtained from the system, backed at %.3f s per GiB here: %.3f s (%.3f ms of d per batch)",
-                  format_mb(double(r.fresh_bytes)).c_str(), r.fresh_s_per_gib,
-                  double(r.fresh_bytes) / double(size_t(1) << 30) * r.fresh_s_per_gib,
-                  r.batches_done ? double(r.fresh_bytes) / double(size_t(1) << 30) * r.fresh_s_per_gib / r.batches_done * 1e3 : 0.0);
+                  format_mb(double(r.fresh_bytes)).c_str(), r.fresh_s_per_gib, r.fresh_s,
+                  r.batches_done ? r.fresh_s / r.batches_done * 1e3 : 0.0);
     line("fresh memory", buf);
   }
   std::snprintf(buf, sizeof buf, "%.3f s = %s (measured / predicted = %.3f)", r.predicted_wall_s,

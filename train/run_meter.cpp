@@ -31,6 +31,7 @@ RunMeter::RunMeter(RunResult& r, const std::vector<Device>& devices) : r_(r) {
 }
 
 void RunMeter::start() {
+  if (may_need_fresh_memory(r_.spec)) fresh_s_per_byte();  // probed once, before the clock starts
   r_.start_bytes = 0;
   for (size_t i = 0; i < tracks_.size(); ++i) {
     Track& t = tracks_[i];
@@ -211,9 +212,10 @@ void RunMeter::finish(double wall_s) {
   // The cost of fresh memory is measured only for a run that needed some.
   const double per_byte = r.fresh_bytes >= kFreshWorthMeasuring ? fresh_s_per_byte() : 0;
   r.fresh_s_per_gib = per_byte * double(size_t(1) << 30);
-  r.predicted_wall_s = predicted_wall_s(ThroughputTerms{r.batches_done, r.model_every, r.host_s_per_batch,
-                                                        r.device_s_per_batch, per_byte > 0 ? r.fresh_bytes : 0,
-                                                        per_byte});
+  const ThroughputTerms t{r.batches_done, r.model_every, r.host_s_per_batch, r.device_s_per_batch,
+                         per_byte > 0 ? r.fresh_bytes : 0, per_byte};
+  r.fresh_s = fresh_s(t);
+  r.predicted_wall_s = predicted_wall_s(t);
   // Faults of every thread over the loop and the final waitall(): in all, per
   // batch, and the median batch of the second half (an upper bound
   // unsynchronized: the worker may still be faulting for earlier batches

@@ -103,6 +103,7 @@ struct RunResult {
   int model_every = 1;
   size_t fresh_bytes = 0;
   double fresh_s_per_gib = 0;
+  double fresh_s = 0;  // the model's fresh term (train/predict.h)
   double predicted_wall_s = 0;
   std::vector<DeviceResult> per_device;  // one entry per device, in order
   int blas_threads = 0;  // each CPU GEMM's threads with --devices (0: as set)

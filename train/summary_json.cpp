@@ -76,7 +76,8 @@ std::string summary_json(const std::vector<RunResult>& runs) {
                    {"blas_threads", r.blas_threads},
                    {"devices", devices},
                    {"fresh_bytes", r.fresh_bytes},
-                   {"fresh_s_per_gib", r.fresh_s_per_gib}});
+                   {"fresh_s_per_gib", r.fresh_s_per_gib},
+                   {"fresh_s", r.fresh_s}});
   }
   return doc.dump(2, ' ', /*ensure_ascii=*/false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }

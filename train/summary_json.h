@@ -10,8 +10,8 @@
 //     "memory_limit_source": "MemAvailable at start, less a 10% margin"}]
 // A failed run ("status": "failed", "error": the one line printed) and an
 // interrupted one ("interrupted": true) carry what was measured until they stopped.
-// "fresh_bytes" and "fresh_s_per_gib" (0: not measured) are the throughput
-// model's fresh-memory term (train/predict.h).
+// "fresh_bytes", "fresh_s_per_gib" (0: not measured) and "fresh_s" are the
+// throughput model's fresh-memory term (train/predict.h).
 #pragma once
 #include <string>
 #include <vector>

@@ -473,7 +473,8 @@ void expect_summary(const nlohmann::json& s) {
                         "blas_threads",
                         "devices",
                         "fresh_bytes",
-                        "fresh_s_per_gib"};
+                        "fresh_s_per_gib",
+                        "fresh_s"};
   for (const nlohmann::json& run : s) {
     EXPECT_EQ(run.size(), std::size(keys));
     for (const char* key : keys) EXPECT_TRUE(run.contains(key)) << key;

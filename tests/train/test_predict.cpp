@@ -64,10 +64,12 @@ TEST(ThroughputModel, FreshMemoryIsATermOfItsOwnTakenOutOfTheDevicesClock) {
   // batches, and the fresh memory still adds.
   const ThroughputTerms host_bound{100, 100, 0.006, 0.009, size_t(1) << 29, 1.0 / GiB};
   EXPECT_NEAR(predicted_wall_s(host_bound), 100 * 0.006 + 0.004 + 0.5, 1e-12);
-  // Fresh memory costing more than the device's whole clock: d on resident memory is 0.
+  // A probe reading more than the device's whole clock: the fresh term is
+  // the device's clock, and d on resident memory 0.
   const ThroughputTerms dear{10, 10, 0.001, 0.002, size_t(1) << 30, 1.0 / GiB};
+  EXPECT_DOUBLE_EQ(fresh_s(dear), 10 * 0.002);
   EXPECT_DOUBLE_EQ(resident_device_s(dear), 0.0);
-  EXPECT_NEAR(predicted_wall_s(dear), 10 * 0.001 + 1.0, 1e-12);
+  EXPECT_NEAR(predicted_wall_s(dear), 10 * 0.001 + 10 * 0.002, 1e-12);
   EXPECT_DOUBLE_EQ(predicted_wall_s(ThroughputTerms{0, 1, 0.001, 0.002, size_t(1) << 30, 1.0 / GiB}), 0.0);
 }
 
@@ -109,8 +111,10 @@ TEST(ThroughputModel, AnUnsynchronizedRunShowsItsFreshMemory) {
   EXPECT_LE(fresh, s[0].at("peak_bytes").get<size_t>() + (size_t(64) << 20));  // what the pool reserved
   const double per_gib = s[0].at("fresh_s_per_gib").get<double>();
   EXPECT_GT(per_gib, 0.0);
-  const double fresh_s = double(fresh) / double(size_t(1) << 30) * per_gib;
-  EXPECT_GE(s[0].at("predicted_wall_s").get<double>(), fresh_s);
+  const double term = s[0].at("fresh_s").get<double>();
+  EXPECT_GT(term, 0.0);
+  EXPECT_LE(term, double(fresh) / double(size_t(1) << 30) * per_gib * (1 + 1e-9));
+  EXPECT_GE(s[0].at("predicted_wall_s").get<double>(), term);
 }
 
 }  // namespace
