@@ -89,6 +89,21 @@ std::string failure_message(const RunSpec& s, const RunResult& r, const RunMeter
   return "run '" + s.label + "' failed " + where + ": " + what;
 }
 
+// Ends a failed run: drops what is still queued (nothing queued after the
+// failure is worth minutes of work), waits only for the op running now,
+// measures what the run did and throws it.
+[[noreturn]] void throw_failed(RunResult& r, RunMeter& meter, double wall_s) {
+  drop_pending();
+  try {
+    waitall();
+  } catch (const std::exception&) {  // the error reported is the run's own
+  }
+  meter.finish(wall_s);
+  r.end_bytes = meter.bytes_in_use();
+  r.status = RunStatus::Failed;
+  throw RunFailed(r.error, r);
+}
+
 void print_time(int batch, double s, std::ostream& out) {
   char line[64];
   std::snprintf(line, sizeof line, "batch %d, time %.4f sec", batch, s);
@@ -193,18 +208,8 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
       if (unwritten) log.write(*std::exchange(unwritten, std::nullopt));  // the batch's row, loss empty
     } catch (const std::exception&) {  // the log's own failure is not this run's error
     }
-    // Nothing queued after the failure is worth minutes of work: drop it, and
-    // wait only for the op running now.
-    drop_pending();
-    try {
-      waitall();
-    } catch (const std::exception&) {  // the error reported here is the one above
-    }
     r.error = failure_message(s, r, meter, e, batch, in_loop);
-    meter.finish(wall_s);
-    r.end_bytes = meter.bytes_in_use();
-    r.status = RunStatus::Failed;
-    throw RunFailed(r.error, r);
+    throw_failed(r, meter, wall_s);
   }
   char line[128];
   std::snprintf(line, sizeof line, "increased memory: %.1f MB (tracked; RSS +%.1f MB)", r.mem_increase_bytes / 1e6,
