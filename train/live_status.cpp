@@ -1,5 +1,6 @@
 #include "train/live_status.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -99,7 +100,10 @@ void LiveStatus::draw() {
   std::lock_guard<std::mutex> lk(mu_);
   if (stop_) return;
   if (terminal_) {
-    write_stderr("\r\033[K" + line);
+    // Cut to the terminal's width: a line that wrapped could not be redrawn in place.
+    winsize ws{};
+    const size_t width = ::ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 ? ws.ws_col - 1 : line.size();
+    write_stderr("\r\033[K" + line.substr(0, width));
     shown_ = true;
   } else {
     write_stderr(line + "\n");
