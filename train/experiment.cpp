@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <memory>
 #include <new>
 #include <optional>
 #include <ostream>
@@ -64,6 +65,22 @@ RunResult new_result(const RunSpec& s, const std::vector<Device>& devs) {
     r.per_device.back().device = d.str();
   }
   return r;
+}
+
+// The model on clean devices, its weights drawn from the run's seed (the
+// same weights and data in every mode, on one device or several); the
+// device's budget and each replica's rows noted in `r`.
+std::unique_ptr<Trainer> new_trainer(const RunSpec& s, const std::vector<Device>& devs, RunResult& r) {
+  const MemoryBudget limit = memory_limit(devs[0]);
+  r.memory_limit_bytes = limit.bytes;
+  r.memory_limit_source = limit.bytes ? limit.source : "none";
+  for (const Device& dev : devs) fresh_device(dev);
+  manual_seed(s.seed);
+  auto trainer = std::make_unique<Trainer>(s, devs);
+  const std::vector<int64_t> rows = trainer->rows(s.batch_size);
+  for (size_t i = 0; i < devs.size(); ++i) r.per_device[i].rows_per_batch = rows[i];
+  for (const Device& dev : devs) fresh_device(dev);
+  return trainer;
 }
 
 // The one line a failed run reports: where it failed, what, and for out of
@@ -126,15 +143,8 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
   int batch = 0;
   bool in_loop = false;
   try {
-    const MemoryBudget limit = memory_limit(d);
-    r.memory_limit_bytes = limit.bytes;
-    r.memory_limit_source = limit.bytes ? limit.source : "none";
-    for (const Device& dev : devs) fresh_device(dev);
-    manual_seed(s.seed);  // same seed: the same weights and data in every mode, on one device or several
-    Trainer trainer(s, devs);
-    const std::vector<int64_t> rows = trainer.rows(B);
-    for (size_t i = 0; i < devs.size(); ++i) r.per_device[i].rows_per_batch = rows[i];
-    for (const Device& dev : devs) fresh_device(dev);
+    const std::unique_ptr<Trainer> model = new_trainer(s, devs, r);
+    Trainer& trainer = *model;
     if (!s.memory_log.empty()) log = MemoryLog(s.memory_log, r.data_parallel() ? devs : std::vector<Device>{});
     const ScopedMaxPending pending_limit(s.max_pending_ops, s.max_pending_bytes);
     const std::string run_name = "run " + s.label;

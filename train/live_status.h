@@ -2,7 +2,10 @@
 // drawn by a thread of its own so the training loop only publishes a count.
 // On a terminal it is redrawn in place (\r) a few times a second and cleared
 // when the run ends; otherwise it is printed as a whole line every
-// --status-every seconds. --quiet: none.
+// --status-every seconds. --quiet: none. The loop's share is a lock and a
+// push per batch (~8 ns on the 2-core CI VM, against quick.ini's ~3 ms
+// batch); a draw reads each device's statistics and writes one line (~1.5 µs
+// before the write), 4 times a second on a terminal.
 //
 //   LiveStatus live(spec, devices, budget_bytes, start_bytes);   // starts the clock and the thread
 //   live.batch_queued(batch, last_seq, bytes_per_batch);          // after each batch is queued
