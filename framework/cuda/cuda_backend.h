@@ -66,8 +66,10 @@ class CudaBackend final : public Backend {
   void axpby(float alpha, const float* a, float beta, const float* b, float* y, size_t n) override;
   void add_scalar(const float* x, float s, float* y, size_t n) override;
   void sum_n(const float* const* xs, int k, float* y, size_t n) override;  // xs on this GPU
-  // ncclAllReduce on the stream; throws in a build without NCCL.
+  // collectives.cpp: ncclAllReduce on the stream (a failed launch aborts
+  // every rank of the clique); throws in a build without NCCL.
   void all_reduce_nccl(const float* x, float* y, size_t n, void* comm) override;
+  std::vector<void*> collective_comms(const std::vector<int>& devices) override;
   void sum_rows(const float* x, float* y, int rows, int cols) override;
   void sum(const float* x, float* y, size_t n, float scale) override;
   void broadcast_scalar(const float* x, float scale, float* y, size_t n) override;
@@ -90,12 +92,17 @@ class CudaBackend final : public Backend {
 
   static constexpr size_t kBlasWorkspaceBytes = size_t(32) << 20;  // cuBLAS's advice for Hopper
   static constexpr size_t kMaxStagingBytes = size_t(64) << 20;
+  // scratch_: [sum partials (kMaxSumBlocks doubles) | check_finite's slot]
+  static constexpr int kMaxSumBlocks = 1024;
+  static constexpr size_t kSumPartialBytes = kMaxSumBlocks * sizeof(double);
+  static constexpr size_t kScratchBytes = kSumPartialBytes + 256;
 
  private:
   cudaStream_t stream() const;  // throws if worker_start() failed
-  void seed(uint64_t seed, uint64_t offset);
+  // Once this device launched a collective: waits by polling its event and
+  // the communicators' health, so a peer rank that failed ends the wait.
+  void wait_with_collectives(uint64_t seq);
   void* staging(size_t bytes);  // pinned, grown on demand up to kMaxStagingBytes
-  float* normal_scratch(size_t n);
 
   const int index_;
   const std::string name_;  // "cuda:N"
@@ -113,9 +120,10 @@ class CudaBackend final : public Backend {
   PinnedBuffer host_slot_;        // check_finite's verdict and value
   PinnedBuffer staging_;
   size_t staging_bytes_ = 0;
-  DeviceBuffer normal_scratch_;   // odd-length normals (cuRAND draws them in pairs)
-  size_t normal_scratch_floats_ = 0;
   EventRing events_;
+  std::atomic<bool> uses_collectives_{false};
+  std::mutex comms_mu_;
+  std::vector<void*> comms_used_;  // every communicator this device launched on
   std::mutex timer_mu_;                  // timer_release may come from any thread
   std::vector<EventPtr> timer_events_;   // every timing event made, destroyed with the stream
   std::vector<cudaEvent_t> timer_free_;  // released, ready to be recorded again
