@@ -50,8 +50,8 @@ declare -A WHAT=([unpack]="unpack $ARCHIVE, print the machine, CUDA, cuBLAS/cuRA
   [racecheck]="compute-sanitizer racecheck: test_cuda_backend Ops/*:CudaRandom.*:CudaErrors.*"
   [synccheck]="compute-sanitizer synccheck: test_cuda_backend Ops/*:CudaRandom.*:CudaErrors.*"
   [train]="train_mlp --devices cuda:0 (and every GPU) through NCCL, --compare-policies, async_demo data-parallel"
-  [perf64]="$REPEATS rounds (none started past 300 s) of train_mlp batch/none | torch eager + graph batch/none at batch 64; GEMM floor; table"
-  [perf256]="the same at batch 256" [perf1024]="the same at batch 1024"
+  [perf64]="$REPEATS rounds (none started past 260 s) of train_mlp batch/none | torch eager + graph batch/none at batch 64; GEMM floor; table"
+  [perf256]="the same at batch 256" [perf1024]="the same at batch 1024; and the device normals beside curandGenerateNormal"
   [table]="the table of every perf phase so far")
 
 # memcheck leaves out, and why: the 4096^3 GEMM chains (50 GEMMs of 2*4096^3
@@ -244,8 +244,8 @@ if [[ $phase == perf* ]]; then
   # time training, as PyTorch's warm-up batches do for the peers.
   start=$SECONDS
   for r in $(seq 1 "$REPEATS"); do
-    if ((r > 1 && SECONDS - start > 300)); then
-      record FAIL "perf $batch round $r" "not started: 300 s spent"
+    if ((r > 1 && SECONDS - start > 260)); then
+      record FAIL "perf $batch round $r" "not started: 260 s spent"
       break
     fi
     for mode in batch none; do
@@ -263,6 +263,21 @@ if [[ $phase == perf* ]]; then
     --benchmark_min_time=0.1 --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
     --benchmark_out="$dir/gemm_floor.json" --benchmark_out_format=json >"$dir/gemm_floor.log" 2>&1 ||
     record FAIL bench_cuda_gemm "see gemm_floor.log"
+  if [ "$batch" = 1024 ]; then
+    say "normals: the device generator beside curandGenerateNormal"
+    if timeout 40 "$BUILD/bin/bench_cuda_random" --benchmark_min_time=0.1 --benchmark_out="$dir/normals.json" \
+      --benchmark_out_format=json >"$dir/normals.log" 2>&1; then
+      record PASS "normals vs curandGenerateNormal" "$(python3 - "$dir/normals.json" <<'PY'
+import json, sys
+b = {x["name"].split("/")[0] + "/" + x["name"].split("/")[1]: x["real_time"] for x in json.load(open(sys.argv[1]))["benchmarks"]}
+print(" ".join(f"n={k.split('/')[1]}: {v / b['BM_CurandGenerateNormal/' + k.split('/')[1]]:.2f}x"
+               for k, v in b.items() if k.startswith("BM_DeviceNormal/")) + " (time / cuRAND's; target <= 1.10)")
+PY
+)"
+    else
+      record FAIL bench_cuda_random "see normals.log"
+    fi
+  fi
   grep -q FAIL "$results" || record PASS "perf $batch" "$REPEATS rounds"
   pack
   say "results ($phase)"

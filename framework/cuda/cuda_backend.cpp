@@ -34,11 +34,16 @@ bool runtime_gone() {
 
 }  // namespace
 
-CudaBackend::CudaBackend(int index) : index_(index), name_("cuda:" + std::to_string(index)) {}
+CudaBackend::CudaBackend(int index)
+    : index_(index),
+      name_("cuda:" + std::to_string(index)),
+      host_blocks_([this](size_t bytes) { return pin(bytes); }, [](void* p) { unpin(p); }, kMaxCachedPinnedBytes) {}
 
 CudaBackend::~CudaBackend() {
-  if (!stream_ && !blas_ && !rng_ && !scratch_) return;  // never started: no CUDA call at all
+  if (!stream_ && !blas_ && !rng_ && !scratch_ && host_blocks_.stats().allocations == 0)
+    return;  // never started: no CUDA call at all
   if (runtime_gone()) {  // leak the handles on purpose: their deleters would only fail
+    host_blocks_.abandon();
     (void)staging_.release(), (void)host_slot_.release();
     (void)scratch_.release(), (void)rng_.release(), (void)blas_.release();
     (void)blas_workspace_.release(), (void)stream_.release();
@@ -49,6 +54,7 @@ CudaBackend::~CudaBackend() {
   DeviceGuard guard(index_, std::nothrow);
   if (stream_) AMLP_CUDA_CHECK_LOG(cudaStreamSynchronize(stream_.get()));
   events_.clear();
+  host_blocks_.clear();
   timer_free_.clear();
   timer_events_.clear();
   staging_.reset();
@@ -88,15 +94,23 @@ void CudaBackend::raw_free(void* p) noexcept {
   AMLP_CUDA_CHECK_LOG(cudaFree(p));
 }
 
-void* CudaBackend::alloc_host(size_t bytes) {
-  DeviceGuard guard(index_);
-  void* p = nullptr;
-  AMLP_CUDA_CHECK(cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable));
-  return p;
-}
+// Pinned blocks for asynchronous copies, cached by size class (host_block_cache.h).
+void* CudaBackend::alloc_host(size_t bytes) { return host_blocks_.get(bytes ? bytes : 1); }
 
 void CudaBackend::free_host(void* p) noexcept {
   if (!p || runtime_gone()) return;
+  host_blocks_.put(p);
+}
+
+void* CudaBackend::pin(size_t bytes) const {
+  DeviceGuard guard(index_);
+  void* p = nullptr;
+  AMLP_CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
+  return p;
+}
+
+void CudaBackend::unpin(void* p) noexcept {
+  if (runtime_gone()) return;
   AMLP_CUDA_CHECK_LOG(cudaFreeHost(p));
 }
 
@@ -180,6 +194,41 @@ void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
   cudaStream_t s = stream();
   if (bytes == 0 || dst == src) return;
   AMLP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
+}
+
+// From another GPU, on this GPU's stream (the queue made it wait for the
+// producer's event). With peer access on, the copy goes over NVLink/PCIe
+// directly; without it, cudaMemcpyPeerAsync stages through the host itself.
+// The source block goes back to its pool once this op is launched, and the
+// pool hands it out again in the *source's* stream order: so the source
+// stream waits for this copy before any later work of its own.
+bool CudaBackend::copy_from_device(void* dst, const void* src, size_t bytes, Backend& src_backend) {
+  auto* from = dynamic_cast<CudaBackend*>(&src_backend);
+  if (!from) return false;
+  cudaStream_t s = stream();
+  if (bytes == 0) return true;
+  if (from == this) {
+    AMLP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
+    return true;
+  }
+  cudaStream_t src_stream = from->stream();
+  if (peer_checked_.insert(from->index_).second) {  // once per source GPU (worker thread only)
+    int can = 0;
+    AMLP_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, index_, from->index_));
+    if (can) {
+      const cudaError_t e = cudaDeviceEnablePeerAccess(from->index_, 0);
+      if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
+      else AMLP_CUDA_CHECK(e);
+    }
+  }
+  AMLP_CUDA_CHECK(cudaMemcpyPeerAsync(dst, index_, src, from->index_, bytes, s));
+  cudaEvent_t done = nullptr;
+  AMLP_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  const cudaError_t rec = cudaEventRecord(done, s);
+  const cudaError_t wait = rec == cudaSuccess ? cudaStreamWaitEvent(src_stream, done, 0) : rec;
+  AMLP_CUDA_CHECK_LOG(cudaEventDestroy(done));  // released once the GPU passed it
+  AMLP_CUDA_CHECK(wait);
+  return true;
 }
 
 void* CudaBackend::staging(size_t bytes) {

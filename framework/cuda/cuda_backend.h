@@ -19,12 +19,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "framework/core/backend.h"
 #include "framework/cuda/cuda_handles.h"
 #include "framework/cuda/event_ring.h"
+#include "framework/cuda/host_block_cache.h"
 
 namespace amlp::cuda {
 
@@ -39,8 +41,9 @@ class CudaBackend final : public Backend {
   void* raw_alloc(size_t bytes) override;  // nullptr when the GPU is out of memory
   void raw_free(void* p) noexcept override;
   void before_raw_free() noexcept override;  // one device synchronisation before a batch of frees
-  void* alloc_host(size_t bytes) override;   // pinned
-  void free_host(void* p) noexcept override;
+  void* alloc_host(size_t bytes) override;   // pinned, from a per-device cache
+  void free_host(void* p) noexcept override;  // back to the cache
+  HostBlockCache::Stats host_block_stats() const { return host_blocks_.stats(); }
 
   // StreamSync — worker thread, except is_complete and wait_complete (any thread).
   void worker_start() override;
@@ -78,6 +81,9 @@ class CudaBackend final : public Backend {
   void sgd_update(float* w, const float* g, float* mom, size_t n, float lr, float momentum, float wd,
                   float rescale) override;
   void copy(void* dst, const void* src, size_t bytes) override;
+  // From another GPU's memory: cudaMemcpyPeerAsync on this stream; the
+  // source's stream then waits for it (its pool reuses blocks in its order).
+  bool copy_from_device(void* dst, const void* src, size_t bytes, Backend& src_backend) override;
   // Both return only when the host buffer was fully written / read (through
   // pinned staging, in chunks of at most kMaxStagingBytes).
   void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
@@ -92,6 +98,7 @@ class CudaBackend final : public Backend {
 
   static constexpr size_t kBlasWorkspaceBytes = size_t(32) << 20;  // cuBLAS's advice for Hopper
   static constexpr size_t kMaxStagingBytes = size_t(64) << 20;
+  static constexpr size_t kMaxCachedPinnedBytes = size_t(256) << 20;  // idle pinned blocks kept per GPU
   // scratch_: [sum partials (kMaxSumBlocks doubles) | check_finite's slot]
   static constexpr int kMaxSumBlocks = 1024;
   static constexpr size_t kSumPartialBytes = kMaxSumBlocks * sizeof(double);
@@ -99,6 +106,8 @@ class CudaBackend final : public Backend {
 
  private:
   cudaStream_t stream() const;  // throws if worker_start() failed
+  void* pin(size_t bytes) const;        // cudaHostAlloc, portable
+  static void unpin(void* p) noexcept;  // cudaFreeHost
   // Once this device launched a collective: waits by polling its event and
   // the communicators' health, so a peer rank that failed ends the wait.
   void wait_with_collectives(uint64_t seq);
@@ -110,6 +119,7 @@ class CudaBackend final : public Backend {
   std::string start_error_;
   bool nvtx_open_ = false;
   bool tf32_ = false;       // the handle's current math mode
+  std::set<int> peer_checked_;  // source GPUs whose peer access was looked at (worker thread)
 
   // Owned handles; released in ~CudaBackend in reverse order, after a drain.
   StreamPtr stream_;
@@ -121,6 +131,7 @@ class CudaBackend final : public Backend {
   PinnedBuffer staging_;
   size_t staging_bytes_ = 0;
   EventRing events_;
+  HostBlockCache host_blocks_;
   std::atomic<bool> uses_collectives_{false};
   std::mutex comms_mu_;
   std::vector<void*> comms_used_;  // every communicator this device launched on

@@ -26,6 +26,8 @@
 #include "framework/cpu/philox.h"
 #include "models/mlp.h"
 #ifdef ASYNCMLP_WITH_CUDA
+#include "framework/core/context.h"
+#include "framework/cuda/cuda_backend.h"
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/device_guard.h"
 #endif
@@ -616,6 +618,49 @@ TEST_F(CudaQueue, CrossDeviceCopiesWaitForBothQueues) {
   }
   for (float v : plus.to_host()) ASSERT_EQ(v, 6.f);
 }
+
+// GPU to GPU: one op on the consumer, its stream waiting on the producer's
+// event (cudaMemcpyPeerAsync), no host round trip and no host wait. The
+// producer's queue is paused, so the copy must wait for the GPU, not the
+// launch; the source is dropped and overwritten at once after the copy was
+// queued, so its block's reuse must wait for the copy (stream order).
+TEST_F(CudaQueue, PeerCopiesBetweenTwoGpusWaitForTheProducerAndKeepTheSource) {
+  if (cuda_device_count() < 2) GTEST_SKIP() << "one GPU visible: a peer copy needs two";
+  const Device g1 = Device::cuda(1);
+  const int64_t n = (int64_t(1) << 24) + 3;
+  Tensor on1, slice1;
+  {
+    PausedQueue paused(gpu());
+    Tensor src = full({n, 1}, 3.f, gpu());
+    on1 = copy_to(src, g1);
+    slice1 = slice_rows(src, 5, 9, g1);
+    src = Tensor();
+    Tensor reuse = full({n, 1}, -1.f, gpu());  // may take src's block once the copies launched
+  }
+  for (float v : on1.to_host()) ASSERT_EQ(v, 3.f);
+  for (float v : slice1.to_host()) ASSERT_EQ(v, 3.f);
+  Tensor back = copy_to(add_scalar(on1, 1.f), gpu());
+  EXPECT_EQ(sum(back).item(), static_cast<float>(4.0 * double(n)));  // double accumulation, one rounding
+}
+
+#ifdef ASYNCMLP_WITH_CUDA
+// to_host_async pins its host block from the backend's cache: a loss read
+// every batch pins memory once, not once per call.
+TEST_F(CudaQueue, AsyncCopiesPinMemoryOnceNotPerCall) {
+  auto* be = dynamic_cast<cuda::CudaBackend*>(context(gpu()).backend.get());
+  ASSERT_NE(be, nullptr);
+  Tensor x = full({1}, 2.5f, gpu());
+  { HostCopy warm = x.to_host_async(); (void)warm.get(); }
+  const auto before = be->host_block_stats();
+  for (int i = 0; i < 200; ++i) {
+    HostCopy c = add_scalar(x, float(i)).to_host_async();
+    ASSERT_EQ(c.get(), std::vector<float>{2.5f + float(i)});
+  }
+  const auto after = be->host_block_stats();
+  EXPECT_EQ(after.allocations, before.allocations) << "cudaHostAlloc per to_host_async";
+  EXPECT_GE(after.reuses - before.reuses, 200u);
+}
+#endif
 
 TEST_F(CudaQueue, HostDeviceRoundTripIsExact) {
   std::mt19937 rng(5);
