@@ -23,6 +23,7 @@
 
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/cuda_handles.h"
+#include "first_gpu.h"
 #include "framework/cuda/gemm.h"
 
 namespace {
@@ -81,13 +82,8 @@ struct Floor {
   std::vector<DeviceBuffer> a, b, c;
 
   Floor() {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-      (void)cudaGetLastError();
-      no_gpu = "no CUDA GPU visible: the CUDA runtime reports 0 devices";
-      return;
-    }
-    AMLP_CUDA_CHECK(cudaSetDevice(0));
+    no_gpu = amlp::bench::use_first_gpu();
+    if (!no_gpu.empty()) return;
     stream = make_stream();
     blas = make_cublas();
     AMLP_CUDA_CHECK(cublasSetStream(blas.get(), stream.get()));

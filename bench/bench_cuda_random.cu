@@ -17,6 +17,7 @@
 
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/cuda_handles.h"
+#include "first_gpu.h"
 #include "framework/cuda/kernels.h"
 
 namespace {
@@ -34,13 +35,8 @@ struct Bench {
   EventPtr start, stop;
 
   Bench() {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-      (void)cudaGetLastError();
-      no_gpu = "no CUDA GPU visible: the CUDA runtime reports 0 devices";
-      return;
-    }
-    AMLP_CUDA_CHECK(cudaSetDevice(0));
+    no_gpu = amlp::bench::use_first_gpu();
+    if (!no_gpu.empty()) return;
     stream = make_stream();
     rng = make_curand(CURAND_RNG_PSEUDO_PHILOX4_32_10);
     AMLP_CUDA_CHECK(curandSetStream(rng.get(), stream.get()));

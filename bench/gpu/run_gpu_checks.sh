@@ -24,7 +24,8 @@
 # commands on a warm machine); as each phase ends they are packed into
 # $OUT/PHASE.tar.xz (one file back per phase) and its results printed.
 # Environment: BUILD (build-gpu), ARCHIVE (build-gpu.tar.xz), LOGS, OUT,
-# REPEATS (3 alternated rounds), BATCHES (100). Exit status: 0 when every
+# REPEATS (3 alternated rounds), BATCHES (100), TESTS (the tests phase's
+# executables, default every test_*). Exit status: 0 when every
 # check of the phase passed, 1 otherwise, 2 on bad usage.
 set -uo pipefail
 
@@ -159,7 +160,12 @@ setup_env
 if [ "$phase" = tests ]; then
   say "tests"
   start=$SECONDS
-  for t in "$BUILD"/bin/test_*; do
+  tests=("$BUILD"/bin/test_*)
+  if [ -n "${TESTS:-}" ]; then
+    tests=()
+    for n in $TESTS; do tests+=("$BUILD/bin/$n"); done
+  fi
+  for t in "${tests[@]}"; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
     left=$((540 - (SECONDS - start)))
