@@ -36,17 +36,27 @@ void CudaBackend::all_reduce_nccl(const float* x, float* y, size_t n, void* comm
     if (std::find(comms_used_.begin(), comms_used_.end(), comm) == comms_used_.end()) comms_used_.push_back(comm);
   }
   uses_collectives_.store(true, std::memory_order_release);
-  if (const std::string why = nccl_failure({comm}); !why.empty()) throw Error(why);
+  if (const std::string why = nccl_failure({comm}); !why.empty()) {
+    forget_comm(comm);
+    throw Error(why);
+  }
   try {
     AMLP_NCCL_CHECK(ncclAllReduce(x, y, n, ncclFloat, ncclSum, static_cast<ncclComm_t>(comm), s));
   } catch (const std::exception& e) {  // the other ranks would wait for this one forever
-    nccl_abort_clique(comm, "a rank failed (" + name_ + ": " + e.what() + "); every rank of the all-reduce aborted");
-    throw;
+    const std::string why = "a rank failed (" + name_ + ": " + e.what() + "); every rank of the all-reduce aborted";
+    nccl_abort_clique(comm, why);
+    forget_comm(comm);
+    throw Error(why);
   }
 #else
   (void)x, (void)y, (void)n, (void)comm, (void)s;
   throw Error(name_ + " cannot run an NCCL all-reduce: this build has no NCCL (nccl.h / libnccl not found)");
 #endif
+}
+
+void CudaBackend::forget_comm(void* comm) {
+  std::lock_guard<std::mutex> lk(comms_mu_);
+  comms_used_.erase(std::remove(comms_used_.begin(), comms_used_.end(), comm), comms_used_.end());
 }
 
 void CudaBackend::wait_with_collectives(uint64_t seq) {
@@ -56,15 +66,22 @@ void CudaBackend::wait_with_collectives(uint64_t seq) {
     std::lock_guard<std::mutex> lk(comms_mu_);
     comms = comms_used_;
   }
+  // Reported once per device: an aborted communicator is gone.
+  const auto fail_if_aborted = [&] {
+    void* failed = nullptr;
+    if (const std::string why = nccl_failure(comms, &failed); !why.empty()) {
+      forget_comm(failed);
+      throw Error(name_ + ": " + why);
+    }
+  };
   auto pause = std::chrono::microseconds(20);
   while (!events_.is_complete(seq, stream_.get())) {
-    if (const std::string why = nccl_failure(comms); !why.empty()) throw Error(name_ + ": " + why);
+    fail_if_aborted();
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(1000));
   }
   events_.wait(seq, stream_.get());  // reports a CUDA error of the ops up to seq
-  // An aborted rank's kernels exit early: what they wrote is not the sum.
-  if (const std::string why = nccl_failure(comms); !why.empty()) throw Error(name_ + ": " + why);
+  fail_if_aborted();  // an aborted rank's kernels exit early: what they wrote is not the sum
 #else
   events_.wait(seq, stream_.get());
 #endif

@@ -111,6 +111,7 @@ class CudaBackend final : public Backend {
   // Once this device launched a collective: waits by polling its event and
   // the communicators' health, so a peer rank that failed ends the wait.
   void wait_with_collectives(uint64_t seq);
+  void forget_comm(void* comm);  // an aborted communicator, once reported
   void* staging(size_t bytes);  // pinned, grown on demand up to kMaxStagingBytes
 
   const int index_;

@@ -57,7 +57,10 @@ std::vector<void*> nccl_communicators(const std::vector<int>& devices) {
     std::vector<ncclComm_t> made(devices.size());
     AMLP_NCCL_CHECK(ncclCommInitAll(made.data(), static_cast<int>(devices.size()), devices.data()));
     it = r.cliques.emplace(devices, std::move(made)).first;
-    for (ncclComm_t c : it->second) r.clique_of[c] = devices;
+    for (ncclComm_t c : it->second) {
+      r.clique_of[c] = devices;
+      r.aborted.erase(c);  // an address an aborted communicator had
+    }
   }
   return std::vector<void*>(it->second.begin(), it->second.end());
 }
@@ -68,11 +71,13 @@ void nccl_abort_clique(void* comm, const std::string& why) {
   abort_locked(r, comm, why);
 }
 
-std::string nccl_failure(const std::vector<void*>& comms) {
+std::string nccl_failure(const std::vector<void*>& comms, void** failed) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lk(r.mu);
   for (void* c : comms) {
+    if (failed) *failed = c;
     if (auto a = r.aborted.find(c); a != r.aborted.end()) return a->second;
+    if (!r.clique_of.count(c)) continue;  // not a live communicator of ours
     ncclResult_t async = ncclSuccess;
     if (ncclCommGetAsyncError(static_cast<ncclComm_t>(c), &async) != ncclSuccess) continue;
     if (async == ncclSuccess || async == ncclInProgress) continue;

@@ -25,8 +25,10 @@ std::vector<void*> nccl_communicators(const std::vector<int>& devices);
 // as the reason every rank reports. Any thread; a clique is aborted once.
 void nccl_abort_clique(void* comm, const std::string& why);
 
-// "" while no communicator of `comms` failed; else why (an asynchronous NCCL
-// error found with ncclCommGetAsyncError aborts its clique first). Any thread.
-std::string nccl_failure(const std::vector<void*>& comms);
+// "" while no communicator of `comms` failed; else why, and *failed names
+// the communicator (an asynchronous NCCL error found with
+// ncclCommGetAsyncError aborts its clique first). An aborted communicator is
+// freed: the caller reports it once and forgets it. Any thread.
+std::string nccl_failure(const std::vector<void*>& comms, void** failed = nullptr);
 
 }  // namespace amlp::cuda
