@@ -342,7 +342,7 @@ TEST_F(CudaRandom, NormalsAreBitwiseEqualToTheCpuGenerator) {
   const float mean = 0.5f, stddev = 2.f;
   const bool vector_cpu = philox::best_isa() != philox::Isa::Scalar;
   for (int64_t n : {int64_t(1), int64_t(2), int64_t(7), int64_t(100001), int64_t(1024) * 512}) {
-    for (int64_t skip_n : {int64_t(0), int64_t(1), int64_t(3), int64_t(6)}) {  // offsets 0, 2, 4, 6 (pairs)
+    for (int64_t skip_n : {int64_t(0), int64_t(3), int64_t(5)}) {  // offsets 0, 4, 8: draws advance whole blocks
       SCOPED_TRACE("n = " + std::to_string(n) + ", after " + std::to_string(skip_n));
       std::vector<float> out[2];
       const Device devs[2] = {cpu(), gpu()};
