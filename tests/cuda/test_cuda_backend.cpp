@@ -621,9 +621,9 @@ TEST_F(CudaQueue, CrossDeviceCopiesWaitForBothQueues) {
 
 // GPU to GPU: one op on the consumer, its stream waiting on the producer's
 // event (cudaMemcpyPeerAsync), no host round trip and no host wait. The
-// producer's queue is paused, so the copy must wait for the GPU, not the
-// launch; the source is dropped and overwritten at once after the copy was
-// queued, so its block's reuse must wait for the copy (stream order).
+// producer's queue is paused, so the copy must wait for the producer; the
+// source tensor is dropped at once (the queued copies keep its block) and
+// more work queued on the producer after them.
 TEST_F(CudaQueue, PeerCopiesBetweenTwoGpusWaitForTheProducerAndKeepTheSource) {
   if (cuda_device_count() < 2) GTEST_SKIP() << "one GPU visible: a peer copy needs two";
   const Device g1 = Device::cuda(1);
@@ -635,7 +635,7 @@ TEST_F(CudaQueue, PeerCopiesBetweenTwoGpusWaitForTheProducerAndKeepTheSource) {
     on1 = copy_to(src, g1);
     slice1 = slice_rows(src, 5, 9, g1);
     src = Tensor();
-    Tensor reuse = full({n, 1}, -1.f, gpu());  // may take src's block once the copies launched
+    Tensor later = full({n, 1}, -1.f, gpu());
   }
   for (float v : on1.to_host()) ASSERT_EQ(v, 3.f);
   for (float v : slice1.to_host()) ASSERT_EQ(v, 3.f);
