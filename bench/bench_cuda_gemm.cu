@@ -23,7 +23,7 @@
 
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/cuda_handles.h"
-#include "first_gpu.h"
+#include "cuda_bench.h"
 #include "framework/cuda/gemm.h"
 
 namespace {
@@ -124,13 +124,7 @@ struct Floor {
   // Runs `body` kRepeat times between the two events; seconds per repetition.
   template <class Body>
   double timed(Body body) {
-    AMLP_CUDA_CHECK(cudaEventRecord(start.get(), stream.get()));
-    for (int r = 0; r < kRepeat; ++r) body();
-    AMLP_CUDA_CHECK(cudaEventRecord(stop.get(), stream.get()));
-    AMLP_CUDA_CHECK(cudaEventSynchronize(stop.get()));
-    float ms = 0;
-    AMLP_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-    return ms / 1e3 / kRepeat;
+    return amlp::bench::seconds_per_call(stream.get(), start.get(), stop.get(), kRepeat, body);
   }
 };
 

@@ -17,7 +17,7 @@
 
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/cuda_handles.h"
-#include "first_gpu.h"
+#include "cuda_bench.h"
 #include "framework/cuda/kernels.h"
 
 namespace {
@@ -49,15 +49,8 @@ struct Bench {
   void measure(benchmark::State& state, size_t n, Body body) {
     for (int i = 0; i < 3; ++i) body();
     AMLP_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-    for (auto _ : state) {
-      AMLP_CUDA_CHECK(cudaEventRecord(start.get(), stream.get()));
-      for (int r = 0; r < kRepeat; ++r) body();
-      AMLP_CUDA_CHECK(cudaEventRecord(stop.get(), stream.get()));
-      AMLP_CUDA_CHECK(cudaEventSynchronize(stop.get()));
-      float ms = 0;
-      AMLP_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-      state.SetIterationTime(ms / 1e3 / kRepeat);
-    }
+    for (auto _ : state)
+      state.SetIterationTime(amlp::bench::seconds_per_call(stream.get(), start.get(), stop.get(), kRepeat, body));
     state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(n * sizeof(float)));
   }
 };
