@@ -217,7 +217,8 @@ esac
 
 if [ "$phase" = train ]; then
   say "train_mlp on cuda"
-  gpus=$(nvidia-smi -L | grep -c '^GPU')
+  gpus=$(timeout 20 nvidia-smi -L | grep -c '^GPU')
+  [ "$gpus" -ge 1 ] || gpus=1  # nvidia-smi failed: train on cuda:0 alone
   list=$(seq -s, -f 'cuda:%g' 0 $((gpus - 1)))
   for devs in cuda:0 "$list"; do
     tag=${devs//[:,]/_}
