@@ -1,13 +1,14 @@
 // bench_cuda_gemm.cu — the GEMM floor of one d2l MLP training step on a GPU:
 // the eight GEMMs the framework issues for Dense(2048, relu) -> Dense(512,
-// relu) -> Dense(1) at batch 1024 and 512 features, through the very
+// relu) -> Dense(1) at 512 features and batch 64, 256 or 1024, through the very
 // row-major cuBLAS call the backend makes (framework/cuda/gemm.h), on one
 // stream, timed alone with CUDA events. A training step can approach this
 // time but not beat it; train_mlp's steps/s is quoted against it.
 //
-//   BM_CudaMlpGemmFloor/tf32:0   all eight, per step (FP32, the default)
-//   BM_CudaMlpGemmFloor/tf32:1   the same with TF32 tensor cores
-//   BM_CudaMlpGemm/<i>           one GEMM at a time (the label names it)
+//   BM_CudaMlpGemmFloor/tf32:0/batch:B   all eight, per step (FP32, the default)
+//   BM_CudaMlpGemmFloor/tf32:1/batch:B   the same with TF32 tensor cores
+//   BM_CudaMlpGemm/<i>                   one GEMM at a time at batch 1024 (the label names it)
+// The GPU kit runs only the floor: --benchmark_filter=Floor --benchmark_min_time=0.1.
 //
 // Each timed iteration runs kRepeat steps back to back between two events,
 // after a warm-up, so the launch cost of the small GEMMs is hidden as it is
@@ -22,6 +23,7 @@
 
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/cuda_handles.h"
+#include "cuda_bench.h"
 #include "framework/cuda/gemm.h"
 
 namespace {
@@ -37,22 +39,26 @@ struct Gemm {
   double flops() const { return 2.0 * M * N * K; }
 };
 
-constexpr int kBatch = 1024, kIn = 512, kH1 = 2048, kH2 = 512, kOut = 1;
+constexpr int kMaxBatch = 1024, kIn = 512, kH1 = 2048, kH2 = 512, kOut = 1;
+constexpr int kGemms = 8;
 
 // Forward, linear():  y = x·Wᵀ + y           x (B,in), W (out,in)
 // Backward, linear's: dX = G·W (B,in);  dW = Gᵀ·X (out,in)   G (B,out)
-// (The input X needs no gradient, so layer 1 has no dX.)
-const Gemm kStep[] = {
-    {"fwd1 X(1024x512).W1t(512x2048)", false, true, kBatch, kH1, kIn, kIn, kIn, 1.f},
-    {"fwd2 H1(1024x2048).W2t(2048x512)", false, true, kBatch, kH2, kH1, kH1, kH1, 1.f},
-    {"fwd3 H2(1024x512).W3t(512x1)", false, true, kBatch, kOut, kH2, kH2, kH2, 1.f},
-    {"dH2 G3(1024x1).W3(1x512)", false, false, kBatch, kH2, kOut, kOut, kH2, 0.f},
-    {"dW3 G3t(1x1024).H2(1024x512)", true, false, kOut, kH2, kBatch, kOut, kH2, 0.f},
-    {"dH1 G2(1024x512).W2(512x2048)", false, false, kBatch, kH1, kH2, kH2, kH1, 0.f},
-    {"dW2 G2t(512x1024).H1(1024x2048)", true, false, kH2, kH1, kBatch, kH2, kH1, 0.f},
-    {"dW1 G1t(2048x1024).X(1024x512)", true, false, kH1, kIn, kBatch, kH1, kIn, 0.f},
-};
-constexpr int kGemms = sizeof(kStep) / sizeof(kStep[0]);
+// (The input X needs no gradient, so layer 1 has no dX.) Leading dimensions
+// do not depend on the batch: one set of buffers (kMaxBatch rows) serves every batch.
+std::vector<Gemm> step_gemms(int B) {
+  return {
+      {"fwd1 X.W1t", false, true, B, kH1, kIn, kIn, kIn, 1.f},
+      {"fwd2 H1.W2t", false, true, B, kH2, kH1, kH1, kH1, 1.f},
+      {"fwd3 H2.W3t", false, true, B, kOut, kH2, kH2, kH2, 1.f},
+      {"dH2 G3.W3", false, false, B, kH2, kOut, kOut, kH2, 0.f},
+      {"dW3 G3t.H2", true, false, kOut, kH2, B, kOut, kH2, 0.f},
+      {"dH1 G2.W2", false, false, B, kH1, kH2, kH2, kH1, 0.f},
+      {"dW2 G2t.H1", true, false, kH2, kH1, B, kH2, kH1, 0.f},
+      {"dW1 G1t.X", true, false, kH1, kIn, B, kH1, kIn, 0.f},
+  };
+}
+const std::vector<Gemm> kStep = step_gemms(kMaxBatch);  // the buffers' shapes
 constexpr int kRepeat = 10;  // steps per timed iteration
 constexpr int kWarmUp = 20;
 
@@ -76,13 +82,8 @@ struct Floor {
   std::vector<DeviceBuffer> a, b, c;
 
   Floor() {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-      (void)cudaGetLastError();
-      no_gpu = "no CUDA GPU visible: the CUDA runtime reports 0 devices";
-      return;
-    }
-    AMLP_CUDA_CHECK(cudaSetDevice(0));
+    no_gpu = amlp::bench::use_first_gpu();
+    if (!no_gpu.empty()) return;
     stream = make_stream();
     blas = make_cublas();
     AMLP_CUDA_CHECK(cublasSetStream(blas.get(), stream.get()));
@@ -112,8 +113,7 @@ struct Floor {
 
   void set_tf32(bool on) { AMLP_CUDA_CHECK(cublasSetMathMode(blas.get(), math_mode(on))); }
 
-  void run(int i) {
-    const Gemm& g = kStep[i];
+  void run(int i, const Gemm& g) {
     const float one = 1.f;
     AMLP_CUDA_CHECK(sgemm_row_major(blas.get(), g.trans_a, g.trans_b, g.M, g.N, g.K, &one,
                                     static_cast<const float*>(a[i].get()), g.lda,
@@ -124,13 +124,7 @@ struct Floor {
   // Runs `body` kRepeat times between the two events; seconds per repetition.
   template <class Body>
   double timed(Body body) {
-    AMLP_CUDA_CHECK(cudaEventRecord(start.get(), stream.get()));
-    for (int r = 0; r < kRepeat; ++r) body();
-    AMLP_CUDA_CHECK(cudaEventRecord(stop.get(), stream.get()));
-    AMLP_CUDA_CHECK(cudaEventSynchronize(stop.get()));
-    float ms = 0;
-    AMLP_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-    return ms / 1e3 / kRepeat;
+    return amlp::bench::seconds_per_call(stream.get(), start.get(), stop.get(), kRepeat, body);
   }
 };
 
@@ -163,16 +157,22 @@ void BM_CudaMlpGemmFloor(benchmark::State& state) {
     return;
   }
   const bool tf32 = state.range(0) != 0;
+  const int batch = static_cast<int>(state.range(1));
+  const std::vector<Gemm> step = step_gemms(batch);
   f.set_tf32(tf32);
   double flops = 0;
-  for (const Gemm& g : kStep) flops += g.flops();
+  for (const Gemm& g : step) flops += g.flops();
   measure(state, f, [&] {
-    for (int i = 0; i < kGemms; ++i) f.run(i);
+    for (int i = 0; i < kGemms; ++i) f.run(i, step[i]);
   }, flops);
   f.set_tf32(false);
-  state.SetLabel(tf32 ? "8 GEMMs of a d2l step, TF32" : "8 GEMMs of a d2l step, FP32");
+  state.SetLabel(std::string("8 GEMMs of a d2l step at batch ") + std::to_string(batch) + (tf32 ? ", TF32" : ", FP32"));
 }
-BENCHMARK(BM_CudaMlpGemmFloor)->ArgName("tf32")->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CudaMlpGemmFloor)
+    ->ArgNames({"tf32", "batch"})
+    ->ArgsProduct({{0, 1}, {64, 256, kMaxBatch}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 
 void BM_CudaMlpGemm(benchmark::State& state) {
   Floor& f = floor_state();
@@ -182,7 +182,7 @@ void BM_CudaMlpGemm(benchmark::State& state) {
   }
   const int i = static_cast<int>(state.range(0));
   f.set_tf32(false);
-  measure(state, f, [&] { f.run(i); }, kStep[i].flops());
+  measure(state, f, [&] { f.run(i, kStep[i]); }, kStep[i].flops());
   state.SetLabel(kStep[i].name);
 }
 BENCHMARK(BM_CudaMlpGemm)->DenseRange(0, kGemms - 1)->UseManualTime()->Unit(benchmark::kMicrosecond);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""torch_mlp.py — the d2l MLP in PyTorch eager: the peer train_mlp is timed against.
+"""torch_mlp.py — the d2l MLP in PyTorch: the peers train_mlp is timed against.
 
 Same model, data and optimizer semantics as train_mlp (DESIGN.md, "The
 experiment it must reproduce"):
@@ -12,13 +12,20 @@ Sync modes: --sync batch reads the loss every batch (loss.mean().item(), a
 blocking copy, as train_mlp's run 1); --sync none never does and calls
 torch.cuda.synchronize() at the end; --sync every=K reads every K batches.
 
+Two peers (--capture): eager (each op launched from Python) and graph: the
+whole step — forward, backward and optimizer.step() — captured once as a
+CUDA graph with torch.cuda.graph on static tensors (X refilled by normal_()
+inside the graph), then g.replay() per batch: the whole-network capture of
+PyTorch's CUDA Graphs documentation. --capture eager,graph runs both in one
+process, one after the other, each with its warm-up.
+
 Warm-up batches run first (cuBLAS/caching-allocator set-up), then --repeats
-timed runs of --batches each. Prints one JSON object on stdout:
+timed runs of --batches each. Prints one JSON object per (capture, sync) on stdout, as a list:
 steps_per_s and wall_s (medians, plus every repeat), and the memory increase
 torch.cuda.max_memory_allocated() - memory_allocated() at the start of a run
 (the median, plus every repeat) — the peer of train_mlp's mem_increase_bytes.
 
-  python3 bench/gpu/torch_mlp.py --sync batch --json out/torch_batch.json
+  python3 bench/gpu/torch_mlp.py --sync batch,none --capture eager,graph --json out/torch.json
 """
 import argparse
 import json
@@ -31,7 +38,8 @@ import torch
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--sync", default="batch", help="batch | none | every=K (default: batch)")
+    p.add_argument("--sync", default="batch", help="batch | none | every=K, or a comma list (default: batch)")
+    p.add_argument("--capture", default="eager", help="eager | graph, or a comma list (default: eager)")
     p.add_argument("--batches", type=int, default=100)
     p.add_argument("--batch-size", type=int, default=1024)
     p.add_argument("--features", type=int, default=512)
@@ -46,16 +54,22 @@ def parse_args():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", default="", help="also write the JSON object to this file")
     a = p.parse_args()
-    if a.sync == "batch":
-        a.every = 1
-    elif a.sync == "none":
-        a.every = 0
-    elif a.sync.startswith("every="):
-        a.every = int(a.sync[len("every="):])
-        if a.every <= 0:
-            p.error("--sync every=K needs K > 0")
-    else:
-        p.error(f"--sync must be batch, none or every=K, not {a.sync!r}")
+    a.syncs = []
+    for mode in a.sync.split(","):
+        if mode == "batch":
+            a.syncs.append((mode, 1))
+        elif mode == "none":
+            a.syncs.append((mode, 0))
+        elif mode.startswith("every=") and mode[len("every="):].isdigit() and int(mode[len("every="):]) > 0:
+            a.syncs.append((mode, int(mode[len("every="):])))
+        else:
+            p.error(f"--sync must be batch, none or every=K (K > 0), not {mode!r}")
+    a.captures = a.capture.split(",")
+    for c in a.captures:
+        if c not in ("eager", "graph"):
+            p.error(f"--capture must be eager or graph, not {c!r}")
+    if "graph" in a.captures and a.update != "optim":
+        p.error("--capture graph captures optimizer.step(): use --update optim")
     if a.batches <= 0 or a.batch_size <= 0 or a.repeats <= 0 or a.warmup < 0:
         p.error("--batches, --batch-size and --repeats must be positive, --warmup >= 0")
     return a
@@ -102,6 +116,41 @@ def make_step(net, args, device):
     return step
 
 
+def make_graph_step(net, args, device):
+    """The whole step captured once; each call replays it (static X refilled inside)."""
+    params = list(net.parameters())
+    B, F = args.batch_size, args.features
+    opt = torch.optim.SGD(params, lr=args.lr / B)
+    static_X = torch.empty(B, F, device=device)
+    static_y = torch.ones(B, 1, device=device)
+
+    def body():
+        static_X.normal_()
+        yhat = net(static_X)
+        loss = 0.5 * (yhat - static_y).square().mean(dim=1)
+        loss.backward(torch.ones_like(loss))
+        opt.step()
+        return loss
+
+    side = torch.cuda.Stream()  # warm-up on a side stream before capture, as the documentation does
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            opt.zero_grad(set_to_none=True)
+            body()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        static_loss = body()
+
+    def step():
+        graph.replay()
+        return static_loss
+
+    return step
+
+
 def run(step, args):
     """One timed run: (wall seconds, memory increase in bytes, last loss read or None)."""
     torch.cuda.synchronize()
@@ -118,38 +167,25 @@ def run(step, args):
     return wall, torch.cuda.max_memory_allocated() - start_bytes, last
 
 
-def main():
-    args = parse_args()
-    if not torch.cuda.is_available():
-        print("torch_mlp.py: no CUDA GPU visible to PyTorch", file=sys.stderr)
-        return 2
-    device = torch.device("cuda:0")
-    torch.backends.cuda.matmul.allow_tf32 = args.tf32
-    torch.backends.cudnn.allow_tf32 = args.tf32
-    torch.manual_seed(args.seed)
-    hidden = [int(h) for h in args.hidden.split(",") if h]
-    net = build(args.features, hidden, device)
-    step = make_step(net, args, device)
-
+def measure(step, args, capture, mode):
     for _ in range(args.warmup):
         step()
     torch.cuda.synchronize()
-
     walls, increases, losses = [], [], []
     for r in range(args.repeats):
         wall, inc, last = run(step, args)
         walls.append(wall)
         increases.append(inc)
         losses.append(last)
-        print(f"torch {args.sync} repeat {r + 1}: {wall:.4f} s, {args.batches / wall:.1f} steps/s, "
+        print(f"torch {capture} {mode} repeat {r + 1}: {wall:.4f} s, {args.batches / wall:.1f} steps/s, "
               f"increased memory {inc / 2**20:.1f} MiB", file=sys.stderr)
-
     wall = statistics.median(walls)
-    out = {
-        "framework": "pytorch-eager",
+    return {
+        "framework": "pytorch-" + capture,
+        "capture": capture,
         "torch": torch.__version__,
-        "device": torch.cuda.get_device_name(device),
-        "mode": args.sync,
+        "device": torch.cuda.get_device_name(0),
+        "mode": mode,
         "batches": args.batches,
         "batch_size": args.batch_size,
         "update": args.update,
@@ -164,7 +200,29 @@ def main():
         "mem_increase_bytes_all": increases,
         "final_loss": losses[-1],
     }
-    text = json.dumps(out, indent=1)
+
+
+def main():
+    args = parse_args()
+    if not torch.cuda.is_available():
+        print("torch_mlp.py: no CUDA GPU visible to PyTorch", file=sys.stderr)
+        return 2
+    device = torch.device("cuda:0")
+    torch.backends.cuda.matmul.allow_tf32 = args.tf32
+    torch.backends.cudnn.allow_tf32 = args.tf32
+    hidden = [int(h) for h in args.hidden.split(",") if h]
+    results = []
+    for capture in args.captures:
+        for mode, every in args.syncs:
+            torch.manual_seed(args.seed)
+            net = build(args.features, hidden, device)
+            args.every = every
+            step = make_graph_step(net, args, device) if capture == "graph" else make_step(net, args, device)
+            results.append(measure(step, args, capture, mode))
+            del step, net
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+    text = json.dumps(results, indent=1)
     print(text)
     if args.json:
         with open(args.json, "w") as f:

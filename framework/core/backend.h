@@ -9,6 +9,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "framework/core/memory.h"
 #include "framework/core/queue.h"
@@ -95,6 +96,19 @@ struct Backend : RawAllocator, StreamSync {
   virtual void timer_record(TimerPoint& p) = 0;
   virtual double timer_seconds(const TimerPoint& from, const TimerPoint& to) = 0;
   virtual void timer_release(TimerPoint& p) noexcept = 0;
+
+  // Collectives across devices: one communicator per device of `devices`
+  // (distinct indices of this backend's kind; rank i is devices[i]) for
+  // all_reduce_nccl, made on the first call for that list. Frontend thread.
+  // Empty where there are none (the CPU backend; CUDA without NCCL).
+  virtual std::vector<void*> collective_comms(const std::vector<int>& /*devices*/) { return {}; }
+  // A copy from another device's memory into this one's, launched on this
+  // device's stream after the caller made it wait for the producer (CUDA:
+  // cudaMemcpyPeerAsync). `src_backend` owns `src`. False where this backend
+  // cannot (the caller stages through the host).
+  virtual bool copy_from_device(void* /*dst*/, const void* /*src*/, size_t /*bytes*/, Backend& /*src_backend*/) {
+    return false;
+  }
 };
 
 }  // namespace amlp

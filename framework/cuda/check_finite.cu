@@ -1,6 +1,6 @@
 // check_finite.cu — finds the first value that is not finite (NaN or ±inf).
+#include "framework/cuda/cuda_backend.h"
 #include "framework/cuda/cuda_check.h"
-#include "framework/cuda/kernels.h"
 #include "framework/cuda/launch.cuh"
 
 namespace amlp::cuda {
@@ -14,11 +14,24 @@ __global__ void find_non_finite_kernel(const float* x, size_t n, unsigned long l
 
 }  // namespace
 
-void launch_find_non_finite(const float* x, size_t n, unsigned long long* first, cudaStream_t s) {
+// Waits for the verdict: the op fails here, naming the first non-finite value.
+void CudaBackend::check_finite(const float* x, size_t n, const char* what) {
+  cudaStream_t s = stream();
+  auto* first = reinterpret_cast<unsigned long long*>(static_cast<char*>(scratch_.get()) + kSumPartialBytes);
+  auto* verdict = static_cast<unsigned long long*>(host_slot_.get());
+  auto* value = reinterpret_cast<float*>(verdict + 1);
   AMLP_CUDA_CHECK(cudaMemsetAsync(first, 0xff, sizeof(*first), s));  // ~0ull: none found
-  if (n == 0) return;
-  find_non_finite_kernel<<<blocks_for(n), kBlock, 0, s>>>(x, n, first);
-  AMLP_CUDA_CHECK_LAUNCH();
+  if (n > 0) {
+    find_non_finite_kernel<<<blocks_for(n), kBlock, 0, s>>>(x, n, first);
+    AMLP_CUDA_CHECK_LAUNCH();
+  }
+  AMLP_CUDA_CHECK(cudaMemcpyAsync(verdict, first, sizeof *verdict, cudaMemcpyDeviceToHost, s));
+  AMLP_CUDA_CHECK(cudaStreamSynchronize(s));
+  const unsigned long long i = *verdict;
+  if (i == ~0ull) return;
+  AMLP_CUDA_CHECK(cudaMemcpyAsync(value, x + i, sizeof *value, cudaMemcpyDeviceToHost, s));
+  AMLP_CUDA_CHECK(cudaStreamSynchronize(s));
+  throw Error(detail::concat("non-finite value ", *value, " at index ", i, " of ", what));
 }
 
 }  // namespace amlp::cuda

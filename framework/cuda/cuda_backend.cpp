@@ -10,10 +10,6 @@
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/device_guard.h"
 #include "framework/cuda/gemm.h"  // math_mode
-#include "framework/cuda/kernels.h"
-#ifdef ASYNCMLP_WITH_NCCL
-#include "framework/cuda/nccl_check.h"
-#endif
 #include "framework/error.h"
 #include "framework/runtime.h"
 
@@ -21,9 +17,6 @@ namespace amlp::cuda {
 
 namespace {
 
-// scratch_: [sum partials | check_finite slot]
-constexpr size_t kSumPartialBytes = kMaxSumBlocks * sizeof(double);
-constexpr size_t kScratchBytes = kSumPartialBytes + 256;
 constexpr size_t kMinStagingBytes = size_t(1) << 20;
 
 // True once the CUDA runtime is being torn down at process exit (its atexit
@@ -39,20 +32,19 @@ bool runtime_gone() {
   return false;
 }
 
-bool is_positive_zero(float v) {
-  uint32_t bits;
-  std::memcpy(&bits, &v, sizeof bits);
-  return bits == 0;
-}
-
 }  // namespace
 
-CudaBackend::CudaBackend(int index) : index_(index), name_("cuda:" + std::to_string(index)) {}
+CudaBackend::CudaBackend(int index)
+    : index_(index),
+      name_("cuda:" + std::to_string(index)),
+      host_blocks_([this](size_t bytes) { return pin(bytes); }, [](void* p) { unpin(p); }, kMaxCachedPinnedBytes) {}
 
 CudaBackend::~CudaBackend() {
-  if (!stream_ && !blas_ && !rng_ && !scratch_) return;  // never started: no CUDA call at all
+  if (!stream_ && !blas_ && !rng_ && !scratch_ && host_blocks_.stats().allocations == 0)
+    return;  // never started: no CUDA call at all
   if (runtime_gone()) {  // leak the handles on purpose: their deleters would only fail
-    (void)normal_scratch_.release(), (void)staging_.release(), (void)host_slot_.release();
+    host_blocks_.abandon();
+    (void)staging_.release(), (void)host_slot_.release();
     (void)scratch_.release(), (void)rng_.release(), (void)blas_.release();
     (void)blas_workspace_.release(), (void)stream_.release();
     events_.abandon();
@@ -62,9 +54,9 @@ CudaBackend::~CudaBackend() {
   DeviceGuard guard(index_, std::nothrow);
   if (stream_) AMLP_CUDA_CHECK_LOG(cudaStreamSynchronize(stream_.get()));
   events_.clear();
+  host_blocks_.clear();
   timer_free_.clear();
   timer_events_.clear();
-  normal_scratch_.reset();
   staging_.reset();
   host_slot_.reset();
   scratch_.reset();
@@ -102,15 +94,23 @@ void CudaBackend::raw_free(void* p) noexcept {
   AMLP_CUDA_CHECK_LOG(cudaFree(p));
 }
 
-void* CudaBackend::alloc_host(size_t bytes) {
-  DeviceGuard guard(index_);
-  void* p = nullptr;
-  AMLP_CUDA_CHECK(cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable));
-  return p;
-}
+// Pinned blocks for asynchronous copies, cached by size class (host_block_cache.h).
+void* CudaBackend::alloc_host(size_t bytes) { return host_blocks_.get(bytes ? bytes : 1); }
 
 void CudaBackend::free_host(void* p) noexcept {
   if (!p || runtime_gone()) return;
+  host_blocks_.put(p);
+}
+
+void* CudaBackend::pin(size_t bytes) const {
+  DeviceGuard guard(index_);
+  void* p = nullptr;
+  AMLP_CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
+  return p;
+}
+
+void CudaBackend::unpin(void* p) noexcept {
+  if (runtime_gone()) return;
   AMLP_CUDA_CHECK_LOG(cudaFreeHost(p));
 }
 
@@ -165,13 +165,14 @@ void CudaBackend::after_op(uint64_t seq) {
 bool CudaBackend::is_complete(uint64_t seq) {
   if (!started_) return true;
   DeviceGuard guard(index_, std::nothrow);
-  return events_.is_complete(seq);
+  return events_.is_complete(seq, stream_.get());
 }
 
 void CudaBackend::wait_complete(uint64_t seq) {
   if (!started_) return;
   DeviceGuard guard(index_);  // wait with this GPU current
-  events_.wait(seq, stream_.get());
+  if (!uses_collectives_.load(std::memory_order_acquire)) return events_.wait(seq, stream_.get());
+  wait_with_collectives(seq);  // collectives.cpp: a failed peer rank ends the wait
 }
 
 bool CudaBackend::wait_on_device(StreamSync& producer, uint64_t seq) {
@@ -189,90 +190,45 @@ cudaStream_t CudaBackend::stream() const {
 
 // --- kernels (worker thread: launch and return) ---------------------------------------------
 
-void CudaBackend::fill(float* y, size_t n, float value) {
-  cudaStream_t s = stream();
-  if (n == 0) return;
-  if (is_positive_zero(value))
-    AMLP_CUDA_CHECK(cudaMemsetAsync(y, 0, n * sizeof(float), s));
-  else
-    launch_fill(y, n, value, s);
-}
-
-void CudaBackend::add_bias(const float* x, const float* b, float* y, int rows, int cols) {
-  launch_add_bias(x, b, y, rows, cols, stream());
-}
-
-void CudaBackend::relu(const float* x, float* y, size_t n) { launch_relu(x, y, n, stream()); }
-
-void CudaBackend::relu_backward(const float* x, const float* dy, float* dx, size_t n) {
-  launch_relu_backward(x, dy, dx, n, stream());
-}
-
-void CudaBackend::bias_relu(float* y, const float* b, int rows, int cols) {
-  launch_bias_relu(y, b, rows, cols, stream());
-}
-
-// Two kernels here (the mask, then sum_rows' deterministic column sums).
-void CudaBackend::relu_backward_sum_rows(const float* y, const float* dy, float* dz, float* db, int rows, int cols) {
-  cudaStream_t s = stream();
-  launch_relu_backward(y, dy, dz, static_cast<size_t>(rows) * cols, s);
-  if (db) launch_sum_rows(dz, db, rows, cols, s);
-}
-
-void CudaBackend::l2_loss(const float* pred, const float* label, float* loss, int rows, int cols) {
-  launch_l2_loss(pred, label, loss, rows, cols, stream());
-}
-
-void CudaBackend::l2_loss_backward(const float* pred, const float* label, const float* dloss, float* dpred, int rows,
-                                   int cols) {
-  launch_l2_loss_backward(pred, label, dloss, dpred, rows, cols, stream());
-}
-
-void CudaBackend::axpby(float alpha, const float* a, float beta, const float* b, float* y, size_t n) {
-  launch_axpby(alpha, a, beta, b, y, n, stream());
-}
-
-void CudaBackend::add_scalar(const float* x, float s, float* y, size_t n) {
-  launch_add_scalar(x, s, y, n, stream());
-}
-
-void CudaBackend::sum_n(const float* const* xs, int k, float* y, size_t n) {
-  launch_sum_n(xs, k, y, n, stream());
-}
-
-void CudaBackend::all_reduce_nccl(const float* x, float* y, size_t n, void* comm) {
-  cudaStream_t s = stream();
-#ifdef ASYNCMLP_WITH_NCCL
-  if (n == 0) return;  // every rank has the same n: all skip together
-  AMLP_NCCL_CHECK(ncclAllReduce(x, y, n, ncclFloat, ncclSum, static_cast<ncclComm_t>(comm), s));
-#else
-  (void)x, (void)y, (void)n, (void)comm, (void)s;
-  throw Error(name_ + " cannot run an NCCL all-reduce: this build has no NCCL (nccl.h / libnccl not found)");
-#endif
-}
-
-void CudaBackend::sum_rows(const float* x, float* y, int rows, int cols) {
-  launch_sum_rows(x, y, rows, cols, stream());
-}
-
-void CudaBackend::sum(const float* x, float* y, size_t n, float scale) {
-  cudaStream_t s = stream();
-  launch_sum(x, n, scale, static_cast<double*>(scratch_.get()), y, s);
-}
-
-void CudaBackend::broadcast_scalar(const float* x, float scale, float* y, size_t n) {
-  launch_broadcast_scalar(x, scale, y, n, stream());
-}
-
-void CudaBackend::sgd_update(float* w, const float* g, float* mom, size_t n, float lr, float momentum, float wd,
-                             float rescale) {
-  launch_sgd_update(w, g, mom, n, lr, momentum, wd, rescale, stream());
-}
-
 void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
   cudaStream_t s = stream();
   if (bytes == 0 || dst == src) return;
   AMLP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
+}
+
+// From another GPU, on this GPU's stream (the queue made it wait for the
+// producer's event). With peer access on, the copy goes over NVLink/PCIe
+// directly; without it, cudaMemcpyPeerAsync stages through the host itself.
+// The source block goes back to its pool once this op is launched, and the
+// pool hands it out again in the *source's* stream order: so the source
+// stream waits for this copy before any later work of its own.
+bool CudaBackend::copy_from_device(void* dst, const void* src, size_t bytes, Backend& src_backend) {
+  auto* from = dynamic_cast<CudaBackend*>(&src_backend);
+  if (!from) return false;
+  cudaStream_t s = stream();
+  if (bytes == 0) return true;
+  if (from == this) {
+    AMLP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
+    return true;
+  }
+  cudaStream_t src_stream = from->stream();
+  if (peer_checked_.insert(from->index_).second) {  // once per source GPU (worker thread only)
+    int can = 0;
+    AMLP_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, index_, from->index_));
+    if (can) {
+      const cudaError_t e = cudaDeviceEnablePeerAccess(from->index_, 0);
+      if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
+      else AMLP_CUDA_CHECK(e);
+    }
+  }
+  AMLP_CUDA_CHECK(cudaMemcpyPeerAsync(dst, index_, src, from->index_, bytes, s));
+  cudaEvent_t done = nullptr;
+  AMLP_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  const cudaError_t rec = cudaEventRecord(done, s);
+  const cudaError_t wait = rec == cudaSuccess ? cudaStreamWaitEvent(src_stream, done, 0) : rec;
+  AMLP_CUDA_CHECK_LOG(cudaEventDestroy(done));  // released once the GPU passed it
+  AMLP_CUDA_CHECK(wait);
+  return true;
 }
 
 void* CudaBackend::staging(size_t bytes) {
@@ -317,21 +273,6 @@ void CudaBackend::copy_from_host(void* dst, const void* host_src, size_t bytes) 
     AMLP_CUDA_CHECK(cudaStreamSynchronize(s));  // staging is free again; host_src fully read
     off += len;
   }
-}
-
-void CudaBackend::check_finite(const float* x, size_t n, const char* what) {
-  cudaStream_t s = stream();
-  auto* first = reinterpret_cast<unsigned long long*>(static_cast<char*>(scratch_.get()) + kSumPartialBytes);
-  auto* verdict = static_cast<unsigned long long*>(host_slot_.get());
-  auto* value = reinterpret_cast<float*>(verdict + 1);
-  launch_find_non_finite(x, n, first, s);
-  AMLP_CUDA_CHECK(cudaMemcpyAsync(verdict, first, sizeof *verdict, cudaMemcpyDeviceToHost, s));
-  AMLP_CUDA_CHECK(cudaStreamSynchronize(s));
-  const unsigned long long i = *verdict;
-  if (i == ~0ull) return;
-  AMLP_CUDA_CHECK(cudaMemcpyAsync(value, x + i, sizeof *value, cudaMemcpyDeviceToHost, s));
-  AMLP_CUDA_CHECK(cudaStreamSynchronize(s));
-  throw Error(detail::concat("non-finite value ", *value, " at index ", i, " of ", what));
 }
 
 // --- timers (DeviceTimer) ------------------------------------------------------------------

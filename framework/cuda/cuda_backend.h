@@ -19,12 +19,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "framework/core/backend.h"
 #include "framework/cuda/cuda_handles.h"
 #include "framework/cuda/event_ring.h"
+#include "framework/cuda/host_block_cache.h"
 
 namespace amlp::cuda {
 
@@ -39,8 +41,9 @@ class CudaBackend final : public Backend {
   void* raw_alloc(size_t bytes) override;  // nullptr when the GPU is out of memory
   void raw_free(void* p) noexcept override;
   void before_raw_free() noexcept override;  // one device synchronisation before a batch of frees
-  void* alloc_host(size_t bytes) override;   // pinned
-  void free_host(void* p) noexcept override;
+  void* alloc_host(size_t bytes) override;   // pinned, from a per-device cache
+  void free_host(void* p) noexcept override;  // back to the cache
+  HostBlockCache::Stats host_block_stats() const { return host_blocks_.stats(); }
 
   // StreamSync — worker thread, except is_complete and wait_complete (any thread).
   void worker_start() override;
@@ -66,8 +69,10 @@ class CudaBackend final : public Backend {
   void axpby(float alpha, const float* a, float beta, const float* b, float* y, size_t n) override;
   void add_scalar(const float* x, float s, float* y, size_t n) override;
   void sum_n(const float* const* xs, int k, float* y, size_t n) override;  // xs on this GPU
-  // ncclAllReduce on the stream; throws in a build without NCCL.
+  // collectives.cpp: ncclAllReduce on the stream (a failed launch aborts
+  // every rank of the clique); throws in a build without NCCL.
   void all_reduce_nccl(const float* x, float* y, size_t n, void* comm) override;
+  std::vector<void*> collective_comms(const std::vector<int>& devices) override;
   void sum_rows(const float* x, float* y, int rows, int cols) override;
   void sum(const float* x, float* y, size_t n, float scale) override;
   void broadcast_scalar(const float* x, float scale, float* y, size_t n) override;
@@ -76,6 +81,9 @@ class CudaBackend final : public Backend {
   void sgd_update(float* w, const float* g, float* mom, size_t n, float lr, float momentum, float wd,
                   float rescale) override;
   void copy(void* dst, const void* src, size_t bytes) override;
+  // From another GPU's memory: cudaMemcpyPeerAsync on this stream; the
+  // source's stream then waits for it (its pool reuses blocks in its order).
+  bool copy_from_device(void* dst, const void* src, size_t bytes, Backend& src_backend) override;
   // Both return only when the host buffer was fully written / read (through
   // pinned staging, in chunks of at most kMaxStagingBytes).
   void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
@@ -90,12 +98,21 @@ class CudaBackend final : public Backend {
 
   static constexpr size_t kBlasWorkspaceBytes = size_t(32) << 20;  // cuBLAS's advice for Hopper
   static constexpr size_t kMaxStagingBytes = size_t(64) << 20;
+  static constexpr size_t kMaxCachedPinnedBytes = size_t(256) << 20;  // idle pinned blocks kept per GPU
+  // scratch_: [sum partials (kMaxSumBlocks doubles) | check_finite's slot]
+  static constexpr int kMaxSumBlocks = 1024;
+  static constexpr size_t kSumPartialBytes = kMaxSumBlocks * sizeof(double);
+  static constexpr size_t kScratchBytes = kSumPartialBytes + 256;
 
  private:
   cudaStream_t stream() const;  // throws if worker_start() failed
-  void seed(uint64_t seed, uint64_t offset);
+  void* pin(size_t bytes) const;        // cudaHostAlloc, portable
+  static void unpin(void* p) noexcept;  // cudaFreeHost
+  // Once this device launched a collective: waits by polling its event and
+  // the communicators' health, so a peer rank that failed ends the wait.
+  void wait_with_collectives(uint64_t seq);
+  void forget_comm(void* comm);  // an aborted communicator, once reported
   void* staging(size_t bytes);  // pinned, grown on demand up to kMaxStagingBytes
-  float* normal_scratch(size_t n);
 
   const int index_;
   const std::string name_;  // "cuda:N"
@@ -103,6 +120,7 @@ class CudaBackend final : public Backend {
   std::string start_error_;
   bool nvtx_open_ = false;
   bool tf32_ = false;       // the handle's current math mode
+  std::set<int> peer_checked_;  // source GPUs whose peer access was looked at (worker thread)
 
   // Owned handles; released in ~CudaBackend in reverse order, after a drain.
   StreamPtr stream_;
@@ -113,9 +131,11 @@ class CudaBackend final : public Backend {
   PinnedBuffer host_slot_;        // check_finite's verdict and value
   PinnedBuffer staging_;
   size_t staging_bytes_ = 0;
-  DeviceBuffer normal_scratch_;   // odd-length normals (cuRAND draws them in pairs)
-  size_t normal_scratch_floats_ = 0;
   EventRing events_;
+  HostBlockCache host_blocks_;
+  std::atomic<bool> uses_collectives_{false};
+  std::mutex comms_mu_;
+  std::vector<void*> comms_used_;  // every communicator this device launched on
   std::mutex timer_mu_;                  // timer_release may come from any thread
   std::vector<EventPtr> timer_events_;   // every timing event made, destroyed with the stream
   std::vector<cudaEvent_t> timer_free_;  // released, ready to be recorded again

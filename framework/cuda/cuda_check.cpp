@@ -5,6 +5,8 @@
 #include <cstring>
 #include <string>
 
+#include "framework/runtime.h"  // blocking()
+
 namespace amlp::cuda {
 
 const char* status_string(curandStatus_t s) {
@@ -40,10 +42,35 @@ std::string current_device() {
 
 std::string message(const char* file, int line, const char* call, const char* status, int code,
                     const std::string& where) {
-  return detail::concat(file, ":", line, ": ", call, " failed: ", status, " (code ", code, ") on ", where);
+  return detail::concat(file, ":", line, ": ", call, " failed: ", status, " (code ", code, ") on ", where,
+                        asynchronous_fault_note(code, status));
 }
 
 }  // namespace
+
+bool is_sticky_fault(int code) {
+  switch (static_cast<cudaError_t>(code)) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorHardwareStackError:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string asynchronous_fault_note(int code, const char* status) {
+  if (!status || std::strcmp(status, cudaGetErrorString(static_cast<cudaError_t>(code))) != 0) return "";
+  if (!is_sticky_fault(code) || blocking()) return "";
+  return ": a kernel launched earlier on this GPU faulted, not necessarily this op's (the error is seen by the "
+         "next call after the fault); rerun with ASYNCMLP_BLOCKING=1 to find the op";
+}
 
 void throw_failure(const char* file, int line, const char* call, const char* status, int code) {
   std::string m = message(file, line, call, status, code, current_device());

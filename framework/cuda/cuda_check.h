@@ -15,6 +15,8 @@
 #include <cuda_runtime.h>
 #include <curand.h>
 
+#include <string>
+
 #include "framework/error.h"
 
 namespace amlp::cuda {
@@ -40,6 +42,15 @@ void log_failure(const char* file, int line, const char* call, const char* statu
 // generator on a CPU device).
 [[noreturn]] void throw_failure_on(const char* file, int line, const char* call, const char* status, int code,
                                    const char* where);
+
+// A kernel fault the CUDA context keeps (an illegal address, a trap, ...):
+// every later call on the device reports it, whichever op made it.
+bool is_sticky_fault(int code);
+// For such a fault, outside synchronous mode, the note appended to the
+// message: the op named is the one that saw the fault, not necessarily the
+// one that caused it; ASYNCMLP_BLOCKING=1 finds that one. "" otherwise, and
+// for cuBLAS/cuRAND statuses (`status` is not the CUDA string of `code`).
+std::string asynchronous_fault_note(int code, const char* status);
 
 template <class Status>
 inline void check(Status s, const char* file, int line, const char* call) {

@@ -3,6 +3,11 @@
 // float operations in the same order with round-to-nearest intrinsics
 // (__fmul_rn, __fadd_rn, ...), which nvcc never fuses into an FMA: the
 // results are bitwise equal to the CPU's.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "framework/cuda/cuda_backend.h"
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/kernels.h"
 #include "framework/cuda/launch.cuh"
@@ -75,22 +80,37 @@ __global__ void affine_kernel(float* y, size_t n, float lo, float width) {
   for (size_t i = global_thread(); i < n; i += grid_threads()) y[i] = __fadd_rn(lo, __fmul_rn(width, y[i]));
 }
 
+bool is_positive_zero(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return bits == 0;
+}
+
 }  // namespace
 
-void launch_fill(float* y, size_t n, float value, cudaStream_t s) {
+// --- the backend's members (worker thread: launch and return) ---------------------------
+
+void CudaBackend::fill(float* y, size_t n, float value) {
+  cudaStream_t s = stream();
   if (n == 0) return;
+  if (is_positive_zero(value)) {
+    AMLP_CUDA_CHECK(cudaMemsetAsync(y, 0, n * sizeof(float), s));
+    return;
+  }
   fill_kernel<<<blocks_for(n), kBlock, 0, s>>>(y, n, value);
   AMLP_CUDA_CHECK_LAUNCH();
 }
 
-void launch_add_bias(const float* x, const float* b, float* y, int rows, int cols, cudaStream_t s) {
+void CudaBackend::add_bias(const float* x, const float* b, float* y, int rows, int cols) {
+  cudaStream_t s = stream();
   const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cols);
   if (n == 0) return;
   add_bias_kernel<<<blocks_for(n), kBlock, 0, s>>>(x, b, y, n, static_cast<size_t>(cols));
   AMLP_CUDA_CHECK_LAUNCH();
 }
 
-void launch_relu(const float* x, float* y, size_t n, cudaStream_t s) {
+void CudaBackend::relu(const float* x, float* y, size_t n) {
+  cudaStream_t s = stream();
   if (n == 0) return;
   relu_kernel<<<blocks_for(n), kBlock, 0, s>>>(x, y, n);
   AMLP_CUDA_CHECK_LAUNCH();
@@ -102,7 +122,12 @@ void launch_relu_backward(const float* x, const float* dy, float* dx, size_t n, 
   AMLP_CUDA_CHECK_LAUNCH();
 }
 
-void launch_axpby(float alpha, const float* a, float beta, const float* b, float* y, size_t n, cudaStream_t s) {
+void CudaBackend::relu_backward(const float* x, const float* dy, float* dx, size_t n) {
+  launch_relu_backward(x, dy, dx, n, stream());
+}
+
+void CudaBackend::axpby(float alpha, const float* a, float beta, const float* b, float* y, size_t n) {
+  cudaStream_t s = stream();
   if (n == 0) return;
   if (b)
     axpby_kernel<<<blocks_for(n), kBlock, 0, s>>>(alpha, a, beta, b, y, n);
@@ -111,13 +136,16 @@ void launch_axpby(float alpha, const float* a, float beta, const float* b, float
   AMLP_CUDA_CHECK_LAUNCH();
 }
 
-void launch_add_scalar(const float* x, float add, float* y, size_t n, cudaStream_t s) {
+void CudaBackend::add_scalar(const float* x, float add, float* y, size_t n) {
+  cudaStream_t s = stream();
   if (n == 0) return;
   add_scalar_kernel<<<blocks_for(n), kBlock, 0, s>>>(x, add, y, n);
   AMLP_CUDA_CHECK_LAUNCH();
 }
 
-void launch_sum_n(const float* const* xs, int k, float* y, size_t n, cudaStream_t s) {
+// One launch per kSumNBatch inputs (xs: a host array of device pointers on this GPU).
+void CudaBackend::sum_n(const float* const* xs, int k, float* y, size_t n) {
+  cudaStream_t s = stream();
   if (n == 0) return;
   for (int first = 0; first < k; first += kSumNBatch) {
     SumNInputs in{};
@@ -128,13 +156,15 @@ void launch_sum_n(const float* const* xs, int k, float* y, size_t n, cudaStream_
   }
 }
 
-void launch_broadcast_scalar(const float* x, float scale, float* y, size_t n, cudaStream_t s) {
+void CudaBackend::broadcast_scalar(const float* x, float scale, float* y, size_t n) {
+  cudaStream_t s = stream();
   if (n == 0) return;
   broadcast_scalar_kernel<<<blocks_for(n), kBlock, 0, s>>>(x, scale, y, n);
   AMLP_CUDA_CHECK_LAUNCH();
 }
 
-void launch_bias_relu(float* y, const float* b, int rows, int cols, cudaStream_t s) {
+void CudaBackend::bias_relu(float* y, const float* b, int rows, int cols) {
+  cudaStream_t s = stream();
   const size_t n = static_cast<size_t>(rows) * cols;
   if (n == 0) return;
   bias_relu_kernel<<<blocks_for(n), kBlock, 0, s>>>(y, b, n, static_cast<size_t>(cols));

@@ -71,11 +71,24 @@ void EventRing::wait(uint64_t seq, cudaStream_t stream) {
   }
 }
 
-bool EventRing::is_complete(uint64_t seq) {
-  std::lock_guard<std::mutex> lk(mu_);
+bool EventRing::is_complete(uint64_t seq, cudaStream_t stream) {
+  std::unique_lock<std::mutex> lk(mu_);
   if (seq <= passed_) return true;
   auto it = std::lower_bound(live_.begin(), live_.end(), seq, [](const Entry& e, uint64_t s) { return e.seq < s; });
-  if (it == live_.end()) return false;
+  if (it == live_.end()) {
+    // Op `seq` recorded no event (it did not run: an input had failed, it was
+    // dropped, its allocation failed; or its record failed) and no later op
+    // has one yet. What it launched, if anything, is on the stream: it is
+    // complete once the stream is idle.
+    lk.unlock();
+    if (!stream) return true;
+    const cudaError_t q = cudaStreamQuery(stream);
+    if (q == cudaErrorNotReady) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    return true;  // idle, or failed: a waiter reports the failure
+  }
   const cudaError_t e = cudaEventQuery(it->event);
   if (e == cudaErrorNotReady) {
     (void)cudaGetLastError();

@@ -33,8 +33,10 @@ class EventRing {
   // (falls back to synchronizing `stream` if there is none). Throws on a CUDA
   // error, e.g. an earlier kernel that faulted.
   void wait(uint64_t seq, cudaStream_t stream);
-  // Any thread: has the GPU finished op `seq`? (Queries, never blocks.)
-  bool is_complete(uint64_t seq);
+  // Any thread: has the GPU finished op `seq`? (Queries, never blocks.) An op
+  // with no event at or after it is complete once `stream` is idle: every op
+  // completes, whether it recorded an event or not.
+  bool is_complete(uint64_t seq, cudaStream_t stream);
   // Worker thread of another device: makes `consumer` wait on the GPU for op
   // `seq` (cudaStreamWaitEvent), without blocking the host. False when op
   // `seq` has no event (its record failed): the caller waits on the host.

@@ -2,6 +2,7 @@
 // dp(r,c) = dloss(r) * (p - l) / cols. Narrow rows (the d2l MLP has one
 // column) take one thread per row in the CPU's order, bitwise equal to it;
 // wide rows take a warp each.
+#include "framework/cuda/cuda_backend.h"
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/kernels.h"
 #include "framework/cuda/launch.cuh"
@@ -51,7 +52,10 @@ __global__ void l2_loss_backward_kernel(const float* p, const float* l, const fl
 
 }  // namespace
 
-void launch_l2_loss(const float* p, const float* l, float* loss, int rows, int cols, cudaStream_t s) {
+// One thread per row in the CPU's order (bitwise) for cols <= kL2RowThreadMaxCols,
+// one warp per row (a tree sum) above it.
+void CudaBackend::l2_loss(const float* p, const float* l, float* loss, int rows, int cols) {
+  cudaStream_t s = stream();
   if (rows <= 0) return;
   const size_t r = static_cast<size_t>(rows);
   if (cols <= kL2RowThreadMaxCols)
@@ -61,8 +65,8 @@ void launch_l2_loss(const float* p, const float* l, float* loss, int rows, int c
   AMLP_CUDA_CHECK_LAUNCH();
 }
 
-void launch_l2_loss_backward(const float* p, const float* l, const float* dloss, float* dp, int rows, int cols,
-                             cudaStream_t s) {
+void CudaBackend::l2_loss_backward(const float* p, const float* l, const float* dloss, float* dp, int rows, int cols) {
+  cudaStream_t s = stream();
   const size_t n = static_cast<size_t>(rows > 0 ? rows : 0) * static_cast<size_t>(cols > 0 ? cols : 0);
   if (n == 0) return;
   l2_loss_backward_kernel<<<blocks_for(n), kBlock, 0, s>>>(p, l, dloss, dp, n, cols);

@@ -1,6 +1,7 @@
 // optimizer.cu — the SGD step (Gluon semantics, core/backend.h), in the CPU's
 // float order with round-to-nearest intrinsics, so it is bitwise equal to
 // cpu/optimizer.cpp.
+#include "framework/cuda/cuda_backend.h"
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/kernels.h"
 #include "framework/cuda/launch.cuh"
@@ -30,8 +31,9 @@ __global__ void sgd_momentum_kernel(float* w, const float* g, float* mom, size_t
 
 }  // namespace
 
-void launch_sgd_update(float* w, const float* g, float* mom, size_t n, float lr, float momentum, float wd,
-                       float rescale, cudaStream_t s) {
+void CudaBackend::sgd_update(float* w, const float* g, float* mom, size_t n, float lr, float momentum, float wd,
+                             float rescale) {
+  cudaStream_t s = stream();
   if (n == 0) return;
   if (momentum == 0.f || !mom)
     sgd_kernel<<<blocks_for(n), kBlock, 0, s>>>(w, g, n, lr, wd, rescale);

@@ -1,7 +1,7 @@
 // all_reduce.cpp — all_reduce_sum and all_reduce_supported (ops.h), the sum
 // across devices for data parallelism. CPU devices: one op per device that
 // reads every input (the backends' sum_n); CUDA devices: one NCCL rank per
-// device, launched by its worker (cuda/nccl_comms.h, the backend's
+// device, launched by its worker (the backend's collective_comms and
 // all_reduce_nccl).
 #include <array>
 #include <mutex>
@@ -10,9 +10,6 @@
 #include <vector>
 
 #include "framework/ops/op.h"
-#ifdef ASYNCMLP_WITH_NCCL
-#include "framework/cuda/nccl_comms.h"
-#endif
 
 namespace amlp {
 
@@ -70,7 +67,8 @@ void reduce_on_cpus(const std::vector<Tensor>& xs, std::vector<Tensor>& ys) {
 void reduce_with_nccl(const std::vector<Tensor>& xs, std::vector<Tensor>& ys) {
   std::vector<int> gpus;
   for (const Tensor& x : xs) gpus.push_back(x.device().index);
-  const std::vector<void*> comms = cuda::nccl_communicators(gpus);
+  const std::vector<void*> comms = ctx_of(xs[0]).backend->collective_comms(gpus);
+  if (comms.size() != gpus.size()) throw DeviceError("all_reduce_sum: " + xs[0].device().str() + " has no NCCL communicators");
   const size_t n = count(xs[0]);
   // Every communicator must see its collectives in one order: the ranks of
   // two all-reduces queued from two threads must not interleave.

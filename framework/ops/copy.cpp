@@ -1,7 +1,7 @@
 // copy.cpp — data in and out of devices: from_host, copy_to (across
 // devices), slice_rows (rows of a tensor onto any device), copy_ (same
 // device), and check_finite. Kernels: the backends' copy functions
-// (cpu/backend.cpp, cuda/cuda_backend.cpp).
+// (cpu/backend.cpp, cuda/cuda_backend.cpp), and copy_from_device between GPUs.
 #include <memory>
 #include <vector>
 
@@ -27,20 +27,32 @@ namespace {
 
 // A new tensor of shape `s` on dst_ctx's device, holding y.nbytes() bytes of
 // a from element `offset` on: one op, on the CUDA side when one side is a
-// GPU, else on the destination (never between two GPUs: the callers stage
-// those).
+// GPU, else on the destination. Between two GPUs it runs on the consumer:
+// its stream waits on the producer's event (a cross-queue dependency), then
+// the backend's copy_from_device (cudaMemcpyPeerAsync) copies; a backend that
+// cannot is staged through the host by the callers.
 Tensor queue_copy(const char* name, const Tensor& a, size_t offset, const Shape& s, DeviceContext& dst_ctx) {
   const Device d = dst_ctx.device;
   Tensor y = alloc(s, dst_ctx);
   const size_t bytes = y.nbytes();
-  DeviceContext& run = a.device().is_cuda() ? ctx_of(a) : dst_ctx;
+  const bool peer = a.device().is_cuda() && d.is_cuda() && a.device() != d;
+  DeviceContext& run = a.device().is_cuda() && !peer ? ctx_of(a) : dst_ctx;
   const bool to_host = a.device().is_cuda() && !d.is_cuda();
   const bool from_host = !a.device().is_cuda() && d.is_cuda();
+  Backend* src_backend = ctx_of(a).backend.get();
+  const Device src_device = a.device();
   enqueue(run, name, {&a}, {&y}, [=](Backend& be, const OpArgs& k) {
     const float* src = k.in(0) + offset;
-    if (to_host) be.copy_to_host(k.out(0), src, bytes);
-    else if (from_host) be.copy_from_host(k.out(0), src, bytes);
-    else be.copy(k.out(0), src, bytes);
+    if (peer) {
+      if (!be.copy_from_device(k.out(0), src, bytes, *src_backend))
+        throw Error(detail::concat(d.str(), " cannot copy from ", src_device.str()));
+    } else if (to_host) {
+      be.copy_to_host(k.out(0), src, bytes);
+    } else if (from_host) {
+      be.copy_from_host(k.out(0), src, bytes);
+    } else {
+      be.copy(k.out(0), src, bytes);
+    }
   });
   return y;
 }
@@ -50,9 +62,7 @@ Tensor queue_copy(const char* name, const Tensor& a, size_t offset, const Shape&
 Tensor copy_to(const Tensor& a, Device d) {
   need_defined("copy_to", {&a});
   DeviceContext& dst_ctx = context(d);
-  if (a.device().is_cuda() && d.is_cuda() && a.device() != d)  // stage through the host
-    return copy_to(copy_to(a, Device::cpu(0)), d);
-  return queue_copy("copy", a, 0, a.shape(), dst_ctx);
+  return queue_copy("copy", a, 0, a.shape(), dst_ctx);  // between GPUs: peer to peer
 }
 
 Tensor slice_rows(const Tensor& x, int64_t begin, int64_t end, Device d) {
@@ -64,8 +74,6 @@ Tensor slice_rows(const Tensor& x, int64_t begin, int64_t end, Device d) {
     throw ShapeError(detail::concat("slice_rows: rows [", begin, ", ", end, ") of shape ", shape_str(x.shape()),
                                     ": need 0 <= begin <= end <= ", rows));
   DeviceContext& dst_ctx = context(d);
-  if (x.device().is_cuda() && d.is_cuda() && x.device() != d)  // slice on the source, then stage
-    return copy_to(slice_rows(x, begin, end, x.device()), d);
   Shape s = x.shape();
   s[0] = end - begin;
   const size_t row = rows ? count(x) / static_cast<size_t>(rows) : 0;  // elements per row

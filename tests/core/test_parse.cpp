@@ -675,7 +675,7 @@ TEST(ParseFuzz, TrainMlpExitsZeroOrTwo) {
     // Sizes, memory limit and the finite check (which a huge --lr trips: exit 1, a failed run) are fixed.
     std::vector<std::string> args =
         fuzz.args(true, {"batches", "batch-size", "features", "hidden", "memory-limit", "check-finite", "config"});
-    std::string cmd = "cd " + shell_quote(dir.path()) + " && timeout 60 " + ASYNCMLP_BIN_DIR + "/train_mlp";
+    std::string cmd = "cd " + shell_quote(dir.path()) + " && timeout 60 " + amlp::testing::program_path("train_mlp");
     for (const std::string& a : args) cmd += " " + shell_quote(a);
     cmd += i % 5 == 0 ? " --batches 0" : " --batches 1 --batch-size 2 --features 2 --hidden 2";
     const amlp::testing::Ran r = amlp::testing::run_command(cmd);

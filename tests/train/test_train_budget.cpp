@@ -4,6 +4,7 @@
 // whole and say why; the same process can run a smaller experiment after.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -22,6 +23,7 @@ using amlp::testing::read_csv_strict;
 using amlp::testing::read_json;
 using amlp::testing::run_train_mlp;
 using amlp::testing::ScratchDir;
+using amlp::testing::source_file;
 
 Options options(const std::string& args) {
   std::vector<std::string> words;
@@ -66,12 +68,20 @@ TEST(Budget, ARunPastTheLimitFailsAndALaterSmallerRunSucceeds) {
   set_memory_limit(d, before.bytes, before.source);
 }
 
-// The machine's budget, not the OS: a batch of 3,000,000 samples needs more
-// than the host has (its first activation alone is 24.6 GB). Exit 1 and one
-// line naming the figures, whatever the machine's memory.
+// The machine's budget, not the OS: a first activation (batch x the first
+// hidden width x 4 bytes) twice the host's budget, as this process reads it,
+// fails as it is allocated, before any of the batch's work runs (the input,
+// one feature per sample, is small). Exit 1 at batch 1 and one line naming the
+// figures, whatever the machine's memory: the width follows the budget.
 TEST(Budget, AHugeBatchFailsWithOneLineInsteadOfAKill) {
   ScratchDir dir;
-  Ran r = run_train_mlp("--device cpu --batch-size 3000000 --batches 3 --sync none --summary-json " + dir.file("s.json"));
+  const size_t budget = host_memory_budget().bytes;
+  ASSERT_GT(budget, 0u);
+  constexpr size_t kBatch = 1000000;
+  const size_t width = std::min<size_t>(2 * budget / (kBatch * sizeof(float)) + 1, size_t(1) << 20);
+  ASSERT_GT(kBatch * width * sizeof(float), budget) << "a budget past 4 TiB: the widest layer fits";
+  Ran r = run_train_mlp("--device cpu --batch-size " + std::to_string(kBatch) + " --features 1 --hidden " +
+                        std::to_string(width) + ",1 --batches 3 --sync none --summary-json " + dir.file("s.json"));
   EXPECT_EQ(r.code, 1) << r.err;
   ASSERT_EQ(r.err_lines(), 1u) << r.err;
   EXPECT_EQ(r.err.rfind("train_mlp: error: run 'none' failed at batch 1 of 3: out of memory on cpu:0: requested ", 0),
@@ -93,8 +103,8 @@ TEST(Budget, AHugeBatchFailsWithOneLineInsteadOfAKill) {
 // the trace are written, marked failed with the reason.
 TEST(Budget, ALongUnsynchronizedRunUnderASmallLimitKeepsItsLogs) {
   ScratchDir dir;
-  Ran r = run_train_mlp("--config " + std::string(ASYNCMLP_SOURCE_DIR) +
-                        "/configs/d2l.ini --device cpu --sync none --batches 1000 --memory-limit 200MiB --memory-log " +
+  Ran r = run_train_mlp("--config " + source_file("configs/d2l.ini") +
+                        " --device cpu --sync none --batches 1000 --memory-limit 200MiB --memory-log " +
                         dir.file("m.csv") + " --summary-json " + dir.file("s.json") + " --trace " + dir.file("t.json"));
   EXPECT_EQ(r.code, 1) << r.err;
   ASSERT_EQ(r.err_lines(), 1u) << r.err;

@@ -13,6 +13,7 @@
 #include "train/driver.h"
 #include "train/experiment.h"
 #include "train/options.h"
+#include "test_paths.h"
 
 namespace amlp::train {
 namespace {
@@ -93,7 +94,7 @@ void back_pressure_keeps_memory_within_its_bound(const Compare& c) {
 }
 
 TEST(QuickCompare, ReproducesTheExperimentAndItsMemoryModel) {
-  const std::string config = std::string(ASYNCMLP_SOURCE_DIR) + "/configs/quick.ini";
+  const std::string config = amlp::testing::source_file("configs/quick.ini");
   ParseOutcome p = parse_options(std::vector<std::string>{"--config", config, "--compare", "--device", "cpu"});
   ASSERT_EQ(p.status, ParseStatus::Run) << p.message;
   Compare c{p.options, "", {}};

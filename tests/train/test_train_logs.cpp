@@ -28,6 +28,7 @@ using amlp::testing::is_full_device;
 using amlp::testing::make_fifo;
 using amlp::testing::make_full_device;
 using amlp::testing::Ran;
+using amlp::testing::source_file;
 using amlp::testing::read_file;
 using amlp::testing::read_json;
 using amlp::testing::run_command;
@@ -386,7 +387,7 @@ class PlotMemory : public ::testing::Test {
   }
   // tools/plot_memory.py with `args` (shell words) after the script's name
   Ran plot(const std::string& args) {
-    return run_command(plot_python() + " " + ASYNCMLP_SOURCE_DIR + "/tools/plot_memory.py " + args);
+    return run_command(plot_python() + " " + source_file("tools/plot_memory.py") + " " + args);
   }
   std::string compare_logs() const { return dir.path() + "/mem.*.csv " + dir.file("s.json"); }
   static size_t count(const std::string& text, const std::string& what) {
@@ -504,7 +505,7 @@ TEST(TraceSummary, SplitsARealRunsQueueTimeByKernel) {
   const Ran run = run_train_mlp("--device cpu --batches 4 --batch-size 64 --features 16 --hidden 32,16 --trace " +
                                 dir.file("t.json"));
   ASSERT_EQ(run.code, 0) << run.err;
-  const std::string tool = plot_python() + " " + ASYNCMLP_SOURCE_DIR + "/tools/trace_summary.py ";
+  const std::string tool = plot_python() + " " + source_file("tools/trace_summary.py") + " ";
   const Ran r = run_command(tool + dir.file("t.json") + " --skip 1");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("queue cpu:0: 3 batches"), std::string::npos) << r.out;

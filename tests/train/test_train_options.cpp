@@ -16,6 +16,7 @@ namespace amlp::train {
 namespace {
 
 using amlp::testing::Ran;
+using amlp::testing::source_file;
 using amlp::testing::run_train_mlp;
 using amlp::testing::ScratchDir;
 
@@ -262,13 +263,13 @@ TEST(TrainOptions, CommandLineBeatsConfigBeatsDefault) {
 
 TEST(TrainOptions, ShippedConfigsParse) {
   for (const char* name : {"d2l.ini", "quick.ini", "sweep.ini", "host_work.ini"}) {
-    ParseOutcome p = parse(std::string("--config ") + ASYNCMLP_SOURCE_DIR + "/configs/" + name);
+    ParseOutcome p = parse("--config " + source_file(std::string("configs/") + name));
     EXPECT_EQ(p.status, ParseStatus::Run) << name << ": " << p.message;
   }
-  ParseOutcome hw = parse(std::string("--config ") + ASYNCMLP_SOURCE_DIR + "/configs/host_work.ini");
+  ParseOutcome hw = parse("--config " + source_file("configs/host_work.ini"));
   EXPECT_TRUE(hw.options.host_work.match_device);
   EXPECT_EQ(hw.options.host_work.kind, HostWorkKind::Wait);
-  ParseOutcome d2l = parse(std::string("--config ") + ASYNCMLP_SOURCE_DIR + "/configs/d2l.ini");
+  ParseOutcome d2l = parse("--config " + source_file("configs/d2l.ini"));
   EXPECT_EQ(d2l.options.batches, 100);
   EXPECT_EQ(d2l.options.batch_size, 1024);
   EXPECT_EQ(models::to_string(d2l.options.hidden), "2048,512");

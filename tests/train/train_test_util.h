@@ -30,6 +30,8 @@
 #include <utility>
 #include <vector>
 
+#include "test_paths.h"
+
 extern char** environ;
 
 namespace amlp::testing {
@@ -193,9 +195,9 @@ inline Ran run_command(const std::string& command) {
   return r;
 }
 
-// Runs build/bin/<program> with `args` (shell words), capturing both streams.
+// Runs bin_dir()/<program> with `args` (shell words), capturing both streams.
 inline Ran run_program(const std::string& program, const std::string& args) {
-  return run_command(std::string(ASYNCMLP_BIN_DIR) + "/" + program + " " + args);
+  return run_command(program_path(program) + " " + args);
 }
 
 inline Ran run_train_mlp(const std::string& args) { return run_program("train_mlp", args); }
@@ -208,7 +210,7 @@ inline Ran run_train_mlp(const std::string& args) { return run_program("train_ml
 class Spawned {
  public:
   Spawned(const std::string& program, const std::vector<std::string>& args) {
-    const std::string path = std::string(ASYNCMLP_BIN_DIR) + "/" + program;
+    const std::string path = program_path(program);
     std::vector<std::string> words{path};
     words.insert(words.end(), args.begin(), args.end());
     std::vector<char*> argv;
