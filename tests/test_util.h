@@ -16,6 +16,7 @@
 #include "framework/asyncmlp.h"
 #include "framework/core/context.h"      // engine tests reach the queues and pools
 #include "framework/core/tensor_impl.h"
+#include "framework/registry/backends.h"  // tests build backends of their own
 
 namespace amlp::testing {
 

@@ -11,7 +11,7 @@
 #include <cstdint>
 
 #include "framework/core/memory.h"
-#include "framework/core/queue.h"
+#include "framework/core/stream_sync.h"
 
 namespace amlp {
 
