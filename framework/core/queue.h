@@ -180,7 +180,7 @@ class Queue {
   std::condition_variable work_cv_, done_cv_, space_cv_;
   std::deque<Op> pending_;
   uint64_t pushed_ = 0, launched_ = 0, peak_depth_ = 0;
-  Backlog backlog_;
+  Backlog backlog_;  // the bytes pending ops hold (backlog.h), under mu_
   uint64_t max_ops_ = 0;
   size_t max_bytes_ = 0;
   int paused_ = 0;

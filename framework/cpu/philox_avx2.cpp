@@ -56,6 +56,8 @@ struct Avx2 {
   AMLP_LANES_TARGET static I as_int(F a) { return _mm256_castps_si256(a); }
   AMLP_LANES_TARGET static M less(F a, F b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
   AMLP_LANES_TARGET static F select(M m, F a, F b) { return _mm256_blendv_ps(a, b, m); }
+  AMLP_LANES_TARGET static F addf_where(M m, F a, F b) { return _mm256_add_ps(a, _mm256_and_ps(m, b)); }
+  AMLP_LANES_TARGET static F subf_where(M m, F a, F b) { return _mm256_sub_ps(a, _mm256_and_ps(m, b)); }
   AMLP_LANES_TARGET static M odd(I x) {
     return _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(x, _mm256_set1_epi32(1)), _mm256_set1_epi32(1)));
   }

@@ -57,6 +57,8 @@ struct Avx512 {
   AMLP_LANES_TARGET static I as_int(F a) { return _mm512_castps_si512(a); }
   AMLP_LANES_TARGET static M less(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
   AMLP_LANES_TARGET static F select(M m, F a, F b) { return _mm512_mask_blend_ps(m, a, b); }
+  AMLP_LANES_TARGET static F addf_where(M m, F a, F b) { return _mm512_mask_add_ps(a, m, a, b); }
+  AMLP_LANES_TARGET static F subf_where(M m, F a, F b) { return _mm512_mask_sub_ps(a, m, a, b); }
   AMLP_LANES_TARGET static M odd(I x) { return _mm512_test_epi32_mask(x, _mm512_set1_epi32(1)); }
 
   // 16 blocks (64 numbers).

@@ -11,7 +11,8 @@
 //   mulhilo(c, m, &hi, &lo)      the 64-bit products' high and low halves
 //   setf, addf, subf, mulf, sqrt, fmadd(a, b, c) = a·b + c, fnmadd = c − a·b
 //   to_float (signed), u32_to_float (correctly rounded), trunc_int, as_float, as_int
-//   less(a, b), select(m, a, b) = m ? b : a, odd(x)
+//   less(a, b), select(m, a, b) = m ? b : a, odd(x),
+//   addf_where(m, a, b) = m ? a + b : a, subf_where(m, a, b) = m ? a − b : a
 //   store_transposed(out, v[4])  lane k of v[j] → out[4k + j]
 // Every step is the same operation at either width, with the same constants
 // and the same FMAs, so the two paths give bitwise the same numbers.
@@ -78,9 +79,8 @@ AMLP_LANES_TARGET inline typename V::F log_lanes(typename V::F x) {
   F e = V::to_float(V::sub(V::template srli<23>(xi), V::set1(126)));
   F m = V::as_float(V::or_(V::and_(xi, V::set1(0x007fffff)), V::set1(0x3f000000)));  // [½, 1)
   const typename V::M small = V::less(m, V::setf(0.707106781186547524f));
-  const F zero = V::setf(0.f);
-  e = V::subf(e, V::select(small, zero, V::setf(1.f)));
-  m = V::subf(V::addf(m, V::select(small, zero, m)), V::setf(1.f));
+  e = V::subf_where(small, e, V::setf(1.f));
+  m = V::subf(V::addf_where(small, m, m), V::setf(1.f));
   const F z = V::mulf(m, m);
   F y = V::setf(7.0376836292E-2f);
   y = V::fmadd(y, m, V::setf(-1.1514610310E-1f));
@@ -127,37 +127,36 @@ AMLP_LANES_TARGET inline void sincos_lanes(typename V::F t, typename V::F* s, ty
   *c = V::as_float(V::xor_(V::as_int(V::select(swap, pc, ps)), cos_sign));
 }
 
-// N groups of kLanes blocks from block first_block on (first_block % kLanes == 0).
-template <class V, int N>
-AMLP_LANES_TARGET void chunks(float* out, uint64_t seed, uint64_t first_block, Uniform p) {
+// One group's words x[0..3] (lane k: block k's) mapped to numbers v[0..3].
+template <class V>
+AMLP_LANES_TARGET inline void map_group(const typename V::I x[4], typename V::F v[4], Uniform p) {
+  const typename V::F lo = V::setf(p.lo), w = V::setf(p.w);
+  for (int j = 0; j < 4; ++j) v[j] = V::addf(lo, V::mulf(w, scaled<V>(x[j], k2Pow32Inv, k2Pow32Inv / 2)));
+}
+
+template <class V>
+AMLP_LANES_TARGET inline void map_group(const typename V::I x[4], typename V::F v[4], Normal p) {
   using F = typename V::F;
-  typename V::I x[N][4];
-  philox_rounds<V, N>(seed, first_block, x);
-  const F lo = V::setf(p.lo), w = V::setf(p.w);
-  for (int g = 0; g < N; ++g) {
-    F v[4];
-    for (int j = 0; j < 4; ++j) v[j] = V::addf(lo, V::mulf(w, scaled<V>(x[g][j], k2Pow32Inv, k2Pow32Inv / 2)));
-    V::store_transposed(out + g * 4 * V::kLanes, v);
+  const F mean = V::setf(p.mean), sd = V::setf(p.sd);
+  for (int j = 0; j < 4; j += 2) {  // pairs (word 0, word 1) and (word 2, word 3) of each block
+    const F u = scaled<V>(x[j], k2Pow32Inv, k2Pow32Inv / 2);
+    const F t = scaled<V>(x[j + 1], k2Pow32Inv2Pi, k2Pow32Inv2Pi / 2);
+    const F s = V::sqrt(V::mulf(V::setf(-2.f), log_lanes<V>(u)));
+    F sn, cs;
+    sincos_lanes<V>(t, &sn, &cs);
+    v[j] = V::addf(mean, V::mulf(sd, V::mulf(sn, s)));
+    v[j + 1] = V::addf(mean, V::mulf(sd, V::mulf(cs, s)));
   }
 }
 
-template <class V, int N>
-AMLP_LANES_TARGET void chunks(float* out, uint64_t seed, uint64_t first_block, Normal p) {
-  using F = typename V::F;
+// N groups of kLanes blocks from block first_block on (first_block % kLanes == 0).
+template <class V, int N, class P>
+AMLP_LANES_TARGET void chunks(float* out, uint64_t seed, uint64_t first_block, P p) {
   typename V::I x[N][4];
   philox_rounds<V, N>(seed, first_block, x);
-  const F mean = V::setf(p.mean), sd = V::setf(p.sd);
   for (int g = 0; g < N; ++g) {
-    F v[4];
-    for (int j = 0; j < 4; j += 2) {  // pairs (word 0, word 1) and (word 2, word 3) of each block
-      const F u = scaled<V>(x[g][j], k2Pow32Inv, k2Pow32Inv / 2);
-      const F t = scaled<V>(x[g][j + 1], k2Pow32Inv2Pi, k2Pow32Inv2Pi / 2);
-      const F s = V::sqrt(V::mulf(V::setf(-2.f), log_lanes<V>(u)));
-      F sn, cs;
-      sincos_lanes<V>(t, &sn, &cs);
-      v[j] = V::addf(mean, V::mulf(sd, V::mulf(sn, s)));
-      v[j + 1] = V::addf(mean, V::mulf(sd, V::mulf(cs, s)));
-    }
+    typename V::F v[4];
+    map_group<V>(x[g], v, p);
     V::store_transposed(out + g * 4 * V::kLanes, v);
   }
 }
