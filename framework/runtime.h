@@ -22,6 +22,8 @@
 
 namespace amlp {
 
+struct DeviceContext;  // the engine's view of a device (framework/core/context.h)
+
 // --- blockers ------------------------------------------------------------------
 // Blocks until every queue of every device has completed its ops; rethrows
 // the first error a kernel left behind (DESIGN §4, §5).
@@ -69,7 +71,7 @@ class DataQueueGuard {
   DataQueueGuard& operator=(const DataQueueGuard&) = delete;
 
  private:
-  void* previous_;
+  DeviceContext* previous_;  // the device this thread routed to before (engine side, core/context.h)
 };
 
 // Cap on the bytes a device's pool may reserve (0 = none); an allocation past

@@ -120,6 +120,6 @@ DataQueueGuard::DataQueueGuard(Device d) : previous_(routed_to_data) {
   routed_to_data = &c;
 }
 
-DataQueueGuard::~DataQueueGuard() { routed_to_data = static_cast<DeviceContext*>(previous_); }
+DataQueueGuard::~DataQueueGuard() { routed_to_data = previous_; }
 
 }  // namespace amlp
