@@ -4,14 +4,15 @@
 //   tensors   tensor.h    Tensor and its blockers (wait_to_read, to_host, item), HostCopy
 //   ops       ops.h       creation, math (differentiable), copies, sgd_update_
 //   runtime   runtime.h   waitall, settings (blocking, back-pressure, memory limit),
-//                         memory and queue statistics, QueuePause
+//                         memory and queue statistics (their records: stats.h), QueuePause
 //   errors    error.h     Error, ShapeError, DeviceError, OutOfMemory, KernelError
 //   trace     trace.h     Chrome trace-event JSON of the frontend and every queue
 //   layers    nn/         autograd (backward, BackwardPass, NoGradGuard), Dense, ReLU,
 //                         Sequential, L2Loss, SGD, DataParallel (replicas, gradients all-reduced)
 //
-// The engine behind it (framework/core: queues, pools, enqueue, contexts) and
-// the backends (framework/cpu, framework/cuda) are not part of it.
+// The engine behind it (framework/core: queues, pools, enqueue, contexts, the
+// tape), the backends (framework/cpu, framework/cuda) and the registry that
+// picks one per device (framework/registry) are not part of it.
 //
 //   using namespace amlp;
 //   Tensor X = randn({1024, 512}, Device::cpu());       // queued, returns at once

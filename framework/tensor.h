@@ -53,7 +53,7 @@ class Tensor {
   bool requires_grad() const;
   Tensor grad() const;                  // undefined until a backward() wrote it
   void reset_grad() const;              // drops the gradient (set-to-none)
-  void backward() const;                // head gradient of ones (MXNet semantics)
+  void backward() const;                // head gradient of ones (MXNet semantics); nn/autograd.cpp
 
   TensorImpl* impl() const { return impl_.get(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "framework/core/memory.h"
-#include "framework/core/queue.h"
+#include "framework/core/stream_sync.h"
 
 namespace amlp {
 

@@ -6,6 +6,7 @@
 
 #include "framework/core/settings.h"
 #include "framework/error.h"
+#include "framework/runtime.h"
 
 namespace amlp {
 
@@ -92,7 +93,7 @@ DeviceContext& context(Device d) {
   auto& slot = d.is_cuda() ? r.cuda[d.index] : r.cpu[d.index];
   std::lock_guard<std::mutex> lk(r.mu);
   if (!slot) {
-    slot = std::make_unique<DeviceContext>(d, d.is_cuda() ? make_cuda_backend(d.index) : make_cpu_backend(d.index));
+    slot = std::make_unique<DeviceContext>(d, make_backend(d));
     r.order.push_back(slot.get());
   }
   return *slot;
@@ -119,6 +120,6 @@ DataQueueGuard::DataQueueGuard(Device d) : previous_(routed_to_data) {
   routed_to_data = &c;
 }
 
-DataQueueGuard::~DataQueueGuard() { routed_to_data = static_cast<DeviceContext*>(previous_); }
+DataQueueGuard::~DataQueueGuard() { routed_to_data = previous_; }
 
 }  // namespace amlp

@@ -59,9 +59,9 @@ std::vector<Queue*> live_queues();
 // The queue an op this thread queues on `c` goes to (DataQueueGuard).
 Queue& current_queue(DeviceContext& c);
 
-// Factories: defined by the CUDA backend (or a stub that throws without it)
-// and by the CPU backend.
-std::unique_ptr<Backend> make_cuda_backend(int index);
-std::unique_ptr<Backend> make_cpu_backend(int index);
+// The backend that serves `d` (throws DeviceError for a device the build
+// cannot serve). Defined by registry/backends.cpp, the one file that names
+// the concrete backends.
+std::unique_ptr<Backend> make_backend(Device d);
 
 }  // namespace amlp

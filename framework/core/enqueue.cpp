@@ -10,24 +10,9 @@ namespace amlp::detail {
 
 namespace {
 
-// Records that op `seq` of queue `q` used `s`.
-void note_use(Storage& s, Queue* q, uint64_t seq) {
-  if (!s.first_use.queue || s.first_use.queue == q) {
-    s.first_use = {q, seq};
-    return;
-  }
-  for (Storage::Use& u : s.more_uses)
-    if (u.queue == q) {
-      u.seq = seq;
-      return;
-    }
-  s.more_uses.push_back({q, seq});
-}
-
 // A dependency on another queue's op counts until that op has *completed*
 // (on CUDA: its event has passed), not merely been launched.
-void add_dep(std::vector<QueueDep>& deps, void* queue, uint64_t seq, const Queue* self) {
-  Queue* q = static_cast<Queue*>(queue);
+void add_dep(std::vector<QueueDep>& deps, Queue* q, uint64_t seq, const Queue* self) {
   if (q && q != self && !q->complete(seq)) deps.push_back({q, seq});
 }
 
@@ -48,10 +33,7 @@ uint64_t enqueue_arrays(DeviceContext& c, const char* name, const Tensor* const*
   for (size_t i = 0; i < n_writes; ++i) {
     const Tensor* t = writes[i];
     bufs.refs.push_back(t->defined() ? storage_of(*t) : nullptr);
-    if (const auto& s = bufs.refs.back()) {
-      add_dep(deps, s->first_use.queue, s->first_use.seq, self);
-      for (const Storage::Use& u : s->more_uses) add_dep(deps, u.queue, u.seq, self);
-    }
+    if (const auto& s = bufs.refs.back()) s->for_each_use([&](const OpRef& u) { add_dep(deps, u.queue, u.seq, self); });
   }
   Backend* be = c.backend.get();
   // Bookkeeping reads the refs after the push moved them: keep raw pointers.
@@ -63,7 +45,7 @@ uint64_t enqueue_arrays(DeviceContext& c, const char* name, const Tensor* const*
   for (size_t i = 0; i < used.size(); ++i) {
     Storage* s = used[i];
     if (!s) continue;
-    note_use(*s, self, seq);
+    s->note_use(self, seq);
     if (i >= n_reads) {
       s->writer_queue = self;
       s->writer_seq = seq;

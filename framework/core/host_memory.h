@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "framework/runtime.h"
+#include "framework/stats.h"
 
 namespace amlp::detail {
 

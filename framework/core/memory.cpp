@@ -9,6 +9,7 @@
 
 #include "framework/core/sanitizers.h"
 #include "framework/error.h"
+#include "framework/runtime.h"
 
 #if AMLP_ASAN
 #include <sanitizer/asan_interface.h>

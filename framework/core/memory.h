@@ -1,11 +1,14 @@
-// memory.h — the tracked caching allocator, one per device.
+// memory.h — a device's memory: the tracked caching pool (Pool, one per
+// device), the buffers it hands out (Storage, which also carries the
+// engine's state of the buffer) and how it gets raw memory from the device
+// (RawAllocator, which each backend implements).
 //
 // Under the default allocation policy (enqueue) outputs are allocated when an
 // op is queued; under `run` (MXNet's delay_alloc) an op's output is a Storage
 // with a size but no block until the worker starts the op (allocate_now()).
 // A Storage returns its block to the pool when the last handle *and* the last
-// pending op referring to it let go (DESIGN §3). Freed blocks are cached by exact (rounded) size and reused,
-// so a steady training loop stops touching fresh pages (or calling cudaMalloc)
+// pending op referring to it let go (DESIGN §3). Freed blocks are cached by
+// exact (rounded) size and reused, so a steady training loop stops touching fresh pages (or calling cudaMalloc)
 // after its first step.
 //
 //   Pool& p = ...;  auto s = p.allocate(4096);   // bytes_in_use += 4096
@@ -13,7 +16,6 @@
 //   p.stats().bytes_in_use == 0, p.stats().reserved_bytes == 4096
 #pragma once
 #include <atomic>
-#include <exception>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -22,7 +24,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "framework/runtime.h"
+#include "framework/core/buffer_state.h"
+#include "framework/stats.h"
 
 namespace amlp {
 
@@ -46,8 +49,10 @@ struct RawAllocator {
 
 class Pool;
 
-// One buffer on one device. Move-free, shared through shared_ptr.
-class Storage {
+// One buffer on one device, and the engine's state of it (buffer_state.h:
+// its last writer, its pending uses, its error). Move-free, shared through
+// shared_ptr.
+class Storage : public BufferState {
  public:
   // `data` nullptr: a block of `bytes` (already rounded) is taken from the
   // pool later, by allocate_now().
@@ -67,28 +72,6 @@ class Storage {
   // prepare_write); throws OutOfMemory when the device cannot back it.
   // Called by the worker that runs the op writing this buffer.
   void prepare_write();
-
-  // Last op that wrote this buffer: its queue (opaque) and sequence number.
-  // Touched by the frontend thread only.
-  void* writer_queue = nullptr;
-  uint64_t writer_seq = 0;
-  // The last op of each queue that used (read or wrote) this buffer, so a
-  // write on one queue can wait for pending reads on another. Almost always
-  // one queue: kept inline, with an overflow for buffers several queues touch.
-  struct Use {
-    void* queue;
-    uint64_t seq;
-  };
-  Use first_use{nullptr, 0};
-  std::vector<Use> more_uses;
-  // How many queued-but-unfinished ops refer to this buffer (backlog accounting).
-  std::atomic<int> pending_uses{0};
-  void* backlog_queue = nullptr;  // the queue whose backlog counts these bytes
-  // Set by a worker when the op that should have written this buffer failed
-  // (or did not run because its own input had failed): the original error,
-  // which every op and blocker downstream reports (DESIGN §5). Cleared by a
-  // later successful write. Read only after waiting for that writer.
-  std::exception_ptr error;
 
  private:
   Pool* pool_;

@@ -1,4 +1,4 @@
-// queue.cpp — the in-order queue and its worker (queue.h).
+// queue.cpp — the in-order queue: pushing, the worker, and running one op (queue.h).
 #include "framework/core/queue.h"
 
 #include <algorithm>
@@ -12,32 +12,6 @@ namespace amlp {
 
 namespace {
 
-// Every live queue, so a blocker that reports an error can forget it on the
-// other queues that kept the same error (an op downstream of a failure).
-struct Queues {
-  std::mutex mu;
-  std::vector<Queue*> all;
-};
-Queues& queues() {
-  static Queues* q = new Queues;  // leaked: queues may outlive static destruction order
-  return *q;
-}
-
-// A waiter spins (yielding) for a short while before sleeping on a condition
-// variable: waking a sleeping thread costs tens of µs on a VM, more than most
-// kernels. The worker does not spin: when it has caught up it sleeps, so
-// streaming pushes never contend with a spinning worker.
-template <class Ready>
-bool spin_until(Ready ready) {
-  constexpr auto kSpin = std::chrono::microseconds(50);
-  const auto until = std::chrono::steady_clock::now() + kSpin;
-  for (int i = 0;; ++i) {
-    if (ready()) return true;
-    if ((i & 15) == 15 && std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::yield();  // on 2 cores, let the thread we wait for run
-  }
-}
-
 // Queue::DeferSyncWait guards alive on this thread.
 thread_local int deferred_sync_waits = 0;
 
@@ -45,16 +19,6 @@ thread_local int deferred_sync_waits = 0;
 
 Queue::DeferSyncWait::DeferSyncWait() { ++deferred_sync_waits; }
 Queue::DeferSyncWait::~DeferSyncWait() { --deferred_sync_waits; }
-
-// Reports `e` once: the queues that kept it forget it, then it is thrown.
-void Queue::report(const std::exception_ptr& e) {
-  {
-    Queues& qs = queues();
-    std::lock_guard<std::mutex> lk(qs.mu);
-    for (Queue* q : qs.all) q->clear_error(e);
-  }
-  std::rethrow_exception(e);
-}
 
 // --- OpArgs ----------------------------------------------------------------------
 
@@ -75,10 +39,13 @@ float* OpArgs::out(size_t i) const {
 
 Queue::Queue(std::string name, StreamSync* sync)
     : name_(std::move(name)), sync_(sync), track_(trace::register_track("queue " + name_)) {
-  Queues& qs = queues();
-  std::lock_guard<std::mutex> lk(qs.mu);
-  qs.all.push_back(this);
-  worker_ = std::thread([this] { worker_loop(); });  // if this throws, nothing else was started
+  enlist(this);
+  try {
+    worker_ = std::thread([this] { worker_loop(); });
+  } catch (...) {
+    delist(this);
+    throw;
+  }
 }
 
 Queue::~Queue() {
@@ -95,9 +62,7 @@ Queue::~Queue() {
     } catch (...) {  // a destructor reports nothing; the device is going away
     }
   }
-  Queues& qs = queues();
-  std::lock_guard<std::mutex> lk(qs.mu);
-  qs.all.erase(std::remove(qs.all.begin(), qs.all.end(), this), qs.all.end());
+  delist(this);
 }
 
 // --- pushing -----------------------------------------------------------------------
@@ -110,14 +75,7 @@ uint64_t Queue::push(const char* name, Thunk k, std::vector<std::shared_ptr<Stor
 
 uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<QueueDep> deps) {
   const uint64_t t0 = trace::enabled() ? trace::now_us() : 0;
-  // A buffer counts in the backlog of the queue that first pins it; no
-  // worker can allocate it before that (only an op holding it does).
-  Counted added;
-  for (auto& r : bufs.refs)
-    if (r && r->pending_uses.fetch_add(1, std::memory_order_acq_rel) == 0) {
-      r->backlog_queue = this;
-      (r->allocated() ? added.existing : added.unallocated) += r->bytes();
-    }
+  const BacklogBytes added = pin(bufs.refs, this);
   uint64_t seq, depth;
   size_t backlog;
   bool wake;
@@ -127,9 +85,7 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
       const auto fits = [&] {
         uint64_t d = pushed_ - launched_;
         if (d == 0) return true;  // never deadlock on one oversized op
-        return (!max_ops_ || d < max_ops_) &&
-               (!max_bytes_ ||
-                backlog_bytes_ + unallocated_bytes_ + added.existing + added.unallocated <= max_bytes_);
+        return (!max_ops_ || d < max_ops_) && (!max_bytes_ || backlog_.fits(added, max_bytes_));
       };
       if (!fits()) {  // held back: the time counts in QueueStats::held_s
         const auto w0 = std::chrono::steady_clock::now();
@@ -139,16 +95,14 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
       }
     }
     seq = ++pushed_;
-    backlog_bytes_ += added.existing;
-    unallocated_bytes_ += added.unallocated;
-    peak_backlog_bytes_ = std::max(peak_backlog_bytes_, backlog_bytes_);
+    backlog_.add(added);
     depth = pushed_ - launched_;
     peak_depth_ = std::max(peak_depth_, depth);
-    backlog = backlog_bytes_;
+    backlog = backlog_.bytes();
     pending_.push_back(Op{name, seq, std::move(k), std::move(bufs), std::move(deps)});
     // Wake the worker only if it sleeps and may run: a busy worker finds the
-    // op when it looks next, and a futex wake per push of a paused queue (or
-    // a busy one) cost a context switch each (~1.5 µs on a VM).
+    // op when it looks next, and a futex wake on every push of a paused (or
+    // busy) queue would cost a context switch each.
     wake = worker_sleeping_ && !paused_;
   }
   if (wake) work_cv_.notify_one();
@@ -164,49 +118,18 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
 
 // --- the worker ------------------------------------------------------------------------
 
-void Queue::debit_backlog(Counted bytes) {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    backlog_bytes_ -= bytes.existing;
-    unallocated_bytes_ -= bytes.unallocated;
-  }
-  space_cv_.notify_all();  // a push bounded by bytes may fit now
-}
-
-void Queue::note_allocated(size_t bytes) {
-  std::lock_guard<std::mutex> lk(mu_);
-  unallocated_bytes_ -= bytes;
-  backlog_bytes_ += bytes;
-  peak_backlog_bytes_ = std::max(peak_backlog_bytes_, backlog_bytes_);
-}
-
 void Queue::allocate_outputs(Op& op) {
   for (size_t i = op.bufs.reads; i < op.bufs.refs.size(); ++i) {
     Storage* r = op.bufs.refs[i].get();
     if (!r || r->allocated()) continue;
     r->allocate_now();
-    // Pinned by this op, so backlog_queue is the queue that counts it.
-    if (Queue* q = static_cast<Queue*>(r->backlog_queue)) q->note_allocated(r->bytes());
+    count_allocated(*r);
   }
 }
 
-Queue::Counted Queue::finish(Op& op) {
+BacklogBytes Queue::finish(Op& op) {
   op.kernel = nullptr;  // drop captures before the buffers they may point into
-  Counted freed;
-  for (auto& r : op.bufs.refs) {
-    if (!r) continue;
-    // Read which queue counts these bytes, and how, while our use still pins
-    // the buffer: once the count reaches 0, the frontend may push it again
-    // and re-assign backlog_queue (a data race, and the wrong queue debited).
-    // No other op allocates it meanwhile: its writers run before or after us.
-    void* counted_by = r->backlog_queue;
-    Counted c;
-    (r->allocated() ? c.existing : c.unallocated) = r->bytes();
-    if (r->pending_uses.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      if (counted_by == this) freed.existing += c.existing, freed.unallocated += c.unallocated;
-      else if (counted_by) static_cast<Queue*>(counted_by)->debit_backlog(c);
-    }
-  }
+  const BacklogBytes freed = unpin(op.bufs.refs, this);
   op.bufs.refs.clear();  // buffers go back to their pools here, before the launch is announced
   op.deps.clear();
   return freed;  // the caller debits this queue's backlog under its lock
@@ -314,7 +237,7 @@ void Queue::worker_loop() {
     }
     if (pending_.empty()) return;  // stop_ and drained
     uint64_t seq;
-    Counted freed;
+    BacklogBytes freed;
     {
       Op op = std::move(pending_.front());
       pending_.pop_front();
@@ -331,8 +254,7 @@ void Queue::worker_loop() {
       freed = finish(op);
     }
     lk.lock();
-    backlog_bytes_ -= freed.existing;
-    unallocated_bytes_ -= freed.unallocated;
+    backlog_.sub(freed);
     launched_ = seq;
     launched_seen_.store(seq, std::memory_order_release);
     done_cv_.notify_all();
@@ -340,76 +262,7 @@ void Queue::worker_loop() {
   }
 }
 
-void Queue::keep_error(const std::exception_ptr& e) {
-  std::lock_guard<std::mutex> lk(mu_);
-  if (!error_) error_ = e;
-}
-
-void Queue::clear_error(const std::exception_ptr& e) {
-  std::lock_guard<std::mutex> lk(mu_);
-  if (error_ == e) error_ = nullptr;
-}
-
-// --- waiting -----------------------------------------------------------------------------
-
-void Queue::wait_launched(uint64_t seq) {
-  if (spin_until([&] { return launched_seen_.load(std::memory_order_acquire) >= seq; })) return;
-  std::unique_lock<std::mutex> lk(mu_);
-  done_cv_.wait(lk, [&] { return launched_ >= seq; });
-}
-
-void Queue::wait_complete(uint64_t seq) {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    seq = std::min(seq, pushed_);
-  }
-  if (seq == 0) return;
-  wait_launched(seq);
-  if (sync_ && sync_->asynchronous()) sync_->wait_complete(seq);
-}
-
-void Queue::wait_for(uint64_t seq) {
-  try {
-    wait_complete(seq);
-  } catch (const std::exception& e) {  // the device failed after the launch (CUDA: a faulting kernel)
-    keep_error(std::make_exception_ptr(KernelError("(asynchronous)", seq, name_, e.what())));
-  }
-  rethrow_if_error();
-}
-
-void Queue::wait_all() {
-  drain();
-  rethrow_if_error();
-}
-
-void Queue::drain() {
-  uint64_t last;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    last = pushed_;
-  }
-  try {
-    wait_complete(last);
-  } catch (const std::exception& e) {  // the device failed after the launch (CUDA: a faulting kernel)
-    keep_error(std::make_exception_ptr(KernelError("(asynchronous)", last, name_, e.what())));
-  }
-}
-
-bool Queue::launched(uint64_t seq) const { return launched_seen_.load(std::memory_order_acquire) >= seq; }
-
-bool Queue::complete(uint64_t seq) const {
-  if (!launched(seq)) return false;
-  return !sync_ || !sync_->asynchronous() || sync_->is_complete(seq);
-}
-
-void Queue::rethrow_if_error() {
-  std::exception_ptr e;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    e = error_;
-  }
-  if (e) report(e);
-}
+// --- dropping and settings ----------------------------------------------------------------
 
 uint64_t Queue::drop_pending() {
   uint64_t n;
@@ -421,8 +274,6 @@ uint64_t Queue::drop_pending() {
   work_cv_.notify_all();
   return n;
 }
-
-// --- settings and statistics -----------------------------------------------------------------
 
 void Queue::set_max_pending(uint64_t ops, size_t bytes) {
   {
@@ -452,40 +303,6 @@ void Queue::resume_all() {
     paused_ = 0;
   }
   work_cv_.notify_all();
-}
-
-QueueStats Queue::stats() const {
-  QueueStats s;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    s.pushed = pushed_;
-    s.launched = launched_;
-    s.peak_depth = peak_depth_;
-    s.backlog_bytes = backlog_bytes_;
-    s.peak_backlog_bytes = peak_backlog_bytes_;
-    s.unallocated_bytes = unallocated_bytes_;
-    s.held_s = double(held_ns_) * 1e-9;
-  }
-  s.busy_s = double(busy_ns_.load(std::memory_order_relaxed)) * 1e-9;
-  s.completed = s.launched;
-  if (sync_ && sync_->asynchronous()) {  // the last launched op the device has finished
-    uint64_t lo = 0, hi = s.launched;    // completion is monotone in seq: bisect
-    while (lo < hi) {
-      const uint64_t mid = lo + (hi - lo + 1) / 2;
-      if (sync_->is_complete(mid)) lo = mid;
-      else hi = mid - 1;
-    }
-    s.completed = lo;
-  }
-  s.depth = s.pushed - s.completed;
-  s.unlaunched = s.pushed - s.launched;
-  return s;
-}
-
-void Queue::reset_peak() {
-  std::lock_guard<std::mutex> lk(mu_);
-  peak_depth_ = pushed_ - launched_;
-  peak_backlog_bytes_ = backlog_bytes_;
 }
 
 }  // namespace amlp

@@ -12,10 +12,9 @@
 //
 // A declared write with no block yet (allocation policy `run`) is allocated
 // by the worker just before the kernel runs; failing that is the op's error.
-// The backlog counts a buffer's bytes once the buffer exists: at the push
-// when it is allocated already, else when the worker allocates it. Until
-// then its bytes are `unallocated`, and back-pressure bounds the sum of the
-// two, so a bound holds what the queue will come to hold, whichever policy.
+// What the pending ops hold is counted in backlog.h; errors are reported
+// once across queues (queue_errors.cpp); the waits and statistics are in
+// queue_wait.cpp.
 //
 // Two points in an op's life: *launched* (the worker ran its kernel function;
 // on CUDA that put work on the stream) and *completed* (the device finished
@@ -40,37 +39,18 @@
 #include <utility>
 #include <vector>
 
-#include "framework/runtime.h"
+#include "framework/core/backlog.h"
+#include "framework/core/buffer_state.h"
+#include "framework/core/stream_sync.h"
+#include "framework/stats.h"
 
 namespace amlp {
 
 class Storage;
 class Queue;
 
-// How a backend finishes an op after the worker ran it. The CPU backend's
-// kernels are done when they return; the CUDA backend's are only launched,
-// so it records an event after each and answers completion from it.
-struct StreamSync {
-  virtual ~StreamSync() = default;
-  virtual void worker_start() {}                 // worker thread, once, before any op (bind the device)
-  virtual void before_op(uint64_t /*seq*/, const char* /*name*/) {}  // worker thread (NVTX push)
-  virtual void after_op(uint64_t /*seq*/) {}     // worker thread, after the kernel ran or threw (NVTX pop, event)
-  // Launched ops may still be running on the device (a stream).
-  virtual bool asynchronous() const { return false; }
-  // Any thread, for a launched op: has the device finished it? / wait until it has.
-  virtual bool is_complete(uint64_t /*seq*/) { return true; }
-  virtual void wait_complete(uint64_t /*seq*/) {}
-  // Worker thread: make this device's later work wait for `producer`'s op
-  // `seq` (already launched) without blocking the host, e.g. a CUDA stream
-  // waiting on another stream's event. False: not possible, wait on the host.
-  virtual bool wait_on_device(StreamSync& /*producer*/, uint64_t /*seq*/) { return false; }
-};
-
 // A dependency on another queue's op.
-struct QueueDep {
-  Queue* queue;
-  uint64_t seq;
-};
+using QueueDep = OpRef;
 
 // The buffers an op declared, reads first; handed to its kernel when it runs.
 class OpArgs {
@@ -171,6 +151,11 @@ class Queue {
   const std::string& name() const { return name_; }
   StreamSync* sync() const { return sync_; }
 
+  // Backlog accounting (backlog.cpp) for a buffer this queue counts: another
+  // queue's op released it / its block was just allocated.
+  void debit_backlog(BacklogBytes bytes);
+  void note_allocated(size_t bytes);
+
  private:
   struct Op {
     const char* name;
@@ -181,16 +166,12 @@ class Queue {
   };
   void worker_loop();
   void run(Op& op);
-  // Bytes a buffer counts in a backlog: `existing` once it has a block, else `unallocated`.
-  struct Counted {
-    size_t existing = 0, unallocated = 0;
-  };
-  Counted finish(Op& op);  // releases refs; returns this queue's backlog bytes they freed
+  BacklogBytes finish(Op& op);  // releases refs; returns this queue's backlog bytes they freed
   void allocate_outputs(Op& op);  // worker: blocks for the op's writes that have none (throws OutOfMemory)
   void keep_error(const std::exception_ptr& e);  // the first error is kept until a blocker takes it
   void wait_launched(uint64_t seq);  // blocks until launched_ >= seq (no sync, no rethrow)
-  void debit_backlog(Counted bytes);  // another queue's op released bytes this one counted
-  void note_allocated(size_t bytes);  // a buffer this queue counts got its block: unallocated -> existing
+  static void enlist(Queue* q);  // queue_errors.cpp: the live queues a reported error is cleared on
+  static void delist(Queue* q);
 
   std::string name_;
   StreamSync* sync_;
@@ -199,8 +180,7 @@ class Queue {
   std::condition_variable work_cv_, done_cv_, space_cv_;
   std::deque<Op> pending_;
   uint64_t pushed_ = 0, launched_ = 0, peak_depth_ = 0;
-  size_t backlog_bytes_ = 0, peak_backlog_bytes_ = 0;  // existing blocks only
-  size_t unallocated_bytes_ = 0;  // blocks counted buffers will take when their writer starts
+  Backlog backlog_;  // the bytes pending ops hold (backlog.h), under mu_
   uint64_t max_ops_ = 0;
   size_t max_bytes_ = 0;
   int paused_ = 0;

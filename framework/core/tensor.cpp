@@ -11,7 +11,7 @@
 #include "framework/core/enqueue.h"
 #include "framework/core/tensor_impl.h"
 #include "framework/error.h"
-#include "framework/nn/autograd.h"
+#include "framework/runtime.h"
 
 namespace amlp {
 
@@ -106,7 +106,7 @@ static void rethrow_upstream(const Storage& s, Queue& q) {
 
 void Tensor::wait_to_read() const {
   const Storage& s = *detail::storage_of(*this);
-  Queue& q = s.writer_queue ? *static_cast<Queue*>(s.writer_queue) : detail::ctx_of(*this).queue;
+  Queue& q = s.writer_queue ? *s.writer_queue : detail::ctx_of(*this).queue;
   if (s.writer_queue) q.wait_complete(s.writer_seq);
   rethrow_upstream(s, q);
 }

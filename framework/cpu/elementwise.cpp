@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "framework/cpu/backend.h"
+#include "framework/cpu/cpu_backend.h"
 #include "framework/error.h"
 
 namespace amlp::cpu {

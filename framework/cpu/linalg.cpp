@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <thread>
 
-#include "framework/cpu/backend.h"
+#include "framework/cpu/cpu_backend.h"
 #include "framework/runtime.h"
 
 namespace amlp::cpu {

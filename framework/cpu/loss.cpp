@@ -1,5 +1,5 @@
 // loss.cpp — the CPU L2 loss and its backward.
-#include "framework/cpu/backend.h"
+#include "framework/cpu/cpu_backend.h"
 
 namespace amlp::cpu {
 

@@ -1,5 +1,5 @@
 // optimizer.cpp — the CPU SGD step (Gluon semantics, backend.h in core/).
-#include "framework/cpu/backend.h"
+#include "framework/cpu/cpu_backend.h"
 
 namespace amlp::cpu {
 

@@ -17,10 +17,12 @@
 // stream can be filled on its own: split a draw at any point, same numbers.
 //
 // The fill functions run vectorised (AVX-512, else AVX2+FMA, chosen at run
-// time; the two give bitwise the same numbers), else a scalar fallback. Uniforms are bitwise cuRAND's on every path; normals are
-// bitwise on the scalar path (libm's sinf/cosf/logf, as cuRAND's host
-// generator) and within a few ulp of it on the vector path (its own sin, cos
-// and log, ≤ ~1e-6·stddev apart; the tests' bound is 1e-5·stddev + 2 ulp).
+// time: one body over the vector width, philox_lanes.h, so the two give
+// bitwise the same numbers), else a scalar fallback. Uniforms are bitwise
+// cuRAND's on every path; normals are bitwise on the scalar path (libm's
+// sinf/cosf/logf, as cuRAND's host generator) and within a few ulp of it on
+// the vector path (its own sin, cos and log, ≤ ~1e-6·stddev apart; the
+// tests' bound is 1e-5·stddev + 2 ulp).
 #pragma once
 #include <cmath>
 #include <cstddef>

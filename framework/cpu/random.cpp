@@ -1,15 +1,15 @@
 // random.cpp — CPU random numbers: cuRAND's Philox4x32-10 stream (philox.h),
 // so both backends draw the same numbers from one (seed, offset); vectorised,
-// and split over two cores (helper.h) from kSplitAt numbers on.
-#include "framework/cpu/backend.h"
-#include "framework/cpu/helper.h"
+// and split over two cores (split_two.h) from kSplitAt numbers on.
+#include "framework/cpu/cpu_backend.h"
+#include "framework/cpu/split_two.h"
 #include "framework/cpu/philox.h"
 
 namespace amlp::cpu {
 
 namespace {
 
-// Below this the helper's wake-up (~10 µs) costs more than half the work saves.
+// Below this, waking the helper costs more than half the work saves.
 constexpr size_t kSplitAt = size_t(1) << 15;
 
 // Positions [offset, offset + n) into y, in two halves when worth it. The cut

@@ -1,7 +1,7 @@
 // reduce.cpp — CPU sums (accumulated in double for sum/mean).
 #include <cstring>
 
-#include "framework/cpu/backend.h"
+#include "framework/cpu/cpu_backend.h"
 
 namespace amlp::cpu {
 

@@ -1,39 +1,13 @@
-#include "framework/nn/tape.h"
+// autograd.cpp — the backward pass over the tape (autograd.h).
+#include "framework/nn/autograd.h"
 
 #include <unordered_map>
-#include <unordered_set>
 
 #include "framework/core/tensor_impl.h"
 #include "framework/error.h"
 #include "framework/ops.h"
 
 namespace amlp {
-
-namespace {
-thread_local bool t_grad_enabled = true;
-}
-
-bool grad_enabled() { return t_grad_enabled; }
-NoGradGuard::NoGradGuard() : prev_(t_grad_enabled) { t_grad_enabled = false; }
-NoGradGuard::~NoGradGuard() { t_grad_enabled = prev_; }
-
-namespace detail {
-
-bool any_requires_grad(std::initializer_list<const Tensor*> ts) {
-  if (!t_grad_enabled) return false;
-  for (const Tensor* t : ts)
-    if (t->defined() && t->requires_grad()) return true;
-  return false;
-}
-
-void record(Tensor& out, const char* name, std::vector<Tensor> inputs,
-            std::function<std::vector<Tensor>(const Tensor&)> bw) {
-  TensorImpl* o = out.impl();
-  o->requires_grad = true;
-  o->grad_fn = std::make_shared<Node>(Node{name, std::move(inputs), std::move(bw)});
-}
-
-}  // namespace detail
 
 struct BackwardPass::State {
   // Nodes in topological order (a node after every input it needs), walked
@@ -43,8 +17,7 @@ struct BackwardPass::State {
   std::unordered_map<TensorImpl*, Tensor> grads;  // dL/d(t) of the nodes not yet visited
 
   void release() {
-    for (auto& t : tape) t->grad_fn.reset();  // the graph, and the activations it holds
-    tape.clear();
+    detail::release_tape(tape);
     grads.clear();
     next = 0;
   }
@@ -60,24 +33,8 @@ BackwardPass::BackwardPass(const Tensor& root, const Tensor& head) : s_(std::mak
     throw ShapeError("backward(): head gradient " + shape_str(head.shape()) + " does not match output " +
                      shape_str(root.shape()));
 
-  // The tape: nodes in topological order, built with an explicit stack.
-  std::vector<std::shared_ptr<TensorImpl>>& tape = s_->tape;
-  std::unordered_set<TensorImpl*> seen;
-  std::vector<std::pair<std::shared_ptr<TensorImpl>, size_t>> stack;  // (tensor, next input to visit)
-  stack.push_back({root.impl_ptr(), 0});
-  seen.insert(root.impl());
-  while (!stack.empty()) {
-    auto& [t, next] = stack.back();
-    Node* n = t->grad_fn.get();
-    if (n && next < n->inputs.size()) {
-      const Tensor& in = n->inputs[next++];
-      if (in.defined() && in.requires_grad() && seen.insert(in.impl()).second) stack.push_back({in.impl_ptr(), 0});
-      continue;
-    }
-    tape.push_back(t);
-    stack.pop_back();
-  }
-  s_->next = tape.size();
+  s_->tape = detail::tape_of(root);
+  s_->next = s_->tape.size();
   s_->grads[root.impl()] = head;
 }
 
@@ -116,6 +73,8 @@ void backward(const Tensor& root, const Tensor& head) {
   }
 }
 
+// Tensor::backward (tensor.h) lives here, not in core/tensor.cpp: it queues
+// ops (ones, and add where gradients meet), which sit above core/.
 void Tensor::backward() const {
   amlp::backward(*this, ones(shape(), device()));
 }

@@ -1,8 +1,8 @@
 // autograd.h — reverse-mode differentiation.
 //
-// An op whose input requires a gradient records a Node on its output. Calling
-// backward() on a result orders the reachable nodes into a tape (an explicit
-// stack, no recursion that grows with the graph), runs their backward
+// An op whose input requires a gradient records a Node on its output
+// (core/tape.h, with NoGradGuard). Calling backward() on a result orders the
+// reachable nodes into a tape (detail::tape_of), runs their backward
 // functions in reverse — each queues ordinary ops — and writes the
 // gradients of the leaves (Gluon's grad_req='write': each backward replaces
 // them). The graph is released afterwards.
@@ -13,24 +13,10 @@
 #include <memory>
 #include <vector>
 
+#include "framework/core/tape.h"
 #include "framework/tensor.h"
 
 namespace amlp {
-
-bool grad_enabled();
-
-// Disables recording on this thread for its lifetime (evaluation, updates).
-class NoGradGuard {
- public:
-  NoGradGuard();
-  ~NoGradGuard();
-  NoGradGuard(const NoGradGuard&) = delete;
-  NoGradGuard& operator=(const NoGradGuard&) = delete;
-
- private:
-  bool prev_;
-};
-
 
 // Runs the backward pass from `root` with head gradient `head` (same shape).
 void backward(const Tensor& root, const Tensor& head);

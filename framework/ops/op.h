@@ -10,7 +10,7 @@
 #include "framework/core/enqueue.h"
 #include "framework/core/tensor_impl.h"
 #include "framework/error.h"
-#include "framework/nn/tape.h"
+#include "framework/core/tape.h"
 #include "framework/ops.h"
 
 namespace amlp::ops {

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <thread>
 
-#include "framework/cpu/backend.h"
+#include "framework/cpu/cpu_backend.h"
 #include "models/mlp.h"
 #include "sanitized.h"
 #include "test_util.h"

@@ -6,7 +6,7 @@
 #include <functional>
 #include <string>
 
-#include "framework/nn/tape.h"  // a hand-written op with its own backward
+#include "framework/core/tape.h"  // a hand-written op with its own backward
 #include "gradcheck.h"
 #include "models/mlp.h"
 #include "test_util.h"

@@ -1,5 +1,5 @@
-// backend.cpp — the CPU backend's memory and copies (backend.h).
-#include "framework/cpu/backend.h"
+// host_arena.cpp — the CPU backend's huge-page arena and its populator (host_arena.h).
+#include "framework/cpu/host_arena.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -14,12 +14,7 @@
 #include <new>
 #include <system_error>
 
-#include "framework/core/context.h"
-
 namespace amlp::cpu {
-
-CpuBackend::CpuBackend(int index) : name_("cpu:" + std::to_string(index)) {}
-
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23  // Linux 5.14; older headers lack the name, older kernels answer EINVAL
@@ -42,8 +37,8 @@ std::atomic<bool> populate_write_known{true};
 // holds the process's mmap lock while it populates, and the frontend's mmap
 // of its next block must not wait for a whole block's worth of fresh memory.
 int populate_write(char* p, size_t len) {
-  for (size_t off = 0; off < len; off += CpuBackend::kMapBytes)
-    if (madvise(p + off, std::min(CpuBackend::kMapBytes, len - off), MADV_POPULATE_WRITE) != 0) return -1;
+  for (size_t off = 0; off < len; off += HostArena::kMapBytes)
+    if (madvise(p + off, std::min(HostArena::kMapBytes, len - off), MADV_POPULATE_WRITE) != 0) return -1;
   return 0;
 }
 
@@ -85,7 +80,7 @@ char* map_aligned(size_t len, size_t align) {
 // see it.
 char* map_huge(size_t len, bool& later) {
   later = populate_write_known.load(std::memory_order_relaxed);
-  char* p = map_aligned(len, CpuBackend::kMapBytes);
+  char* p = map_aligned(len, HostArena::kMapBytes);
   if (!p) return nullptr;
   madvise(p, len, MADV_HUGEPAGE);  // a hint: without THP (or with it off) the pages are 4 KiB
   if (!later && !populate(p, len)) {
@@ -99,9 +94,9 @@ char* map_huge(size_t len, bool& later) {
 
 // Large blocks are mappings of their own, the block rounded up to whole
 // pages, so RSS counts what the pool reserved and no more; the populator
-// makes them resident (backend.h). Small ones are carved, 64-byte aligned,
+// makes them resident (host_arena.h). Small ones are carved, 64-byte aligned,
 // from the current chunk (bytes is a multiple of the pool's 512-byte rounding).
-void* CpuBackend::raw_alloc(size_t bytes) {
+void* HostArena::allocate(size_t bytes) {
   if (bytes < kMapBytes) return chunk_alloc(bytes);
   const size_t page = page_bytes();
   const size_t len = (bytes + page - 1) / page * page;
@@ -121,7 +116,7 @@ void* CpuBackend::raw_alloc(size_t bytes) {
 // A fresh mapping's state; with `later`, queued for the populator (started
 // with the first one). Without a populator thread the writer's worker
 // populates it. Throws only bad_alloc, before anything is queued.
-CpuBackend::Mapping CpuBackend::new_mapping(char* base, size_t len, bool later) {
+HostArena::Mapping HostArena::new_mapping(char* base, size_t len, bool later) {
   Mapping m{len, ++next_id_, !later, false, false, 0};
   if (!later) return m;
   unresident_.fetch_add(1, std::memory_order_relaxed);
@@ -138,7 +133,7 @@ CpuBackend::Mapping CpuBackend::new_mapping(char* base, size_t len, bool later) 
   return m;
 }
 
-CpuBackend::Mapping* CpuBackend::mapping_of(const void* p, char** base) {
+HostArena::Mapping* HostArena::mapping_of(const void* p, char** base) {
   if (auto it = maps_.find(p); it != maps_.end()) {
     *base = static_cast<char*>(const_cast<void*>(p));
     return &it->second;
@@ -151,7 +146,7 @@ CpuBackend::Mapping* CpuBackend::mapping_of(const void* p, char** base) {
   return &c->second.m;
 }
 
-CpuBackend::Mapping* CpuBackend::job(char* base, uint64_t id) {
+HostArena::Mapping* HostArena::job(char* base, uint64_t id) {
   if (auto it = maps_.find(base); it != maps_.end()) return it->second.id == id ? &it->second : nullptr;
   if (auto c = chunks_.find(base); c != chunks_.end()) return c->second.m.id == id ? &c->second.m : nullptr;
   return nullptr;
@@ -162,7 +157,7 @@ CpuBackend::Mapping* CpuBackend::job(char* base, uint64_t id) {
 // during its populate, populate met no mapping (ENOMEM) or a newer one at the
 // same address, whose contents MADV_POPULATE_WRITE leaves as they are; the
 // id keeps a newer mapping from being marked resident by it.
-void CpuBackend::populator_loop() {
+void HostArena::populator_loop() {
   std::unique_lock<std::mutex> lk(maps_mu_);
   for (;;) {
     populate_cv_.wait(lk, [&] { return stopping_ || (!held_ && !to_populate_.empty()); });
@@ -184,13 +179,13 @@ void CpuBackend::populator_loop() {
   }
 }
 
-// On the worker, before a kernel writes p (backend.h): p's mapping (a small
+// On the worker, before a kernel writes p (host_arena.h): p's mapping (a small
 // block's: its chunk) is populated here unless the populator is on it, in
 // which case the worker waits, giving newer queued mappings a head start
 // meanwhile (the populator goes oldest first). The mapping's state stays
 // where it is while unlocked: p's writer holds the block, so nobody frees it
 // or its chunk (and unordered_map elements keep their addresses).
-bool CpuBackend::prepare_write(void* p) noexcept {
+bool HostArena::prepare_write(void* p) noexcept {
   if (!p) return false;
   // Every mapping resident (the steady state: blocks come from the pool's
   // cache): nothing to look up. A mapping made after this read was not
@@ -243,29 +238,29 @@ bool CpuBackend::prepare_write(void* p) noexcept {
   return err != ENOMEM && err != EFAULT;
 }
 
-void CpuBackend::set_resident(Mapping& m, bool ok) {
+void HostArena::set_resident(Mapping& m, bool ok) {
   if (ok && !m.resident) unresident_.fetch_sub(1, std::memory_order_release);
   m.resident = ok;
 }
 
-void CpuBackend::forget(const Mapping& m) {
+void HostArena::forget(const Mapping& m) {
   if (!m.resident) unresident_.fetch_sub(1, std::memory_order_release);
 }
 
-bool CpuBackend::resident(const void* p) const {
+bool HostArena::resident(const void* p) const {
   std::lock_guard<std::mutex> lk(maps_mu_);
   char* base = nullptr;
-  const Mapping* m = const_cast<CpuBackend*>(this)->mapping_of(p, &base);
+  const Mapping* m = const_cast<HostArena*>(this)->mapping_of(p, &base);
   return !m || m->resident;
 }
 
-void CpuBackend::hold_populator(bool hold) {
+void HostArena::hold_populator(bool hold) {
   std::lock_guard<std::mutex> lk(maps_mu_);
   held_ = hold;
   populate_cv_.notify_all();
 }
 
-void* CpuBackend::chunk_alloc(size_t bytes) {
+void* HostArena::chunk_alloc(size_t bytes) {
   bytes = (bytes + 63) / 64 * 64;
   std::lock_guard<std::mutex> lk(maps_mu_);
   try {
@@ -292,14 +287,14 @@ void* CpuBackend::chunk_alloc(size_t bytes) {
   }
 }
 
-void CpuBackend::release_chunk(Chunk* c) noexcept {
+void HostArena::release_chunk(Chunk* c) noexcept {
   char* base = c->base;
   forget(c->m);
   chunks_.erase(base);
   munmap(base, kMapBytes);
 }
 
-void CpuBackend::raw_free(void* p) noexcept {
+void HostArena::deallocate(void* p) noexcept {
   std::lock_guard<std::mutex> lk(maps_mu_);
   if (auto it = maps_.find(p); it != maps_.end()) {
     munmap(p, it->second.len);
@@ -320,7 +315,7 @@ void CpuBackend::raw_free(void* p) noexcept {
     release_chunk(&chunk);
 }
 
-CpuBackend::~CpuBackend() {
+HostArena::~HostArena() {
   {
     std::lock_guard<std::mutex> lk(maps_mu_);
     stopping_ = true;
@@ -330,50 +325,21 @@ CpuBackend::~CpuBackend() {
   for (auto& [base, chunk] : chunks_) munmap(base, kMapBytes);
 }
 
-size_t CpuBackend::mapped_bytes(const void* p) const {
+size_t HostArena::mapped_bytes(const void* p) const {
   std::lock_guard<std::mutex> lk(maps_mu_);
   auto it = maps_.find(p);
   return it == maps_.end() ? 0 : it->second.len;
 }
 
-const void* CpuBackend::chunk_of(const void* p) const {
+const void* HostArena::chunk_of(const void* p) const {
   std::lock_guard<std::mutex> lk(maps_mu_);
   auto it = small_.find(p);
   return it == small_.end() ? nullptr : it->second;
 }
 
-size_t CpuBackend::chunk_count() const {
+size_t HostArena::chunk_count() const {
   std::lock_guard<std::mutex> lk(maps_mu_);
   return chunks_.size();
 }
 
-void* CpuBackend::alloc_host(size_t bytes) {
-  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
-  if (!p) throw std::bad_alloc();
-  return p;
-}
-void CpuBackend::free_host(void* p) noexcept { std::free(p); }
-
-void CpuBackend::timer_record(TimerPoint& p) {
-  p.host_s = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-  p.recorded = true;
-}
-double CpuBackend::timer_seconds(const TimerPoint& from, const TimerPoint& to) { return to.host_s - from.host_s; }
-
-// An empty tensor's host side may be a null pointer, which memcpy must not see even for 0 bytes.
-void CpuBackend::copy(void* dst, const void* src, size_t bytes) {
-  if (bytes) std::memmove(dst, src, bytes);
-}
-void CpuBackend::copy_to_host(void* dst, const void* src, size_t bytes) {
-  if (bytes) std::memcpy(dst, src, bytes);
-}
-void CpuBackend::copy_from_host(void* dst, const void* src, size_t bytes) {
-  if (bytes) std::memcpy(dst, src, bytes);
-}
-void CpuBackend::copy_to_host_async(void* dst, const void* src, size_t bytes) { copy_to_host(dst, src, bytes); }
-
 }  // namespace amlp::cpu
-
-namespace amlp {
-std::unique_ptr<Backend> make_cpu_backend(int index) { return std::make_unique<cpu::CpuBackend>(index); }
-}  // namespace amlp

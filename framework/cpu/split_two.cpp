@@ -1,5 +1,5 @@
-// helper.cpp — the helper thread of helper.h.
-#include "framework/cpu/helper.h"
+// split_two.cpp — the helper thread behind split_two() (split_two.h).
+#include "framework/cpu/split_two.h"
 
 #include <condition_variable>
 #include <cstdint>

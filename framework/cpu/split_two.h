@@ -1,4 +1,4 @@
-// helper.h — a second core for one CPU kernel at a time: a persistent helper
+// split_two.h — one CPU kernel on two cores: a persistent helper
 // thread (started on first use, never per call) runs part 1 of a split job
 // while the calling worker runs part 0.
 //

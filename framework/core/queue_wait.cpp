@@ -1,0 +1,113 @@
+// queue_wait.cpp — waiting on a queue's ops, and its statistics (queue.h).
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "framework/core/queue.h"
+#include "framework/error.h"
+
+namespace amlp {
+
+namespace {
+
+// A waiter spins (yielding) for a short while before sleeping on a condition
+// variable: waking a sleeping thread costs more than most kernels. The worker does not spin: when it has caught up it sleeps, so
+// streaming pushes never contend with a spinning worker.
+template <class Ready>
+bool spin_until(Ready ready) {
+  constexpr auto kSpin = std::chrono::microseconds(50);
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (ready()) return true;
+    if ((i & 15) == 15 && std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::yield();  // on few cores, let the thread we wait for run
+  }
+}
+
+}  // namespace
+
+void Queue::wait_launched(uint64_t seq) {
+  if (spin_until([&] { return launched_seen_.load(std::memory_order_acquire) >= seq; })) return;
+  std::unique_lock<std::mutex> lk(mu_);
+  done_cv_.wait(lk, [&] { return launched_ >= seq; });
+}
+
+void Queue::wait_complete(uint64_t seq) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    seq = std::min(seq, pushed_);
+  }
+  if (seq == 0) return;
+  wait_launched(seq);
+  if (sync_ && sync_->asynchronous()) sync_->wait_complete(seq);
+}
+
+void Queue::wait_for(uint64_t seq) {
+  try {
+    wait_complete(seq);
+  } catch (const std::exception& e) {  // the device failed after the launch (CUDA: a faulting kernel)
+    keep_error(std::make_exception_ptr(KernelError("(asynchronous)", seq, name_, e.what())));
+  }
+  rethrow_if_error();
+}
+
+void Queue::wait_all() {
+  drain();
+  rethrow_if_error();
+}
+
+void Queue::drain() {
+  uint64_t last;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    last = pushed_;
+  }
+  try {
+    wait_complete(last);
+  } catch (const std::exception& e) {  // the device failed after the launch (CUDA: a faulting kernel)
+    keep_error(std::make_exception_ptr(KernelError("(asynchronous)", last, name_, e.what())));
+  }
+}
+
+bool Queue::launched(uint64_t seq) const { return launched_seen_.load(std::memory_order_acquire) >= seq; }
+
+bool Queue::complete(uint64_t seq) const {
+  if (!launched(seq)) return false;
+  return !sync_ || !sync_->asynchronous() || sync_->is_complete(seq);
+}
+
+QueueStats Queue::stats() const {
+  QueueStats s;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    s.pushed = pushed_;
+    s.launched = launched_;
+    s.peak_depth = peak_depth_;
+    s.backlog_bytes = backlog_.bytes();
+    s.peak_backlog_bytes = backlog_.peak();
+    s.unallocated_bytes = backlog_.unallocated();
+    s.held_s = double(held_ns_) * 1e-9;
+  }
+  s.busy_s = double(busy_ns_.load(std::memory_order_relaxed)) * 1e-9;
+  s.completed = s.launched;
+  if (sync_ && sync_->asynchronous()) {  // the last launched op the device has finished
+    uint64_t lo = 0, hi = s.launched;    // completion is monotone in seq: bisect
+    while (lo < hi) {
+      const uint64_t mid = lo + (hi - lo + 1) / 2;
+      if (sync_->is_complete(mid)) lo = mid;
+      else hi = mid - 1;
+    }
+    s.completed = lo;
+  }
+  s.depth = s.pushed - s.completed;
+  s.unlaunched = s.pushed - s.launched;
+  return s;
+}
+
+void Queue::reset_peak() {
+  std::lock_guard<std::mutex> lk(mu_);
+  peak_depth_ = pushed_ - launched_;
+  backlog_.reset_peak();
+}
+
+}  // namespace amlp

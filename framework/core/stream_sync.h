@@ -1,0 +1,30 @@
+// stream_sync.h — how a backend finishes an op after the queue's worker ran
+// it, beside the kernel table (backend.h) that every backend fills too. The
+// CPU backend's kernels are done when they return; the CUDA backend's are
+// only launched, so it records an event after each and answers completion
+// from it.
+//
+//   worker thread:  worker_start() once; per op before_op(), the kernel, after_op()
+//   any thread:     is_complete(seq) / wait_complete(seq) for a launched op
+#pragma once
+#include <cstdint>
+
+namespace amlp {
+
+struct StreamSync {
+  virtual ~StreamSync() = default;
+  virtual void worker_start() {}                 // worker thread, once, before any op (bind the device)
+  virtual void before_op(uint64_t /*seq*/, const char* /*name*/) {}  // worker thread (NVTX push)
+  virtual void after_op(uint64_t /*seq*/) {}     // worker thread, after the kernel ran or threw (NVTX pop, event)
+  // Launched ops may still be running on the device (a stream).
+  virtual bool asynchronous() const { return false; }
+  // Any thread, for a launched op: has the device finished it? / wait until it has.
+  virtual bool is_complete(uint64_t /*seq*/) { return true; }
+  virtual void wait_complete(uint64_t /*seq*/) {}
+  // Worker thread: make this device's later work wait for `producer`'s op
+  // `seq` (already launched) without blocking the host, e.g. a CUDA stream
+  // waiting on another stream's event. False: not possible, wait on the host.
+  virtual bool wait_on_device(StreamSync& /*producer*/, uint64_t /*seq*/) { return false; }
+};
+
+}  // namespace amlp

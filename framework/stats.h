@@ -1,0 +1,56 @@
+// stats.h — the plain records the engine fills and a program reads: a
+// device pool's memory (MemoryStats), a pool's cap (MemoryBudget) and a
+// queue's progress (QueueStats). No functions: runtime.h says how to read
+// them (memory_stats(), memory_limit(), queue_stats()).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace amlp {
+
+// One device's memory pool (tracked bytes; DESIGN §7).
+struct MemoryStats {
+  size_t bytes_in_use = 0;    // handed out now
+  size_t peak_bytes = 0;      // max of bytes_in_use since the last reset_peaks()
+  size_t reserved_bytes = 0;  // in use + cached (what the device holds for us)
+  uint64_t alloc_count = 0;   // allocations served
+  uint64_t free_count = 0;    // blocks returned
+  uint64_t raw_alloc_count = 0;  // calls to the device's own allocator (malloc / cudaMalloc)
+  uint64_t bytes_allocated_total = 0;  // sum of every allocation (rounded), ever
+  size_t limit_bytes = 0;     // 0 = none
+};
+
+// A cap on a pool's reserved bytes and where it came from.
+struct MemoryBudget {
+  size_t bytes = 0;    // 0 = none
+  std::string source;  // "MemAvailable at start, less 10%", "--memory-limit", ...
+};
+
+// One device's queue. An op is *launched* once its worker has run the kernel
+// function (on the CPU it has then finished too; on CUDA it sits on the
+// stream) and *completed* once the device has finished it.
+struct QueueStats {
+  uint64_t pushed = 0;      // ops pushed so far (the last sequence number)
+  uint64_t launched = 0;    // ops the worker has run (CPU) or put on the stream (CUDA)
+  uint64_t completed = 0;   // ops the device has finished
+  uint64_t depth = 0;       // pushed − completed
+  uint64_t unlaunched = 0;  // pushed − launched: what the worker has not reached yet
+  uint64_t peak_depth = 0;  // max of pushed − launched since reset_peaks()
+  // Bytes referenced by ops not yet launched, counting only blocks that exist:
+  // under the `run` allocation policy an output counts once the worker has
+  // allocated it (as its op starts), not while it waits in the queue.
+  size_t backlog_bytes = 0;
+  size_t peak_backlog_bytes = 0;
+  // Under `run`: the blocks the outputs of queued ops will take when they
+  // start (always 0 under `enqueue`). Back-pressure by bytes bounds
+  // backlog_bytes + unallocated_bytes, so it bounds what a queue will hold.
+  size_t unallocated_bytes = 0;
+  // Seconds since the queue was made: the worker inside kernels (on the CPU
+  // the device's work itself; on CUDA the time to launch it), and pushes held
+  // back by back-pressure (the frontend waiting for room).
+  double busy_s = 0;
+  double held_s = 0;
+};
+
+}  // namespace amlp

@@ -1,0 +1,128 @@
+#!/usr/bin/python3
+"""Checks the source layout: no include points up a layer, no source file is long.
+
+  check_layout.py [--root DIR] [--max-lines N] FOLDER...
+
+FOLDER: folders to check, relative to the repository root (the default:
+framework and train). Every .h .cpp .cu .cuh file under them is checked:
+  - an include of a higher layer, or of a sibling of the same layer (cpu and
+    cuda do not include each other), is an error;
+  - a public header (framework/*.h) includes only public headers, except the
+    umbrella asyncmlp.h, which also includes the layers of nn/;
+  - no framework file includes the umbrella framework/asyncmlp.h;
+  - a file over N lines (400) is an error.
+Prints one line per error and exits 1 if there was any, 0 otherwise; bad
+arguments exit 2.
+"""
+import argparse
+import os
+import re
+import sys
+
+# The layers, lowest first: a file may include its own folder and the
+# folders of lower layers. framework/*.h (the public headers) are the
+# interface: any file may include them.
+LAYERS = [
+    ("framework/core", 0),      # the engine: queues, pools, enqueue, contexts, the tape
+    ("framework/cpu", 1),       # the CPU backend
+    ("framework/cuda", 1),      # the CUDA backend
+    ("framework/registry", 2),  # the one place that names the concrete backends
+    ("framework/ops", 3),       # the frontend ops
+    ("framework/nn", 4),        # autograd's backward pass, layers, loss, optimizer
+    ("models", 5),
+    ("train", 6),
+]
+PUBLIC = "framework"            # framework/*.h
+UMBRELLA = "framework/asyncmlp.h"
+SOURCES = (".h", ".cpp", ".cu", ".cuh")
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+
+
+def folder_of(path):
+    """The layer folder of a repository-relative path, or None."""
+    for folder, _ in LAYERS:
+        if path == folder or path.startswith(folder + "/"):
+            return folder
+    return None
+
+
+def layer(folder):
+    return dict(LAYERS)[folder]
+
+
+def is_public(path):
+    return os.path.dirname(path) == PUBLIC and path.endswith(".h")
+
+
+def resolve(root, src, inc):
+    """The repository-relative path an include names: relative to the including
+    file if that file exists, else relative to the root (the include path)."""
+    beside = os.path.normpath(os.path.join(os.path.dirname(src), inc))
+    if os.path.exists(os.path.join(root, beside)):
+        return beside
+    return os.path.normpath(inc)
+
+
+def check_file(root, path, max_lines):
+    errors = []
+    with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
+        lines = f.readlines()
+    if len(lines) > max_lines:
+        errors.append(f"{path}: {len(lines)} lines, over {max_lines}: split it")
+    src_folder = folder_of(path)
+    for n, line in enumerate(lines, 1):
+        m = INCLUDE.match(line)
+        if not m:
+            continue
+        target = resolve(root, path, m.group(1))
+        where = f"{path}:{n}: includes {target}"
+        if target == UMBRELLA and path.startswith("framework/"):
+            errors.append(f"{where}: the umbrella header is for programs, not for the framework")
+            continue
+        if is_public(target):
+            continue  # the interface: includable from anywhere
+        dst_folder = folder_of(target)
+        if is_public(path):
+            if not (path == UMBRELLA and dst_folder == "framework/nn"):
+                errors.append(f"{where}: a public header includes only public headers")
+            continue
+        if src_folder is None or dst_folder is None or dst_folder == src_folder:
+            continue
+        if layer(dst_folder) > layer(src_folder):
+            errors.append(f"{where}: an upward include ({src_folder} is below {dst_folder})")
+        elif layer(dst_folder) == layer(src_folder):
+            errors.append(f"{where}: {src_folder} and {dst_folder} share a layer and include neither")
+    return errors
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("folders", nargs="*", default=["framework", "train"])
+    ap.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    ap.add_argument("--max-lines", type=int, default=400)
+    args = ap.parse_args()
+    files = []
+    for folder in args.folders:
+        top = os.path.join(args.root, folder)
+        if not os.path.isdir(top):
+            print(f"check_layout: no folder {top}", file=sys.stderr)
+            return 2
+        for dirpath, _, names in os.walk(top):
+            for name in sorted(names):
+                if name.endswith(SOURCES):
+                    files.append(os.path.relpath(os.path.join(dirpath, name), args.root))
+    errors = []
+    for path in sorted(files):
+        errors += check_file(args.root, path, args.max_lines)
+    for e in errors:
+        print(e)
+    folders = " ".join(args.folders)
+    if errors:
+        print(f"layout: {len(errors)} error(s) in {len(files)} files under {folders}")
+        return 1
+    print(f"layout: {len(files)} files under {folders}: no upward include, none over {args.max_lines} lines")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
