@@ -3,7 +3,7 @@
 
     bash tools/run.sh                                     # writes out/summary.json, out/host_work.json
     python3 tools/results_doc.py -o docs/results.md       # reads those two (the second if present)
-    python3 tools/results_doc.py out/d2l.json="The book's size (configs/d2l.ini)" -o docs/results.md
+    python3 tools/results_doc.py out/summary.json out/d2l.json="The book's size" --note "Idle." -o docs/results.md
 
 Inputs: summaries written by `train_mlp --summary-json` (one object per run, or a
 list of them, as with --compare), each given as FILE or FILE=TITLE. With none,
@@ -148,6 +148,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("inputs", nargs="*", metavar="FILE[=TITLE]", help="train_mlp --summary-json files")
     ap.add_argument("-o", "--output", help="write here instead of stdout")
+    ap.add_argument("--note", default="", help="a sentence printed under the machine (e.g. how busy it was)")
     a = ap.parse_args()
     if a.inputs:
         inputs = [(s.split("=", 1) + [""])[:2] for s in a.inputs]
@@ -159,8 +160,9 @@ def main():
     command = " ".join(["python3 tools/results_doc.py"] + [shlex.quote(x) for x in sys.argv[1:]])
     parts = ["# Results", "",
              f"Generated: `bash tools/run.sh && {command}` regenerates this page "
-             "(`tools/run.sh` writes `out/summary.json` and `out/host_work.json`).", "",
-             f"Machine: {machine()}.", ""]
+             "(`tools/run.sh` writes `out/summary.json` and `out/host_work.json`; "
+             "a section from another file names the command that wrote it).", "",
+             f"Machine: {machine()}." + (f" {a.note}" if a.note else ""), ""]
     parts += [section(title, path, read_runs(path)) + "\n" for path, title in inputs]
     parts.append(LEGEND)
     text = "\n".join(parts) + "\n"
