@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""docs/results.md from train_mlp's summaries: markdown tables, the machine named.
+
+    bash tools/run.sh                                     # writes out/summary.json, out/host_work.json
+    python3 tools/results_doc.py -o docs/results.md       # reads those two (the second if present)
+    python3 tools/results_doc.py out/summary.json out/d2l.json="The book's size" --note "Idle." -o docs/results.md
+
+Inputs: summaries written by `train_mlp --summary-json` (one object per run, or a
+list of them, as with --compare), each given as FILE or FILE=TITLE. With none,
+out/summary.json and, when it exists, out/host_work.json. For each file: a memory
+table (increase measured against the memory model's prediction) and a throughput
+table (h, d and the throughput model's wall time). The header names the machine
+this script runs on (cores, CPU model, memory, kernel, OPENBLAS_CORETYPE, GPUs):
+run it where train_mlp ran. Python 3 standard library only; bad input: one line
+on stderr, exit status 2.
+"""
+import argparse
+import json
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+
+DEFAULTS = [("out/summary.json", "The comparison (`bash tools/run.sh`)"),
+            ("out/host_work.json", "The throughput side: `--host-work match`")]
+
+
+def fail(msg):
+    print(f"results_doc.py: error: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def read_runs(path):
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        fail(f"cannot read '{path}': {e}")
+    runs = data if isinstance(data, list) else [data]
+    if not runs or not all(isinstance(r, dict) and "mode" in r for r in runs):
+        fail(f"'{path}' is not a train_mlp summary (objects with a 'mode')")
+    return runs
+
+
+def machine():
+    model = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        with open("/proc/meminfo") as f:
+            kib = int(next(l for l in f if l.startswith("MemTotal")).split()[1])
+        mem = f", {kib / 2**20:.0f} GiB memory"
+    except (OSError, StopIteration, ValueError):
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    gpus = "none visible"
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20).stdout
+            names = [l.split(":", 1)[1].split("(")[0].strip() for l in out.splitlines() if l.startswith("GPU")]
+            gpus = ", ".join(names) or gpus
+        except (OSError, subprocess.SubprocessError):
+            pass
+    coretype = os.environ.get("OPENBLAS_CORETYPE") or "unset"
+    return (f"{cores} cores ({model}){mem}, Linux {platform.release()}, "
+            f"`OPENBLAS_CORETYPE` {coretype}, GPU: {gpus}")
+
+
+def num(v, spec, scale=1.0):
+    """v * scale formatted, or "" where the summary has no number (a failed run's loss)."""
+    return f"{v * scale:{spec}}" if isinstance(v, (int, float)) else ""
+
+
+def mb(b):
+    return num(b, ".1f", 1e-6)
+
+
+def ratio(a, b, digits=3):
+    ok = all(isinstance(v, (int, float)) and v for v in (a, b))
+    return f"{a / b:.{digits}f}" if ok else ""
+
+
+def table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def section(title, path, runs):
+    first = runs[0]
+    devices = ", ".join(d["device"] for d in first.get("devices", [])) or first.get("device", "?")
+    out = [f"## {title}", "",
+           f"`{path}`: {devices}, {first.get('batches', '?')} batches of {first.get('batch_size', '?')}."]
+    hw = first.get("host_work_s") or 0
+    if hw:
+        out[-1] += f" Host work {hw * 1e3:.3f} ms per batch ({first.get('host_work_kind', 'wait')})."
+    unfinished = [r for r in runs if r.get("status", "completed") != "completed"]
+    for r in unfinished:
+        out.append(f"\n`{r.get('label', r['mode'])}` {r['status']} after {r.get('batches_done', '?')} "
+                   f"batches: {r.get('error') or ''}")
+    rows = []
+    for r in runs:
+        pred = r.get("predicted_increase_bytes")
+        rows.append([f"`{r.get('label', r['mode'])}`", num(r.get("wall_s"), ".3f"), num(r.get("samples_per_s"), ".0f"),
+                     mb(r.get("mem_increase_bytes")), mb(r.get("rss_increase_bytes")),
+                     r.get("peak_backlog_batches", ""), r.get("peak_queue_depth", ""), mb(pred),
+                     ratio(r.get("mem_increase_bytes"), pred), num(r.get("final_loss"), ".6g"),
+                     num(r.get("minor_faults_steady_per_batch"), ".0f")])
+    out += ["", table(["mode", "wall s", "samples/s", "mem incr MB", "RSS incr MB", "peak backlog", "peak depth",
+                       "predicted MB", "meas/pred", "final loss", "faults/batch"], rows)]
+    base = next((r for r in runs if r["mode"] == "batch"), None)
+    rows = []
+    for r in runs:
+        if "predicted_wall_s" not in r:
+            continue
+        rows.append([f"`{r.get('label', r['mode'])}`", num(r.get("samples_per_s"), ".0f"),
+                     ratio(r.get("samples_per_s"), base and base.get("samples_per_s"), 2),
+                     num(r.get("host_s_per_batch"), ".3f", 1e3), num(r.get("device_s_per_batch"), ".3f", 1e3),
+                     num(r["predicted_wall_s"], ".3f"), ratio(r.get("wall_s"), r["predicted_wall_s"])])
+    if rows:
+        out += ["", table(["mode", "samples/s", "vs batch", "h ms", "d ms", "predicted s", "meas/pred"], rows)]
+    multi = [r for r in runs if len(r.get("devices", [])) > 1]
+    if multi:
+        rows = [[f"`{r.get('label', r['mode'])}`", d["device"], d.get("rows_per_batch", ""),
+                 mb(d.get("mem_increase_bytes")), mb(d.get("predicted_increase_bytes")),
+                 ratio(d.get("mem_increase_bytes"), d.get("predicted_increase_bytes")),
+                 d.get("peak_backlog_batches", "")] for r in multi for d in r["devices"]]
+        out += ["", "Per device:", "",
+                table(["mode", "device", "rows", "mem incr MB", "predicted MB", "meas/pred", "peak backlog"], rows)]
+    return "\n".join(out)
+
+
+LEGEND = """\
+How to read the tables (the README has the long form; the models are in
+[memory-model.md](memory-model.md)): `mem incr` is the peak of tracked bytes in
+use during the run less the bytes in use at its start, `RSS incr` the same from
+the resident set; `peak backlog` the most batches alive at once; `predicted`
+the memory model (peak backlog × bytes per batch); `faults/batch` the minor
+page faults of the median batch in the run's second half; `h` and `d` the
+frontend's and the device's time per batch; `predicted s` the throughput
+model. MB are 10^6 bytes."""
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("inputs", nargs="*", metavar="FILE[=TITLE]", help="train_mlp --summary-json files")
+    ap.add_argument("-o", "--output", help="write here instead of stdout")
+    ap.add_argument("--note", default="", help="a sentence printed under the machine (e.g. how busy it was)")
+    a = ap.parse_args()
+    if a.inputs:
+        inputs = [(s.split("=", 1) + [""])[:2] for s in a.inputs]
+        inputs = [(p, t or os.path.basename(p)) for p, t in inputs]
+    else:
+        if not os.path.exists(DEFAULTS[0][0]):
+            fail(f"no '{DEFAULTS[0][0]}': run 'bash tools/run.sh' first, or name summaries")
+        inputs = [d for i, d in enumerate(DEFAULTS) if i == 0 or os.path.exists(d[0])]
+    # The command that regenerates the page, less --note (a note is about one set of runs).
+    shown = [shlex.quote(x) for x in a.inputs] + (["-o", shlex.quote(a.output)] if a.output else [])
+    command = " ".join(["python3 tools/results_doc.py"] + shown)
+    parts = ["# Results", "",
+             "Generated by `tools/results_doc.py`; these commands regenerate this page "
+             "(`tools/run.sh` writes `out/summary.json` and `out/host_work.json`; "
+             "a section from another file names the command that wrote it):", "",
+             "```sh", "bash tools/run.sh", command, "```", "",
+             f"Machine: {machine()}." + (f" {a.note}" if a.note else ""), ""]
+    parts += [section(title, path, read_runs(path)) + "\n" for path, title in inputs]
+    parts.append(LEGEND)
+    text = "\n".join(parts) + "\n"
+    if a.output:
+        try:
+            with open(a.output, "w") as f:
+                f.write(text)
+        except OSError as e:
+            print(f"results_doc.py: error: cannot write '{a.output}': {e}", file=sys.stderr)
+            sys.exit(1)
+    else:
+        sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()
