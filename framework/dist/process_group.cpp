@@ -2,6 +2,7 @@
 // (process_group.h). The failure path is in failure.cpp.
 #include "framework/dist/process_group.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -22,11 +23,33 @@ namespace amlp::dist {
 namespace {
 
 std::mutex group_mu;
+
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// The reductions recorded while record_reductions(true) is on (one record per
+// process: there is one group).
+struct ReductionLog {
+  std::mutex mu;
+  bool on = false;
+  std::vector<ProcessGroup::Reduction> items;
+};
+ReductionLog& reduction_log() {
+  static ReductionLog log;
+  return log;
+}
+
+// Records one reduction that started at `t0` and has just completed.
+void note_reduction(size_t bytes, double t0) {
+  ReductionLog& log = reduction_log();
+  std::lock_guard<std::mutex> lk(log.mu);
+  if (log.on) log.items.push_back({bytes, t0, now_s()});
+}
 std::unique_ptr<ProcessGroup>& group_slot() {
   static std::unique_ptr<ProcessGroup> g;
   return g;
 }
 
+#ifdef ASYNCMLP_WITH_MPI
 // Line `i` of a text ("" past its end).
 std::string line_of(const std::string& text, size_t i) {
   size_t begin = 0;
@@ -50,6 +73,7 @@ std::string first_difference(const std::string& what, int rank, const std::strin
   }
   return detail::concat("rank ", rank, "'s ", what, " differ from rank 0's (every rank must run with the same ", what, ")");
 }
+#endif
 
 }  // namespace
 
@@ -98,6 +122,16 @@ ProcessGroup* ProcessGroup::current() {
 std::string ProcessGroup::name() const { return detail::concat("rank ", rank_, " of ", size_); }
 
 void ProcessGroup::set_program_name(const std::string& name) { impl_->program = name; }
+
+void ProcessGroup::record_reductions(bool on) {
+  std::lock_guard<std::mutex> lk(reduction_log().mu);
+  reduction_log().on = on;
+}
+
+std::vector<ProcessGroup::Reduction> ProcessGroup::take_reductions() {
+  std::lock_guard<std::mutex> lk(reduction_log().mu);
+  return std::move(reduction_log().items);
+}
 
 ProcessGroup& ProcessGroup::init() {
   std::lock_guard<std::mutex> lk(group_mu);
@@ -213,8 +247,10 @@ void ProcessGroup::barrier() {
 }
 
 void ProcessGroup::all_reduce_sum(const float* x, float* y, size_t n) {
+  const double t0 = now_s();
   if (!impl_->mpi || size_ == 1) {
     if (n) std::memcpy(y, x, n * sizeof(float));
+    note_reduction(n * sizeof(float), t0);
     return;
   }
   for (size_t at = 0; at < n;) {  // MPI counts are ints
@@ -224,6 +260,7 @@ void ProcessGroup::all_reduce_sum(const float* x, float* y, size_t n) {
     mpi::wait(&r, 256, 20);
     at += static_cast<size_t>(part);
   }
+  note_reduction(n * sizeof(float), t0);
 }
 
 void* ProcessGroup::nccl_comm(int gpu) {
@@ -257,7 +294,9 @@ void ProcessGroup::broadcast(std::vector<float>&, int) {}
 std::vector<std::vector<double>> ProcessGroup::gather(const std::vector<double>& figures) { return {figures}; }
 void ProcessGroup::barrier() {}
 void ProcessGroup::all_reduce_sum(const float* x, float* y, size_t n) {
+  const double t0 = now_s();
   if (n) std::memcpy(y, x, n * sizeof(float));
+  note_reduction(n * sizeof(float), t0);
 }
 void* ProcessGroup::nccl_comm(int) { throw DistError("this build has no MPI: no NCCL communicator across processes"); }
 void ProcessGroup::finalize() {}

@@ -88,6 +88,15 @@ class ProcessGroup {
   // says so (polled, so the calling thread keeps MPI progressing). Called by
   // one queue's worker at a time, in the same order on every rank.
   void all_reduce_sum(const float* x, float* y, size_t n);
+  // For measurements (exposed communication): while on, every all_reduce_sum
+  // above is recorded: its bytes, when it started (its input ready, MPI
+  // called) and when MPI completed it, in steady_clock seconds.
+  struct Reduction {
+    size_t bytes = 0;
+    double start_s = 0, end_s = 0;
+  };
+  void record_reductions(bool on);
+  std::vector<Reduction> take_reductions();  // oldest first; clears the record
   // An NCCL communicator (ncclComm_t) over every rank, for this rank's GPU
   // `gpu`: rank 0's ncclGetUniqueId broadcast over MPI, ncclCommInitRank.
   // Collective on first use. Throws DistError in a build without NCCL.
