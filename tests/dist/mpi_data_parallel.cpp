@@ -199,6 +199,38 @@ TEST(MpiDataParallel, TheLastLayersReductionCompletesBeforeTheFirstLayersBackwar
   EXPECT_NO_THROW(waitall());
 }
 
+// On GPUs: one GPU per rank, an NCCL communicator bootstrapped over MPI, the
+// reduction ncclAllReduce on each rank's stream; then a few steps of
+// training keep the replicas bitwise equal.
+TEST(MpiDataParallel, NcclReducesAcrossRanksOnTheirGpus) {
+  NEED_RANKS();
+  SKIP_WITHOUT_GPU();
+#ifndef ASYNCMLP_WITH_NCCL
+  GTEST_SKIP() << "this build has no NCCL (nccl.h / libnccl not found)";
+#endif
+  if (cuda_device_count() < group().local_size())
+    GTEST_SKIP() << "one GPU per rank: " << group().local_size() << " ranks on this host, " << cuda_device_count()
+                 << " GPU(s)";
+  const Device gpu = Device::cuda(group().local_rank());
+  std::vector<float> v(1000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(i) * float(group().rank() + 1);
+  const std::vector<float> sum = all_reduce_sum(from_host({1000}, v.data(), gpu), group()).to_host();
+  const float ranks = float(group().size() * (group().size() + 1) / 2);  // 1 + 2 + ... + size
+  for (size_t i = 0; i < sum.size(); ++i) ASSERT_EQ(sum[i], float(i) * ranks) << "element " << i;
+
+  manual_seed(9);
+  DistDataParallel ddp(group(), gpu, make_net, kFeatures);
+  SGD sgd(ddp.parameters(), 0.05f);
+  for (int s = 0; s < 3; ++s) {
+    Tensor l = L2Loss()(ddp.replica()(ddp.randn_local({64, kFeatures})), ones({ddp.local_rows(64)}, gpu));
+    ddp.backward(l);
+    sgd.step(64);
+    sgd.zero_grad();
+    const std::vector<uint64_t> sums = gather_checksums(ddp.checksum());
+    for (size_t r = 1; r < sums.size(); ++r) ASSERT_EQ(sums[r], sums[0]) << "step " << s << ", rank " << r;
+  }
+}
+
 }  // namespace
 }  // namespace amlp::testing
 
