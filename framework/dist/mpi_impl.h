@@ -5,12 +5,15 @@
 // kind never matches another's: `coll` for the frontend's collectives
 // (broadcast, check_same, gather, barrier), `reduce` for the queued
 // all-reduces (one queue's worker issues them, in queue order, which is the
-// same on every rank), `fail` for the failure messages and their answers.
+// same on every rank), `fail` for the failure messages and their answers,
+// `vote` for agree_to_stop().
 #pragma once
 #include <mpi.h>
 
 #include <atomic>
+#include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -22,7 +25,13 @@ namespace amlp::dist {
 
 struct ProcessGroup::Impl {
   bool mpi = false;  // MPI_Init_thread was called (a launcher started us)
-  MPI_Comm coll = MPI_COMM_NULL, reduce = MPI_COMM_NULL, fail = MPI_COMM_NULL;
+  MPI_Comm coll = MPI_COMM_NULL, reduce = MPI_COMM_NULL, fail = MPI_COMM_NULL, vote = MPI_COMM_NULL;
+  // agree_to_stop(): the votes in flight, oldest first (this rank's flag and the outcome).
+  struct Vote {
+    MPI_Request request;
+    std::unique_ptr<int[]> flags;  // [mine, everyone's max]: MPI writes the second until it completes
+  };
+  std::deque<Vote> votes;
   std::string program = "asyncmlp";
   // The watcher: an MPI_Irecv on `fail` from any rank, tested every few ms.
   std::thread watcher;

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <thread>
 
+#include "framework/runtime.h"
+
 #ifdef ASYNCMLP_WITH_MPI
 #include "framework/dist/mpi_impl.h"
 #else
@@ -161,7 +163,7 @@ ProcessGroup& ProcessGroup::init() {
     AMLP_MPI_CHECK(MPI_Comm_rank(local, &g->local_rank_));
     AMLP_MPI_CHECK(MPI_Comm_size(local, &g->local_size_));
     MPI_Comm_free(&local);
-    for (MPI_Comm* c : {&m.coll, &m.reduce, &m.fail}) AMLP_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, c));
+    for (MPI_Comm* c : {&m.coll, &m.reduce, &m.fail, &m.vote}) AMLP_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, c));
     if (g->size_ > 1) m.start_watcher(g->rank_, g->size_);
   }
   slot = std::move(g);
@@ -276,11 +278,29 @@ void* ProcessGroup::nccl_comm(int gpu) {
 #endif
 }
 
+bool ProcessGroup::agree_to_stop(bool stop, int lag) {
+  if (!impl_->mpi) return stop;
+  if (lag < 0) throw Error(detail::concat("agree_to_stop: lag must be >= 0, got ", lag));
+  std::deque<Impl::Vote>& votes = impl_->votes;
+  Impl::Vote v{MPI_REQUEST_NULL, std::make_unique<int[]>(2)};
+  v.flags[0] = stop ? 1 : 0;
+  AMLP_MPI_CHECK(MPI_Iallreduce(&v.flags[0], &v.flags[1], 1, MPI_INT, MPI_MAX, impl_->vote, &v.request));
+  votes.push_back(std::move(v));
+  if (votes.size() <= static_cast<size_t>(lag)) return false;
+  mpi::wait_frontend(&votes.front().request);  // posted `lag` batches ago: done unless a rank lags behind
+  const bool everyone = votes.front().flags[1] != 0;
+  votes.pop_front();
+  return everyone;
+}
+
 void ProcessGroup::finalize() {
   if (!impl_->mpi) return;
+  waitall();
+  for (Impl::Vote& v : impl_->votes) mpi::wait_frontend(&v.request);
+  impl_->votes.clear();
   barrier();  // every rank is done: no failure message can come now
   impl_->stop_watcher();
-  for (MPI_Comm* c : {&impl_->coll, &impl_->reduce, &impl_->fail})
+  for (MPI_Comm* c : {&impl_->coll, &impl_->reduce, &impl_->fail, &impl_->vote})
     if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
   MPI_Finalize();
   impl_->mpi = false;
@@ -299,6 +319,7 @@ void ProcessGroup::all_reduce_sum(const float* x, float* y, size_t n) {
   note_reduction(n * sizeof(float), t0);
 }
 void* ProcessGroup::nccl_comm(int) { throw DistError("this build has no MPI: no NCCL communicator across processes"); }
+bool ProcessGroup::agree_to_stop(bool stop, int) { return stop; }
 void ProcessGroup::finalize() {}
 [[noreturn]] void ProcessGroup::abort_all(const std::string&, int exit_code) { std::exit(exit_code); }
 

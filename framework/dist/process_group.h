@@ -72,6 +72,15 @@ class ProcessGroup {
   std::vector<std::vector<double>> gather(const std::vector<double>& figures);
   void barrier();  // collective
 
+  // Collective, once per batch on every rank: whether every rank stops after
+  // this batch (an interrupt, DESIGN §8, must end every rank at the same
+  // batch, or one waits forever for the others' reductions). Each call posts
+  // this rank's `stop` as a non-blocking vote and returns the outcome of the
+  // vote posted `lag` calls before (false for the first `lag` calls): a
+  // `stop` at batch k on any rank stops every rank after batch k + lag. The
+  // frontends stay within `lag` batches of each other; nothing waits for a
+  // device. Every rank passes the same lag.
+  bool agree_to_stop(bool stop, int lag = 4);
   // This rank failed (its own line is printed already): every other rank
   // prints one line naming this rank and `error`, then exits 1, within
   // seconds; this rank exits `exit_code`. Each survivor's watcher thread acts
@@ -79,7 +88,9 @@ class ProcessGroup {
   // a survivor does not answer within 10 s, MPI_Abort ends the job. One rank
   // alone: std::exit(exit_code).
   [[noreturn]] void abort_all(const std::string& error, int exit_code = 1);
-  // Collective, once, after waitall(): stops the watcher and ends MPI.
+  // Collective, once: waits for every queue (waitall(); an error it rethrows
+  // leaves the group up, so abort_all() still reaches the others), then for
+  // the votes in flight, stops the watcher and ends MPI.
   void finalize();
 
   // --- the engine's side (framework/ops) --------------------------------------------

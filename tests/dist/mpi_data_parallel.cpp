@@ -199,6 +199,25 @@ TEST(MpiDataParallel, TheLastLayersReductionCompletesBeforeTheFirstLayersBackwar
   EXPECT_NO_THROW(waitall());
 }
 
+// A stop asked by one rank at batch k (an interrupt) is every rank's answer
+// at batch k + lag, and no earlier: the ranks stop after the same batch.
+TEST(MpiDataParallel, AStopOnOneRankStopsEveryRankAfterTheSameBatch) {
+  NEED_RANKS();
+  for (int lag : {0, 1, 4}) {
+    SCOPED_TRACE("lag " + std::to_string(lag));
+    int stopped_at = -1;
+    for (int batch = 0; batch < 20 && stopped_at < 0; ++batch) {
+      const bool mine = group().rank() == group().size() - 1 && batch == 5;
+      if (group().agree_to_stop(mine, lag)) stopped_at = batch;
+    }
+    EXPECT_EQ(stopped_at, 5 + lag);
+    const std::vector<std::vector<double>> all = group().gather({double(stopped_at)});
+    for (size_t r = 0; r < all.size(); ++r) EXPECT_EQ(all[r][0], double(5 + lag)) << "rank " << r;
+    // The votes still in flight are drained before the next lag is tried.
+    for (int k = 0; k < lag; ++k) EXPECT_FALSE(group().agree_to_stop(false, lag));
+  }
+}
+
 // On GPUs: one GPU per rank, an NCCL communicator bootstrapped over MPI, the
 // reduction ncclAllReduce on each rank's stream; then a few steps of
 // training keep the replicas bitwise equal.

@@ -6,6 +6,8 @@
 //   kill     the last rank sends itself SIGKILL at step 3
 //   options  the last rank's options differ: check_same refuses on every
 //            rank, rank 0 prints the line, every rank exits 2
+//   stop     the last rank asks to stop at step 3 (as an interrupt would):
+//            every rank stops after step 3 + lag (2) and exits 0
 #include <csignal>
 #include <cstring>
 #include <iostream>
@@ -21,7 +23,8 @@ namespace {
 
 constexpr const char* kProgram = "mpi_fault_rank";
 
-void train(DistDataParallel& ddp, const std::string& scenario, bool last) {
+// Returns the steps trained.
+int train(DistDataParallel& ddp, const std::string& scenario, bool last) {
   SGD sgd(ddp.parameters(), 0.05f);
   L2Loss loss;
   for (int step = 0; step < 8; ++step) {
@@ -33,7 +36,9 @@ void train(DistDataParallel& ddp, const std::string& scenario, bool last) {
     sgd.step(32);
     sgd.zero_grad();
     ddp.mean(l, 32).item();  // every rank waits for the step's reductions here
+    if (ddp.group().agree_to_stop(last && step == 3 && scenario == "stop", /*lag=*/2)) return step + 1;
   }
+  return 8;
 }
 
 }  // namespace
@@ -49,8 +54,9 @@ int main(int argc, char** argv) {
     g.check_same("options", options);
     manual_seed(1);
     DistDataParallel ddp(g, Device::cpu(0), [] { return models::make_mlp({{16}}); }, 16);
-    train(ddp, scenario, last);
+    const int steps = train(ddp, scenario, last);
     waitall();
+    std::cout << kProgram << ": " << g.name() << " trained " << steps << " steps" << std::endl;
   } catch (const dist::DistError& e) {  // bad input, refused on every rank: rank 0 says why
     if (g.rank() == 0) std::cerr << kProgram << ": error: " << e.what() << std::endl;
     g.finalize();
@@ -60,6 +66,5 @@ int main(int argc, char** argv) {
     g.abort_all(e.what(), 1);
   }
   g.finalize();
-  if (g.rank() == 0) std::cout << kProgram << ": " << g.size() << " ranks trained 8 steps" << std::endl;
   return 0;
 }

@@ -19,7 +19,9 @@ struct Job {
 };
 
 Job run_job(const std::string& scenario) {
-  const std::string cmd = std::string("timeout -s KILL 60 ") + ASYNCMLP_MPIEXEC + " --oversubscribe -np 2 " +
+  // OpenMPI's mpirun refuses to run as root (CI containers) without these two.
+  const std::string cmd = std::string("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -s KILL 60 ") +
+                          ASYNCMLP_MPIEXEC + " --oversubscribe -np 2 " +
                           ASYNCMLP_BIN_DIR "/mpi_fault_rank " + scenario + " 2>&1";
   Job job;
   const auto t0 = std::chrono::steady_clock::now();
@@ -45,7 +47,17 @@ constexpr double kWithin = 30;
 TEST(MpiFaults, AHealthyJobExitsZero) {
   const Job j = run_job("ok");
   EXPECT_EQ(j.status, 0) << j.output;
-  EXPECT_EQ(count_lines_with(j.output, "mpi_fault_rank: 2 ranks trained 8 steps"), 1) << j.output;
+  EXPECT_EQ(count_lines_with(j.output, "mpi_fault_rank: rank 0 of 2 trained 8 steps"), 1) << j.output;
+  EXPECT_EQ(count_lines_with(j.output, "mpi_fault_rank: rank 1 of 2 trained 8 steps"), 1) << j.output;
+}
+
+// Rank 1 asks to stop after step 3 (as an interrupt would): both ranks stop
+// after the same step, 3 + the lag of 2, and the job ends cleanly.
+TEST(MpiFaults, AStopOnOneRankStopsBothAfterTheSameStep) {
+  const Job j = run_job("stop");
+  EXPECT_EQ(j.status, 0) << j.output;
+  EXPECT_EQ(count_lines_with(j.output, "mpi_fault_rank: rank 0 of 2 trained 6 steps"), 1) << j.output;
+  EXPECT_EQ(count_lines_with(j.output, "mpi_fault_rank: rank 1 of 2 trained 6 steps"), 1) << j.output;
 }
 
 // Rank 1 throws; rank 0, blocked in that step's reduction, prints one line
@@ -65,6 +77,8 @@ TEST(MpiFaults, ARankKilledOutrightEndsTheJob) {
   EXPECT_NE(j.status, 0) << j.output;
   EXPECT_NE(j.status, 124) << "the job was still running at 60 s:\n" << j.output;
   EXPECT_LT(j.seconds, kWithin) << j.output;
+  EXPECT_GE(count_lines_with(j.output, "Killed"), 1) << "the launcher did not report the kill:\n" << j.output;
+  EXPECT_EQ(count_lines_with(j.output, "trained"), 0) << j.output;
 }
 
 // Rank 1's options differ: refused on every rank before any batch, one line
