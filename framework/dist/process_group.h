@@ -21,7 +21,6 @@
 #include <string>
 #include <vector>
 
-#include "framework/device.h"
 #include "framework/error.h"
 
 namespace amlp::dist {
