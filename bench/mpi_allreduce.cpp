@@ -5,7 +5,8 @@
 //                                  ranks (the queued op's MPI_Iallreduce, polled)
 //                                  and of a blocking MPI_Allreduce, 4 KiB..64 MiB,
 //                                  and the ring model 2(n-1)·α + 2(n-1)/n·bytes/β
-//                                  fitted to the former: α and β
+//                                  fitted to the former: β from the sizes of
+//                                  1 MiB and more, α from those of 64 KiB and less
 //   mpi_allreduce step [B] [steps] [blas threads]
 //                                  the book's MLP (Dense(2048,relu) → Dense(512,relu)
 //                                  → Dense(1), 512 features), global batch B (1024)
@@ -81,13 +82,17 @@ int sizes(dist::ProcessGroup& g) {
     ts.push_back(median(slowest(queued)));
     tb.push_back(median(slowest(blocking)));
   }
-  // t = a + b·bytes, weighted by 1/t² (relative errors: the small sizes count as much).
-  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    const double w = 1 / (ts[i] * ts[i]);
-    sw += w, sx += w * xs[i], sy += w * ts[i], sxx += w * xs[i] * xs[i], sxy += w * xs[i] * ts[i];
-  }
-  const double b = (sw * sxy - sx * sy) / (sw * sxx - sx * sx), a = (sy - b * sx) / sw;
+  // t = a + b·bytes: the slope b from the sizes of 1 MiB and more (least
+  // squares: bandwidth), the intercept a from those of 64 KiB and less
+  // (their mean excess over b·bytes: latency).
+  double n_l = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (xs[i] >= (1 << 20)) n_l += 1, sx += xs[i], sy += ts[i], sxx += xs[i] * xs[i], sxy += xs[i] * ts[i];
+  const double b = (n_l * sxy - sx * sy) / (n_l * sxx - sx * sx);
+  double a = 0, n_s = 0;
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (xs[i] <= (64 << 10)) a += ts[i] - b * xs[i], n_s += 1;
+  a = std::max(0.0, a / n_s);
   const double alpha = a / (2.0 * (n - 1)), beta = 2.0 * (n - 1) / n / b;
   if (g.rank() == 0) {
     for (size_t i = 0; i < xs.size(); ++i)
