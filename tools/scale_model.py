@@ -78,18 +78,27 @@ def buckets(grad_bytes, bucket):
     return out
 
 
-def step(fwd, bwd, grad_bytes, n, alpha, beta, bucket=0, per_tensor=1):
-    """Step seconds and exposed communication. per_tensor: reductions per layer
-    (2 with weight and bias reduced apart, as the engine does without buckets)."""
+def reductions(fwd, bwd, grad_bytes, n, alpha, beta, bucket=0, per_tensor=1):
+    """(start, end) of each reduction and the end of the backward, in seconds
+    from the step's start. per_tensor: reductions per layer (2 with weight and
+    bias reduced apart, as the engine does without buckets)."""
     t, done = fwd, []
     for b in bwd:
         t += b
         done.append(t)
-    bwd_end, comm = t, 0.0
+    spans, comm = [], 0.0
     for nbytes, i in buckets(grad_bytes, bucket):
         k = per_tensor if bucket == 0 else 1
-        comm = max(comm, done[i]) + k * 2 * (n - 1) * alpha * (n > 1) + ring_s(nbytes, n, 0, beta)
-    exposed = max(0.0, comm - bwd_end)
+        start = max(comm, done[i])
+        comm = start + k * 2 * (n - 1) * alpha * (n > 1) + ring_s(nbytes, n, 0, beta)
+        spans.append((start, comm))
+    return spans, t
+
+
+def step(fwd, bwd, grad_bytes, n, alpha, beta, bucket=0, per_tensor=1):
+    """Step seconds and exposed communication (the reductions' part after the backward)."""
+    spans, bwd_end = reductions(fwd, bwd, grad_bytes, n, alpha, beta, bucket, per_tensor)
+    exposed = max([0.0] + [end - bwd_end for _, end in spans])
     return bwd_end + exposed, exposed
 
 
@@ -116,7 +125,7 @@ def gpu_table(args):
         print(f"\n{name}: {params / 1e6:.1f} MB of gradients; per-rank memory {gib(mem):.2f} GiB "
               "(weights + gradients + reduced gradients + activations)")
         print(f"{'GPUs':>5} {'fabric':>15} {'step_ms':>9} {'samples/s':>12} {'exposed_ms':>10} {'exposed%':>8} "
-              f"{'efficiency':>10} {'batch for 90%':>13} {'best bucket':>12}")
+              f"{'efficiency':>10} {'batch for 90%':>13} {'best bucket (its step)':>24}")
         fwd1, bwd1 = compute_s(shape, args.batch, args.tflops * 1e12, args.launch_us * 1e-6)
         one, _ = step(fwd1, bwd1, grad_bytes, 1, 0, 1)
         for n in (8, 64, 512):
@@ -131,11 +140,11 @@ def gpu_table(args):
                 if eb <= 0.1 * tb:
                     need = b
                     break
-            best = min((step(fwd1, bwd1, grad_bytes, n, alpha, beta, bucket=c)[0], c)
+            best = min((step(fwd1, bwd1, grad_bytes, n, alpha, beta, bucket=c, per_tensor=2)[0], c)
                        for c in [0] + [2**k for k in range(16, 31)])
             print(f"{n:>5} {fab:>15} {t * 1e3:>9.3f} {n * args.batch / t:>12.0f} {exp * 1e3:>10.3f} "
                   f"{100 * exp / t:>7.1f}% {eff:>10.2f} {need if need else '>512Ki':>13} "
-                  f"{'per layer' if best[1] == 0 else f'{best[1] / 2**20:g} MiB':>12}")
+                  f"{('per layer' if best[1] == 0 else f'{best[1] / 2**20:g} MiB') + f' ({best[0] * 1e3:.3f} ms)':>24}")
     print("\n'batch for 90%': the per-GPU batch from which exposed communication is at most 10% of the step "
           "(below it, scaling stops paying); 'best bucket': the bucket size with the shortest step "
           "(one reduction per bucket of at least that many bytes, last layer first).")
@@ -153,8 +162,11 @@ def here(args):
     print(f"MODEL of the {args.ranks}-rank CPU step here, from measured alpha {args.alpha_us:g} us, "
           f"beta {args.beta_gbps:g} GB/s and measured compute (forward {args.forward_ms:g} ms, "
           f"backward per layer {args.backward_ms} ms, last layer first):")
-    for (nbytes, i), layer in zip(buckets(grad_bytes, 0), range(len(shape), 0, -1)):
-        print(f"  layer {layer}: {nbytes} gradient bytes, reduction {ring_s(nbytes, args.ranks, a, b) * 1e3:.3f} ms")
+    spans, bwd_end = reductions(args.forward_ms * 1e-3, bwd, grad_bytes, args.ranks, a, b, per_tensor=2)
+    for (nbytes, _), (start, end), layer in zip(buckets(grad_bytes, 0), spans, range(len(shape), 0, -1)):
+        share = max(0.0, end - max(start, bwd_end)) / (end - start) if end > start else 0.0
+        print(f"  layer {layer}: {nbytes} gradient bytes, reduction {(end - start) * 1e3:.3f} ms, "
+              f"exposed share {share:.2f}")
     print(f"  predicted step {t * 1e3:.2f} ms, exposed communication {exp * 1e3:.3f} ms, "
           f"samples/s {args.batch * args.ranks / t:.0f} (global batch {args.batch * args.ranks})")
     if args.measured_step_ms:
