@@ -12,6 +12,8 @@
 #include "framework/distributed.h"
 #include "framework/nn/dist_data_parallel.h"
 #include "models/mlp.h"
+#include "nn/one_network.h"
+#include "ops/gradcheck.h"
 #include "test_util.h"
 
 namespace amlp::testing {
@@ -38,29 +40,6 @@ std::vector<uint64_t> gather_checksums(uint64_t c) {
   return out;
 }
 
-// One process: the reference losses for `steps` batches of `batch` rows.
-std::vector<float> one_process(uint64_t seed, int64_t batch, int steps, float lr) {
-  manual_seed(seed);
-  auto net = make_net();
-  {
-    NoGradGuard ng;
-    net->forward(zeros({1, kFeatures}, kCpu));
-  }
-  SGD sgd(net->parameters(), lr);
-  L2Loss loss;
-  std::vector<float> losses;
-  for (int s = 0; s < steps; ++s) {
-    Tensor X = randn({batch, kFeatures}, kCpu), y = ones({batch}, kCpu);
-    Tensor l = loss(net->forward(X), y);
-    l.backward();
-    sgd.step(batch);
-    sgd.zero_grad();
-    NoGradGuard ng;
-    losses.push_back(mean(l).item());
-  }
-  return losses;
-}
-
 // 20 SGD steps with a global batch of 64 (an even split) and 63 (uneven):
 // every loss within 1e-5 relative of one process's, the losses read only at
 // the end (nothing waits in between but the checksums), and after every step
@@ -71,7 +50,7 @@ TEST(MpiDataParallel, TwoRanksFollowOneProcessOver20Steps) {
   constexpr float kLr = 0.05f;
   for (int64_t batch : {64, 63}) {
     SCOPED_TRACE("global batch " + std::to_string(batch));
-    const std::vector<float> one = one_process(5, batch, kSteps, kLr);
+    const std::vector<float> one = one_network_losses(make_net, kFeatures, 5, batch, kSteps, kLr);
     manual_seed(5);
     DistDataParallel ddp(group(), kCpu, make_net, kFeatures);
     SGD sgd(ddp.parameters(), kLr);
@@ -102,7 +81,7 @@ TEST(MpiDataParallel, TwoRanksFollowOneProcessOver20Steps) {
 // The reduced gradient is the gradient of the whole batch's summed loss:
 // analytic (ddp.backward, through the reduction across processes) against
 // central differences of the loss summed over every rank's rows, each weight
-// moved on every rank at once (tests/ops/gradcheck.h's bound, in double).
+// moved on every rank at once (tests/ops/gradcheck.h's bound, fd_bound, in double).
 TEST(MpiDataParallel, ReducedGradientMatchesFiniteDifferences) {
   NEED_RANKS();
   manual_seed(3);
@@ -142,21 +121,18 @@ TEST(MpiDataParallel, ReducedGradientMatchesFiniteDifferences) {
     for (size_t k = 0; k < ps.size(); ++k) {
       const std::vector<float> g = ps[k]->value.grad().to_host(), base = ps[k]->value.to_host();
       for (size_t j = 0; j < base.size(); ++j) {
-        constexpr float h = 1e-2f;
-        const float xp = base[j] + h, xm = base[j] - h;
-        std::vector<float> v = base;
-        v[j] = xp;
-        write(k, v);
-        const double fp = total();
-        v[j] = xm;
-        write(k, v);
-        const double fm = total();
+        auto at = [&](float x) {  // the summed loss with element j of parameter k at x, on every rank
+          std::vector<float> v = base;
+          v[j] = x;
+          write(k, v);
+          return total();
+        };
+        const float xp = base[j] + 1e-2f, xm = base[j] - 1e-2f;
+        const double fp = at(xp), fm = at(xm), step = double(xp) - double(xm);
         write(k, base);
-        const double step = double(xp) - double(xm);
-        const double num = (fp - fm) / step, ana = g[j];
-        const double noise = 16 * FLT_EPSILON * std::max({std::abs(y0), std::abs(fp), std::abs(fm)}) / step;
-        const double bound = 1e-5 + 1e-3 * std::max(std::abs(ana), std::abs(num)) + noise;
-        EXPECT_LE(std::abs(ana - num), bound) << "parameter " << k << "[" << j << "]: analytic " << ana << ", numeric " << num;
+        const double num = (fp - fm) / step;
+        EXPECT_LE(std::abs(g[j] - num), fd_bound(g[j], num, std::max({std::abs(y0), std::abs(fp), std::abs(fm)}), step))
+            << "parameter " << k << "[" << j << "]: analytic " << g[j] << ", numeric " << num;
       }
     }
     return;
