@@ -14,6 +14,8 @@ DistDataParallel::DistDataParallel(dist::ProcessGroup& g, Device device,
     : group_(&g), device_(device) {
   if (in_features <= 0)
     throw ShapeError(detail::concat("DistDataParallel: in_features must be positive, got ", in_features));
+  // On a GPU the communicator is made now (collective), not at the first reduction.
+  if (device_.is_cuda()) g.nccl_comm(device_.index);
   NoGradGuard ng;
   replica_ = make();
   replica_->forward(zeros({1, in_features}, device_));  // deferred initialisation draws the weights

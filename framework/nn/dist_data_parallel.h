@@ -34,8 +34,10 @@ namespace amlp {
 
 class DistDataParallel {
  public:
-  // Collective. Throws Error for in_features <= 0 or make() building
-  // different parameters on different ranks (then on every rank).
+  // Collective. On a GPU (cuda:local_rank, one per rank) it makes the
+  // group's NCCL communicator. Throws ShapeError for in_features <= 0,
+  // DistError on every rank when make() built different parameters on
+  // different ranks, or for a GPU in a build without NCCL.
   DistDataParallel(dist::ProcessGroup& g, Device device, const std::function<std::unique_ptr<Block>()>& make,
                    int64_t in_features);
 
