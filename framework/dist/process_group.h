@@ -8,8 +8,9 @@
 //   ProcessGroup& g = ProcessGroup::init();          // MPI_Init_thread under mpirun, else one rank
 //   g.check_same("options", options_text);           // refuses mismatched ranks, on every rank
 //   ... train; a failure: print one line, then g.abort_all(what, 1) ...
+//   if (g.agree_to_stop(interrupted)) break;          // each batch: every rank stops after the same one
 //   std::vector<std::vector<double>> f = g.gather({samples_per_s});   // rows on rank 0 only
-//   waitall();  g.finalize();
+//   g.finalize();                                     // waits for the queues, then ends MPI
 //
 // Without a launcher in the environment (no OMPI_COMM_WORLD_SIZE, PMI_SIZE
 // or PMIX_RANK) the group is this process alone: rank 0 of 1, no MPI call.
