@@ -27,6 +27,7 @@ LAYERS = [
     ("framework/cpu", 1),       # the CPU backend
     ("framework/cuda", 1),      # the CUDA backend
     ("framework/registry", 2),  # the one place that names the concrete backends
+    ("framework/dist", 2),      # the process group across ranks (MPI; NCCL bootstrapped over it)
     ("framework/ops", 3),       # the frontend ops
     ("framework/nn", 4),        # autograd's backward pass, layers, loss, optimizer
     ("models", 5),

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "models/mlp.h"
+#include "nn/one_network.h"
 #include "test_util.h"
 
 namespace amlp::testing {
@@ -146,26 +147,8 @@ TEST(DataParallel, TwoDevicesFollowOneDeviceOver20Steps) {
   constexpr int64_t kBatch = 64;
   constexpr int kSteps = 20;
   constexpr float kLr = 0.05f;
-  std::vector<float> one, two;
-  {
-    manual_seed(5);
-    auto net = make_net();
-    {
-      NoGradGuard ng;
-      net->forward(zeros({1, kFeatures}, Device::cpu(0)));
-    }
-    SGD sgd(net->parameters(), kLr);
-    L2Loss loss;
-    for (int s = 0; s < kSteps; ++s) {
-      Tensor X = randn({kBatch, kFeatures}, Device::cpu(0)), y = ones({kBatch}, Device::cpu(0));
-      Tensor l = loss(net->forward(X), y);
-      l.backward();
-      sgd.step(kBatch);
-      sgd.zero_grad();
-      NoGradGuard ng;
-      one.push_back(mean(l).item());
-    }
-  }
+  const std::vector<float> one = one_network_losses(make_net, kFeatures, 5, kBatch, kSteps, kLr);
+  std::vector<float> two;
   {
     manual_seed(5);
     DataParallel dp(cpus(2), make_net, kFeatures);

@@ -193,6 +193,14 @@ inline GradCheckReport check_gradients(const std::function<Tensor()>& f, const s
   return report;
 }
 
+// The bound above for one element, for checks that form their own central
+// differences (a gradient reduced across devices or processes): analytic
+// and numeric derivative, the largest |output| of the three evaluations,
+// and the step actually taken.
+inline double fd_bound(double analytic, double numeric, double ymax, double step, const GradCheckOptions& opt = {}) {
+  return opt.atol + opt.rtol * std::max(std::abs(analytic), std::abs(numeric)) + opt.fd_ulps * FLT_EPSILON * ymax / step;
+}
+
 // A leaf on `d` with the given host values.
 inline Tensor make_leaf(const Shape& s, const std::vector<float>& values, Device d) {
   NoGradGuard ng;

@@ -1,0 +1,32 @@
+// process_all_reduce.cpp — all_reduce_sum across the ranks of a process group
+// (framework/distributed.h): one queued op per call on this rank.
+#include "framework/distributed.h"
+#include "framework/ops/op.h"
+#include "framework/runtime.h"
+
+namespace amlp {
+
+using namespace ops;
+
+Tensor all_reduce_sum(const Tensor& x, dist::ProcessGroup& g) {
+  need_defined("all_reduce_sum", {&x});
+  DeviceContext& c = ctx_of(x);
+  const size_t n = count(x);
+  if (x.device().is_cuda()) {
+    void* comm = g.nccl_comm(x.device().index);  // may throw: before anything is allocated or queued
+    Tensor y = alloc(x.shape(), c);
+    enqueue(c, "nccl_all_reduce", {&x}, {&y}, [n, comm](Backend& be, const OpArgs& a) {
+      be.all_reduce_nccl(a.in(0), a.out(0), n, comm);
+    });
+    return y;
+  }
+  Tensor y = alloc(x.shape(), c);
+  DataQueueGuard on_comm_queue(x.device());  // the rank's communication queue
+  dist::ProcessGroup* group = &g;
+  enqueue(c, "mpi_all_reduce", {&x}, {&y}, [n, group](Backend&, const OpArgs& a) {
+    group->all_reduce_sum(a.in(0), a.out(0), n);
+  });
+  return y;
+}
+
+}  // namespace amlp
