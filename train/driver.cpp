@@ -1,10 +1,12 @@
 #include "train/driver.h"
 
 #include <algorithm>
+#include <chrono>
 #include <new>
 #include <ostream>
 
 #include "framework/asyncmlp.h"
+#include "train/distributed_run.h"
 #include "train/experiment.h"
 #include "train/interrupt.h"
 #include "train/run_plan.h"
@@ -18,6 +20,7 @@ namespace {
 // write it is reported but never masks the run's own error.
 void finish_trace(const Options& o, std::ostream& err, bool* ok, const std::string& failure) {
   if (o.trace.empty()) return;
+  dist::ProcessGroup* group = rank_group(o);
   try {
     std::vector<std::pair<std::string, std::string>> other;
     if (!failure.empty()) {
@@ -27,7 +30,19 @@ void finish_trace(const Options& o, std::ostream& err, bool* ok, const std::stri
     } else {
       other = {{"status", "completed"}};
     }
-    trace::stop_and_write(o.trace, other);
+    if (!group) {
+      trace::stop_and_write(o.trace, other);
+      return;
+    }
+    // Each rank writes its own; rank 0 merges them, its clock the trace's.
+    const double origin_us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count() -
+        double(trace::now_us());
+    other.emplace_back("steady_origin_us", std::to_string(origin_us));
+    other.emplace_back("ranks", std::to_string(group->size()));
+    trace::stop_and_write(dist::rank_path(o.trace, group->rank()), other);
+    group->barrier();
+    if (group->rank() == 0) merge_rank_traces(o.trace, group->size());
   } catch (const std::exception& e) {
     if (*ok) err << "train_mlp: error: " << e.what() << std::endl;
     *ok = false;
@@ -49,6 +64,12 @@ void apply_memory_limit(const Options& o) {
       set_memory_limit(d, 0, "none (--memory-limit none)");
     } else if (o.memory_limit) {
       set_memory_limit(d, *o.memory_limit / share, "--memory-limit" + of);
+    } else if (const dist::ProcessGroup* g = rank_group(o); g && !d.is_cuda()) {  // the ranks on this host share it
+      const size_t ranks_share = share * static_cast<size_t>(g->local_size());
+      const MemoryBudget host = host_memory_budget();
+      if (host.bytes)
+        set_memory_limit(d, host.bytes / ranks_share,
+                         host.source + ", a 1/" + std::to_string(ranks_share) + " share for each rank on this host");
     } else if (share > 1) {
       const MemoryBudget host = host_memory_budget();
       if (host.bytes) set_memory_limit(d, host.bytes / share, host.source + of);
@@ -58,14 +79,30 @@ void apply_memory_limit(const Options& o) {
 
 }  // namespace
 
-int run_driver(const Options& o, std::ostream& out, std::ostream& err, std::vector<RunResult>* results_out) {
+int run_driver(const Options& given, std::ostream& rank0_out, std::ostream& err, std::vector<RunResult>* results_out) {
+  // --distributed mpi: join the other ranks first (options checked alike: bad input, exit 2).
+  Options o = given;
+  if (given.distributed) {
+    try {
+      o = join_ranks(given);
+    } catch (const dist::DistError& e) {
+      dist::ProcessGroup* g = dist::ProcessGroup::current();
+      if (!g || g->rank() == 0) err << "train_mlp: error: " << e.what() << std::endl;  // rank 0 speaks for all
+      if (g) g->finalize();
+      return kExitBadInput;
+    }
+  }
+  dist::ProcessGroup* group = rank_group(o);
+  std::ostream quiet_rank(nullptr);  // the other ranks' lines would repeat rank 0's
+  std::ostream& out = group && group->rank() != 0 ? quiet_rank : rank0_out;
   std::vector<RunResult> results;
   bool ok = true;
   std::string failure;  // the one line reported
   const auto fail = [&](const std::string& what) {
     failure = what;
-    err << "train_mlp: error: " << what << std::endl;
+    err << "train_mlp: error: " << (group ? group->name() + ": " : "") << what << std::endl;
     ok = false;
+    if (group) group->abort_all(what, kExitRunFailed);  // every other rank names this one and exits
   };
   try {
     if (o.blocking) set_blocking(true);
@@ -74,11 +111,16 @@ int run_driver(const Options& o, std::ostream& out, std::ostream& err, std::vect
     apply_memory_limit(o);
     out << "model: " << models::make_mlp(o.hidden)->describe() << ", " << o.features << " features, " << o.batches
         << " batches of " << o.batch_size << ", lr " << o.lr << ", on " << (o.devices.empty() ? o.device.str() : o.devices_text)
-        << (o.devices.empty() ? "" : " (data parallel: one replica per device)") << std::endl;
+        << (o.devices.empty() ? "" : " (data parallel: one replica per device)")
+        << (group ? " (distributed: " + std::to_string(group->size()) + " ranks, one replica each, " +
+                        std::to_string(blas_threads()) + " BLAS threads per rank)"
+                  : "")
+        << std::endl;
     if (!o.trace.empty()) trace::start();
     Options resolved = o;
     resolved.host_work = resolve_host_work(o, out);  // --host-work match: measured once, for every mode
     run_plan(plan_runs(resolved), out, results);
+    gather_rank_figures(results);  // collective: rank 0's results gain every rank's figures
     switch (plan_kind(o)) {
       case PlanKind::Compare:
         print_compare_table(results, out);
@@ -107,7 +149,7 @@ int run_driver(const Options& o, std::ostream& out, std::ostream& err, std::vect
   }
   finish_trace(o, err, &ok, failure);
   // Written also for a failed or interrupted run: each run says how it ended.
-  if (!o.summary_json.empty()) {
+  if (!o.summary_json.empty() && (!group || group->rank() == 0)) {
     try {
       write_summary_json(o.summary_json, results);
     } catch (const std::exception& e) {
@@ -116,6 +158,7 @@ int run_driver(const Options& o, std::ostream& out, std::ostream& err, std::vect
     }
   }
   if (results_out) *results_out = results;
+  if (group) group->finalize();
   if (!ok) return kExitRunFailed;
   if (const int sig = interrupt_signal()) {
     const RunResult* last = results.empty() ? nullptr : &results.back();

@@ -52,6 +52,11 @@ void install_interrupt_handlers() {
 
 int interrupt_signal() { return g_signal.load(std::memory_order_relaxed); }
 
+void note_interrupt(int sig) {
+  int expected = 0;
+  g_signal.compare_exchange_strong(expected, sig);
+}
+
 const char* signal_name(int sig) {
   switch (sig) {
     case SIGINT: return "SIGINT";

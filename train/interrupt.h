@@ -16,6 +16,9 @@ namespace amlp::train {
 void install_interrupt_handlers();
 // 0 until the first SIGINT or SIGTERM arrives; then that signal's number.
 int interrupt_signal();
+// Sets interrupt_signal() to `sig` unless a signal came already: another
+// rank's interrupt, agreed across processes, stops this one alike.
+void note_interrupt(int sig);
 // "SIGINT", "SIGTERM" (or "signal N").
 const char* signal_name(int sig);
 

@@ -13,6 +13,8 @@
 #include "framework/error.h"
 #include "framework/ops.h"
 #include "framework/parse.h"
+#include "framework/process_group.h"
+#include "train/distributed_run.h"
 #include "train/help_text.h"
 #include "train/program_options.h"
 #include "train/run_plan.h"
@@ -124,6 +126,11 @@ po::options_description general_options() {
      "data parallelism: one replica per device (e.g. cpu:0,cpu:1 or cuda:0,cuda:1; replaces --device), "
      "each batch split between them (the first batch-size % n take one row more), the gradients "
      "all-reduced by queued ops (NCCL on GPUs), the same SGD step on every replica")
+    .option<bool>("distributed", "none|mpi", "none",
+     [](const std::string& t) { return read_distributed(t, dist::built_with_mpi()); },
+     "mpi: data parallelism across processes, run as `mpirun -np N train_mlp --distributed mpi ...`: one "
+     "rank per process, one replica on its --device (cuda: cuda:<rank on the host>), each batch split "
+     "across the ranks, the same losses as one process; not with --devices. Without mpirun: one rank")
     .option<SyncMode>("sync", "MODE", "batch", parse_sync_mode,
      "batch: read the loss after every batch (a blocking item()); none: never wait in the loop, "
      "waitall() at the end; every=K: read it after every K-th batch")
@@ -224,6 +231,7 @@ Options to_options(const po::variables_map& vm) {
     o.device_text = devs.devices[0].str();
     o.device_fell_back = false;
   }
+  o.distributed = vm["distributed"].as<bool>();
   o.sync = vm["sync"].as<SyncMode>();
   o.batches = vm["batches"].as<int>();
   o.batch_size = vm["batch-size"].as<int>();
@@ -341,6 +349,9 @@ ParseOutcome parse_options(const std::vector<std::string>& args) {
   }
   if (out.options.compare && out.options.compare_policies)
     return fail("--compare and --compare-policies each print a table of their own: choose one");
+  if (out.options.distributed && !out.options.devices.empty())
+    return fail("--devices and --distributed mpi do not combine: under mpirun each rank trains one replica on "
+                "its --device");
   if (out.options.devices.size() > static_cast<size_t>(out.options.batch_size))
     return fail("--devices: " + std::to_string(out.options.devices.size()) + " devices cannot split a batch of " +
                 std::to_string(out.options.batch_size) + " (--batch-size): each needs at least one row");

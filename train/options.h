@@ -49,6 +49,9 @@ struct RunSettings {
   bool check_finite = false;
   AllocPolicy alloc = AllocPolicy::Enqueue;  // --alloc enqueue|run
   bool data_queue = false;                   // --data-queue: data generated on the device's data queue
+  // --distributed mpi: one rank per process under mpirun, each batch split
+  // across the ranks (train/distributed_run.h); one rank alone trains as without it.
+  bool distributed = false;
   HostWork host_work;      // --host-work, --host-work-kind (the frontend's work per batch)
   std::string memory_log;  // "" = not written
   bool quiet = false;             // --quiet: no live status line

@@ -94,6 +94,7 @@ std::string throughput_terms(const RunResult& r) {
   std::string t = k == 1 ? std::to_string(n) + " x (h + d)"
                          : std::to_string(n) + " x max(h, d) + " +
                                (groups == 1 ? std::string("min(h, d)") : std::to_string(groups) + " x min(h, d)");
+  if (r.comm_alpha_s > 0) t += ", d + " + std::to_string(r.comm_exposed_s * 1e3).substr(0, 5) + " ms exposed comm";
   if (r.fresh_bytes && r.fresh_s_per_gib > 0) {
     char f[96];
     std::snprintf(f, sizeof f, " + %s fresh x %.2f s/GiB", format_mb(double(r.fresh_bytes)).c_str(), r.fresh_s_per_gib);

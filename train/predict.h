@@ -48,6 +48,7 @@
 #include <cstdint>
 #include <string>
 
+#include "framework/process_group.h"
 #include "train/run_result.h"
 #include "train/sync_policy.h"
 
@@ -100,6 +101,24 @@ double fresh_s_per_byte();
 bool may_need_fresh_memory(const RunSpec& s);
 // Fresh bytes below this cost too little to measure what backing them costs.
 constexpr size_t kFreshWorthMeasuring = size_t(64) << 20;
+
+// --- communication (--distributed mpi) -------------------------------------------
+// A run across processes adds the reductions' exposed time to d: each
+// layer's weight and bias are all-reduced (alpha + beta x bytes each, one at
+// a time on the communication queue) as soon as the backward queued them,
+// last layer first, overlapped with the backward of the layers before it;
+// what runs past the backward's end is exposed (and in batch mode the
+// loss's own reduction, alpha). The backward is taken as 2/3 of d, shared
+// between the layers by their in x out.
+struct CommCost {
+  double alpha_s = 0;          // an all-reduce's latency
+  double beta_s_per_byte = 0;  // its seconds per byte
+};
+// Collective, measured once per process (a few all-reduces of 4 bytes and
+// 4 MiB, rank 0's figures broadcast), then remembered.
+CommCost comm_cost(dist::ProcessGroup& g);
+// The exposed seconds per batch of a run of `s` whose device takes device_s per batch.
+double exposed_comm_s(const RunSpec& s, double device_s, const CommCost& c);
 
 // The models as --help states them.
 std::string models_help();

@@ -212,7 +212,11 @@ void RunMeter::finish(double wall_s) {
   // The cost of fresh memory is measured only for a run that needed some.
   const double per_byte = r.fresh_bytes >= kFreshWorthMeasuring ? fresh_s_per_byte() : 0;
   r.fresh_s_per_gib = per_byte * double(size_t(1) << 30);
-  const ThroughputTerms t{r.batches_done, r.model_every, r.host_s_per_batch, r.device_s_per_batch,
+  // Across processes the reductions' exposed time adds to the device's.
+  r.comm_exposed_s = r.comm_alpha_s > 0 ? exposed_comm_s(r.spec, r.device_s_per_batch,
+                                                         CommCost{r.comm_alpha_s, r.comm_beta_s_per_byte})
+                                        : 0;
+  const ThroughputTerms t{r.batches_done, r.model_every, r.host_s_per_batch, r.device_s_per_batch + r.comm_exposed_s,
                          per_byte > 0 ? r.fresh_bytes : 0, per_byte};
   r.fresh_s = fresh_s(t);
   r.predicted_wall_s = predicted_wall_s(t);

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "train/byte_size.h"
+#include "train/distributed_run.h"
 #include "train/experiment.h"
 #include "train/interrupt.h"
 
@@ -104,6 +105,8 @@ void run_plan(const std::vector<PlannedRun>& plan, std::ostream& out, std::vecto
       size_t bpb = 0;
       for (const RunResult& r : results) bpb = std::max(bpb, r.bytes_per_batch);
       s.max_pending_bytes = 2 * bpb;
+      if (dist::ProcessGroup* g = rank_group(s))  // every rank bounded alike
+        s.max_pending_bytes = static_cast<size_t>(rank0_value(*g, int64_t(s.max_pending_bytes)));
     }
     if (p.kind != PlanKind::Single) out << heading(PlannedRun{p.kind, s, p.tag, p.like, false}) << std::endl;
     try {
@@ -137,6 +140,7 @@ HostWork resolve_host_work(const RunSettings& settings, std::ostream& out) {
   }
   const RunResult r = run_experiment(c, quiet);
   w.ns = std::max<int64_t>(1000, static_cast<int64_t>(r.device_s_per_batch * 1e9));
+  if (dist::ProcessGroup* g = rank_group(settings)) w.ns = rank0_value(*g, w.ns);  // every rank works alike
   w.match_device = false;
   char line[160];
   std::snprintf(line, sizeof line,

@@ -59,6 +59,16 @@ struct DeviceResult {
   size_t start_reserved_bytes = 0, peak_reserved_bytes = 0;  // the pool's reserved bytes
 };
 
+// One rank's figures of a distributed run (--distributed mpi), gathered on
+// rank 0: its memory against its own prediction, its throughput and clocks.
+struct RankResult {
+  int rank = 0;
+  double samples_per_s = 0;  // the global batch's samples over this rank's wall time
+  double wall_s = 0;
+  size_t mem_increase_bytes = 0, predicted_increase_bytes = 0;
+  double host_s_per_batch = 0, device_s_per_batch = 0;
+};
+
 // A run's measurements, beside the spec it ran. Memory figures are the
 // devices' sums (the backlog and depth their maxima, d the slowest device's);
 // samples/s counts the whole batch.
@@ -107,8 +117,15 @@ struct RunResult {
   double predicted_wall_s = 0;
   std::vector<DeviceResult> per_device;  // one entry per device, in order
   int blas_threads = 0;  // each CPU GEMM's threads with --devices (0: as set)
+  // --distributed mpi with more than one rank: every rank's figures (rank 0's
+  // result; empty elsewhere and in other runs) and the communication model
+  // (train/predict.h): all-reduce latency alpha, seconds per byte beta, the
+  // reductions' exposed seconds per batch.
+  std::vector<RankResult> ranks;
+  double comm_alpha_s = 0, comm_beta_s_per_byte = 0, comm_exposed_s = 0;
 
   bool data_parallel() const { return !spec.devices.empty(); }
+  bool distributed() const { return !ranks.empty() || comm_alpha_s > 0; }
   const std::string& label() const { return spec.label; }
 };
 

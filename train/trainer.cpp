@@ -1,11 +1,15 @@
 #include "train/trainer.h"
 
 #include "models/mlp.h"
+#include "train/distributed_run.h"
 
 namespace amlp::train {
 
-Trainer::Trainer(const RunSettings& s, const std::vector<Device>& devices) {
-  if (s.devices.empty()) {
+Trainer::Trainer(const RunSettings& s, const std::vector<Device>& devices) : batch_(s.batch_size) {
+  if (dist::ProcessGroup* g = rank_group(s)) {  // the same weights as one process: rank 0's, broadcast
+    ddp_ = std::make_unique<DistDataParallel>(*g, devices[0], [&] { return models::make_mlp(s.hidden); }, s.features);
+    sgds_.emplace_back(ddp_->parameters(), s.lr, s.momentum);
+  } else if (s.devices.empty()) {
     net_ = models::make_mlp(s.hidden);
     NoGradGuard ng;
     net_->forward(zeros({1, s.features}, devices[0]));  // deferred initialisation; draws only the weights
@@ -17,10 +21,21 @@ Trainer::Trainer(const RunSettings& s, const std::vector<Device>& devices) {
 }
 
 std::vector<int64_t> Trainer::rows(int64_t batch) const {
+  if (ddp_) return {ddp_->local_rows(batch)};
   return dp_ ? dp_->split(batch) : std::vector<int64_t>{batch};
 }
 
+std::pair<Tensor, Tensor> Trainer::draw_batch(int64_t batch, int64_t features, Device d) const {
+  if (ddp_) return {ddp_->randn_local({batch, features}), ones({ddp_->local_rows(batch)}, d)};
+  return {randn({batch, features}, d), ones({batch}, d)};
+}
+
 std::vector<Tensor> Trainer::forward_backward(const Tensor& X, const Tensor& y) {
+  if (ddp_) {  // this rank's rows; each gradient summed across the ranks as it is queued
+    Tensor l = loss_(ddp_->replica().forward(X), y);
+    ddp_->backward(l);
+    return {l};
+  }
   if (!dp_) {
     Tensor l = loss_(net_->forward(X), y);  // (B)
     l.backward();
@@ -43,6 +58,7 @@ void Trainer::step(int64_t batch) {
 
 Tensor Trainer::mean_loss(const std::vector<Tensor>& ls) const {
   NoGradGuard ng;
+  if (ddp_) return ddp_->mean(ls[0], batch_);
   return dp_ ? dp_->mean(ls) : mean(ls[0]);
 }
 
