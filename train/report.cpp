@@ -58,7 +58,7 @@ void print_summary(const RunResult& r, std::ostream& out) {
     out << "  " << key << std::string(20 - std::min<size_t>(20, std::strlen(key)), ' ') << v << "\n";
   };
   out << "summary\n";
-  line("device", r.device);
+  line("device", r.device + (r.ranks.empty() ? "" : " on each of " + std::to_string(r.ranks.size()) + " ranks (--distributed mpi)"));
   const RunSpec& s = r.spec;
   std::string mode = to_string(s.sync);
   if (s.max_pending_ops || s.max_pending_bytes) {
@@ -111,6 +111,22 @@ void print_summary(const RunResult& r, std::ostream& out) {
       line(("  " + d.device).c_str(), buf);
     }
     if (r.blas_threads) line("BLAS threads", std::to_string(r.blas_threads) + " per CPU GEMM (the cores shared by the CPU devices)");
+  }
+  for (const RankResult& k : r.ranks) {  // across processes: each rank's own figures
+    std::snprintf(buf, sizeof buf, "memory +%s, predicted %s (%.3f); %.0f samples/s; h %.3f ms, d %.3f ms per batch",
+                  format_mb(double(k.mem_increase_bytes)).c_str(), format_mb(double(k.predicted_increase_bytes)).c_str(),
+                  k.predicted_increase_bytes ? double(k.mem_increase_bytes) / double(k.predicted_increase_bytes) : 0.0,
+                  k.samples_per_s, k.host_s_per_batch * 1e3, k.device_s_per_batch * 1e3);
+    line(("  rank " + std::to_string(k.rank)).c_str(), buf);
+  }
+  if (r.comm_alpha_s > 0) {
+    std::snprintf(buf, sizeof buf,
+                  "all-reduce alpha %.1f us, beta %.3f ms/MB; exposed %.3f ms per batch; step predicted %.3f ms "
+                  "(d + exposed), measured %.3f ms (wall / batches)",
+                  r.comm_alpha_s * 1e6, r.comm_beta_s_per_byte * 1e9, r.comm_exposed_s * 1e3,
+                  (r.device_s_per_batch + r.comm_exposed_s) * 1e3,
+                  r.batches_done ? r.wall_s / r.batches_done * 1e3 : 0.0);
+    line("communication", buf);
   }
   std::snprintf(buf, sizeof buf, "%.0f in the median batch of the second half, %.0f per batch overall, %llu in all",
                 r.minor_faults_steady_per_batch, r.minor_faults_per_batch,
@@ -174,6 +190,21 @@ void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out) {
                       d.predicted_increase_bytes / 1e6,
                       d.predicted_increase_bytes ? double(d.mem_increase_bytes) / double(d.predicted_increase_bytes) : 0.0,
                       d.peak_backlog_batches, d.device_s_per_batch * 1e3);
+        out << buf;
+      }
+  }
+
+  if (!rs[0].ranks.empty()) {  // across processes: each rank's memory against its own prediction
+    out << "\nper rank (--distributed mpi)\n";
+    std::snprintf(buf, sizeof buf, "%-10s %5s %12s %12s %9s %10s %9s %9s\n", "mode", "rank", "mem incr MB",
+                  "predicted MB", "meas/pred", "samples/s", "h ms", "d ms");
+    out << buf;
+    for (const RunResult& r : rs)
+      for (const RankResult& k : r.ranks) {
+        std::snprintf(buf, sizeof buf, "%-10s %5d %12.1f %12.1f %9.3f %10.0f %9.3f %9.3f\n", r.label().c_str(), k.rank,
+                      k.mem_increase_bytes / 1e6, k.predicted_increase_bytes / 1e6,
+                      k.predicted_increase_bytes ? double(k.mem_increase_bytes) / double(k.predicted_increase_bytes) : 0.0,
+                      k.samples_per_s, k.host_s_per_batch * 1e3, k.device_s_per_batch * 1e3);
         out << buf;
       }
   }

@@ -23,6 +23,15 @@ std::string summary_json(const std::vector<RunResult>& runs) {
                          {"peak_backlog_bytes", d.peak_backlog_bytes},
                          {"working_set_bytes", d.working_set_bytes},
                          {"device_s_per_batch", d.device_s_per_batch}});
+    nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+    for (const RankResult& k : r.ranks)
+      ranks.push_back({{"rank", k.rank},
+                       {"samples_per_s", k.samples_per_s},
+                       {"wall_s", k.wall_s},
+                       {"mem_increase_bytes", k.mem_increase_bytes},
+                       {"predicted_increase_bytes", k.predicted_increase_bytes},
+                       {"host_s_per_batch", k.host_s_per_batch},
+                       {"device_s_per_batch", k.device_s_per_batch}});
     // Keys in this order; a non-finite number (final_loss of a diverged run) is written as null.
     const RunSpec& s = r.spec;
     doc.push_back({{"mode", to_string(s.sync)},
@@ -77,7 +86,12 @@ std::string summary_json(const std::vector<RunResult>& runs) {
                    {"devices", devices},
                    {"fresh_bytes", r.fresh_bytes},
                    {"fresh_s_per_gib", r.fresh_s_per_gib},
-                   {"fresh_s", r.fresh_s}});
+                   {"fresh_s", r.fresh_s},
+                   {"distributed", s.distributed},
+                   {"ranks", ranks},
+                   {"comm_alpha_s", r.comm_alpha_s},
+                   {"comm_beta_s_per_byte", r.comm_beta_s_per_byte},
+                   {"comm_exposed_s_per_batch", r.comm_exposed_s}});
   }
   return doc.dump(2, ' ', /*ensure_ascii=*/false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }

@@ -11,7 +11,12 @@
 // A failed run ("status": "failed", "error": the one line printed) and an
 // interrupted one ("interrupted": true) carry what was measured until they stopped.
 // "fresh_bytes", "fresh_s_per_gib" (0: not measured) and "fresh_s" are the
-// throughput model's fresh-memory term (train/predict.h).
+// throughput model's fresh-memory term (train/predict.h). A run across
+// processes (--distributed mpi, rank 0 writes the file) has "ranks": each
+// rank's {"rank", "samples_per_s", "wall_s", "mem_increase_bytes",
+// "predicted_increase_bytes", "host_s_per_batch", "device_s_per_batch"},
+// and the communication term: "comm_alpha_s", "comm_beta_s_per_byte",
+// "comm_exposed_s_per_batch" (otherwise empty and 0).
 #pragma once
 #include <string>
 #include <vector>
