@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,18 @@
 #include "train/byte_size.h"
 
 namespace amlp::train {
+
+namespace {
+
+// The shortest of %.6g and %.9g that reads back as `v`: "0.01", not "0.00999999978".
+std::string float_text(float v) {
+  char t[32];
+  std::snprintf(t, sizeof t, "%.6g", double(v));
+  if (std::strtof(t, nullptr) != v) std::snprintf(t, sizeof t, "%.9g", double(v));
+  return t;
+}
+
+}  // namespace
 
 bool read_distributed(const std::string& t, bool with_mpi) {
   if (t == "none") return false;
@@ -29,9 +42,7 @@ std::string options_text(const Options& o) {
   for (int64_t h : o.hidden.hidden) hidden += (hidden.empty() ? "" : ",") + std::to_string(h);
   std::string every;
   for (int k : o.compare_every) every += (every.empty() ? "" : ",") + std::to_string(k);
-  char lr[64], momentum[64];
-  std::snprintf(lr, sizeof lr, "%.9g", double(o.lr));
-  std::snprintf(momentum, sizeof momentum, "%.9g", double(o.momentum));
+  const std::string lr = float_text(o.lr), momentum = float_text(o.momentum);
   t << "device=" << o.device_text << "\nsync=" << to_string(o.sync) << "\nbatches=" << o.batches
     << "\nbatch-size=" << o.batch_size << "\nfeatures=" << o.features << "\nhidden=" << hidden << "\nlr=" << lr
     << "\nmomentum=" << momentum << "\nseed=" << o.seed << "\nmax-pending=" << o.max_pending_ops

@@ -158,16 +158,18 @@ int run_driver(const Options& given, std::ostream& rank0_out, std::ostream& err,
     }
   }
   if (results_out) *results_out = results;
-  if (group) group->finalize();
-  if (!ok) return kExitRunFailed;
-  if (const int sig = interrupt_signal()) {
+  int status = 0;
+  if (!ok) {
+    status = kExitRunFailed;
+  } else if (const int sig = interrupt_signal()) {
     const RunResult* last = results.empty() ? nullptr : &results.back();
     err << "train_mlp: interrupted at batch " << (last ? last->batches_done : 0) << " of "
         << (last ? last->spec.batches : o.batches) << " (" << signal_name(sig)
         << "): the queued batches finished; the summary and trace say \"interrupted\"" << std::endl;
-    return 128 + sig;
+    status = 128 + sig;
   }
-  return 0;
+  if (group) group->finalize();  // last: a launcher ending the job may not wait for it
+  return status;
 }
 
 }  // namespace amlp::train

@@ -1,0 +1,222 @@
+// mpi_train.cpp — train_mlp --distributed mpi under `mpirun -np 2`: the same
+// losses as one process, each rank's memory log and rank 0's summary and
+// trace with both ranks, and every way a job ends: a rank that fails, a rank
+// killed outright, SIGINT to mpirun, options that differ between ranks. Each
+// case starts its jobs itself (train_mlp found beside this test) and checks
+// how they ended, what they wrote, and that they ended within 30 s.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "test_paths.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Job {
+  int status = -1;  // the shell's exit status (137: killed at the time limit)
+  double seconds = 0;
+  std::string output;
+};
+
+// Runs `script` with sh in `dir`, mpirun as MPIRUN and train_mlp as TRAIN,
+// killed at 90 s.
+Job run_script(const std::string& dir, const std::string& script) {
+  const std::string cmd = "cd '" + dir + "' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MPIRUN='" +
+                          std::string(ASYNCMLP_MPIEXEC) + " --oversubscribe' TRAIN='" +
+                          amlp::testing::program_path("train_mlp") + "' timeout -s KILL 90 sh -c '" + script +
+                          "' 2>&1";
+  Job job;
+  const auto t0 = std::chrono::steady_clock::now();
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return job;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) job.output.append(buf, n);
+  const int st = pclose(p);
+  job.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  job.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return job;
+}
+
+int count_lines_with(const std::string& text, const std::string& what) {
+  std::istringstream in(text);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) n += line.find(what) != std::string::npos;
+  return n;
+}
+
+// The loss column of a memory log, one entry per row.
+std::vector<double> losses(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  std::vector<double> out;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream row(line);
+    for (std::string c; std::getline(row, c, ',');) cells.push_back(c);
+    out.push_back(cells.size() > 7 && !cells[7].empty() ? std::stod(cells[7]) : NAN);
+  }
+  return out;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+class MpiTrain : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("amlp_mpi_train_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string dir() const { return dir_.string(); }
+  std::string file(const std::string& name) const { return (dir_ / name).string(); }
+
+  fs::path dir_;
+};
+
+// A small model: an odd global batch, so the ranks take 33 and 32 rows.
+const std::string kShape = "--device cpu --batch-size 65 --features 24 --hidden 48,16 --quiet";
+const std::string kRun = kShape + " --batches 12";
+
+TEST_F(MpiTrain, TwoRanksTrainAsOneProcess) {
+  const Job one = run_script(dir(), "$TRAIN " + kRun + " --memory-log one.csv --summary-json one.json");
+  ASSERT_EQ(one.status, 0) << one.output;
+  const Job two = run_script(dir(), "$MPIRUN -np 2 $TRAIN " + kRun +
+                                        " --distributed mpi --memory-log two.csv --summary-json two.json");
+  ASSERT_EQ(two.status, 0) << two.output;
+  const std::vector<double> a = losses(file("one.csv")), b = losses(file("two.rank0.csv")),
+                            c = losses(file("two.rank1.csv"));
+  ASSERT_EQ(a.size(), 12u);
+  ASSERT_EQ(b.size(), a.size());
+  ASSERT_EQ(c.size(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_NEAR(b[i], a[i], 1e-5 * std::fabs(a[i])) << "batch " << i + 1;
+    EXPECT_EQ(c[i], b[i]) << "batch " << i + 1 << ": the ranks read the same global loss";
+  }
+  const double final_one = read_json(file("one.json"))[0]["final_loss"];
+  const double final_two = read_json(file("two.json"))[0]["final_loss"];
+  EXPECT_EQ(final_two, final_one);
+  // Without mpirun, --distributed mpi is one rank: the losses of one process, exactly.
+  const Job alone = run_script(dir(), "$TRAIN " + kRun + " --distributed mpi --memory-log alone.csv");
+  ASSERT_EQ(alone.status, 0) << alone.output;
+  EXPECT_EQ(losses(file("alone.csv")), a);
+}
+
+TEST_F(MpiTrain, EachRankLogsAndRankZeroSummarizesBoth) {
+  const Job j = run_script(dir(), "$MPIRUN -np 2 $TRAIN " + kRun +
+                                      " --sync none --distributed mpi --memory-log mem.csv --summary-json s.json "
+                                      "--trace t.json");
+  ASSERT_EQ(j.status, 0) << j.output;
+  EXPECT_EQ(count_lines_with(j.output, "summary"), 1) << "rank 0 alone prints:\n" << j.output;
+  EXPECT_EQ(count_lines_with(j.output, "    rank 0 "), 1) << j.output;
+  EXPECT_EQ(count_lines_with(j.output, "    rank 1 "), 1) << j.output;
+  for (const char* log : {"mem.rank0.csv", "mem.rank1.csv"}) EXPECT_EQ(losses(file(log)).size(), 12u) << log;
+  EXPECT_FALSE(fs::exists(file("mem.csv")));
+  const nlohmann::json s = read_json(file("s.json"));
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_TRUE(s[0]["distributed"].get<bool>());
+  ASSERT_EQ(s[0]["ranks"].size(), 2u);
+  for (int r = 0; r < 2; ++r) {
+    const nlohmann::json& k = s[0]["ranks"][r];
+    EXPECT_EQ(k["rank"], r);
+    EXPECT_GT(k["samples_per_s"].get<double>(), 0);
+    EXPECT_GT(k["mem_increase_bytes"].get<double>(), 0);
+    EXPECT_GT(k["predicted_increase_bytes"].get<double>(), 0);
+    EXPECT_GT(k["device_s_per_batch"].get<double>(), 0);
+  }
+  EXPECT_GT(s[0]["comm_alpha_s"].get<double>(), 0);
+  // One trace, each rank a process with its queues and its reductions.
+  const nlohmann::json t = read_json(file("t.json"));
+  std::set<int> pids, reducing;
+  for (const nlohmann::json& e : t["traceEvents"]) {
+    pids.insert(e["pid"].get<int>());
+    if (e["name"] == "mpi_all_reduce") reducing.insert(e["pid"].get<int>());
+  }
+  EXPECT_EQ(pids, (std::set<int>{0, 1}));
+  EXPECT_EQ(reducing, (std::set<int>{0, 1}));
+  EXPECT_FALSE(fs::exists(file("t.rank0.json")));
+  EXPECT_FALSE(fs::exists(file("t.rank1.json")));
+}
+
+// Rank 1 cannot write its memory log (/dev/full): it fails with its line,
+// rank 0 prints one line naming rank 1 and its error, and the job ends.
+TEST_F(MpiTrain, ARankThatFailsEndsEveryRank) {
+  fs::create_symlink("/dev/full", file("mem.rank1.csv"));
+  const Job j = run_script(dir(), "$MPIRUN -np 2 $TRAIN " + kShape + " --batches 100000 --distributed mpi --memory-log mem.csv");
+  EXPECT_NE(j.status, 0) << j.output;
+  EXPECT_LT(j.seconds, 30) << j.output;
+  EXPECT_EQ(count_lines_with(j.output, "train_mlp: error: rank 1 of 2: run 'batch' failed"), 1) << j.output;
+  EXPECT_EQ(count_lines_with(j.output, "train_mlp: error: rank 1 of 2 failed: run 'batch' failed"), 1) << j.output;
+  EXPECT_EQ(count_lines_with(j.output, "No space left on device"), 2) << j.output;
+}
+
+// The ranks' pids: mpirun's children, told apart by OMPI_COMM_WORLD_RANK.
+const std::string kKillRank1 =
+    "for p in $(pgrep -P $M); do tr \"\\0\" \"\\n\" < /proc/$p/environ | grep -qx OMPI_COMM_WORLD_RANK=1 && "
+    "kill -KILL $p; done; ";
+// Starts a long job in the background (its output in job.txt) and waits
+// until rank 1 logged 20 batches.
+const std::string kStartLong =
+    "$MPIRUN -np 2 $TRAIN " + kShape +
+    " --batches 10000000 --sync every=10 --distributed mpi --memory-log mem.csv --summary-json s.json > job.txt "
+    "2>&1 & M=$!; i=0; while [ $(cat mem.rank1.csv 2>/dev/null | wc -l) -lt 20 ] && [ $i -lt 600 ]; do sleep 0.05; "
+    "i=$((i+1)); done; ";
+
+TEST_F(MpiTrain, ARankKilledOutrightEndsTheJob) {
+  const Job j = run_script(dir(), kStartLong + kKillRank1 + "wait $M; echo \"mpirun exited $?\"; cat job.txt");
+  EXPECT_NE(j.status, 137) << "still running at 90 s:\n" << j.output;
+  EXPECT_LT(j.seconds, 30 + 5) << j.output;
+  EXPECT_EQ(count_lines_with(j.output, "mpirun exited 0"), 0) << j.output;
+  EXPECT_EQ(count_lines_with(j.output, "mpirun exited"), 1) << j.output;
+  EXPECT_EQ(count_lines_with(j.output, "summary"), 0) << j.output;
+}
+
+// mpirun turns SIGINT into SIGTERM on every rank: each stops queueing, the
+// ranks agree on the batch to stop after, and rank 0's summary says so.
+TEST_F(MpiTrain, SigintToMpirunEndsEveryRankWithTheSummaryMarkedInterrupted) {
+  const Job j = run_script(dir(), kStartLong + "kill -INT $M; wait $M; echo \"mpirun exited $?\"; cat job.txt");
+  EXPECT_NE(j.status, 137) << "still running at 90 s:\n" << j.output;
+  EXPECT_LT(j.seconds, 30 + 5) << j.output;
+  EXPECT_EQ(count_lines_with(j.output, "mpirun exited 0"), 0) << j.output;
+  EXPECT_EQ(count_lines_with(j.output, "train_mlp: interrupted at batch"), 2) << j.output;
+  const nlohmann::json s = read_json(file("s.json"));
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0]["status"], "interrupted");
+  EXPECT_TRUE(s[0]["interrupted"].get<bool>());
+  EXPECT_EQ(s[0]["ranks"].size(), 2u);
+  EXPECT_GE(s[0]["batches_done"].get<int>(), 20);
+  const size_t rows0 = losses(file("mem.rank0.csv")).size(), rows1 = losses(file("mem.rank1.csv")).size();
+  EXPECT_EQ(rows0, rows1) << "the ranks stopped after different batches";
+  EXPECT_EQ(rows0, s[0]["batches_done"].get<size_t>());
+}
+
+TEST_F(MpiTrain, OptionsThatDifferBetweenRanksAreRefusedBeforeAnyBatch) {
+  const Job j = run_script(dir(), "$MPIRUN -np 1 $TRAIN " + kRun + " --distributed mpi --lr 0.01 --memory-log m.csv : -np 1 $TRAIN " +
+                                      kRun + " --distributed mpi --lr 0.02 --memory-log m.csv");
+  EXPECT_EQ(j.status, 2) << j.output;
+  EXPECT_LT(j.seconds, 30) << j.output;
+  EXPECT_EQ(count_lines_with(j.output, "train_mlp: error: rank 1's options differ from rank 0's: 'lr=0.02' vs 'lr=0.01'"), 1)
+      << j.output;
+  EXPECT_EQ(count_lines_with(j.output, "batch "), 0) << j.output;
+  EXPECT_FALSE(fs::exists(file("m.rank0.csv")));
+}
+
+}  // namespace
