@@ -10,8 +10,9 @@ lacks it, the script runs itself again with /usr/bin/python3.
 
 Inputs, by extension:
   *.csv   memory logs (--memory-log; one per mode with --compare: memory.batch.csv,
-          memory.none.csv, memory.every10.csv, memory.bounded.csv ...). The mode is
-          read from the file name.
+          memory.none.csv, memory.every10.csv, memory.bounded.csv ...; one per rank with
+          --distributed mpi: memory.rank0.csv, memory.rank1.csv, each a line of its own).
+          The mode and the rank are read from the file name.
   *.json  summaries (--summary-json): one object per run, or a list of them.
 
 Panels (each drawn when its data is there):
@@ -46,10 +47,17 @@ class InputError(Exception):
 
 
 def mode_of_file(path):
-    """out/memory.every10.csv -> 'every=10', out/memory.none.csv -> 'none', out/x.csv -> 'x'."""
-    tag = os.path.basename(path)[:-len(".csv")].rsplit(".", 1)[-1]
+    """out/memory.every10.csv -> 'every=10', out/memory.none.csv -> 'none', out/x.csv -> 'x'; a rank's log
+    (--distributed mpi) names its rank: out/memory.rank1.csv -> 'rank 1', out/memory.rank1.none.csv -> 'none rank 1'."""
+    parts = os.path.basename(path)[:-len(".csv")].split(".")
+    ranks = [p[len("rank"):] for p in parts[1:] if re.fullmatch(r"rank\d+", p)]
+    rest = [p for p in parts[1:] if not re.fullmatch(r"rank\d+", p)]
+    tag = rest[-1] if rest else parts[0]
     m = re.fullmatch(r"every(\d+)", tag)
-    return "every=" + m.group(1) if m else tag
+    mode = "every=" + m.group(1) if m else tag
+    if not ranks:
+        return mode
+    return ("%s rank %s" % (mode, ranks[-1])) if rest else "rank " + ranks[-1]
 
 
 def mode_rank(label):
