@@ -113,7 +113,7 @@ int run_driver(const Options& given, std::ostream& rank0_out, std::ostream& err,
         << " batches of " << o.batch_size << ", lr " << o.lr << ", on " << (o.devices.empty() ? o.device.str() : o.devices_text)
         << (o.devices.empty() ? "" : " (data parallel: one replica per device)")
         << (group ? " (distributed: " + std::to_string(group->size()) + " ranks, one replica each, " +
-                        std::to_string(blas_threads()) + " BLAS threads per rank)"
+                        std::to_string(blas_threads()) + " BLAS thread" + (blas_threads() == 1 ? "" : "s") + " per rank)"
                   : "")
         << std::endl;
     if (!o.trace.empty()) trace::start();

@@ -3,45 +3,22 @@
 // and checks how the job ended, what it printed, and that it ended within
 // 30 s (a job that hangs is killed at 60 s and fails the case).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <chrono>
-#include <cstdio>
-#include <sstream>
 #include <string>
 
+#include "dist/mpi_job.h"
 #include "test_paths.h"
 
 namespace {
 
-struct Job {
-  int status = -1;  // exit status of mpirun (124 / 137: it was still running at 60 s)
-  double seconds = 0;
-  std::string output;  // stdout and stderr of every rank and of mpirun
-};
+using amlp::testing::count_lines_with;
+using amlp::testing::Job;
 
 Job run_job(const std::string& scenario) {
   // OpenMPI's mpirun refuses to run as root (CI containers) without these two.
-  const std::string cmd = std::string("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -s KILL 60 ") +
-                          ASYNCMLP_MPIEXEC + " --oversubscribe -np 2 " +
-                          amlp::testing::program_path("mpi_fault_rank") + " " + scenario + " 2>&1";
-  Job job;
-  const auto t0 = std::chrono::steady_clock::now();
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return job;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) job.output.append(buf, n);
-  const int st = pclose(p);
-  job.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  job.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return job;
-}
-
-int count_lines_with(const std::string& text, const std::string& what) {
-  std::istringstream in(text);
-  int n = 0;
-  for (std::string line; std::getline(in, line);) n += line.find(what) != std::string::npos;
-  return n;
+  return amlp::testing::run_job_command(
+      std::string("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -s KILL 60 ") + ASYNCMLP_MPIEXEC +
+      " --oversubscribe -np 2 " + amlp::testing::program_path("mpi_fault_rank") + " " + scenario + " 2>&1");
 }
 
 constexpr double kWithin = 30;

@@ -5,10 +5,8 @@
 // case starts its jobs itself (train_mlp found beside this test) and checks
 // how they ended, what they wrote, and that they ended within 30 s.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -19,42 +17,24 @@
 #include <string>
 #include <vector>
 
+#include "dist/mpi_job.h"
 #include "test_paths.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Job {
-  int status = -1;  // the shell's exit status (137: killed at the time limit)
-  double seconds = 0;
-  std::string output;
-};
+using amlp::testing::count_lines_with;
+using amlp::testing::Job;
 
 // Runs `script` with sh in `dir`, mpirun as MPIRUN and train_mlp as TRAIN,
-// killed at 90 s.
+// killed at 90 s (status 137).
 Job run_script(const std::string& dir, const std::string& script) {
-  const std::string cmd = "cd '" + dir + "' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MPIRUN='" +
-                          std::string(ASYNCMLP_MPIEXEC) + " --oversubscribe' TRAIN='" +
-                          amlp::testing::program_path("train_mlp") + "' timeout -s KILL 90 sh -c '" + script +
-                          "' 2>&1";
-  Job job;
-  const auto t0 = std::chrono::steady_clock::now();
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return job;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) job.output.append(buf, n);
-  const int st = pclose(p);
-  job.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  job.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return job;
-}
-
-int count_lines_with(const std::string& text, const std::string& what) {
-  std::istringstream in(text);
-  int n = 0;
-  for (std::string line; std::getline(in, line);) n += line.find(what) != std::string::npos;
-  return n;
+  return amlp::testing::run_job_command("cd '" + dir +
+                                        "' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MPIRUN='" +
+                                        std::string(ASYNCMLP_MPIEXEC) + " --oversubscribe' TRAIN='" +
+                                        amlp::testing::program_path("train_mlp") + "' timeout -s KILL 90 sh -c '" +
+                                        script + "' 2>&1");
 }
 
 // The loss column of a memory log, one entry per row.
