@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <ostream>
@@ -99,7 +100,12 @@ std::string heading(const PlannedRun& p) {
 
 void run_plan(const std::vector<PlannedRun>& plan, std::ostream& out, std::vector<RunResult>& results) {
   for (const PlannedRun& p : plan) {
-    if (interrupt_signal()) break;  // the interrupted run was the last
+    // The interrupted run was the last; across processes every rank decides alike.
+    dist::ProcessGroup* g = rank_group(p.spec);
+    if (g ? any_rank(*g, interrupt_signal() != 0) : interrupt_signal() != 0) {
+      note_interrupt(SIGINT);  // another rank's, when this one had none
+      break;
+    }
     RunSpec s = p.spec;
     if (p.bound_from_earlier) {
       size_t bpb = 0;
