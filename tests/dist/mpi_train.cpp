@@ -148,10 +148,12 @@ TEST_F(MpiTrain, ARankThatFailsEndsEveryRank) {
   EXPECT_EQ(count_lines_with(j.output, "No space left on device"), 2) << j.output;
 }
 
-// The ranks' pids: mpirun's children, told apart by OMPI_COMM_WORLD_RANK.
-const std::string kKillRank1 =
-    "for p in $(pgrep -P $M); do tr \"\\0\" \"\\n\" < /proc/$p/environ | grep -qx OMPI_COMM_WORLD_RANK=1 && "
-    "kill -KILL $p; done; ";
+// Sends `signal` to rank 1: mpirun's child whose OMPI_COMM_WORLD_RANK is 1.
+std::string signal_rank1(const std::string& signal) {
+  return "for p in $(pgrep -P $M); do tr \"\\0\" \"\\n\" < /proc/$p/environ | grep -qx OMPI_COMM_WORLD_RANK=1 && "
+         "kill -" + signal + " $p; done; ";
+}
+const std::string kKillRank1 = signal_rank1("KILL");
 // Starts a long job in the background (its output in job.txt) and waits
 // until rank 1 logged 20 batches.
 const std::string kStartLong =
@@ -183,6 +185,21 @@ TEST_F(MpiTrain, SigintToMpirunEndsEveryRankWithTheSummaryMarkedInterrupted) {
   EXPECT_TRUE(s[0]["interrupted"].get<bool>());
   EXPECT_EQ(s[0]["ranks"].size(), 2u);
   EXPECT_GE(s[0]["batches_done"].get<int>(), 20);
+  const size_t rows0 = losses(file("mem.rank0.csv")).size(), rows1 = losses(file("mem.rank1.csv")).size();
+  EXPECT_EQ(rows0, rows1) << "the ranks stopped after different batches";
+  EXPECT_EQ(rows0, s[0]["batches_done"].get<size_t>());
+}
+
+// SIGINT to one rank alone: the ranks vote, both stop after the same batch,
+// finish, write everything marked interrupted and exit 130, and so does mpirun.
+TEST_F(MpiTrain, AnInterruptOnOneRankStopsEveryRankAfterTheSameBatch) {
+  const Job j = run_script(dir(), kStartLong + signal_rank1("INT") + "wait $M; echo \"mpirun exited $?\"; cat job.txt");
+  EXPECT_LT(j.seconds, 30 + 5) << j.output;
+  EXPECT_EQ(count_lines_with(j.output, "mpirun exited 130"), 1) << j.output;
+  EXPECT_EQ(count_lines_with(j.output, "(SIGINT): the queued batches finished"), 2) << j.output;
+  const nlohmann::json s = read_json(file("s.json"));
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0]["status"], "interrupted");
   const size_t rows0 = losses(file("mem.rank0.csv")).size(), rows1 = losses(file("mem.rank1.csv")).size();
   EXPECT_EQ(rows0, rows1) << "the ranks stopped after different batches";
   EXPECT_EQ(rows0, s[0]["batches_done"].get<size_t>());
