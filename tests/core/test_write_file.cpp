@@ -474,13 +474,20 @@ void expect_summary(const nlohmann::json& s) {
                         "devices",
                         "fresh_bytes",
                         "fresh_s_per_gib",
-                        "fresh_s"};
+                        "fresh_s",
+                        "distributed",
+                        "ranks",
+                        "comm_alpha_s",
+                        "comm_beta_s_per_byte",
+                        "comm_exposed_s_per_batch"};
   for (const nlohmann::json& run : s) {
     EXPECT_EQ(run.size(), std::size(keys));
     for (const char* key : keys) EXPECT_TRUE(run.contains(key)) << key;
   }
   EXPECT_EQ(s[0].at("mode"), "none");
   EXPECT_EQ(s[0].at("label"), "label \"quoted\"\\");
+  EXPECT_FALSE(s[0].at("distributed").get<bool>());  // one process: no ranks
+  EXPECT_TRUE(s[0].at("ranks").empty());
   EXPECT_EQ(s[0].at("batches"), 3);
   EXPECT_EQ(s[0].at("wall_s"), 0.25);
   EXPECT_EQ(s[0].at("mem_increase_bytes").get<uint64_t>(), uint64_t(3) << 40);
