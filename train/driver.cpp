@@ -40,8 +40,14 @@ void finish_trace(const Options& o, std::ostream& err, bool* ok, const std::stri
         double(trace::now_us());
     other.emplace_back("steady_origin_us", std::to_string(origin_us));
     other.emplace_back("ranks", std::to_string(group->size()));
-    trace::stop_and_write(dist::rank_path(o.trace, group->rank()), other);
+    std::string own_failure;  // reported after the barrier, which every rank must reach
+    try {
+      trace::stop_and_write(dist::rank_path(o.trace, group->rank()), other);
+    } catch (const std::exception& e) {
+      own_failure = e.what();
+    }
     group->barrier();
+    if (!own_failure.empty()) throw Error(own_failure);
     if (group->rank() == 0) merge_rank_traces(o.trace, group->size());
   } catch (const std::exception& e) {
     if (*ok) err << "train_mlp: error: " << e.what() << std::endl;

@@ -11,8 +11,8 @@
 #include <memory>
 #include <new>
 #include <optional>
-#include <tuple>
 #include <ostream>
+#include <tuple>
 #include <utility>
 
 #include "framework/asyncmlp.h"
