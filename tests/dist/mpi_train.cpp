@@ -136,6 +136,28 @@ TEST_F(MpiTrain, EachRankLogsAndRankZeroSummarizesBoth) {
   EXPECT_FALSE(fs::exists(file("t.rank1.json")));
 }
 
+// --compare's runs one after the other, each across both ranks, with host
+// work calibrated on rank 0 and the allocation policy run: every mode ends at
+// one process's loss, and every rank's figures are in each run's summary.
+TEST_F(MpiTrain, EveryModeRunsAcrossTheRanks) {
+  const std::string opts = kRun + " --compare --host-work match --alloc run";
+  const Job one = run_script(dir(), "$TRAIN " + opts + " --summary-json one.json");
+  ASSERT_EQ(one.status, 0) << one.output;
+  const Job two = run_script(dir(), "$MPIRUN -np 2 $TRAIN " + opts + " --distributed mpi --summary-json two.json");
+  ASSERT_EQ(two.status, 0) << two.output;
+  const nlohmann::json a = read_json(file("one.json")), b = read_json(file("two.json"));
+  ASSERT_EQ(a.size(), 5u);
+  ASSERT_EQ(b.size(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(b[i]["label"], a[i]["label"]);
+    const double la = a[i]["final_loss"], lb = b[i]["final_loss"];
+    EXPECT_NEAR(lb, la, 1e-5 * std::fabs(la)) << a[i]["label"];
+    EXPECT_EQ(b[i]["ranks"].size(), 2u) << a[i]["label"];
+    EXPECT_EQ(b[i]["host_work_s"], b[0]["host_work_s"]) << "every run works alike";
+  }
+  EXPECT_GT(b[0]["host_work_s"].get<double>(), 0);
+}
+
 // Rank 1 cannot write its memory log (/dev/full): it fails with its line,
 // rank 0 prints one line naming rank 1 and its error, and the job ends.
 TEST_F(MpiTrain, ARankThatFailsEndsEveryRank) {
