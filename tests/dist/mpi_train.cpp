@@ -69,6 +69,20 @@ class MpiTrain : public ::testing::Test {
   std::string dir() const { return dir_.string(); }
   std::string file(const std::string& name) const { return (dir_ / name).string(); }
 
+  // An interrupted job: rank 0's summary says so, with both ranks' figures,
+  // and both ranks' memory logs end at the batch it names.
+  void expect_every_rank_stopped_after_the_same_batch() const {
+    const nlohmann::json s = read_json(file("s.json"));
+    ASSERT_EQ(s.size(), 1u);
+    EXPECT_EQ(s[0]["status"], "interrupted");
+    EXPECT_TRUE(s[0]["interrupted"].get<bool>());
+    EXPECT_EQ(s[0]["ranks"].size(), 2u);
+    EXPECT_GE(s[0]["batches_done"].get<int>(), 20);
+    const size_t rows0 = losses(file("mem.rank0.csv")).size(), rows1 = losses(file("mem.rank1.csv")).size();
+    EXPECT_EQ(rows0, rows1) << "the ranks stopped after different batches";
+    EXPECT_EQ(rows0, s[0]["batches_done"].get<size_t>());
+  }
+
   fs::path dir_;
 };
 
@@ -201,15 +215,7 @@ TEST_F(MpiTrain, SigintToMpirunEndsEveryRankWithTheSummaryMarkedInterrupted) {
   EXPECT_LT(j.seconds, 30 + 5) << j.output;
   EXPECT_EQ(count_lines_with(j.output, "mpirun exited 0"), 0) << j.output;
   EXPECT_EQ(count_lines_with(j.output, "train_mlp: interrupted at batch"), 2) << j.output;
-  const nlohmann::json s = read_json(file("s.json"));
-  ASSERT_EQ(s.size(), 1u);
-  EXPECT_EQ(s[0]["status"], "interrupted");
-  EXPECT_TRUE(s[0]["interrupted"].get<bool>());
-  EXPECT_EQ(s[0]["ranks"].size(), 2u);
-  EXPECT_GE(s[0]["batches_done"].get<int>(), 20);
-  const size_t rows0 = losses(file("mem.rank0.csv")).size(), rows1 = losses(file("mem.rank1.csv")).size();
-  EXPECT_EQ(rows0, rows1) << "the ranks stopped after different batches";
-  EXPECT_EQ(rows0, s[0]["batches_done"].get<size_t>());
+  expect_every_rank_stopped_after_the_same_batch();
 }
 
 // SIGINT to one rank alone: the ranks vote, both stop after the same batch,
@@ -219,12 +225,7 @@ TEST_F(MpiTrain, AnInterruptOnOneRankStopsEveryRankAfterTheSameBatch) {
   EXPECT_LT(j.seconds, 30 + 5) << j.output;
   EXPECT_EQ(count_lines_with(j.output, "mpirun exited 130"), 1) << j.output;
   EXPECT_EQ(count_lines_with(j.output, "(SIGINT): the queued batches finished"), 2) << j.output;
-  const nlohmann::json s = read_json(file("s.json"));
-  ASSERT_EQ(s.size(), 1u);
-  EXPECT_EQ(s[0]["status"], "interrupted");
-  const size_t rows0 = losses(file("mem.rank0.csv")).size(), rows1 = losses(file("mem.rank1.csv")).size();
-  EXPECT_EQ(rows0, rows1) << "the ranks stopped after different batches";
-  EXPECT_EQ(rows0, s[0]["batches_done"].get<size_t>());
+  expect_every_rank_stopped_after_the_same_batch();
 }
 
 TEST_F(MpiTrain, OptionsThatDifferBetweenRanksAreRefusedBeforeAnyBatch) {
