@@ -9,6 +9,8 @@
 #include "framework/cuda/device_guard.h"
 #include "framework/cuda/nccl_check.h"
 #include "framework/dist/mpi_impl.h"
+#include "framework/device.h"
+#include "framework/error.h"
 
 namespace amlp::dist {
 

@@ -1,7 +1,7 @@
 // copy.cpp — data in and out of devices: from_host, copy_to (across
 // devices), slice_rows (rows of a tensor onto any device), copy_ (same
 // device), and check_finite. Kernels: the backends' copy functions
-// (cpu/backend.cpp, cuda/cuda_backend.cpp), and copy_from_device between GPUs.
+// (cpu/cpu_backend.cpp, cuda/cuda_backend.cpp), and copy_from_device between GPUs.
 #include <memory>
 #include <vector>
 
