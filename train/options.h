@@ -49,6 +49,7 @@ struct RunSettings {
   bool check_finite = false;
   AllocPolicy alloc = AllocPolicy::Enqueue;  // --alloc enqueue|run
   bool data_queue = false;                   // --data-queue: data generated on the device's data queue
+  bool graph = false;                        // --graph on: steady batches launched as one recorded graph
   HostWork host_work;      // --host-work, --host-work-kind (the frontend's work per batch)
   std::string memory_log;  // "" = not written
   bool quiet = false;             // --quiet: no live status line

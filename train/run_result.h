@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "framework/error.h"
+#include "framework/stats.h"
 #include "train/options.h"
 
 namespace amlp::train {
@@ -107,6 +108,7 @@ struct RunResult {
   double predicted_wall_s = 0;
   std::vector<DeviceResult> per_device;  // one entry per device, in order
   int blas_threads = 0;  // each CPU GEMM's threads with --devices (0: as set)
+  StepGraphStats graph;  // --graph on: the first device's step verdicts
 
   bool data_parallel() const { return !spec.devices.empty(); }
   const std::string& label() const { return spec.label; }

@@ -101,7 +101,7 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
     depth = pushed_ - launched_;
     peak_depth_ = std::max(peak_depth_, depth);
     backlog = backlog_.bytes();
-    const bool held = steps_ && hold_locked(name, bufs);
+    const bool held = steps_ && in_step_ && hold_locked(name, bufs);
     held_in_step_ += held;
     pending_.push_back(Op{name, seq, std::move(k), std::move(bufs), std::move(deps), held ? Role::Held : Role::Op});
     // Wake the worker only if it sleeps and may run: a busy worker finds the

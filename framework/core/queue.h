@@ -153,12 +153,14 @@ class Queue {
   void resume_all();
 
   // Step graphs (step_graph.h; queue_step.cpp): with a warm-up of `warmup`
-  // matching steps (0: off), the ops of a steady step are held on the worker
-  // until end_step() gives its verdict; a backend that records graphs
+  // matching steps (0: off), the ops of a steady step (pushed between
+  // begin_step() and end_step()) are held on the worker until end_step() gives
+  // its verdict; a backend that records graphs
   // (StreamSync::capture_begin) then launches the step as one graph, the
   // others run the held ops one by one. Off under back-pressure and in
   // synchronous mode; a blocker inside a step releases its held ops first.
   void set_step_graph(int warmup);
+  void begin_step();       // frontend: the ops pushed from here to end_step() are the step
   StepVerdict end_step();  // frontend: the step's ops were all pushed
   StepGraphStats step_graph_stats() const;
 
@@ -220,6 +222,7 @@ class Queue {
   std::unique_ptr<StepRecogniser> steps_;  // under mu_; null: step graphs off
   std::atomic<bool> steps_on_{false};      // steps_ is set (read without the lock by waiters)
   uint64_t held_in_step_ = 0;              // under mu_: ops of the current step queued as held
+  bool in_step_ = false;                   // under mu_: between begin_step() and end_step()
   std::vector<Op> held_;                   // worker only: this step's held ops
   std::atomic<bool> graph_failed_{false};  // worker -> frontend: a capture or replay failed
   std::thread worker_;

@@ -33,6 +33,7 @@ bool waits_for_device(const char* name) {
 
 void Queue::set_step_graph(int warmup) {
   std::lock_guard<std::mutex> lk(mu_);
+  release_step_locked("step graphs turned off");  // nothing stays held
   steps_ = warmup > 0 ? std::make_unique<StepRecogniser>(warmup) : nullptr;
   steps_on_.store(warmup > 0, std::memory_order_release);
 }
@@ -69,11 +70,17 @@ void Queue::release_step_locked(const char* why) {
   work_cv_.notify_one();
 }
 
+void Queue::begin_step() {
+  std::lock_guard<std::mutex> lk(mu_);
+  in_step_ = steps_ != nullptr;
+}
+
 StepVerdict Queue::end_step() {
   StepVerdict v = StepVerdict::Eager;
   bool wake = false;
   {
     std::lock_guard<std::mutex> lk(mu_);
+    in_step_ = false;
     if (!steps_) return v;
     if (graph_failed_.exchange(false)) steps_->interrupt("a recorded step failed on " + name_);
     const bool held = held_in_step_ > 0;

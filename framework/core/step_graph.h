@@ -34,6 +34,8 @@
 #include <string>
 #include <vector>
 
+#include "framework/stats.h"
+
 namespace amlp {
 
 // One op as the recogniser sees it.
@@ -47,12 +49,6 @@ struct OpSignature {
 
 enum class StepVerdict { Eager, Capture, Replay, Update };
 const char* to_string(StepVerdict v);
-
-struct StepGraphStats {
-  uint64_t steps = 0, eager = 0, captured = 0, replayed = 0, updated = 0;
-  uint64_t invalidations = 0;  // a graph dropped: the ops changed, an interrupt
-  std::string last_reason;     // why the last armed step (or graph) was given up
-};
 
 class StepRecogniser {
  public:

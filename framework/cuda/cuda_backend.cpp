@@ -48,10 +48,12 @@ CudaBackend::~CudaBackend() {
     (void)scratch_.release(), (void)rng_.release(), (void)blas_.release();
     (void)blas_workspace_.release(), (void)stream_.release();
     events_.abandon();
+    graph_.abandon();
     for (EventPtr& e : timer_events_) (void)e.release();
     return;
   }
   DeviceGuard guard(index_, std::nothrow);
+  graph_.reset();
   if (stream_) AMLP_CUDA_CHECK_LOG(cudaStreamSynchronize(stream_.get()));
   events_.clear();
   host_blocks_.clear();
@@ -152,6 +154,11 @@ void CudaBackend::after_op(uint64_t seq) {
   }
   if (!started_) return;
   const cudaError_t launch = cudaGetLastError();
+  if (graph_.capturing()) {  // recorded, not run: the step's event follows its launch (capture_end)
+    if (launch != cudaSuccess)
+      throw_failure(__FILE__, __LINE__, "the op's launches (cudaGetLastError)", cudaGetErrorString(launch), launch);
+    return;
+  }
   events_.record(seq, stream_.get());
   if (launch != cudaSuccess)
     throw_failure(__FILE__, __LINE__, "the op's launches (cudaGetLastError)", cudaGetErrorString(launch), launch);
@@ -180,6 +187,27 @@ bool CudaBackend::wait_on_device(StreamSync& producer, uint64_t seq) {
   if (!other || !other->started_ || !started_) return false;
   return other->events_.stream_wait(seq, stream_.get());  // on this (the worker's) device
 }
+
+bool CudaBackend::capture_begin() {
+  if (!started_ || amlp::blocking()) return false;
+  graph_.begin(stream_.get());
+  return true;
+}
+
+void CudaBackend::capture_end(uint64_t last_seq) {
+  graph_.end(stream_.get());
+  graph_.launch(stream_.get());
+  events_.record(last_seq, stream_.get());
+}
+
+bool CudaBackend::replay(uint64_t last_seq) {
+  if (!started_ || !graph_.ready() || amlp::blocking()) return false;
+  graph_.launch(stream_.get());
+  events_.record(last_seq, stream_.get());
+  return true;
+}
+
+void CudaBackend::drop_graph() noexcept { graph_.reset(); }
 
 cudaStream_t CudaBackend::stream() const {
   if (!started_)

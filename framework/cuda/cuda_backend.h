@@ -27,6 +27,7 @@
 #include "framework/cuda/cuda_handles.h"
 #include "framework/cuda/event_ring.h"
 #include "framework/cuda/host_block_cache.h"
+#include "framework/cuda/stream_graph.h"
 
 namespace amlp::cuda {
 
@@ -53,6 +54,11 @@ class CudaBackend final : public Backend {
   bool is_complete(uint64_t seq) override;
   void wait_complete(uint64_t seq) override;
   bool wait_on_device(StreamSync& producer, uint64_t seq) override;
+  // Step graphs (stream_graph.h): not in synchronous mode.
+  bool capture_begin() override;
+  void capture_end(uint64_t last_seq) override;
+  bool replay(uint64_t last_seq) override;
+  void drop_graph() noexcept override;
 
   // Kernels — worker thread; they launch and return.
   void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
@@ -132,6 +138,7 @@ class CudaBackend final : public Backend {
   PinnedBuffer staging_;
   size_t staging_bytes_ = 0;
   EventRing events_;
+  StreamGraph graph_;  // the queue's steady step (worker thread)
   HostBlockCache host_blocks_;
   std::atomic<bool> uses_collectives_{false};
   std::mutex comms_mu_;

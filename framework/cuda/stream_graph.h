@@ -32,6 +32,8 @@ class StreamGraph {
   void launch(cudaStream_t s);
   // Abandons a capture in progress (an op threw) and drops the graph.
   void reset() noexcept;
+  // Forgets the graph without a CUDA call (the runtime is gone at exit).
+  void abandon() noexcept { graph_ = nullptr, exec_ = nullptr, capturing_ = nullptr; }
   bool ready() const { return exec_ != nullptr; }
   bool capturing() const { return capturing_ != nullptr; }
 

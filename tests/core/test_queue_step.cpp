@@ -50,6 +50,7 @@ Step push_step(Queue& q, int n, std::vector<int>& ran, std::vector<bool>* record
                RecordingSync* sync = nullptr, bool declared = false) {
   static const char* const kNames[] = {"a", "b", "c", "d", "e", "f"};
   Step s;
+  q.begin_step();
   for (int i = 0; i < n; ++i) {
     OpBuffers bufs;
     bufs.scalars_declared = declared;
@@ -182,6 +183,23 @@ TEST(QueueStep, SynchronousModeAndBackPressureNeverHold) {
   q.wait_all();
   EXPECT_EQ(ran.size(), 12u);
   EXPECT_EQ(q.step_graph_stats().captured, 0u);
+}
+
+TEST(QueueStep, OpsBetweenStepsAreNeitherHeldNorLearned) {
+  Queue q("cpu:0", nullptr);
+  q.set_step_graph(1);
+  std::vector<int> ran;
+  std::vector<StepVerdict> verdicts;
+  for (int b = 0; b < 4; ++b) {
+    push_step(q, 3, ran);
+    verdicts.push_back(q.end_step());
+    const uint64_t read = q.push("to_host", [&ran] { ran.push_back(7); });  // the batch's loss, read
+    q.wait_for(read);  // a blocker between steps releases nothing
+  }
+  EXPECT_EQ(verdicts, (std::vector<StepVerdict>{StepVerdict::Eager, StepVerdict::Eager, StepVerdict::Capture,
+                                                StepVerdict::Replay}));
+  EXPECT_EQ(q.step_graph_stats().invalidations, 0u);
+  EXPECT_EQ(ran, (std::vector<int>{0, 1, 2, 7, 0, 1, 2, 7, 0, 1, 2, 7, 0, 1, 2, 7}));
 }
 
 TEST(QueueStep, OffByDefault) {
