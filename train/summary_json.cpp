@@ -77,7 +77,15 @@ std::string summary_json(const std::vector<RunResult>& runs) {
                    {"devices", devices},
                    {"fresh_bytes", r.fresh_bytes},
                    {"fresh_s_per_gib", r.fresh_s_per_gib},
-                   {"fresh_s", r.fresh_s}});
+                   {"fresh_s", r.fresh_s},
+                   {"graph", s.graph ? nlohmann::ordered_json{{"steps", r.graph.steps},
+                                                              {"eager", r.graph.eager},
+                                                              {"captured", r.graph.captured},
+                                                              {"replayed", r.graph.replayed},
+                                                              {"updated", r.graph.updated},
+                                                              {"invalidations", r.graph.invalidations},
+                                                              {"last_reason", r.graph.last_reason}}
+                                     : nlohmann::ordered_json()}});
   }
   return doc.dump(2, ' ', /*ensure_ascii=*/false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
