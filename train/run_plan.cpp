@@ -41,7 +41,7 @@ std::vector<PlannedRun> plan_runs(const Options& o) {
     rows.back().spec.max_pending_bytes = 0;
     rows.back().spec.alloc = AllocPolicy::Enqueue;
     rows.back().spec.data_queue = false;
-    rows.back().like = "CUDA graphs: a steady batch launched as one";
+    rows.back().like = "CUDA graphs, one launch a batch";
   };
   switch (plan_kind(o)) {
     case PlanKind::Single: {
