@@ -97,6 +97,7 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
       }
     }
     seq = ++pushed_;
+    pushed_seen_.store(seq, std::memory_order_relaxed);
     backlog_.add(added);
     depth = pushed_ - launched_;
     peak_depth_ = std::max(peak_depth_, depth);
@@ -196,7 +197,7 @@ bool Queue::run(Op& op) {
         }
         if (sync_) {
           try {
-            sync_->after_op(op.seq);
+            sync_->after_op(op.seq, pushed_seen_.load(std::memory_order_relaxed) <= op.seq);
           } catch (const std::exception& e) {
             if (!failed) failed = std::make_exception_ptr(KernelError(op.name, op.seq, name_, e.what()));
           }

@@ -215,6 +215,7 @@ class Queue {
   bool stop_ = false, blocking_ = false;
   bool worker_sleeping_ = false;  // waiting on work_cv_ (push wakes it only then)
   std::atomic<uint64_t> launched_seen_{0};  // lock-free mirror of launched_ for waiters
+  std::atomic<uint64_t> pushed_seen_{0};    // lock-free mirror of pushed_ for the worker (after_op's tail)
   std::atomic<uint64_t> drop_upto_{0};      // ops up to this seq are dropped, not run
   std::atomic<uint64_t> busy_ns_{0};        // time the worker spent running kernels (QueueStats::busy_s)
   uint64_t held_ns_ = 0;                    // time pushes waited for back-pressure (under mu_)

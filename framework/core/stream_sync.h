@@ -15,7 +15,9 @@ struct StreamSync {
   virtual ~StreamSync() = default;
   virtual void worker_start() {}                 // worker thread, once, before any op (bind the device)
   virtual void before_op(uint64_t /*seq*/, const char* /*name*/) {}  // worker thread (NVTX push)
-  virtual void after_op(uint64_t /*seq*/) {}     // worker thread, after the kernel ran or threw (NVTX pop, event)
+  // Worker thread, after the kernel ran or threw (NVTX pop, completion
+  // event). `tail`: no op was queued behind it when it ran (a waiter is likely).
+  virtual void after_op(uint64_t /*seq*/, bool /*tail*/) {}
   // Launched ops may still be running on the device (a stream).
   virtual bool asynchronous() const { return false; }
   // Any thread, for a launched op: has the device finished it? / wait until it has.

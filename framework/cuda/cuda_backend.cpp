@@ -147,7 +147,7 @@ void CudaBackend::before_op(uint64_t, const char* name) {
   nvtx_open_ = true;
 }
 
-void CudaBackend::after_op(uint64_t seq) {
+void CudaBackend::after_op(uint64_t seq, bool tail) {
   if (nvtx_open_) {
     nvtxRangePop();
     nvtx_open_ = false;
@@ -159,7 +159,11 @@ void CudaBackend::after_op(uint64_t seq) {
       throw_failure(__FILE__, __LINE__, "the op's launches (cudaGetLastError)", cudaGetErrorString(launch), launch);
     return;
   }
-  events_.record(seq, stream_.get());
+  last_run_ = seq;
+  if (tail || seq >= last_recorded_ + kEventEvery || amlp::blocking()) {
+    events_.record(seq, stream_.get());
+    last_recorded_ = seq;
+  }
   if (launch != cudaSuccess)
     throw_failure(__FILE__, __LINE__, "the op's launches (cudaGetLastError)", cudaGetErrorString(launch), launch);
   if (amlp::blocking())  // synchronous mode: a fault is reported at this op, by name
@@ -178,6 +182,9 @@ bool CudaBackend::is_complete(uint64_t seq) {
 void CudaBackend::wait_complete(uint64_t seq) {
   if (!started_) return;
   DeviceGuard guard(index_);  // wait with this GPU current
+  // An op between two events: one is recorded now (the op was launched), unless
+  // the stream is being recorded into a graph (every op before has one then).
+  if (!capturing_.load(std::memory_order_acquire)) events_.ensure(seq, stream_.get());
   if (!uses_collectives_.load(std::memory_order_acquire)) return events_.wait(seq, stream_.get());
   wait_with_collectives(seq);  // collectives.cpp: a failed peer rank ends the wait
 }
@@ -190,24 +197,40 @@ bool CudaBackend::wait_on_device(StreamSync& producer, uint64_t seq) {
 
 bool CudaBackend::capture_begin() {
   if (!started_ || amlp::blocking()) return false;
-  graph_.begin(stream_.get());
+  if (last_recorded_ < last_run_) {  // every op launched before has an event: waiters never touch the stream
+    events_.record(last_run_, stream_.get());
+    last_recorded_ = last_run_;
+  }
+  capturing_ = true;
+  try {
+    graph_.begin(stream_.get());
+  } catch (...) {
+    capturing_ = false;
+    throw;
+  }
   return true;
 }
 
 void CudaBackend::capture_end(uint64_t last_seq) {
+  capturing_ = false;  // graph_.end() ends the capture whether it succeeds or not
   graph_.end(stream_.get());
   graph_.launch(stream_.get());
   events_.record(last_seq, stream_.get());
+  last_run_ = last_recorded_ = last_seq;
 }
 
 bool CudaBackend::replay(uint64_t last_seq) {
   if (!started_ || !graph_.ready() || amlp::blocking()) return false;
   graph_.launch(stream_.get());
   events_.record(last_seq, stream_.get());
+  last_run_ = last_recorded_ = last_seq;
   return true;
 }
 
-void CudaBackend::drop_graph() noexcept { graph_.reset(); }
+void CudaBackend::drop_graph() noexcept {
+  graph_.reset();
+  capturing_ = false;
+}
 
 cudaStream_t CudaBackend::stream() const {
   if (!started_)

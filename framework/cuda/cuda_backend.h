@@ -49,7 +49,7 @@ class CudaBackend final : public Backend {
   // StreamSync — worker thread, except is_complete and wait_complete (any thread).
   void worker_start() override;
   void before_op(uint64_t seq, const char* name) override;
-  void after_op(uint64_t seq) override;
+  void after_op(uint64_t seq, bool tail) override;
   bool asynchronous() const override { return true; }
   bool is_complete(uint64_t seq) override;
   void wait_complete(uint64_t seq) override;
@@ -102,6 +102,10 @@ class CudaBackend final : public Backend {
   double timer_seconds(const TimerPoint& from, const TimerPoint& to) override;
   void timer_release(TimerPoint& p) noexcept override;
 
+  // An op's completion event is recorded every kEventEvery ops, after the
+  // last op queued (a blocker waits there) and in synchronous mode; a waiter
+  // for an op in between waits on the next event, or records one (EventRing::ensure).
+  static constexpr uint64_t kEventEvery = 8;
   static constexpr size_t kBlasWorkspaceBytes = size_t(32) << 20;  // cuBLAS's advice for Hopper
   static constexpr size_t kMaxStagingBytes = size_t(64) << 20;
   static constexpr size_t kMaxCachedPinnedBytes = size_t(256) << 20;  // idle pinned blocks kept per GPU
@@ -139,6 +143,8 @@ class CudaBackend final : public Backend {
   size_t staging_bytes_ = 0;
   EventRing events_;
   StreamGraph graph_;  // the queue's steady step (worker thread)
+  std::atomic<bool> capturing_{false};  // graph_ is recording the stream (waiters must not touch it)
+  uint64_t last_run_ = 0, last_recorded_ = 0;  // worker: the last op after_op saw / gave an event
   HostBlockCache host_blocks_;
   std::atomic<bool> uses_collectives_{false};
   std::mutex comms_mu_;

@@ -29,6 +29,11 @@ class EventRing {
   // Worker thread, with the stream's device current; `seq` increases call by
   // call. Also recycles the oldest events the GPU has passed.
   void record(uint64_t seq, cudaStream_t stream);
+  // Any thread, with the stream's device current, for a launched op `seq`:
+  // records an event for it on `stream` unless one at or after it exists
+  // (the worker records only every few ops). The event covers every op
+  // launched so far, `seq` among them.
+  void ensure(uint64_t seq, cudaStream_t stream);
   // Any thread: waits on the event of the smallest recorded seq >= `seq`
   // (falls back to synchronizing `stream` if there is none). Throws on a CUDA
   // error, e.g. an earlier kernel that faulted.
@@ -53,6 +58,7 @@ class EventRing {
     int waiters;  // threads blocked on it outside the lock
   };
   void recycle_passed_locked();
+  void record_locked(uint64_t seq, cudaStream_t stream);
 
   mutable std::mutex mu_;
   std::deque<Entry> live_;           // increasing seq; references stay valid on push_back/pop_front
