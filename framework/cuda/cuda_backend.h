@@ -86,6 +86,7 @@ class CudaBackend final : public Backend {
   void random_uniform(float* y, size_t n, uint64_t seed, uint64_t offset, float lo, float hi) override;
   void sgd_update(float* w, const float* g, float* mom, size_t n, float lr, float momentum, float wd,
                   float rescale) override;
+  void sgd_update_multi(const SgdParam* ps, int k, float lr, float momentum, float wd, float rescale) override;
   void copy(void* dst, const void* src, size_t bytes) override;
   // From another GPU's memory: cudaMemcpyPeerAsync on this stream; the
   // source's stream then waits for it (its pool reuses blocks in its order).
