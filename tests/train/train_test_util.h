@@ -202,6 +202,9 @@ inline Ran run_program(const std::string& program, const std::string& args) {
 
 inline Ran run_train_mlp(const std::string& args) { return run_program("train_mlp", args); }
 
+// The Python that sees Debian's packages (matplotlib), for the tools/ scripts.
+inline std::string host_python() { return ::access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3"; }
+
 // A program started in the background (posix_spawn, no shell), stdout and
 // stderr to files, so a test can signal it while it runs.
 //
