@@ -12,6 +12,7 @@
 #include "framework/cuda/gemm.h"  // math_mode
 #include "framework/error.h"
 #include "framework/runtime.h"
+#include "framework/trace.h"
 
 namespace amlp::cuda {
 
@@ -37,6 +38,7 @@ bool runtime_gone() {
 CudaBackend::CudaBackend(int index)
     : index_(index),
       name_("cuda:" + std::to_string(index)),
+      times_(name_),
       host_blocks_([this](size_t bytes) { return pin(bytes); }, [](void* p) { unpin(p); }, kMaxCachedPinnedBytes) {}
 
 CudaBackend::~CudaBackend() {
@@ -49,6 +51,7 @@ CudaBackend::~CudaBackend() {
     (void)blas_workspace_.release(), (void)stream_.release();
     events_.abandon();
     graph_.abandon();
+    times_.abandon();
     for (EventPtr& e : timer_events_) (void)e.release();
     return;
   }
@@ -56,6 +59,7 @@ CudaBackend::~CudaBackend() {
   graph_.reset();
   if (stream_) AMLP_CUDA_CHECK_LOG(cudaStreamSynchronize(stream_.get()));
   events_.clear();
+  times_.clear();
   host_blocks_.clear();
   timer_free_.clear();
   timer_events_.clear();
@@ -142,9 +146,11 @@ void CudaBackend::worker_start() {
   }
 }
 
-void CudaBackend::before_op(uint64_t, const char* name) {
+void CudaBackend::before_op(uint64_t seq, const char* name) {
   nvtxRangePushA(name);
   nvtx_open_ = true;
+  timing_ = started_ && trace::enabled() && !graph_.capturing();
+  if (timing_) times_.begin(seq, name, stream_.get());
 }
 
 void CudaBackend::after_op(uint64_t seq, bool tail) {
@@ -154,6 +160,11 @@ void CudaBackend::after_op(uint64_t seq, bool tail) {
   }
   if (!started_) return;
   const cudaError_t launch = cudaGetLastError();
+  if (timing_) {
+    timing_ = false;
+    times_.end(stream_.get());
+    times_.drain();
+  }
   if (graph_.capturing()) {  // recorded, not run: the step's event follows its launch (capture_end)
     if (launch != cudaSuccess)
       throw_failure(__FILE__, __LINE__, "the op's launches (cudaGetLastError)", cudaGetErrorString(launch), launch);
@@ -185,8 +196,9 @@ void CudaBackend::wait_complete(uint64_t seq) {
   // An op between two events: one is recorded now (the op was launched), unless
   // the stream is being recorded into a graph (every op before has one then).
   if (!capturing_.load(std::memory_order_acquire)) events_.ensure(seq, stream_.get());
-  if (!uses_collectives_.load(std::memory_order_acquire)) return events_.wait(seq, stream_.get());
-  wait_with_collectives(seq);  // collectives.cpp: a failed peer rank ends the wait
+  if (!uses_collectives_.load(std::memory_order_acquire)) events_.wait(seq, stream_.get());
+  else wait_with_collectives(seq);  // collectives.cpp: a failed peer rank ends the wait
+  times_.drain();  // the ops now finished: their GPU times join the trace
 }
 
 bool CudaBackend::wait_on_device(StreamSync& producer, uint64_t seq) {

@@ -25,6 +25,7 @@
 
 #include "framework/core/backend.h"
 #include "framework/cuda/cuda_handles.h"
+#include "framework/cuda/device_times.h"
 #include "framework/cuda/event_ring.h"
 #include "framework/cuda/host_block_cache.h"
 #include "framework/cuda/stream_graph.h"
@@ -144,6 +145,8 @@ class CudaBackend final : public Backend {
   size_t staging_bytes_ = 0;
   EventRing events_;
   StreamGraph graph_;  // the queue's steady step (worker thread)
+  DeviceTimes times_;  // each op's GPU start and end while tracing
+  bool timing_ = false;  // worker: the op being run has its start event
   std::atomic<bool> capturing_{false};  // graph_ is recording the stream (waiters must not touch it)
   uint64_t last_run_ = 0, last_recorded_ = 0;  // worker: the last op after_op saw / gave an event
   HostBlockCache host_blocks_;
