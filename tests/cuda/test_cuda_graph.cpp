@@ -17,14 +17,7 @@ namespace {
 const std::string kRun = "--device cuda:0 --batches 8 --batch-size 256 --features 64 --hidden 128,32 --seed 9 --quiet ";
 
 nlohmann::json summary(const std::string& args, const std::string& env = "") {
-  ScratchDir dir;
-  const Ran r = run_command(env + " " + program_path("train_mlp") + " " + kRun + args + " --summary-json " +
-                            dir.file("s.json"));
-  EXPECT_EQ(r.code, 0) << r.err;
-  std::ifstream in(dir.file("s.json"));
-  nlohmann::json j;
-  in >> j;
-  return j.at(0);
+  return summary_of(env + " " + program_path("train_mlp") + " " + kRun + args);
 }
 
 TEST(CudaGraph, HeldStepsTrainLikeEagerLaunches) {

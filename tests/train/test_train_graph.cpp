@@ -14,15 +14,7 @@ namespace {
 
 const std::string kShape = "--device cpu --batches 8 --batch-size 64 --features 32 --hidden 64,16 --seed 5 --quiet ";
 
-nlohmann::json summary(const std::string& args) {
-  ScratchDir dir;
-  const Ran r = run_train_mlp(kShape + args + " --summary-json " + dir.file("s.json"));
-  EXPECT_EQ(r.code, 0) << r.err;
-  std::ifstream in(dir.file("s.json"));
-  nlohmann::json j;
-  in >> j;
-  return j.at(0);
-}
+nlohmann::json summary(const std::string& args) { return summary_of(program_path("train_mlp") + " " + kShape + args); }
 
 TEST(TrainGraph, HeldStepsTrainExactlyLikeEagerOnes) {
   for (const char* sync : {"--sync batch", "--sync none", "--sync none --alloc run"}) {
