@@ -2,12 +2,13 @@
 // `y = x + 1` on a one-element tensor, the async_demo's op, on cpu:0 and (when
 // a GPU is visible) cuda:0.
 //
-//   BM_OpPush/<dev>     the frontend's time per push, the worker paused (t1)
-//   BM_OpWorker/<dev>   the worker's time per op: a paused backlog of N ops,
-//                       released, until the last was launched (t2) — its
-//                       dependencies, allocation, bookkeeping and, on CUDA,
-//                       the launch and the op's completion event
+//   BM_OpPush/<dev>      the frontend's time per push, the worker paused (t1)
+//   BM_OpWorker/<dev>    the worker's time per op: a paused backlog of 2048 ops,
+//                        released, until the last was launched (t2) — its
+//                        dependencies, allocation, bookkeeping and, on CUDA,
+//                        the launch and the completion events
 //   BM_OpRoundTrip/<dev> push and wait for each op (t3: one barrier per op)
+// <dev>: cpu0, cuda0 (skipped without a GPU). per_op: the time per op.
 //
 //   build/bin/bench_op_cost --benchmark_min_time=0.2
 #include <benchmark/benchmark.h>
@@ -40,12 +41,7 @@ bool usable(benchmark::State& state, Device d) {
   return true;
 }
 
-Device device_of(const benchmark::State& state) {
-  return state.range(0) ? Device::cuda(0) : Device::cpu(0);
-}
-
-void BM_OpPush(benchmark::State& state) {
-  const Device d = device_of(state);
+void BM_OpPush(benchmark::State& state, Device d) {
   if (!usable(state, d)) return;
   Tensor x = amlp::ones({1}, d);
   amlp::waitall();
@@ -63,12 +59,11 @@ void BM_OpPush(benchmark::State& state) {
     state.ResumeTiming();
   }
   amlp::waitall();
-  state.counters["us_per_op"] =
+  state.counters["per_op"] =
       benchmark::Counter(double(state.iterations()) * kBacklog, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
-void BM_OpWorker(benchmark::State& state) {
-  const Device d = device_of(state);
+void BM_OpWorker(benchmark::State& state, Device d) {
   if (!usable(state, d)) return;
   amlp::Queue& q = amlp::context(d).queue;
   Tensor x = amlp::ones({1}, d);
@@ -86,12 +81,11 @@ void BM_OpWorker(benchmark::State& state) {
     ys.clear();
     amlp::waitall();
   }
-  state.counters["us_per_op"] = benchmark::Counter(double(state.iterations()) * kBacklog,
+  state.counters["per_op"] = benchmark::Counter(double(state.iterations()) * kBacklog,
                                                    benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
-void BM_OpRoundTrip(benchmark::State& state) {
-  const Device d = device_of(state);
+void BM_OpRoundTrip(benchmark::State& state, Device d) {
   if (!usable(state, d)) return;
   Tensor x = amlp::ones({1}, d);
   amlp::waitall();
@@ -104,7 +98,10 @@ void BM_OpRoundTrip(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_OpPush)->ArgName("cuda")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_OpWorker)->ArgName("cuda")->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_OpRoundTrip)->ArgName("cuda")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_OpPush, cpu0, Device::cpu(0))->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_OpPush, cuda0, Device::cuda(0))->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_OpWorker, cpu0, Device::cpu(0))->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_OpWorker, cuda0, Device::cuda(0))->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_OpRoundTrip, cpu0, Device::cpu(0))->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_OpRoundTrip, cuda0, Device::cuda(0))->Unit(benchmark::kMicrosecond);
 BENCHMARK_MAIN();

@@ -36,13 +36,18 @@ uint64_t enqueue_arrays(DeviceContext& c, const char* name, const Tensor* const*
     if (const auto& s = bufs.refs.back()) s->for_each_use([&](const OpRef& u) { add_dep(deps, u.queue, u.seq, self); });
   }
   Backend* be = c.backend.get();
-  // Bookkeeping reads the refs after the push moved them: keep raw pointers.
-  std::vector<Storage*> used;
-  used.reserve(bufs.refs.size());
-  for (const auto& r : bufs.refs) used.push_back(r.get());
+  // Bookkeeping reads the refs after the push moved them: keep raw pointers
+  // (on the stack for the usual few; no allocation per op).
+  constexpr size_t kOnStack = 16;
+  Storage* on_stack[kOnStack];
+  std::vector<Storage*> on_heap;
+  Storage** used = on_stack;
+  if (bufs.refs.size() > kOnStack) on_heap.resize(bufs.refs.size()), used = on_heap.data();
+  for (size_t i = 0; i < bufs.refs.size(); ++i) used[i] = bufs.refs[i].get();
+  const size_t n_used = bufs.refs.size();
   const uint64_t seq = self->push(
       name, Queue::Kernel([be, k = std::move(k)](const OpArgs& a) { k(*be, a); }), std::move(bufs), std::move(deps));
-  for (size_t i = 0; i < used.size(); ++i) {
+  for (size_t i = 0; i < n_used; ++i) {
     Storage* s = used[i];
     if (!s) continue;
     s->note_use(self, seq);
