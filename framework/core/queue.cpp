@@ -301,6 +301,7 @@ void Queue::set_max_pending(uint64_t ops, size_t bytes) {
     std::lock_guard<std::mutex> lk(mu_);
     max_ops_ = ops;
     max_bytes_ = bytes;
+    if (ops || bytes) release_step_locked("back-pressure set inside the step");  // a bound never waits on held ops
   }
   space_cv_.notify_all();
 }

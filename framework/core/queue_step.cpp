@@ -136,6 +136,13 @@ bool Queue::launch_held_as_graph(std::vector<Op>& ops, StepVerdict v) {
       return false;
     }
   } else {
+    // Blocks are taken before the recording (a fresh one may need the
+    // device's allocator, which a stream being recorded must not call).
+    try {
+      for (Op& op : ops) allocate_outputs(op);
+    } catch (const std::exception&) {
+      return false;  // run one by one: the op that cannot get its block reports it
+    }
     if (!sync_->capture_begin()) return false;
     bool all_ran = true;
     for (Op& op : ops) all_ran = run(op) && all_ran;  // launches recorded, not run

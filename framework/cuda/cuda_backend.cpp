@@ -195,7 +195,10 @@ void CudaBackend::wait_complete(uint64_t seq) {
   DeviceGuard guard(index_);  // wait with this GPU current
   // An op between two events: one is recorded now (the op was launched), unless
   // the stream is being recorded into a graph (every op before has one then).
-  if (!capturing_.load(std::memory_order_acquire)) events_.ensure(seq, stream_.get());
+  {
+    std::lock_guard<std::mutex> lk(capture_mu_);
+    if (!capturing_) events_.ensure(seq, stream_.get());
+  }
   if (!uses_collectives_.load(std::memory_order_acquire)) events_.wait(seq, stream_.get());
   else wait_with_collectives(seq);  // collectives.cpp: a failed peer rank ends the wait
   times_.drain();  // the ops now finished: their GPU times join the trace
@@ -213,18 +216,17 @@ bool CudaBackend::capture_begin() {
     events_.record(last_run_, stream_.get());
     last_recorded_ = last_run_;
   }
+  std::lock_guard<std::mutex> lk(capture_mu_);
+  graph_.begin(stream_.get());
   capturing_ = true;
-  try {
-    graph_.begin(stream_.get());
-  } catch (...) {
-    capturing_ = false;
-    throw;
-  }
   return true;
 }
 
 void CudaBackend::capture_end(uint64_t last_seq) {
-  capturing_ = false;  // graph_.end() ends the capture whether it succeeds or not
+  {
+    std::lock_guard<std::mutex> lk(capture_mu_);
+    capturing_ = false;  // graph_.end() ends the capture whether it succeeds or not
+  }
   graph_.end(stream_.get());
   graph_.launch(stream_.get());
   events_.record(last_seq, stream_.get());
@@ -240,6 +242,7 @@ bool CudaBackend::replay(uint64_t last_seq) {
 }
 
 void CudaBackend::drop_graph() noexcept {
+  std::lock_guard<std::mutex> lk(capture_mu_);
   graph_.reset();
   capturing_ = false;
 }

@@ -147,7 +147,8 @@ class CudaBackend final : public Backend {
   StreamGraph graph_;  // the queue's steady step (worker thread)
   DeviceTimes times_;  // each op's GPU start and end while tracing
   bool timing_ = false;  // worker: the op being run has its start event
-  std::atomic<bool> capturing_{false};  // graph_ is recording the stream (waiters must not touch it)
+  std::mutex capture_mu_;               // a waiter's event record never lands inside a capture
+  bool capturing_ = false;              // under capture_mu_: graph_ is recording the stream
   uint64_t last_run_ = 0, last_recorded_ = 0;  // worker: the last op after_op saw / gave an event
   HostBlockCache host_blocks_;
   std::atomic<bool> uses_collectives_{false};

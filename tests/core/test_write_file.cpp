@@ -474,7 +474,8 @@ void expect_summary(const nlohmann::json& s) {
                         "devices",
                         "fresh_bytes",
                         "fresh_s_per_gib",
-                        "fresh_s"};
+                        "fresh_s",
+                        "graph"};
   for (const nlohmann::json& run : s) {
     EXPECT_EQ(run.size(), std::size(keys));
     for (const char* key : keys) EXPECT_TRUE(run.contains(key)) << key;
@@ -498,6 +499,7 @@ void expect_summary(const nlohmann::json& s) {
   EXPECT_EQ(s[0].at("peak_data_ahead_bytes"), 10240);
   EXPECT_EQ(s[0].at("peak_data_lead_batches"), 2.5);
   EXPECT_EQ(s[0].at("working_set_bytes"), 8192);
+  EXPECT_TRUE(s[0].at("graph").is_null()) << "no step graphs: no verdicts";
   EXPECT_EQ(s[1].at("alloc_policy"), "enqueue");
   EXPECT_EQ(s[1].at("data_queue"), false);
   EXPECT_EQ(s[1].at("mode"), "batch");
