@@ -5,8 +5,9 @@
 // the cuRAND Philox generator and the scratch buffers: nothing CUDA happens
 // at construction, so a machine without a GPU never gets here), then for each
 // op before_op() (NVTX push), the kernel function — which only *launches*
-// onto the stream — and after_op() (launch check, NVTX pop, a CUDA event for
-// the op). Completion is answered from that event: is_complete(seq) and
+// onto the stream — and after_op() (launch check, NVTX pop, a completion
+// event every kEventEvery ops and after the last op queued). Completion is
+// answered from the first event at or after the op: is_complete(seq) and
 // wait_complete(seq) on any thread; another GPU's worker makes its stream
 // wait on it (wait_on_device). copy_to_host/copy_from_host and check_finite are the exceptions
 // that wait for the GPU: they must hand back host data or a verdict.

@@ -1,6 +1,8 @@
-// event_ring.h — how far the GPU has got through a queue: one CUDA event
-// recorded after each op, keyed by its sequence number, recycled once the GPU
-// has passed it.
+// event_ring.h — how far the GPU has got through a queue: CUDA events
+// recorded after some ops (the backend's choice: every few ops, the last one
+// queued, one a waiter asks for), keyed by sequence number, recycled once the
+// GPU has passed them. An op's completion is that of the first event at or
+// after it.
 //
 //   ring.record(seq, stream);   // worker thread, after op `seq` was launched
 //   ring.wait(seq, stream);     // any thread: returns when the GPU finished op `seq`
