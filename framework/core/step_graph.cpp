@@ -15,6 +15,16 @@ const char* to_string(StepVerdict v) {
   return "?";
 }
 
+bool StepRecogniser::same_args(const Slot& s) const {
+  if (s.args.size() != current_.size()) return false;
+  for (size_t i = 0; i < current_.size(); ++i) {
+    for (const void* p : current_[i].addresses)
+      if (!p) return false;  // a block taken only when the op starts: never the recorded one
+    if (s.args[i].first != current_[i].addresses || s.args[i].second != current_[i].scalars) return false;
+  }
+  return true;
+}
+
 StepRecogniser::Match StepRecogniser::compare(const OpSignature& a, const OpSignature& b) {
   if (a.name != b.name || a.bytes != b.bytes || a.capturable != b.capturable) return Match::Different;
   for (const void* p : a.addresses)  // a block taken only when the op starts (--alloc run): unknown yet
@@ -23,8 +33,8 @@ StepRecogniser::Match StepRecogniser::compare(const OpSignature& a, const OpSign
 }
 
 void StepRecogniser::give_up(const std::string& reason) {
-  if (has_graph_) stats_.invalidations++;
-  has_graph_ = false;
+  if (has_graph()) stats_.invalidations++;
+  for (Slot& s : slots_) s = Slot{};
   armed_ = false;
   holding_ = false;
   steady_ = 0;
@@ -35,7 +45,6 @@ bool StepRecogniser::op(const OpSignature& sig) {
   const size_t i = current_.size();
   const Match m = i < reference_.size() ? compare(sig, reference_[i]) : Match::Different;
   if (m == Match::Different) current_matches_ = false;
-  if (m == Match::OtherArguments) moved_ = true;
   all_capturable_ = all_capturable_ && sig.capturable;
   current_.push_back(sig);
   if (!holding_) return false;
@@ -51,7 +60,7 @@ bool StepRecogniser::op(const OpSignature& sig) {
 
 void StepRecogniser::interrupt(const std::string& reason) {
   current_matches_ = false;  // this step teaches nothing
-  if (holding_ || has_graph_ || armed_) give_up(reason);
+  if (holding_ || has_graph() || armed_) give_up(reason);
   steady_ = 0;
 }
 
@@ -60,17 +69,25 @@ StepVerdict StepRecogniser::end_step() {
   StepVerdict v = StepVerdict::Eager;
   const bool complete = current_.size() == reference_.size() && !current_.empty();
   if (holding_ && complete) {
-    if (!has_graph_) {
-      v = StepVerdict::Capture;
-      has_graph_ = true;
-      stats_.captured++;
-    } else if (moved_) {
-      v = StepVerdict::Update;
-      stats_.updated++;
-    } else {
+    int s = -1;
+    for (int i = 0; i < kSlots && s < 0; ++i)
+      if (slots_[i].has_graph && same_args(slots_[i])) s = i;
+    if (s >= 0) {
       v = StepVerdict::Replay;
       stats_.replayed++;
+    } else {  // a free slot, else the least recently launched
+      s = 0;
+      for (int i = 1; i < kSlots; ++i)
+        if (!slots_[i].has_graph ? slots_[s].has_graph : (slots_[s].has_graph && slots_[i].used < slots_[s].used))
+          s = i;
+      v = slots_[s].has_graph ? StepVerdict::Update : StepVerdict::Capture;
+      (v == StepVerdict::Update ? stats_.updated : stats_.captured)++;
+      slots_[s].has_graph = true;
+      slots_[s].args.clear();
+      for (const OpSignature& op : current_) slots_[s].args.emplace_back(op.addresses, op.scalars);
     }
+    slots_[s].used = ++tick_;
+    slot_ = s;
   } else {
     if (holding_)
       give_up(detail::concat("the step ended after ", current_.size(), " of the captured step's ", reference_.size(),
@@ -84,7 +101,6 @@ StepVerdict StepRecogniser::end_step() {
   current_.clear();
   current_matches_ = true;
   all_capturable_ = true;
-  moved_ = false;
   holding_ = armed_;
   return v;
 }

@@ -13,13 +13,18 @@
 // (op() returns true): the backend launches none of them yet. At the step's
 // end the verdict says what to do with the held ops:
 //
-//   Capture  — no graph yet: record them into a graph, then launch it
-//   Replay   — the graph recorded them already: launch it, nothing else
-//   Update   — same ops and shapes, other addresses or scalar arguments:
-//              record them again and update the graph in place
-//              (cudaGraphExecUpdate), then launch
+//   Capture  — record them into a graph in a free slot, then launch it
+//   Replay   — a slot's graph recorded them already (the same addresses and
+//              scalar arguments): launch it, nothing else
+//   Update   — same ops and shapes, but no slot has their addresses and
+//              scalars: record them again into the least recently used slot
+//              and update its graph in place (cudaGraphExecUpdate), then launch
 //   Eager    — run them one by one as usual (nothing was held, or the step
-//              stopped matching; the graph is dropped)
+//              stopped matching; every graph is dropped)
+//
+// Two slots: a loop whose batches alternate between two sets of blocks (the
+// next batch's tensors are made while the last one's are still alive) replays
+// both. slot() names the last verdict's.
 //
 // A mismatch in the middle of an armed step ends holding at once: op() turns
 // false for it and the rest, and the backend runs the held ops eagerly before
@@ -63,13 +68,21 @@ class StepRecogniser {
   void interrupt(const std::string& reason);
   // True while ops of this step are held (the backend must not run them yet).
   bool holding() const { return holding_; }
-  bool has_graph() const { return has_graph_; }
+  bool has_graph() const { return slots_[0].has_graph || slots_[1].has_graph; }
+  int slot() const { return slot_; }  // the last Capture / Update / Replay verdict's graph
+  static constexpr int kSlots = 2;
   const StepGraphStats& stats() const { return stats_; }
 
  private:
   enum class Match { Same, OtherArguments, Different };
   static Match compare(const OpSignature& a, const OpSignature& b);
-  void give_up(const std::string& reason);  // drops the graph, back to learning
+  void give_up(const std::string& reason);  // drops the graphs, back to learning
+  struct Slot {
+    bool has_graph = false;
+    uint64_t used = 0;  // when its graph was last launched (LRU)
+    std::vector<std::pair<std::vector<const void*>, std::vector<uint64_t>>> args;  // per op
+  };
+  bool same_args(const Slot& s) const;  // current_ has the slot's addresses and scalars
 
   int warmup_;
   std::vector<OpSignature> reference_;  // the last step learned (armed: the one to match)
@@ -79,8 +92,9 @@ class StepRecogniser {
   bool current_matches_ = true;         // this step so far has reference_'s ops and sizes
   bool armed_ = false;                  // this step's ops are held while they match
   bool holding_ = false;                // armed and no mismatch yet
-  bool moved_ = false;                  // an armed step matched with other addresses or scalars
-  bool has_graph_ = false;
+  Slot slots_[kSlots];
+  int slot_ = 0;
+  uint64_t tick_ = 0;
   StepGraphStats stats_;
 };
 

@@ -75,14 +75,26 @@ TEST(StepGraph, AWarmupOfThreeNeedsThreeMatchingSteps) {
   EXPECT_EQ(run.verdicts, (std::vector<V>{V::Eager, V::Eager, V::Eager, V::Eager, V::Capture, V::Replay}));
 }
 
-TEST(StepGraph, MovedBuffersUpdateTheGraphInsteadOfDroppingIt) {
+TEST(StepGraph, TwoAlternatingSetsOfBuffersGetAGraphEach) {
   StepRecogniser r(1);
   // The pool hands out two sets of blocks in turn.
   std::vector<Step> steps;
-  for (int i = 0; i < 6; ++i) steps.push_back(mlp_step(i % 2 ? 0x9000 : 0x1000));
+  for (int i = 0; i < 7; ++i) steps.push_back(mlp_step(i % 2 ? 0x9000 : 0x1000));
   const Fed run = feed(r, steps);
-  EXPECT_EQ(run.verdicts, (std::vector<V>{V::Eager, V::Eager, V::Capture, V::Update, V::Update, V::Update}));
-  EXPECT_EQ(r.stats().updated, 3u);
+  EXPECT_EQ(run.verdicts,
+            (std::vector<V>{V::Eager, V::Eager, V::Capture, V::Capture, V::Replay, V::Replay, V::Replay}));
+  EXPECT_EQ(r.slot(), 0);  // step 7 has step 3's blocks
+  EXPECT_EQ(r.stats().captured, 2u);
+  EXPECT_EQ(r.stats().invalidations, 0u);
+}
+
+TEST(StepGraph, MovedBuffersUpdateTheLeastRecentlyUsedGraph) {
+  StepRecogniser r(1);
+  std::vector<Step> steps;
+  for (int i = 0; i < 6; ++i) steps.push_back(mlp_step(0x1000 + 0x10000 * (i % 3)));  // three sets in turn
+  const Fed run = feed(r, steps);
+  EXPECT_EQ(run.verdicts, (std::vector<V>{V::Eager, V::Eager, V::Capture, V::Capture, V::Update, V::Update}));
+  EXPECT_EQ(r.stats().updated, 2u);
   EXPECT_EQ(r.stats().invalidations, 0u);
 }
 
@@ -91,11 +103,11 @@ TEST(StepGraph, AnotherRandomOffsetUpdatesTheGraph) {
   // with: a draw's offset that moves every batch must update the graph.
   StepRecogniser r(1);
   std::vector<Step> steps;
-  for (uint64_t i = 0; i < 4; ++i) {
+  for (uint64_t i = 0; i < 5; ++i) {
     steps.push_back(mlp_step());
     steps.back()[0].scalars = {1, i * 512 * 64};  // seed, offset
   }
-  EXPECT_EQ(feed(r, steps).verdicts, (std::vector<V>{V::Eager, V::Eager, V::Capture, V::Update}));
+  EXPECT_EQ(feed(r, steps).verdicts, (std::vector<V>{V::Eager, V::Eager, V::Capture, V::Capture, V::Update}));
 }
 
 TEST(StepGraph, AnAddressNotKnownYetIsNeverReplayedStale) {
@@ -103,7 +115,8 @@ TEST(StepGraph, AnAddressNotKnownYetIsNeverReplayedStale) {
   StepRecogniser r(1);
   Step s = mlp_step();
   s[1].addresses = {nullptr};
-  EXPECT_EQ(feed(r, std::vector<Step>(4, s)).verdicts, (std::vector<V>{V::Eager, V::Eager, V::Capture, V::Update}));
+  EXPECT_EQ(feed(r, std::vector<Step>(5, s)).verdicts,
+            (std::vector<V>{V::Eager, V::Eager, V::Capture, V::Capture, V::Update}));
 }
 
 TEST(StepGraph, AShapeChangeReleasesTheHeldOpsAndDropsTheGraph) {
