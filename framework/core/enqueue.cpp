@@ -19,11 +19,13 @@ void add_dep(std::vector<QueueDep>& deps, Queue* q, uint64_t seq, const Queue* s
 // Both overloads of enqueue(): the declared tensors as arrays, so neither
 // list is copied before its buffers are.
 uint64_t enqueue_arrays(DeviceContext& c, const char* name, const Tensor* const* reads, size_t n_reads,
-                        const Tensor* const* writes, size_t n_writes, OpKernel&& k) {
+                        const Tensor* const* writes, size_t n_writes, OpKernel&& k,
+                        std::vector<uint64_t>* scalars = nullptr) {
   Queue* self = &current_queue(c);  // the device's queue, or its data queue (DataQueueGuard)
   OpBuffers bufs;
   bufs.refs.reserve(n_reads + n_writes);
   bufs.reads = n_reads;
+  if (scalars) bufs.scalars_declared = true, bufs.scalars = std::move(*scalars);
   std::vector<QueueDep> deps;
   for (size_t i = 0; i < n_reads; ++i) {
     const Tensor* t = reads[i];
@@ -64,6 +66,11 @@ uint64_t enqueue_arrays(DeviceContext& c, const char* name, const Tensor* const*
 uint64_t enqueue(DeviceContext& c, const char* name, std::initializer_list<const Tensor*> reads,
                  std::initializer_list<const Tensor*> writes, OpKernel k) {
   return enqueue_arrays(c, name, reads.begin(), reads.size(), writes.begin(), writes.size(), std::move(k));
+}
+
+uint64_t enqueue(DeviceContext& c, const char* name, std::initializer_list<const Tensor*> reads,
+                 std::initializer_list<const Tensor*> writes, std::vector<uint64_t> scalars, OpKernel k) {
+  return enqueue_arrays(c, name, reads.begin(), reads.size(), writes.begin(), writes.size(), std::move(k), &scalars);
 }
 
 uint64_t enqueue(DeviceContext& c, const char* name, const std::vector<const Tensor*>& reads,

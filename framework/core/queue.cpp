@@ -242,7 +242,7 @@ void Queue::worker_loop() {
     }
     if (pending_.empty()) {  // stop_ and drained
       lk.unlock();
-      if (!held_.empty()) run_step(StepVerdict::Eager);  // never left behind
+      if (!held_.empty()) run_step(StepVerdict::Eager, 0);  // never left behind
       return;
     }
     Op op = std::move(pending_.front());
@@ -251,9 +251,9 @@ void Queue::worker_loop() {
     if (op.role == Role::Held) {
       held_.push_back(std::move(op));
     } else if (op.role == Role::StepEnd) {
-      run_step(op.verdict);
+      run_step(op.verdict, op.slot);
     } else {
-      if (!held_.empty()) run_step(StepVerdict::Eager);  // the step stopped matching: in order
+      if (!held_.empty()) run_step(StepVerdict::Eager, 0);  // the step stopped matching: in order
       const BacklogBytes freed = execute(op);
       lk.lock();
       announce_locked(op.seq, freed);  // one lock per op: announced, and the next one taken

@@ -184,6 +184,7 @@ class Queue {
     std::vector<QueueDep> deps;
     Role role = Role::Op;
     StepVerdict verdict = StepVerdict::Eager;  // StepEnd: what to do with the held ops
+    int slot = 0;                              // StepEnd: in which graph slot
   };
   void worker_loop();
   BacklogBytes execute(Op& op);  // worker: run, trace, finish (the bytes to debit)
@@ -192,8 +193,8 @@ class Queue {
   // queue_step.cpp: the frontend's side (under mu_) and the worker's.
   bool hold_locked(const char* name, const OpBuffers& bufs);
   void release_step_locked(const char* why);  // a blocker inside the step: the held ops run eagerly
-  void run_step(StepVerdict v);               // worker: the held ops, per the verdict
-  bool launch_held_as_graph(std::vector<Op>& ops, StepVerdict v);
+  void run_step(StepVerdict v, int slot);     // worker: the held ops, per the verdict
+  bool launch_held_as_graph(std::vector<Op>& ops, StepVerdict v, int slot);
   BacklogBytes finish(Op& op);  // releases refs; returns this queue's backlog bytes they freed
   void allocate_outputs(Op& op);  // worker: blocks for the op's writes that have none (throws OutOfMemory)
   void keep_error(const std::exception_ptr& e);  // the first error is kept until a blocker takes it
@@ -225,6 +226,7 @@ class Queue {
   uint64_t held_in_step_ = 0;              // under mu_: ops of the current step queued as held
   bool in_step_ = false;                   // under mu_: between begin_step() and end_step()
   std::vector<Op> held_;                   // worker only: this step's held ops
+  std::vector<Kernel> recorded_[StepRecogniser::kSlots];  // worker only, no device graphs: each slot's kernels
   std::atomic<bool> graph_failed_{false};  // worker -> frontend: a capture or replay failed
   std::thread worker_;
 };

@@ -87,7 +87,7 @@ StepVerdict Queue::end_step() {
     held_in_step_ = 0;
     v = steps_->end_step();
     if (held) {
-      pending_.push_back(Op{"(step)", 0, nullptr, {}, {}, Role::StepEnd, v});
+      pending_.push_back(Op{"(step)", 0, nullptr, {}, {}, Role::StepEnd, v, steps_->slot()});
       wake = worker_sleeping_ && !paused_;
     }
   }
@@ -95,11 +95,27 @@ StepVerdict Queue::end_step() {
   return v;
 }
 
-void Queue::run_step(StepVerdict v) {
+void Queue::run_step(StepVerdict v, int slot) {
   std::vector<Op> ops;
   ops.swap(held_);
   if (ops.empty()) return;
-  if (v != StepVerdict::Eager && sync_ && launch_held_as_graph(ops, v)) return;
+  bool declared = true;
+  for (const Op& op : ops) declared = declared && op.bufs.scalars_declared;
+  // A closure whose scalars were not declared may differ from the recorded one.
+  if (v == StepVerdict::Replay && !declared) v = StepVerdict::Update;
+  if (v != StepVerdict::Eager && sync_ && launch_held_as_graph(ops, v, slot)) return;
+  // No device graph: the ops run one by one. A replay runs the kernels the
+  // slot recorded (as a device graph keeps its launches' arguments), with
+  // this step's buffers, which are the recorded ones (step_graph.h).
+  std::vector<Kernel>& rec = recorded_[slot];
+  if (v == StepVerdict::Capture || v == StepVerdict::Update) {
+    rec.clear();
+    for (const Op& op : ops) rec.push_back(op.kernel);
+  } else if (v == StepVerdict::Replay && rec.size() == ops.size()) {
+    for (size_t i = 0; i < ops.size(); ++i) ops[i].kernel = rec[i];
+  } else {
+    for (std::vector<Kernel>& r : recorded_) r.clear();
+  }
   for (Op& op : ops) {
     const BacklogBytes freed = execute(op);
     std::lock_guard<std::mutex> lk(mu_);
@@ -111,16 +127,12 @@ void Queue::run_step(StepVerdict v) {
 // recorded graph launched again (Replay). False: run them one by one instead
 // (the backend has no graphs, an op waits on another queue, an input carries
 // an earlier failure, the step was dropped).
-bool Queue::launch_held_as_graph(std::vector<Op>& ops, StepVerdict v) {
-  bool declared = true;
+bool Queue::launch_held_as_graph(std::vector<Op>& ops, StepVerdict v, int slot) {
   for (const Op& op : ops) {
     if (!op.deps.empty() || op.seq <= drop_upto_.load(std::memory_order_acquire)) return false;
     for (size_t i = 0; i < op.bufs.reads; ++i)
       if (const auto& r = op.bufs.refs[i]; r && (r->error || !r->allocated())) return false;
-    declared = declared && op.bufs.scalars_declared;
   }
-  // A closure whose scalars were not declared may differ from the recorded one.
-  if (v == StepVerdict::Replay && !declared) v = StepVerdict::Update;
   const uint64_t last = ops.back().seq;
   const uint64_t t0 = trace::enabled() ? trace::now_us() : 0;
   const auto k0 = std::chrono::steady_clock::now();
@@ -129,7 +141,7 @@ bool Queue::launch_held_as_graph(std::vector<Op>& ops, StepVerdict v) {
       for (size_t i = op.bufs.reads; i < op.bufs.refs.size(); ++i)
         if (const auto& r = op.bufs.refs[i]; r && !r->allocated()) return false;
     try {
-      if (!sync_->replay(last)) return false;
+      if (!sync_->replay(slot, last)) return false;
     } catch (const std::exception&) {  // nothing of the step ran: the ops run one by one and report
       sync_->drop_graph();
       graph_failed_ = true;
@@ -143,11 +155,11 @@ bool Queue::launch_held_as_graph(std::vector<Op>& ops, StepVerdict v) {
     } catch (const std::exception&) {
       return false;  // run one by one: the op that cannot get its block reports it
     }
-    if (!sync_->capture_begin()) return false;
+    if (!sync_->capture_begin(slot)) return false;
     bool all_ran = true;
     for (Op& op : ops) all_ran = run(op) && all_ran;  // launches recorded, not run
     try {
-      sync_->capture_end(last);
+      sync_->capture_end(slot, last);
     } catch (const std::exception&) {
       sync_->drop_graph();
       graph_failed_ = true;

@@ -27,14 +27,15 @@ struct StreamSync {
   // `seq` (already launched) without blocking the host, e.g. a CUDA stream
   // waiting on another stream's event. False: not possible, wait on the host.
   virtual bool wait_on_device(StreamSync& /*producer*/, uint64_t /*seq*/) { return false; }
-  // Step graphs (queue.h set_step_graph), worker thread. capture_begin():
-  // the launches that follow are recorded into a graph, not run (false: not
-  // supported, the held ops run one by one). capture_end(): instantiate (or
-  // update) the graph and launch it; op `last_seq` completes with it.
-  // replay(): launch the recorded graph again (false: there is none).
-  virtual bool capture_begin() { return false; }
-  virtual void capture_end(uint64_t /*last_seq*/) {}
-  virtual bool replay(uint64_t /*last_seq*/) { return false; }
+  // Step graphs (queue.h set_step_graph), worker thread, in graph slot
+  // `slot` (step_graph.h). capture_begin(): the launches that follow are
+  // recorded into a graph, not run (false: not supported, the held ops run
+  // one by one). capture_end(): instantiate (or update) the slot's graph and
+  // launch it; op `last_seq` completes with it. replay(): launch the slot's
+  // recorded graph again (false: there is none). drop_graph(): every slot's.
+  virtual bool capture_begin(int /*slot*/) { return false; }
+  virtual void capture_end(int /*slot*/, uint64_t /*last_seq*/) {}
+  virtual bool replay(int /*slot*/, uint64_t /*last_seq*/) { return false; }
   virtual void drop_graph() noexcept {}
 };
 

@@ -50,13 +50,13 @@ CudaBackend::~CudaBackend() {
     (void)scratch_.release(), (void)rng_.release(), (void)blas_.release();
     (void)blas_workspace_.release(), (void)stream_.release();
     events_.abandon();
-    graph_.abandon();
+    for (StreamGraph& g : graphs_) g.abandon();
     times_.abandon();
     for (EventPtr& e : timer_events_) (void)e.release();
     return;
   }
   DeviceGuard guard(index_, std::nothrow);
-  graph_.reset();
+  for (StreamGraph& g : graphs_) g.reset();
   if (stream_) AMLP_CUDA_CHECK_LOG(cudaStreamSynchronize(stream_.get()));
   events_.clear();
   times_.clear();
@@ -149,7 +149,7 @@ void CudaBackend::worker_start() {
 void CudaBackend::before_op(uint64_t seq, const char* name) {
   nvtxRangePushA(name);
   nvtx_open_ = true;
-  timing_ = started_ && trace::enabled() && !graph_.capturing();
+  timing_ = started_ && trace::enabled() && !graphs_[0].capturing() && !graphs_[1].capturing();
   if (timing_) times_.begin(seq, name, stream_.get());
 }
 
@@ -165,7 +165,7 @@ void CudaBackend::after_op(uint64_t seq, bool tail) {
     times_.end(stream_.get());
     times_.drain();
   }
-  if (graph_.capturing()) {  // recorded, not run: the step's event follows its launch (capture_end)
+  if (graphs_[0].capturing() || graphs_[1].capturing()) {  // recorded, not run: the step's event follows its launch (capture_end)
     if (launch != cudaSuccess)
       throw_failure(__FILE__, __LINE__, "the op's launches (cudaGetLastError)", cudaGetErrorString(launch), launch);
     return;
@@ -210,32 +210,32 @@ bool CudaBackend::wait_on_device(StreamSync& producer, uint64_t seq) {
   return other->events_.stream_wait(seq, stream_.get());  // on this (the worker's) device
 }
 
-bool CudaBackend::capture_begin() {
+bool CudaBackend::capture_begin(int slot) {
   if (!started_ || amlp::blocking()) return false;
   if (last_recorded_ < last_run_) {  // every op launched before has an event: waiters never touch the stream
     events_.record(last_run_, stream_.get());
     last_recorded_ = last_run_;
   }
   std::lock_guard<std::mutex> lk(capture_mu_);
-  graph_.begin(stream_.get());
+  graphs_[slot].begin(stream_.get());
   capturing_ = true;
   return true;
 }
 
-void CudaBackend::capture_end(uint64_t last_seq) {
+void CudaBackend::capture_end(int slot, uint64_t last_seq) {
   {
     std::lock_guard<std::mutex> lk(capture_mu_);
-    capturing_ = false;  // graph_.end() ends the capture whether it succeeds or not
+    capturing_ = false;  // end() ends the capture whether it succeeds or not
   }
-  graph_.end(stream_.get());
-  graph_.launch(stream_.get());
+  graphs_[slot].end(stream_.get());
+  graphs_[slot].launch(stream_.get());
   events_.record(last_seq, stream_.get());
   last_run_ = last_recorded_ = last_seq;
 }
 
-bool CudaBackend::replay(uint64_t last_seq) {
-  if (!started_ || !graph_.ready() || amlp::blocking()) return false;
-  graph_.launch(stream_.get());
+bool CudaBackend::replay(int slot, uint64_t last_seq) {
+  if (!started_ || !graphs_[slot].ready() || amlp::blocking()) return false;
+  graphs_[slot].launch(stream_.get());
   events_.record(last_seq, stream_.get());
   last_run_ = last_recorded_ = last_seq;
   return true;
@@ -243,7 +243,7 @@ bool CudaBackend::replay(uint64_t last_seq) {
 
 void CudaBackend::drop_graph() noexcept {
   std::lock_guard<std::mutex> lk(capture_mu_);
-  graph_.reset();
+  for (StreamGraph& g : graphs_) g.reset();
   capturing_ = false;
 }
 

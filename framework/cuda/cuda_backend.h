@@ -57,9 +57,9 @@ class CudaBackend final : public Backend {
   void wait_complete(uint64_t seq) override;
   bool wait_on_device(StreamSync& producer, uint64_t seq) override;
   // Step graphs (stream_graph.h): not in synchronous mode.
-  bool capture_begin() override;
-  void capture_end(uint64_t last_seq) override;
-  bool replay(uint64_t last_seq) override;
+  bool capture_begin(int slot) override;
+  void capture_end(int slot, uint64_t last_seq) override;
+  bool replay(int slot, uint64_t last_seq) override;
   void drop_graph() noexcept override;
 
   // Kernels — worker thread; they launch and return.
@@ -145,11 +145,11 @@ class CudaBackend final : public Backend {
   PinnedBuffer staging_;
   size_t staging_bytes_ = 0;
   EventRing events_;
-  StreamGraph graph_;  // the queue's steady step (worker thread)
+  StreamGraph graphs_[2];  // the queue's steady step, in its graph slots (worker thread)
   DeviceTimes times_;  // each op's GPU start and end while tracing
   bool timing_ = false;  // worker: the op being run has its start event
   std::mutex capture_mu_;               // a waiter's event record never lands inside a capture
-  bool capturing_ = false;              // under capture_mu_: graph_ is recording the stream
+  bool capturing_ = false;              // under capture_mu_: a graph is recording the stream
   uint64_t last_run_ = 0, last_recorded_ = 0;  // worker: the last op after_op saw / gave an event
   HostBlockCache host_blocks_;
   std::atomic<bool> uses_collectives_{false};

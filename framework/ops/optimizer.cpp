@@ -25,7 +25,8 @@ void sgd_update_(Tensor& w, const Tensor& g, Tensor& mom, float lr, float moment
   check_param("sgd_update", w, g, mom, momentum);
   const size_t n = count(w);
   // In place: w (and the momentum) are read and written.
-  enqueue(ctx_of(w), "sgd_update", {&g, &w, &mom}, {&w, &mom}, [=](Backend& be, const OpArgs& k) {
+  const std::vector<uint64_t> scalars{n, scalar_bits(lr), scalar_bits(momentum), scalar_bits(wd), scalar_bits(rescale)};
+  enqueue(ctx_of(w), "sgd_update", {&g, &w, &mom}, {&w, &mom}, scalars, [=](Backend& be, const OpArgs& k) {
     be.sgd_update(k.out(0), k.in(0), k.out(1), n, lr, momentum, wd, rescale);
   });
 }

@@ -21,18 +21,18 @@ struct RecordingSync : StreamSync {
   int begins = 0, ends = 0, replays = 0, drops = 0;
   uint64_t last_seq = 0;
   bool fail_end = false;
-  bool capture_begin() override {
+  bool capture_begin(int) override {
     recording = true;
     ++begins;
     return true;
   }
-  void capture_end(uint64_t last) override {
+  void capture_end(int, uint64_t last) override {
     recording = false;
     ++ends;
     last_seq = last;
     if (fail_end) throw Error("instantiate failed");
   }
-  bool replay(uint64_t last) override {
+  bool replay(int, uint64_t last) override {
     ++replays;
     last_seq = last;
     return true;
@@ -118,6 +118,27 @@ TEST(QueueStep, OpsWithUndeclaredScalarsAreRecordedAgainEachStep) {
   EXPECT_EQ(sync.replays, 0);
   EXPECT_EQ(sync.begins, 3);  // steps 3, 4, 5: captured, then recorded again (the graph updated)
   EXPECT_EQ(q.step_graph_stats().replayed, 2u);
+}
+
+TEST(QueueStep, WithoutGraphsAReplayRunsTheRecordedKernels) {
+  // Like a device graph, the replay launches what was recorded: here each
+  // kernel's closure says which step made it. (An op whose closure holds a
+  // value that changes must declare it: OpBuffers::scalars.)
+  Queue q("cpu:0", nullptr);
+  q.set_step_graph(1);
+  std::vector<int> ran;
+  for (int step = 1; step <= 4; ++step) {
+    q.begin_step();
+    for (int i = 0; i < 2; ++i) {
+      OpBuffers bufs;
+      bufs.scalars_declared = true;  // declared: nothing (the step number is not)
+      q.push("op", Queue::Kernel([&ran, step](const OpArgs&) { ran.push_back(step); }), std::move(bufs));
+    }
+    q.end_step();
+  }
+  q.wait_all();
+  EXPECT_EQ(ran, (std::vector<int>{1, 1, 2, 2, 3, 3, 3, 3})) << "step 4 replays step 3's kernels";
+  EXPECT_EQ(q.step_graph_stats().replayed, 1u);
 }
 
 TEST(QueueStep, ABlockerInsideAHeldStepReleasesIt) {
