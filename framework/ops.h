@@ -83,5 +83,10 @@ void check_finite(const Tensor& a, const std::string& what);
 // In-place SGD update of w from g (mom may be undefined when momentum == 0).
 void sgd_update_(Tensor& w, const Tensor& g, Tensor& mom, float lr, float momentum, float wd,
                  float rescale);
+// The same update for every parameter of a list, as one op (one kernel launch
+// on CUDA, instead of one per parameter); each (w, g, mom) checked as above,
+// all on one device. moms may be empty when momentum == 0.
+void sgd_update_multi_(const std::vector<Tensor*>& ws, const std::vector<const Tensor*>& gs,
+                       const std::vector<Tensor*>& moms, float lr, float momentum, float wd, float rescale);
 
 }  // namespace amlp

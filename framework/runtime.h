@@ -54,6 +54,19 @@ void set_alloc_policy(AllocPolicy p);
 AllocPolicy alloc_policy();
 const char* to_string(AllocPolicy p);  // "enqueue", "run"
 
+// Step graphs (core/step_graph.h) on device `d`'s queue: once `warmup` steps
+// in a row queued the same ops (names, sizes, in order), each steady step's
+// ops are held until end_step() and launched as one recorded graph where the
+// backend records graphs (CUDA), else run one by one in order (the CPU: the
+// same kernels, the same results). 0 = off, the default. Off under
+// back-pressure and in synchronous mode; a blocker inside a step, an op that
+// differs or a failure falls back to running the step op by op.
+void set_step_graph(Device d, int warmup);
+// A program's step (a training batch): the ops queued on `d` between the two.
+void begin_step(Device d);
+void end_step(Device d);
+StepGraphStats step_graph_stats(Device d);
+
 // A device's data queue: a second in-order queue with its own worker, sharing
 // the device's pool and backend, like a loader stream. While a guard is alive,
 // the ops this thread queues on device `d` go to that queue instead of the

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "framework/runtime.h"
 
@@ -58,6 +59,31 @@ class ScopedBlocking {
 
  private:
   bool previous_;
+};
+
+// Step graphs (runtime.h: set_step_graph) on each device's queue, warm-up
+// `warmup`, off again after; the first device's verdicts are copied to
+// `stats` as the guard ends.
+class ScopedStepGraph {
+ public:
+  ScopedStepGraph(std::vector<Device> devices, StepGraphStats& stats, int warmup = 1)
+      : devices_(std::move(devices)), stats_(stats) {
+    for (const Device& d : devices_) set_step_graph(d, warmup);
+  }
+  ~ScopedStepGraph() {
+    if (devices_.empty()) return;
+    try {
+      stats_ = step_graph_stats(devices_.front());
+      for (const Device& d : devices_) set_step_graph(d, 0);
+    } catch (...) {  // a destructor reports nothing
+    }
+  }
+  ScopedStepGraph(const ScopedStepGraph&) = delete;
+  ScopedStepGraph& operator=(const ScopedStepGraph&) = delete;
+
+ private:
+  std::vector<Device> devices_;
+  StepGraphStats& stats_;
 };
 
 }  // namespace amlp

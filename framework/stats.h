@@ -53,4 +53,12 @@ struct QueueStats {
   double held_s = 0;
 };
 
+// A queue's step graphs (runtime.h set_step_graph; core/step_graph.h): the
+// recogniser's verdicts, one per step.
+struct StepGraphStats {
+  uint64_t steps = 0, eager = 0, captured = 0, replayed = 0, updated = 0;
+  uint64_t invalidations = 0;  // a graph dropped: the ops changed, an interrupt, a failure
+  std::string last_reason;     // why the last armed step (or graph) was given up
+};
+
 }  // namespace amlp

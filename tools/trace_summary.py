@@ -7,6 +7,11 @@ GEMM and the bias/ReLU pass fused after it), the rest, and idle (the window
 minus the kernels). The window runs from the first kernel of the first batch
 kept to the last kernel's end; --skip N drops the first N batches (warm-up).
 
+On a GPU a queue's spans are the worker's launches; the GPU's own time is on
+the device track ("device cuda:0": each op's start and end on the GPU, from
+CUDA events). For it: the GPU's busy time (the union of its ops), its idle
+gaps (how many, their total, the longest) and each kernel's GPU time.
+
     build/bin/train_mlp --device cpu --batches 30 --trace t.json
     python3 tools/trace_summary.py t.json --skip 5
 """
@@ -46,6 +51,42 @@ def main():
     queues = sorted(tid for tid, n in names.items() if n.startswith("queue "))
     if not queues:
         fail("no queue track in the trace (was it written by train_mlp --trace?)")
+    report_queues(queues, names, spans, start, kept)
+    for tid in sorted(tid for tid, n in names.items() if n.startswith("device ")):
+        report_device(names[tid], [e for e in spans if e["tid"] == tid and e["ts"] >= start], kept)
+
+
+def report_device(name, ops, kept):
+    """The GPU's own time: busy (the union of its ops' spans), the idle gaps, each kernel's time."""
+    if not ops:
+        return
+    ops.sort(key=lambda e: e["ts"])
+    busy, gaps = 0, []
+    cur0, cur1 = ops[0]["ts"], ops[0]["ts"] + ops[0]["dur"]
+    for e in ops[1:]:
+        b, end = e["ts"], e["ts"] + e["dur"]
+        if b > cur1:
+            busy += cur1 - cur0
+            gaps.append(b - cur1)
+            cur0, cur1 = b, end
+        else:
+            cur1 = max(cur1, end)
+    busy += cur1 - cur0
+    window = max(max(e["ts"] + e["dur"] for e in ops) - ops[0]["ts"], 1)
+    idle = sum(gaps)
+    print(f"{name} (GPU time): {kept} batches, window {window / 1e3:.1f} ms, busy {busy / 1e3:.2f} ms "
+          f"({100 * busy / window:.1f}%), idle {idle / 1e3:.2f} ms in {len(gaps)} gaps"
+          + (f" (longest {max(gaps) / 1e3:.3f} ms, mean {idle / len(gaps):.1f} us)" if gaps else ""))
+    per = collections.defaultdict(lambda: [0, 0])
+    for e in ops:
+        per[e["name"]][0] += 1
+        per[e["name"]][1] += e["dur"]
+    print(f"  {'kernel':<24}{'count':>7}{'GPU ms':>11}{'ms/batch':>10}{'share':>8}")
+    for n, (cnt, d) in sorted(per.items(), key=lambda kv: -kv[1][1]):
+        print(f"  {n:<24}{cnt:>7}{d / 1e3:>11.3f}{d / 1e3 / kept:>10.3f}{100 * d / window:>7.1f}%")
+
+
+def report_queues(queues, names, spans, start, kept):
     for tid in queues:
         ks = [e for e in spans if e["tid"] == tid and e["ts"] >= start]
         if not ks:

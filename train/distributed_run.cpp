@@ -51,7 +51,7 @@ std::string options_text(const Options& o) {
     << "\ncheck-finite=" << o.check_finite << "\nalloc=" << to_string(o.alloc) << "\ndata-queue=" << o.data_queue
     << "\nhost-work=" << (o.host_work.match_device ? std::string("match") : std::to_string(o.host_work.ns) + "ns")
     << "\nhost-work-kind=" << to_string(o.host_work.kind) << "\nblocking=" << o.blocking << "\ntf32=" << o.tf32
-    << "\ncompare=" << o.compare << "\ncompare-policies=" << o.compare_policies << "\ncompare-every=" << every
+    << "\ngraph=" << o.graph << "\ncompare=" << o.compare << "\ncompare-policies=" << o.compare_policies << "\ncompare-every=" << every
     << "\nmemory-log=" << o.memory_log << "\ntrace=" << o.trace << "\nsummary-json=" << o.summary_json << "\n";
   return t.str();
 }

@@ -158,6 +158,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
     }
     if (!s.memory_log.empty()) log = MemoryLog(s.memory_log, r.data_parallel() ? devs : std::vector<Device>{});
     const ScopedMaxPending pending_limit(s.max_pending_ops, s.max_pending_bytes);
+    const ScopedStepGraph graphs(s.graph ? devs : std::vector<Device>{}, r.graph);
     const std::string run_name = "run " + s.label;
     trace::Scope run_span(run_name.c_str());
     meter.start();
@@ -186,8 +187,15 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
         live.clear();
         print_time(batch, meter.seconds(), out);
       }
+      // The batch's step: forward, backward, update. The data's draw stays
+      // out of it: its Philox offset moves every batch, which a replayed
+      // graph would repeat.
+      if (s.graph)
+        for (const Device& dev : devs) begin_step(dev);
       std::vector<Tensor> ls = trainer.forward_backward(X, y);
       trainer.step(B);
+      if (s.graph)
+        for (const Device& dev : devs) end_step(dev);
       meter.after_step();
       if (s.check_finite)
         for (const Tensor& l : ls) check_finite(l, "loss");

@@ -96,6 +96,12 @@ AllocPolicy read_alloc_policy(const std::string& t) {
   throw ParseError("", "must be enqueue or run (got " + quote(t) + ")");
 }
 
+bool read_on_off(const std::string& t) {
+  if (t == "on") return true;
+  if (t == "off") return false;
+  throw ParseError("", "must be off or on (got " + quote(t) + ")");
+}
+
 size_t read_bytes(const std::string& t) { return static_cast<size_t>(parse_byte_size(t, "", kMaxByteSize)); }
 
 std::optional<size_t> read_memory_limit(const std::string& t) {
@@ -171,6 +177,11 @@ po::options_description general_options() {
      "generate each batch's data on a second queue of the device, a loader stream, which the training "
      "ops wait on; with --alloc run the data runs ahead as in the book's MXNet run (CPU devices only; "
      "default: off)")
+    .option<bool>("graph", "off|on", "off", read_on_off,
+     "step graphs: once two batches in a row queued the same ops, each batch's ops are held and "
+     "launched as one recorded CUDA graph (re-recorded where an op's arguments may change), or run "
+     "one by one where the device cannot record (the CPU: the same results); off in synchronous mode "
+     "and under back-pressure; a batch that differs falls back and is learned again")
     .flag("blocking", "synchronous mode: every push waits for its op (default: off)")
     .flag("tf32", "TF32 tensor-core GEMMs on CUDA; no effect on the CPU (default: off)")
     .flag("check-finite",
@@ -249,6 +260,7 @@ Options to_options(const po::variables_map& vm) {
   o.check_finite = vm["check-finite"].as<bool>();
   o.alloc = vm["alloc"].as<AllocPolicy>();
   o.data_queue = vm["data-queue"].as<bool>();
+  o.graph = vm["graph"].as<bool>();
   o.host_work = vm["host-work"].as<HostWork>();
   o.host_work.kind = vm["host-work-kind"].as<HostWorkKind>();
   o.compare = vm["compare"].as<bool>();

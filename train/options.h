@@ -52,6 +52,7 @@ struct RunSettings {
   // --distributed mpi: one rank per process under mpirun, each batch split
   // across the ranks (train/distributed_run.h); one rank alone trains as without it.
   bool distributed = false;
+  bool graph = false;                        // --graph on: steady batches launched as one recorded graph
   HostWork host_work;      // --host-work, --host-work-kind (the frontend's work per batch)
   std::string memory_log;  // "" = not written
   bool quiet = false;             // --quiet: no live status line

@@ -84,6 +84,15 @@ void print_summary(const RunResult& r, std::ostream& out) {
   line("peak queue depth", buf);
   line("allocation", s.alloc == AllocPolicy::Run ? "run (an op's outputs get memory when the worker starts it)"
                                        : "enqueue (an op's outputs get memory when it is queued)");
+  if (s.graph) {
+    const StepGraphStats& g = r.graph;
+    std::snprintf(buf, sizeof buf, "%llu of %llu batches held: %llu recorded, %llu replayed, %llu re-recorded",
+                  static_cast<unsigned long long>(g.captured + g.replayed + g.updated),
+                  static_cast<unsigned long long>(g.steps), static_cast<unsigned long long>(g.captured),
+                  static_cast<unsigned long long>(g.replayed), static_cast<unsigned long long>(g.updated));
+    line("graph", buf + std::string(s.device.is_cuda() ? "" : " (verdicts: a CPU runs held ops one by one)") +
+                      (g.last_reason.empty() ? std::string() : "; last fallback: " + g.last_reason));
+  }
   if (s.data_queue) {
     std::snprintf(buf, sizeof buf, "on the data queue, %s per batch, at most %.1f batches ahead",
                   format_mb(double(r.data_bytes_per_batch)).c_str(), r.peak_data_lead_batches);

@@ -32,6 +32,19 @@ std::vector<PlannedRun> plan_runs(const Options& o) {
     return p;
   };
   std::vector<PlannedRun> plan;
+  // With --graph on, a comparison's rows run without step graphs and one more
+  // row, "graph", runs unsynchronized and unbounded with them.
+  const auto add_graph_row = [&](std::vector<PlannedRun>& rows, PlanKind kind) {
+    for (PlannedRun& p : rows) p.spec.graph = false;
+    if (!o.graph) return;
+    rows.push_back(planned(kind, "graph", "graph"));
+    rows.back().spec.sync = {SyncPolicy::Never, 0};
+    rows.back().spec.max_pending_ops = 0;
+    rows.back().spec.max_pending_bytes = 0;
+    rows.back().spec.alloc = AllocPolicy::Enqueue;
+    rows.back().spec.data_queue = false;
+    rows.back().like = "CUDA graphs, one launch a batch";
+  };
   switch (plan_kind(o)) {
     case PlanKind::Single: {
       std::string label = to_string(o.sync);
@@ -52,6 +65,7 @@ std::vector<PlannedRun> plan_runs(const Options& o) {
       plan.push_back(planned(PlanKind::Compare, "bounded", "bounded"));
       plan.back().spec.sync = {SyncPolicy::Never, 0};
       plan.back().bound_from_earlier = o.max_pending_bytes == 0;
+      add_graph_row(plan, PlanKind::Compare);
       break;
     }
     case PlanKind::Policies: {
@@ -76,6 +90,7 @@ std::vector<PlannedRun> plan_runs(const Options& o) {
         plan.back().spec.data_queue = p.data_queue;
         plan.back().like = p.like;
       }
+      add_graph_row(plan, PlanKind::Policies);
       break;
     }
   }
@@ -90,7 +105,10 @@ std::string heading(const PlannedRun& p) {
   const RunSpec& s = p.spec;
   std::string h = "\n== " + s.label;
   if (p.kind == PlanKind::Policies)
-    h += std::string(" (--sync none --alloc ") + to_string(s.alloc) + (s.data_queue ? " --data-queue" : "") + ")";
+    h += std::string(" (--sync none --alloc ") + to_string(s.alloc) + (s.data_queue ? " --data-queue" : "") +
+         (s.graph ? " --graph on" : "") + ")";
+  else if (s.graph)
+    h += " (none, --graph on)";
   else if (s.max_pending_bytes)
     h += " (none, max-pending-bytes " + format_mb(double(s.max_pending_bytes)) + ")";
   return h + " ==";

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "framework/error.h"
+#include "framework/stats.h"
 #include "train/options.h"
 
 namespace amlp::train {
@@ -123,6 +124,7 @@ struct RunResult {
   // reductions' exposed seconds per batch.
   std::vector<RankResult> ranks;
   double comm_alpha_s = 0, comm_beta_s_per_byte = 0, comm_exposed_s = 0;
+  StepGraphStats graph;  // --graph on: the first device's step verdicts
 
   bool data_parallel() const { return !spec.devices.empty(); }
   bool distributed() const { return !ranks.empty() || comm_alpha_s > 0; }

@@ -91,7 +91,15 @@ std::string summary_json(const std::vector<RunResult>& runs) {
                    {"ranks", ranks},
                    {"comm_alpha_s", r.comm_alpha_s},
                    {"comm_beta_s_per_byte", r.comm_beta_s_per_byte},
-                   {"comm_exposed_s_per_batch", r.comm_exposed_s}});
+                   {"comm_exposed_s_per_batch", r.comm_exposed_s},
+                   {"graph", s.graph ? nlohmann::ordered_json{{"steps", r.graph.steps},
+                                                              {"eager", r.graph.eager},
+                                                              {"captured", r.graph.captured},
+                                                              {"replayed", r.graph.replayed},
+                                                              {"updated", r.graph.updated},
+                                                              {"invalidations", r.graph.invalidations},
+                                                              {"last_reason", r.graph.last_reason}}
+                                     : nlohmann::ordered_json()}});
   }
   return doc.dump(2, ' ', /*ensure_ascii=*/false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }

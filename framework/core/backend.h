@@ -74,6 +74,17 @@ struct Backend : RawAllocator, StreamSync {
   //             else mom = momentum*mom - lr*g';  w += mom
   virtual void sgd_update(float* w, const float* g, float* mom, size_t n, float lr, float momentum,
                           float wd, float rescale) = 0;
+  // The same step for k parameters at once (one launch on CUDA); by default
+  // one sgd_update each, in order.
+  struct SgdParam {
+    float* w;
+    const float* g;
+    float* mom;  // nullptr: no momentum buffer
+    size_t n;
+  };
+  virtual void sgd_update_multi(const SgdParam* ps, int k, float lr, float momentum, float wd, float rescale) {
+    for (int i = 0; i < k; ++i) sgd_update(ps[i].w, ps[i].g, ps[i].mom, ps[i].n, lr, momentum, wd, rescale);
+  }
   // Same-device copy, and copies between this device and host memory. The
   // first three have finished when they return (host memory is pageable).
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;

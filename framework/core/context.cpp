@@ -2,8 +2,11 @@
 #include "framework/core/context.h"
 
 #include <array>
+#include <cstdlib>
+#include <string>
 #include <mutex>
 
+#include "framework/core/segments.h"
 #include "framework/core/settings.h"
 #include "framework/error.h"
 #include "framework/runtime.h"
@@ -46,6 +49,16 @@ Registry& registry() {
   return r;
 }
 
+// A GPU's pool carves its blocks out of large segments (segments.h) when the
+// environment has ASYNCMLP_SEGMENTS=1; otherwise each block is its own
+// cudaMalloc. A CPU pool's blocks come from the host arena either way.
+std::unique_ptr<RawAllocator> device_allocator(Device d, Backend* backend) {
+  std::unique_ptr<RawAllocator> raw(new ForwardingAllocator(backend));
+  const char* seg = std::getenv("ASYNCMLP_SEGMENTS");
+  if (d.is_cuda() && seg && std::string(seg) == "1") raw = std::make_unique<SegmentAllocator>(std::move(raw));
+  return raw;
+}
+
 // The context whose ops this thread routes to its data queue (DataQueueGuard).
 thread_local DeviceContext* routed_to_data = nullptr;
 
@@ -54,7 +67,7 @@ thread_local DeviceContext* routed_to_data = nullptr;
 DeviceContext::DeviceContext(Device d, std::unique_ptr<Backend> b)
     : device(d),
       backend(std::move(b)),
-      pool(d.str(), std::unique_ptr<RawAllocator>(new ForwardingAllocator(backend.get()))),
+      pool(d.str(), device_allocator(d, backend.get())),
       queue(d.str(), backend.get()) {
   detail::apply_settings(queue);
   if (d.is_cuda()) {

@@ -19,11 +19,13 @@ void add_dep(std::vector<QueueDep>& deps, Queue* q, uint64_t seq, const Queue* s
 // Both overloads of enqueue(): the declared tensors as arrays, so neither
 // list is copied before its buffers are.
 uint64_t enqueue_arrays(DeviceContext& c, const char* name, const Tensor* const* reads, size_t n_reads,
-                        const Tensor* const* writes, size_t n_writes, OpKernel&& k) {
+                        const Tensor* const* writes, size_t n_writes, OpKernel&& k,
+                        std::vector<uint64_t>* scalars = nullptr) {
   Queue* self = &current_queue(c);  // the device's queue, or its data queue (DataQueueGuard)
   OpBuffers bufs;
   bufs.refs.reserve(n_reads + n_writes);
   bufs.reads = n_reads;
+  if (scalars) bufs.scalars_declared = true, bufs.scalars = std::move(*scalars);
   std::vector<QueueDep> deps;
   for (size_t i = 0; i < n_reads; ++i) {
     const Tensor* t = reads[i];
@@ -36,13 +38,18 @@ uint64_t enqueue_arrays(DeviceContext& c, const char* name, const Tensor* const*
     if (const auto& s = bufs.refs.back()) s->for_each_use([&](const OpRef& u) { add_dep(deps, u.queue, u.seq, self); });
   }
   Backend* be = c.backend.get();
-  // Bookkeeping reads the refs after the push moved them: keep raw pointers.
-  std::vector<Storage*> used;
-  used.reserve(bufs.refs.size());
-  for (const auto& r : bufs.refs) used.push_back(r.get());
+  // Bookkeeping reads the refs after the push moved them: keep raw pointers
+  // (on the stack for the usual few; no allocation per op).
+  constexpr size_t kOnStack = 16;
+  Storage* on_stack[kOnStack];
+  std::vector<Storage*> on_heap;
+  Storage** used = on_stack;
+  if (bufs.refs.size() > kOnStack) on_heap.resize(bufs.refs.size()), used = on_heap.data();
+  for (size_t i = 0; i < bufs.refs.size(); ++i) used[i] = bufs.refs[i].get();
+  const size_t n_used = bufs.refs.size();
   const uint64_t seq = self->push(
       name, Queue::Kernel([be, k = std::move(k)](const OpArgs& a) { k(*be, a); }), std::move(bufs), std::move(deps));
-  for (size_t i = 0; i < used.size(); ++i) {
+  for (size_t i = 0; i < n_used; ++i) {
     Storage* s = used[i];
     if (!s) continue;
     s->note_use(self, seq);
@@ -59,6 +66,11 @@ uint64_t enqueue_arrays(DeviceContext& c, const char* name, const Tensor* const*
 uint64_t enqueue(DeviceContext& c, const char* name, std::initializer_list<const Tensor*> reads,
                  std::initializer_list<const Tensor*> writes, OpKernel k) {
   return enqueue_arrays(c, name, reads.begin(), reads.size(), writes.begin(), writes.size(), std::move(k));
+}
+
+uint64_t enqueue(DeviceContext& c, const char* name, std::initializer_list<const Tensor*> reads,
+                 std::initializer_list<const Tensor*> writes, std::vector<uint64_t> scalars, OpKernel k) {
+  return enqueue_arrays(c, name, reads.begin(), reads.size(), writes.begin(), writes.size(), std::move(k), &scalars);
 }
 
 uint64_t enqueue(DeviceContext& c, const char* name, const std::vector<const Tensor*>& reads,

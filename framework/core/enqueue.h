@@ -13,6 +13,7 @@
 //   });
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <initializer_list>
 #include <vector>
@@ -36,6 +37,18 @@ uint64_t enqueue(DeviceContext& c, const char* name, std::initializer_list<const
 // tensor of a list, like all_reduce_sum on CPU devices).
 uint64_t enqueue(DeviceContext& c, const char* name, const std::vector<const Tensor*>& reads,
                  const std::vector<const Tensor*>& writes, OpKernel k);
+
+// The same, for an op whose kernel's closure holds nothing but `scalars`
+// (its sizes, flags, seeds and factors; a float as scalar_bits()): a step
+// graph replays it as recorded while they and its buffers are unchanged
+// (core/step_graph.h); an op that declares none is recorded again every step.
+uint64_t enqueue(DeviceContext& c, const char* name, std::initializer_list<const Tensor*> reads,
+                 std::initializer_list<const Tensor*> writes, std::vector<uint64_t> scalars, OpKernel k);
+inline uint64_t scalar_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
 
 }  // namespace detail
 }  // namespace amlp

@@ -70,7 +70,9 @@ Queue::~Queue() {
 uint64_t Queue::push(const char* name, Thunk k, std::vector<std::shared_ptr<Storage>> refs,
                      std::vector<QueueDep> deps) {
   Kernel kernel = [k = std::move(k)](const OpArgs&) { k(); };
-  return push(name, std::move(kernel), OpBuffers{std::move(refs), 0}, std::move(deps));
+  OpBuffers bufs;
+  bufs.refs = std::move(refs);
+  return push(name, std::move(kernel), std::move(bufs), std::move(deps));
 }
 
 uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<QueueDep> deps) {
@@ -95,11 +97,14 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
       }
     }
     seq = ++pushed_;
+    pushed_seen_.store(seq, std::memory_order_relaxed);
     backlog_.add(added);
     depth = pushed_ - launched_;
     peak_depth_ = std::max(peak_depth_, depth);
     backlog = backlog_.bytes();
-    pending_.push_back(Op{name, seq, std::move(k), std::move(bufs), std::move(deps)});
+    const bool held = steps_ && in_step_ && hold_locked(name, bufs);
+    held_in_step_ += held;
+    pending_.push_back(Op{name, seq, std::move(k), std::move(bufs), std::move(deps), held ? Role::Held : Role::Op});
     // Wake the worker only if it sleeps and may run: a busy worker finds the
     // op when it looks next, and a futex wake on every push of a paused (or
     // busy) queue would cost a context switch each.
@@ -137,7 +142,8 @@ BacklogBytes Queue::finish(Op& op) {
 
 // Runs one op: its dependencies, then its kernel, unless an input carries an
 // upstream failure. Never throws: every failure becomes the op's error.
-void Queue::run(Op& op) {
+// True when its kernel ran and succeeded.
+bool Queue::run(Op& op) {
   std::exception_ptr failed;
   if (op.seq <= drop_upto_.load(std::memory_order_acquire)) {  // drop_pending(): never runs, reports nothing
     try {
@@ -148,7 +154,7 @@ void Queue::run(Op& op) {
     }
     for (size_t i = op.bufs.reads; i < op.bufs.refs.size(); ++i)
       if (const auto& r = op.bufs.refs[i]) r->error = failed;
-    return;
+    return false;
   }
   bool upstream = false;  // failed because an input carries an earlier op's failure
   try {
@@ -191,7 +197,7 @@ void Queue::run(Op& op) {
         }
         if (sync_) {
           try {
-            sync_->after_op(op.seq);
+            sync_->after_op(op.seq, pushed_seen_.load(std::memory_order_relaxed) <= op.seq);
           } catch (const std::exception& e) {
             if (!failed) failed = std::make_exception_ptr(KernelError(op.name, op.seq, name_, e.what()));
           }
@@ -212,6 +218,7 @@ void Queue::run(Op& op) {
   // it kept here too, a blocker that already reported it (which makes every
   // queue forget it) could be followed by this keep, and report it twice.
   if (failed && !upstream) keep_error(failed);
+  return !failed;
 }
 
 void Queue::worker_loop() {
@@ -226,8 +233,6 @@ void Queue::worker_loop() {
       }
     }
   }
-  // One lock per op: the worker records the op it finished and takes the
-  // next one under the same lock.
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
     while (!((!paused_ && !pending_.empty()) || (stop_ && pending_.empty()))) {
@@ -235,31 +240,47 @@ void Queue::worker_loop() {
       work_cv_.wait(lk);
       worker_sleeping_ = false;
     }
-    if (pending_.empty()) return;  // stop_ and drained
-    uint64_t seq;
-    BacklogBytes freed;
-    {
-      Op op = std::move(pending_.front());
-      pending_.pop_front();
-      seq = op.seq;
+    if (pending_.empty()) {  // stop_ and drained
       lk.unlock();
-      const uint64_t t0 = trace::enabled() ? trace::now_us() : 0;
-      run(op);
-      if (t0) {
-        try {
-          trace::span(track_, op.name, t0, trace::now_us(), op.seq);
-        } catch (...) {  // a full trace buffer loses a span, never the op
-        }
-      }
-      freed = finish(op);
+      if (!held_.empty()) run_step(StepVerdict::Eager, 0);  // never left behind
+      return;
+    }
+    Op op = std::move(pending_.front());
+    pending_.pop_front();
+    lk.unlock();
+    if (op.role == Role::Held) {
+      held_.push_back(std::move(op));
+    } else if (op.role == Role::StepEnd) {
+      run_step(op.verdict, op.slot);
+    } else {
+      if (!held_.empty()) run_step(StepVerdict::Eager, 0);  // the step stopped matching: in order
+      const BacklogBytes freed = execute(op);
+      lk.lock();
+      announce_locked(op.seq, freed);  // one lock per op: announced, and the next one taken
+      continue;
     }
     lk.lock();
-    backlog_.sub(freed);
-    launched_ = seq;
-    launched_seen_.store(seq, std::memory_order_release);
-    done_cv_.notify_all();
-    space_cv_.notify_all();
   }
+}
+
+BacklogBytes Queue::execute(Op& op) {
+  const uint64_t t0 = trace::enabled() ? trace::now_us() : 0;
+  run(op);
+  if (t0) {
+    try {
+      trace::span(track_, op.name, t0, trace::now_us(), op.seq);
+    } catch (...) {  // a full trace buffer loses a span, never the op
+    }
+  }
+  return finish(op);
+}
+
+void Queue::announce_locked(uint64_t seq, BacklogBytes freed) {
+  backlog_.sub(freed);
+  launched_ = seq;
+  launched_seen_.store(seq, std::memory_order_release);
+  done_cv_.notify_all();
+  space_cv_.notify_all();
 }
 
 // --- dropping and settings ----------------------------------------------------------------
@@ -280,6 +301,7 @@ void Queue::set_max_pending(uint64_t ops, size_t bytes) {
     std::lock_guard<std::mutex> lk(mu_);
     max_ops_ = ops;
     max_bytes_ = bytes;
+    if (ops || bytes) release_step_locked("back-pressure set inside the step");  // a bound never waits on held ops
   }
   space_cv_.notify_all();
 }

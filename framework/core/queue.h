@@ -41,6 +41,7 @@
 
 #include "framework/core/backlog.h"
 #include "framework/core/buffer_state.h"
+#include "framework/core/step_graph.h"
 #include "framework/core/stream_sync.h"
 #include "framework/stats.h"
 
@@ -74,6 +75,11 @@ class OpArgs {
 struct OpBuffers {
   std::vector<std::shared_ptr<Storage>> refs;
   size_t reads = 0;
+  // The kernel's scalar arguments, for step graphs (step_graph.h): a step
+  // is replayed as recorded only when each of its ops declared them; an op
+  // that did not is recorded again every step (its closure may have changed).
+  bool scalars_declared = false;
+  std::vector<uint64_t> scalars;
 };
 
 class Queue {
@@ -146,6 +152,18 @@ class Queue {
   void resume();
   void resume_all();
 
+  // Step graphs (step_graph.h; queue_step.cpp): with a warm-up of `warmup`
+  // matching steps (0: off), the ops of a steady step (pushed between
+  // begin_step() and end_step()) are held on the worker until end_step() gives
+  // its verdict; a backend that records graphs
+  // (StreamSync::capture_begin) then launches the step as one graph, the
+  // others run the held ops one by one. Off under back-pressure and in
+  // synchronous mode; a blocker inside a step releases its held ops first.
+  void set_step_graph(int warmup);
+  void begin_step();       // frontend: the ops pushed from here to end_step() are the step
+  StepVerdict end_step();  // frontend: the step's ops were all pushed
+  StepGraphStats step_graph_stats() const;
+
   QueueStats stats() const;
   void reset_peak();
   const std::string& name() const { return name_; }
@@ -157,15 +175,26 @@ class Queue {
   void note_allocated(size_t bytes);
 
  private:
+  enum class Role : uint8_t { Op, Held, StepEnd };  // StepEnd: a marker with no seq
   struct Op {
     const char* name;
     uint64_t seq;
     Kernel kernel;
     OpBuffers bufs;
     std::vector<QueueDep> deps;
+    Role role = Role::Op;
+    StepVerdict verdict = StepVerdict::Eager;  // StepEnd: what to do with the held ops
+    int slot = 0;                              // StepEnd: in which graph slot
   };
   void worker_loop();
-  void run(Op& op);
+  BacklogBytes execute(Op& op);  // worker: run, trace, finish (the bytes to debit)
+  void announce_locked(uint64_t seq, BacklogBytes freed);  // worker, under mu_: op `seq` was launched
+  bool run(Op& op);  // true: its kernel ran and succeeded
+  // queue_step.cpp: the frontend's side (under mu_) and the worker's.
+  bool hold_locked(const char* name, const OpBuffers& bufs);
+  void release_step_locked(const char* why);  // a blocker inside the step: the held ops run eagerly
+  void run_step(StepVerdict v, int slot);     // worker: the held ops, per the verdict
+  bool launch_held_as_graph(std::vector<Op>& ops, StepVerdict v, int slot);
   BacklogBytes finish(Op& op);  // releases refs; returns this queue's backlog bytes they freed
   void allocate_outputs(Op& op);  // worker: blocks for the op's writes that have none (throws OutOfMemory)
   void keep_error(const std::exception_ptr& e);  // the first error is kept until a blocker takes it
@@ -187,10 +216,18 @@ class Queue {
   bool stop_ = false, blocking_ = false;
   bool worker_sleeping_ = false;  // waiting on work_cv_ (push wakes it only then)
   std::atomic<uint64_t> launched_seen_{0};  // lock-free mirror of launched_ for waiters
+  std::atomic<uint64_t> pushed_seen_{0};    // lock-free mirror of pushed_ for the worker (after_op's tail)
   std::atomic<uint64_t> drop_upto_{0};      // ops up to this seq are dropped, not run
   std::atomic<uint64_t> busy_ns_{0};        // time the worker spent running kernels (QueueStats::busy_s)
   uint64_t held_ns_ = 0;                    // time pushes waited for back-pressure (under mu_)
   std::exception_ptr error_;
+  std::unique_ptr<StepRecogniser> steps_;  // under mu_; null: step graphs off
+  std::atomic<bool> steps_on_{false};      // steps_ is set (read without the lock by waiters)
+  uint64_t held_in_step_ = 0;              // under mu_: ops of the current step queued as held
+  bool in_step_ = false;                   // under mu_: between begin_step() and end_step()
+  std::vector<Op> held_;                   // worker only: this step's held ops
+  std::vector<Kernel> recorded_[StepRecogniser::kSlots];  // worker only, no device graphs: each slot's kernels
+  std::atomic<bool> graph_failed_{false};  // worker -> frontend: a capture or replay failed
   std::thread worker_;
 };
 

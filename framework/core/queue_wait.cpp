@@ -27,6 +27,11 @@ bool spin_until(Ready ready) {
 }  // namespace
 
 void Queue::wait_launched(uint64_t seq) {
+  if (launched_seen_.load(std::memory_order_acquire) >= seq) return;
+  if (steps_on_.load(std::memory_order_acquire)) {  // held ops launch only at their step's end
+    std::lock_guard<std::mutex> lk(mu_);
+    release_step_locked("a blocker waited inside the step");
+  }
   if (spin_until([&] { return launched_seen_.load(std::memory_order_acquire) >= seq; })) return;
   std::unique_lock<std::mutex> lk(mu_);
   done_cv_.wait(lk, [&] { return launched_ >= seq; });

@@ -168,6 +168,10 @@ double DeviceTimer::seconds_since(const DeviceTimer& earlier) const {
 }
 
 QueueStats queue_stats(Device d) { return context(d).queue.stats(); }
+void set_step_graph(Device d, int warmup) { context(d).queue.set_step_graph(warmup); }
+void begin_step(Device d) { context(d).queue.begin_step(); }
+void end_step(Device d) { context(d).queue.end_step(); }
+StepGraphStats step_graph_stats(Device d) { return context(d).queue.step_graph_stats(); }
 QueueStats data_queue_stats(Device d) {
   const Queue* q = context(d).data_queue_if_made();
   return q ? q->stats() : QueueStats{};

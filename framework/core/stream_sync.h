@@ -15,7 +15,9 @@ struct StreamSync {
   virtual ~StreamSync() = default;
   virtual void worker_start() {}                 // worker thread, once, before any op (bind the device)
   virtual void before_op(uint64_t /*seq*/, const char* /*name*/) {}  // worker thread (NVTX push)
-  virtual void after_op(uint64_t /*seq*/) {}     // worker thread, after the kernel ran or threw (NVTX pop, event)
+  // Worker thread, after the kernel ran or threw (NVTX pop, completion
+  // event). `tail`: no op was queued behind it when it ran (a waiter is likely).
+  virtual void after_op(uint64_t /*seq*/, bool /*tail*/) {}
   // Launched ops may still be running on the device (a stream).
   virtual bool asynchronous() const { return false; }
   // Any thread, for a launched op: has the device finished it? / wait until it has.
@@ -25,6 +27,16 @@ struct StreamSync {
   // `seq` (already launched) without blocking the host, e.g. a CUDA stream
   // waiting on another stream's event. False: not possible, wait on the host.
   virtual bool wait_on_device(StreamSync& /*producer*/, uint64_t /*seq*/) { return false; }
+  // Step graphs (queue.h set_step_graph), worker thread, in graph slot
+  // `slot` (step_graph.h). capture_begin(): the launches that follow are
+  // recorded into a graph, not run (false: not supported, the held ops run
+  // one by one). capture_end(): instantiate (or update) the slot's graph and
+  // launch it; op `last_seq` completes with it. replay(): launch the slot's
+  // recorded graph again (false: there is none). drop_graph(): every slot's.
+  virtual bool capture_begin(int /*slot*/) { return false; }
+  virtual void capture_end(int /*slot*/, uint64_t /*last_seq*/) {}
+  virtual bool replay(int /*slot*/, uint64_t /*last_seq*/) { return false; }
+  virtual void drop_graph() noexcept {}
 };
 
 }  // namespace amlp

@@ -12,6 +12,7 @@
 #include "framework/cuda/gemm.h"  // math_mode
 #include "framework/error.h"
 #include "framework/runtime.h"
+#include "framework/trace.h"
 
 namespace amlp::cuda {
 
@@ -37,6 +38,7 @@ bool runtime_gone() {
 CudaBackend::CudaBackend(int index)
     : index_(index),
       name_("cuda:" + std::to_string(index)),
+      times_(name_),
       host_blocks_([this](size_t bytes) { return pin(bytes); }, [](void* p) { unpin(p); }, kMaxCachedPinnedBytes) {}
 
 CudaBackend::~CudaBackend() {
@@ -48,12 +50,16 @@ CudaBackend::~CudaBackend() {
     (void)scratch_.release(), (void)rng_.release(), (void)blas_.release();
     (void)blas_workspace_.release(), (void)stream_.release();
     events_.abandon();
+    for (StreamGraph& g : graphs_) g.abandon();
+    times_.abandon();
     for (EventPtr& e : timer_events_) (void)e.release();
     return;
   }
   DeviceGuard guard(index_, std::nothrow);
+  for (StreamGraph& g : graphs_) g.reset();
   if (stream_) AMLP_CUDA_CHECK_LOG(cudaStreamSynchronize(stream_.get()));
   events_.clear();
+  times_.clear();
   host_blocks_.clear();
   timer_free_.clear();
   timer_events_.clear();
@@ -140,19 +146,35 @@ void CudaBackend::worker_start() {
   }
 }
 
-void CudaBackend::before_op(uint64_t, const char* name) {
+void CudaBackend::before_op(uint64_t seq, const char* name) {
   nvtxRangePushA(name);
   nvtx_open_ = true;
+  timing_ = started_ && trace::enabled() && !graphs_[0].capturing() && !graphs_[1].capturing();
+  if (timing_) times_.begin(seq, name, stream_.get());
 }
 
-void CudaBackend::after_op(uint64_t seq) {
+void CudaBackend::after_op(uint64_t seq, bool tail) {
   if (nvtx_open_) {
     nvtxRangePop();
     nvtx_open_ = false;
   }
   if (!started_) return;
   const cudaError_t launch = cudaGetLastError();
-  events_.record(seq, stream_.get());
+  if (timing_) {
+    timing_ = false;
+    times_.end(stream_.get());
+    times_.drain();
+  }
+  if (graphs_[0].capturing() || graphs_[1].capturing()) {  // recorded, not run: the step's event follows its launch (capture_end)
+    if (launch != cudaSuccess)
+      throw_failure(__FILE__, __LINE__, "the op's launches (cudaGetLastError)", cudaGetErrorString(launch), launch);
+    return;
+  }
+  last_run_ = seq;
+  if (tail || seq >= last_recorded_ + kEventEvery || amlp::blocking()) {
+    events_.record(seq, stream_.get());
+    last_recorded_ = seq;
+  }
   if (launch != cudaSuccess)
     throw_failure(__FILE__, __LINE__, "the op's launches (cudaGetLastError)", cudaGetErrorString(launch), launch);
   if (amlp::blocking())  // synchronous mode: a fault is reported at this op, by name
@@ -171,14 +193,58 @@ bool CudaBackend::is_complete(uint64_t seq) {
 void CudaBackend::wait_complete(uint64_t seq) {
   if (!started_) return;
   DeviceGuard guard(index_);  // wait with this GPU current
-  if (!uses_collectives_.load(std::memory_order_acquire)) return events_.wait(seq, stream_.get());
-  wait_with_collectives(seq);  // collectives.cpp: a failed peer rank ends the wait
+  // An op between two events: one is recorded now (the op was launched), unless
+  // the stream is being recorded into a graph (every op before has one then).
+  {
+    std::lock_guard<std::mutex> lk(capture_mu_);
+    if (!capturing_) events_.ensure(seq, stream_.get());
+  }
+  if (!uses_collectives_.load(std::memory_order_acquire)) events_.wait(seq, stream_.get());
+  else wait_with_collectives(seq);  // collectives.cpp: a failed peer rank ends the wait
+  times_.drain();  // the ops now finished: their GPU times join the trace
 }
 
 bool CudaBackend::wait_on_device(StreamSync& producer, uint64_t seq) {
   auto* other = dynamic_cast<CudaBackend*>(&producer);
   if (!other || !other->started_ || !started_) return false;
   return other->events_.stream_wait(seq, stream_.get());  // on this (the worker's) device
+}
+
+bool CudaBackend::capture_begin(int slot) {
+  if (!started_ || amlp::blocking()) return false;
+  if (last_recorded_ < last_run_) {  // every op launched before has an event: waiters never touch the stream
+    events_.record(last_run_, stream_.get());
+    last_recorded_ = last_run_;
+  }
+  std::lock_guard<std::mutex> lk(capture_mu_);
+  graphs_[slot].begin(stream_.get());
+  capturing_ = true;
+  return true;
+}
+
+void CudaBackend::capture_end(int slot, uint64_t last_seq) {
+  {
+    std::lock_guard<std::mutex> lk(capture_mu_);
+    capturing_ = false;  // end() ends the capture whether it succeeds or not
+  }
+  graphs_[slot].end(stream_.get());
+  graphs_[slot].launch(stream_.get());
+  events_.record(last_seq, stream_.get());
+  last_run_ = last_recorded_ = last_seq;
+}
+
+bool CudaBackend::replay(int slot, uint64_t last_seq) {
+  if (!started_ || !graphs_[slot].ready() || amlp::blocking()) return false;
+  graphs_[slot].launch(stream_.get());
+  events_.record(last_seq, stream_.get());
+  last_run_ = last_recorded_ = last_seq;
+  return true;
+}
+
+void CudaBackend::drop_graph() noexcept {
+  std::lock_guard<std::mutex> lk(capture_mu_);
+  for (StreamGraph& g : graphs_) g.reset();
+  capturing_ = false;
 }
 
 cudaStream_t CudaBackend::stream() const {

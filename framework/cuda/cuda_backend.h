@@ -5,8 +5,9 @@
 // the cuRAND Philox generator and the scratch buffers: nothing CUDA happens
 // at construction, so a machine without a GPU never gets here), then for each
 // op before_op() (NVTX push), the kernel function — which only *launches*
-// onto the stream — and after_op() (launch check, NVTX pop, a CUDA event for
-// the op). Completion is answered from that event: is_complete(seq) and
+// onto the stream — and after_op() (launch check, NVTX pop, a completion
+// event every kEventEvery ops and after the last op queued). Completion is
+// answered from the first event at or after the op: is_complete(seq) and
 // wait_complete(seq) on any thread; another GPU's worker makes its stream
 // wait on it (wait_on_device). copy_to_host/copy_from_host and check_finite are the exceptions
 // that wait for the GPU: they must hand back host data or a verdict.
@@ -25,8 +26,10 @@
 
 #include "framework/core/backend.h"
 #include "framework/cuda/cuda_handles.h"
+#include "framework/cuda/device_times.h"
 #include "framework/cuda/event_ring.h"
 #include "framework/cuda/host_block_cache.h"
+#include "framework/cuda/stream_graph.h"
 
 namespace amlp::cuda {
 
@@ -48,11 +51,16 @@ class CudaBackend final : public Backend {
   // StreamSync — worker thread, except is_complete and wait_complete (any thread).
   void worker_start() override;
   void before_op(uint64_t seq, const char* name) override;
-  void after_op(uint64_t seq) override;
+  void after_op(uint64_t seq, bool tail) override;
   bool asynchronous() const override { return true; }
   bool is_complete(uint64_t seq) override;
   void wait_complete(uint64_t seq) override;
   bool wait_on_device(StreamSync& producer, uint64_t seq) override;
+  // Step graphs (stream_graph.h): not in synchronous mode.
+  bool capture_begin(int slot) override;
+  void capture_end(int slot, uint64_t last_seq) override;
+  bool replay(int slot, uint64_t last_seq) override;
+  void drop_graph() noexcept override;
 
   // Kernels — worker thread; they launch and return.
   void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
@@ -80,6 +88,7 @@ class CudaBackend final : public Backend {
   void random_uniform(float* y, size_t n, uint64_t seed, uint64_t offset, float lo, float hi) override;
   void sgd_update(float* w, const float* g, float* mom, size_t n, float lr, float momentum, float wd,
                   float rescale) override;
+  void sgd_update_multi(const SgdParam* ps, int k, float lr, float momentum, float wd, float rescale) override;
   void copy(void* dst, const void* src, size_t bytes) override;
   // From another GPU's memory: cudaMemcpyPeerAsync on this stream; the
   // source's stream then waits for it (its pool reuses blocks in its order).
@@ -96,6 +105,10 @@ class CudaBackend final : public Backend {
   double timer_seconds(const TimerPoint& from, const TimerPoint& to) override;
   void timer_release(TimerPoint& p) noexcept override;
 
+  // An op's completion event is recorded every kEventEvery ops, after the
+  // last op queued (a blocker waits there) and in synchronous mode; a waiter
+  // for an op in between waits on the next event, or records one (EventRing::ensure).
+  static constexpr uint64_t kEventEvery = 8;
   static constexpr size_t kBlasWorkspaceBytes = size_t(32) << 20;  // cuBLAS's advice for Hopper
   static constexpr size_t kMaxStagingBytes = size_t(64) << 20;
   static constexpr size_t kMaxCachedPinnedBytes = size_t(256) << 20;  // idle pinned blocks kept per GPU
@@ -132,6 +145,12 @@ class CudaBackend final : public Backend {
   PinnedBuffer staging_;
   size_t staging_bytes_ = 0;
   EventRing events_;
+  StreamGraph graphs_[2];  // the queue's steady step, in its graph slots (worker thread)
+  DeviceTimes times_;  // each op's GPU start and end while tracing
+  bool timing_ = false;  // worker: the op being run has its start event
+  std::mutex capture_mu_;               // a waiter's event record never lands inside a capture
+  bool capturing_ = false;              // under capture_mu_: a graph is recording the stream
+  uint64_t last_run_ = 0, last_recorded_ = 0;  // worker: the last op after_op saw / gave an event
   HostBlockCache host_blocks_;
   std::atomic<bool> uses_collectives_{false};
   std::mutex comms_mu_;

@@ -29,6 +29,16 @@ void EventRing::recycle_passed_locked() {
 void EventRing::record(uint64_t seq, cudaStream_t stream) {
   std::lock_guard<std::mutex> lk(mu_);
   recycle_passed_locked();
+  record_locked(seq, stream);
+}
+
+void EventRing::ensure(uint64_t seq, cudaStream_t stream) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (seq <= passed_ || (!live_.empty() && live_.back().seq >= seq)) return;
+  record_locked(seq, stream);
+}
+
+void EventRing::record_locked(uint64_t seq, cudaStream_t stream) {
   cudaEvent_t ev;
   if (free_.empty()) {
     owned_.push_back(make_event());

@@ -1,6 +1,8 @@
-// event_ring.h — how far the GPU has got through a queue: one CUDA event
-// recorded after each op, keyed by its sequence number, recycled once the GPU
-// has passed it.
+// event_ring.h — how far the GPU has got through a queue: CUDA events
+// recorded after some ops (the backend's choice: every few ops, the last one
+// queued, one a waiter asks for), keyed by sequence number, recycled once the
+// GPU has passed them. An op's completion is that of the first event at or
+// after it.
 //
 //   ring.record(seq, stream);   // worker thread, after op `seq` was launched
 //   ring.wait(seq, stream);     // any thread: returns when the GPU finished op `seq`
@@ -29,6 +31,11 @@ class EventRing {
   // Worker thread, with the stream's device current; `seq` increases call by
   // call. Also recycles the oldest events the GPU has passed.
   void record(uint64_t seq, cudaStream_t stream);
+  // Any thread, with the stream's device current, for a launched op `seq`:
+  // records an event for it on `stream` unless one at or after it exists
+  // (the worker records only every few ops). The event covers every op
+  // launched so far, `seq` among them.
+  void ensure(uint64_t seq, cudaStream_t stream);
   // Any thread: waits on the event of the smallest recorded seq >= `seq`
   // (falls back to synchronizing `stream` if there is none). Throws on a CUDA
   // error, e.g. an earlier kernel that faulted.
@@ -53,6 +60,7 @@ class EventRing {
     int waiters;  // threads blocked on it outside the lock
   };
   void recycle_passed_locked();
+  void record_locked(uint64_t seq, cudaStream_t stream);
 
   mutable std::mutex mu_;
   std::deque<Entry> live_;           // increasing seq; references stay valid on push_back/pop_front

@@ -1,4 +1,5 @@
-// optimizer.cu — the SGD step (Gluon semantics, core/backend.h), in the CPU's
+// optimizer.cu — the SGD step (Gluon semantics, core/backend.h), of one
+// parameter or of many in one launch, in the CPU's
 // float order with round-to-nearest intrinsics, so it is bitwise equal to
 // cpu/optimizer.cpp.
 #include "framework/cuda/cuda_backend.h"
@@ -29,7 +30,56 @@ __global__ void sgd_momentum_kernel(float* w, const float* g, float* mom, size_t
   }
 }
 
+// Up to kMaxMulti parameters in one launch (the table travels as the
+// kernel's argument, under 4 KiB); block b works on a chunk of kChunk
+// elements of the parameter whose block range holds b.
+constexpr int kMaxMulti = 24;
+constexpr size_t kChunk = 4096;
+struct MultiTable {
+  Backend::SgdParam p[kMaxMulti];
+  size_t first_block[kMaxMulti + 1];
+  int k;
+};
+
+__global__ void sgd_multi_kernel(MultiTable t, float lr, float momentum, float wd, float rescale) {
+  int j = 0;
+  while (j + 1 < t.k && blockIdx.x >= t.first_block[j + 1]) ++j;
+  const Backend::SgdParam p = t.p[j];
+  const size_t begin = (blockIdx.x - t.first_block[j]) * kChunk;
+  const size_t end = begin + kChunk < p.n ? begin + kChunk : p.n;
+  for (size_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const float gp = __fadd_rn(__fmul_rn(rescale, p.g[i]), __fmul_rn(wd, p.w[i]));
+    if (momentum == 0.f || !p.mom) {
+      p.w[i] = __fsub_rn(p.w[i], __fmul_rn(lr, gp));
+    } else {
+      const float m = __fsub_rn(__fmul_rn(momentum, p.mom[i]), __fmul_rn(lr, gp));
+      p.mom[i] = m;
+      p.w[i] = __fadd_rn(p.w[i], m);
+    }
+  }
+}
+
 }  // namespace
+
+void CudaBackend::sgd_update_multi(const SgdParam* ps, int k, float lr, float momentum, float wd, float rescale) {
+  cudaStream_t s = stream();
+  for (int done = 0; done < k;) {
+    MultiTable t{};
+    t.k = 0;
+    size_t blocks = 0;
+    for (; done < k && t.k < kMaxMulti; ++done) {
+      if (ps[done].n == 0) continue;
+      t.p[t.k] = ps[done];
+      t.first_block[t.k] = blocks;
+      blocks += (ps[done].n + kChunk - 1) / kChunk;
+      ++t.k;
+    }
+    t.first_block[t.k] = blocks;
+    if (t.k == 0) continue;
+    sgd_multi_kernel<<<static_cast<unsigned>(blocks), kBlock, 0, s>>>(t, lr, momentum, wd, rescale);
+    AMLP_CUDA_CHECK_LAUNCH();
+  }
+}
 
 void CudaBackend::sgd_update(float* w, const float* g, float* mom, size_t n, float lr, float momentum, float wd,
                              float rescale) {

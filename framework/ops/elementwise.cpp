@@ -35,7 +35,7 @@ Tensor full(const Shape& s, float v, Device d) {
   DeviceContext& c = context(d);
   Tensor y = alloc(s, c);
   const size_t n = count(y);
-  enqueue(c, "fill", {}, {&y}, [=](Backend& be, const OpArgs& k) { be.fill(k.out(0), n, v); });
+  enqueue(c, "fill", {}, {&y}, {n, scalar_bits(v)}, [=](Backend& be, const OpArgs& k) { be.fill(k.out(0), n, v); });
   return y;
 }
 

@@ -23,7 +23,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   dim_int("matmul", a, 0, &b, "b"), dim_int("matmul", b, 0, &a, "a");
   detail::check_shape("matmul", {M, N});
   Tensor y = alloc({M, N}, ctx_of(a));  // y: (M, N)
-  enqueue(ctx_of(a), "matmul", {&a, &b}, {&y}, [=](Backend& be, const OpArgs& k) {
+  const std::vector<uint64_t> scalars{ta, tb, static_cast<uint64_t>(M), static_cast<uint64_t>(N),
+                                      static_cast<uint64_t>(K), static_cast<uint64_t>(lda), static_cast<uint64_t>(ldb)};
+  enqueue(ctx_of(a), "matmul", {&a, &b}, {&y}, scalars, [=](Backend& be, const OpArgs& k) {
     be.gemm(ta, tb, int(M), int(N), int(K), 1.f, k.in(0), lda, k.in(1), ldb, 0.f, k.out(0), int(N));
   });
   if (detail::any_requires_grad({&a, &b}))
@@ -82,7 +84,8 @@ LinearDims check_linear(const char* op, const Tensor& x, const Tensor& w, const 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   const auto [B, in, out] = check_linear("linear", x, w, b);
   Tensor y = alloc({B, out}, ctx_of(x));  // y: (B, out)
-  enqueue(ctx_of(x), "linear", {&x, &w, &b}, {&y}, [B = B, in = in, out = out](Backend& be, const OpArgs& k) {
+  enqueue(ctx_of(x), "linear", {&x, &w, &b}, {&y}, dims({B, in, out}),
+          [B = B, in = in, out = out](Backend& be, const OpArgs& k) {
     float beta = 0.f;
     if (const float* pb = k.in(2)) {  // y = broadcast(b), then y += x·Wᵀ in the same GEMM
       be.add_bias(/*x=*/nullptr, pb, k.out(0), B, out);
@@ -105,7 +108,8 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
 Tensor linear_relu(const Tensor& x, const Tensor& w, const Tensor& b) {
   const auto [B, in, out] = check_linear("linear_relu", x, w, b);
   Tensor y = alloc({B, out}, ctx_of(x));
-  enqueue(ctx_of(x), "linear_relu", {&x, &w, &b}, {&y}, [B = B, in = in, out = out](Backend& be, const OpArgs& k) {
+  enqueue(ctx_of(x), "linear_relu", {&x, &w, &b}, {&y}, dims({B, in, out}),
+          [B = B, in = in, out = out](Backend& be, const OpArgs& k) {
     be.gemm(false, /*trans_b=*/true, B, out, in, 1.f, k.in(0), in, k.in(1), in, 0.f, k.out(0), out);
     be.bias_relu(k.out(0), k.in(2), B, out);  // y = max(y + b, 0): one pass over y
   });
@@ -115,7 +119,7 @@ Tensor linear_relu(const Tensor& x, const Tensor& w, const Tensor& b) {
       DeviceContext& c = ctx_of(g);
       Tensor dz = alloc({B, out}, c), db;
       if (b.defined() && b.requires_grad()) db = alloc({out}, c);
-      enqueue(c, "relu_backward_sum_rows", {&yv, &g}, {&dz, &db}, [B, out](Backend& be, const OpArgs& k) {
+      enqueue(c, "relu_backward_sum_rows", {&yv, &g}, {&dz, &db}, dims({B, out}), [B, out](Backend& be, const OpArgs& k) {
         be.relu_backward_sum_rows(k.in(0), k.in(1), k.out(0), k.out(1), B, out);
       });
       Tensor dx, dw;

@@ -18,14 +18,15 @@ Tensor l2_loss(const Tensor& pred, const Tensor& label) {
                                     " values)"));
   const int rows = dim_int("l2_loss", pred, 0), cols = dim_int("l2_loss", pred, 1);
   Tensor y = alloc({B}, ctx_of(pred));  // loss: (B)
-  enqueue(ctx_of(pred), "l2_loss", {&pred, &label}, {&y}, [=](Backend& be, const OpArgs& k) {
+  enqueue(ctx_of(pred), "l2_loss", {&pred, &label}, {&y}, dims({rows, cols}), [=](Backend& be, const OpArgs& k) {
     be.l2_loss(k.in(0), k.in(1), k.out(0), rows, cols);
   });
   if (detail::any_requires_grad({&pred, &label}))
     detail::record(y, "l2_loss", {pred, label}, [pred, label, rows, cols](const Tensor& g) {
       // g: (B).  dpred(r,c) = g(r)·(pred − label)/C;  dlabel = −dpred
       Tensor dp = alloc(pred.shape(), ctx_of(pred));
-      enqueue(ctx_of(pred), "l2_loss_backward", {&pred, &label, &g}, {&dp}, [=](Backend& be, const OpArgs& k) {
+      enqueue(ctx_of(pred), "l2_loss_backward", {&pred, &label, &g}, {&dp}, dims({rows, cols}),
+              [=](Backend& be, const OpArgs& k) {
         be.l2_loss_backward(k.in(0), k.in(1), k.in(2), k.out(0), rows, cols);
       });
       Tensor dl;

@@ -18,6 +18,14 @@ namespace amlp::ops {
 using detail::alloc;
 using detail::ctx_of;
 using detail::enqueue;
+using detail::scalar_bits;
+
+// An op's integer sizes as the scalars it declares (detail::enqueue).
+inline std::vector<uint64_t> dims(std::initializer_list<int64_t> ds) {
+  std::vector<uint64_t> v;
+  for (int64_t d : ds) v.push_back(static_cast<uint64_t>(d));
+  return v;
+}
 
 void need_defined(const char* op, std::initializer_list<const Tensor*> ts);
 // Every defined tensor on the same device as the first.

@@ -57,27 +57,30 @@ uint64_t random_offset() {
 // One draw of numel(s) numbers at the stream's current (seed, offset);
 // `fill(backend, out, n, seed, offset)` is the backend's generator.
 template <class Fill>
-static Tensor random_op(const char* op, const char* kernel, const Shape& s, Device d, Fill fill) {
+static Tensor random_op(const char* op, const char* kernel, const Shape& s, Device d, std::vector<uint64_t> params,
+                        Fill fill) {
   detail::check_shape(op, s);
   DeviceContext& c = context(d);
   Tensor y = alloc(s, c);
   const size_t n = count(y);
   const auto [seed, off] = draw(n);
-  enqueue(c, kernel, {}, {&y}, [=, seed = seed, off = off](Backend& be, const OpArgs& k) {
+  std::vector<uint64_t> scalars{n, seed, off};  // and `fill`'s own: params
+  scalars.insert(scalars.end(), params.begin(), params.end());
+  enqueue(c, kernel, {}, {&y}, std::move(scalars), [=, seed = seed, off = off](Backend& be, const OpArgs& k) {
     fill(be, k.out(0), n, seed, off);
   });
   return y;
 }
 
 Tensor randn(const Shape& s, Device d, float mean, float sd) {
-  return random_op("randn", "random_normal", s, d,
+  return random_op("randn", "random_normal", s, d, {scalar_bits(mean), scalar_bits(sd)},
                    [=](Backend& be, float* y, size_t n, uint64_t seed, uint64_t off) {
                      be.random_normal(y, n, seed, off, mean, sd);
                    });
 }
 
 Tensor rand_uniform(const Shape& s, Device d, float lo, float hi) {
-  return random_op("rand_uniform", "random_uniform", s, d,
+  return random_op("rand_uniform", "random_uniform", s, d, {scalar_bits(lo), scalar_bits(hi)},
                    [=](Backend& be, float* y, size_t n, uint64_t seed, uint64_t off) {
                      be.random_uniform(y, n, seed, off, lo, hi);
                    });

@@ -11,7 +11,7 @@ Tensor sum_rows(const Tensor& x) {
   need_2d("sum_rows", x, "x");
   const int rows = dim_int("sum_rows", x, 0), cols = dim_int("sum_rows", x, 1);  // before allocating
   Tensor y = alloc({x.dim(1)}, ctx_of(x));  // y: (C)
-  enqueue(ctx_of(x), "sum_rows", {&x}, {&y}, [=](Backend& be, const OpArgs& k) {
+  enqueue(ctx_of(x), "sum_rows", {&x}, {&y}, dims({rows, cols}), [=](Backend& be, const OpArgs& k) {
     be.sum_rows(k.in(0), k.out(0), rows, cols);
   });
   return y;

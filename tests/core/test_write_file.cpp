@@ -479,7 +479,8 @@ void expect_summary(const nlohmann::json& s) {
                         "ranks",
                         "comm_alpha_s",
                         "comm_beta_s_per_byte",
-                        "comm_exposed_s_per_batch"};
+                        "comm_exposed_s_per_batch",
+                        "graph"};
   for (const nlohmann::json& run : s) {
     EXPECT_EQ(run.size(), std::size(keys));
     for (const char* key : keys) EXPECT_TRUE(run.contains(key)) << key;
@@ -505,6 +506,7 @@ void expect_summary(const nlohmann::json& s) {
   EXPECT_EQ(s[0].at("peak_data_ahead_bytes"), 10240);
   EXPECT_EQ(s[0].at("peak_data_lead_batches"), 2.5);
   EXPECT_EQ(s[0].at("working_set_bytes"), 8192);
+  EXPECT_TRUE(s[0].at("graph").is_null()) << "no step graphs: no verdicts";
   EXPECT_EQ(s[1].at("alloc_policy"), "enqueue");
   EXPECT_EQ(s[1].at("data_queue"), false);
   EXPECT_EQ(s[1].at("mode"), "batch");

@@ -374,20 +374,20 @@ TEST(TrainMlpLogs, TraceIsChromeTraceJsonWithFrontendAndQueueTracks) {
 // --- the plot ---------------------------------------------------------------------------
 
 // The interpreter tools/run.sh draws with: Debian's, which sees python3-matplotlib, else python3 on PATH.
-std::string plot_python() { return ::access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3"; }
+using amlp::testing::host_python;
 
 class PlotMemory : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (run_command(plot_python() + " -c 'import matplotlib'").code != 0)
-      GTEST_SKIP() << "no matplotlib for " << plot_python() << " (apt-get install python3-matplotlib)";
+    if (run_command(host_python() + " -c 'import matplotlib'").code != 0)
+      GTEST_SKIP() << "no matplotlib for " << host_python() << " (apt-get install python3-matplotlib)";
     Ran r = run_train_mlp("--device cpu --compare --batches 4 --batch-size 16 --features 8 --hidden 8 --memory-log " +
                           dir.file("mem.csv") + " --summary-json " + dir.file("s.json"));
     ASSERT_EQ(r.code, 0) << r.err;
   }
   // tools/plot_memory.py with `args` (shell words) after the script's name
   Ran plot(const std::string& args) {
-    return run_command(plot_python() + " " + source_file("tools/plot_memory.py") + " " + args);
+    return run_command(host_python() + " " + source_file("tools/plot_memory.py") + " " + args);
   }
   std::string compare_logs() const { return dir.path() + "/mem.*.csv " + dir.file("s.json"); }
   static size_t count(const std::string& text, const std::string& what) {
@@ -505,7 +505,7 @@ TEST(TraceSummary, SplitsARealRunsQueueTimeByKernel) {
   const Ran run = run_train_mlp("--device cpu --batches 4 --batch-size 64 --features 16 --hidden 32,16 --trace " +
                                 dir.file("t.json"));
   ASSERT_EQ(run.code, 0) << run.err;
-  const std::string tool = plot_python() + " " + source_file("tools/trace_summary.py") + " ";
+  const std::string tool = host_python() + " " + source_file("tools/trace_summary.py") + " ";
   const Ran r = run_command(tool + dir.file("t.json") + " --skip 1");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("queue cpu:0: 3 batches"), std::string::npos) << r.out;

@@ -202,6 +202,21 @@ inline Ran run_program(const std::string& program, const std::string& args) {
 
 inline Ran run_train_mlp(const std::string& args) { return run_program("train_mlp", args); }
 
+// Runs a shell command line ending in train_mlp's arguments (after an
+// environment, say), adding --summary-json; the first run's object.
+inline nlohmann::json summary_of(const std::string& command) {
+  ScratchDir dir;
+  const Ran r = run_command(command + " --summary-json " + dir.file("s.json"));
+  EXPECT_EQ(r.code, 0) << command << "\n" << r.err;
+  std::ifstream in(dir.file("s.json"));
+  nlohmann::json j;
+  in >> j;
+  return j.at(0);
+}
+
+// The Python that sees Debian's packages (matplotlib), for the tools/ scripts.
+inline std::string host_python() { return ::access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3"; }
+
 // A program started in the background (posix_spawn, no shell), stdout and
 // stderr to files, so a test can signal it while it runs.
 //

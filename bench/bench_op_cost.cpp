@@ -1,0 +1,107 @@
+// bench_op_cost.cpp — what one op costs the engine, apart from its kernel:
+// `y = x + 1` on a one-element tensor, the async_demo's op, on cpu:0 and (when
+// a GPU is visible) cuda:0.
+//
+//   BM_OpPush/<dev>      the frontend's time per push, the worker paused (t1)
+//   BM_OpWorker/<dev>    the worker's time per op: a paused backlog of 2048 ops,
+//                        released, until the last was launched (t2) — its
+//                        dependencies, allocation, bookkeeping and, on CUDA,
+//                        the launch and the completion events
+//   BM_OpRoundTrip/<dev> push and wait for each op (t3: one barrier per op)
+// <dev>: cpu0, cuda0 (skipped without a GPU). per_op: the time per op.
+//
+//   build/bin/bench_op_cost --benchmark_min_time=0.2
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "framework/asyncmlp.h"
+#include "framework/core/context.h"
+
+namespace {
+
+using amlp::Device;
+using amlp::Tensor;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kBacklog = 2048;  // ops per measured release
+
+bool usable(benchmark::State& state, Device d) {
+  if (amlp::blocking()) {
+    state.SkipWithError("synchronous mode (ASYNCMLP_BLOCKING) is on: pushes wait, nothing to measure");
+    return false;
+  }
+  if (d.is_cuda() && amlp::cuda_device_count() == 0) {
+    state.SkipWithError("no CUDA device visible");
+    return false;
+  }
+  return true;
+}
+
+void BM_OpPush(benchmark::State& state, Device d) {
+  if (!usable(state, d)) return;
+  Tensor x = amlp::ones({1}, d);
+  amlp::waitall();
+  std::vector<Tensor> keep;
+  keep.reserve(kBacklog);
+  for (auto _ : state) {
+    state.PauseTiming();
+    keep.clear();
+    amlp::waitall();
+    std::optional<amlp::QueuePause> pause(d);
+    state.ResumeTiming();
+    for (int i = 0; i < kBacklog; ++i) keep.push_back(amlp::add_scalar(x, 1.f));
+    state.PauseTiming();
+    pause.reset();
+    state.ResumeTiming();
+  }
+  amlp::waitall();
+  state.counters["per_op"] =
+      benchmark::Counter(double(state.iterations()) * kBacklog, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+void BM_OpWorker(benchmark::State& state, Device d) {
+  if (!usable(state, d)) return;
+  amlp::Queue& q = amlp::context(d).queue;
+  Tensor x = amlp::ones({1}, d);
+  amlp::waitall();
+  std::vector<Tensor> ys;
+  ys.reserve(kBacklog);
+  for (auto _ : state) {
+    std::optional<amlp::QueuePause> pause(std::in_place, d);
+    for (int i = 0; i < kBacklog; ++i) ys.push_back(amlp::add_scalar(x, 1.f));
+    const uint64_t last = q.stats().pushed;
+    const auto t0 = Clock::now();
+    pause.reset();  // released: the worker runs the backlog
+    while (!q.launched(last)) std::this_thread::yield();
+    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - t0).count());
+    ys.clear();
+    amlp::waitall();
+  }
+  state.counters["per_op"] = benchmark::Counter(double(state.iterations()) * kBacklog,
+                                                   benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+void BM_OpRoundTrip(benchmark::State& state, Device d) {
+  if (!usable(state, d)) return;
+  Tensor x = amlp::ones({1}, d);
+  amlp::waitall();
+  for (auto _ : state) {
+    Tensor y = amlp::add_scalar(x, 1.f);
+    amlp::waitall();
+    benchmark::DoNotOptimize(y);
+  }
+}
+
+}  // namespace
+
+BENCHMARK_CAPTURE(BM_OpPush, cpu0, Device::cpu(0))->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_OpPush, cuda0, Device::cuda(0))->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_OpWorker, cpu0, Device::cpu(0))->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_OpWorker, cuda0, Device::cuda(0))->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_OpRoundTrip, cpu0, Device::cpu(0))->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_OpRoundTrip, cuda0, Device::cuda(0))->Unit(benchmark::kMicrosecond);
+BENCHMARK_MAIN();

@@ -1,0 +1,190 @@
+// queue_step.cpp — step graphs on a queue (queue.h set_step_graph, step_graph.h).
+//
+// Frontend: each push inside a step is shown to the recogniser; an op it
+// holds is queued as Held, and end_step() queues a StepEnd marker carrying
+// the verdict. Worker: held ops wait in held_ until the marker (or an op that
+// is not held, which ends the step's holding) and then either run one by one
+// or are launched as one graph by the backend (StreamSync::capture_begin /
+// capture_end / replay). A backend without graphs (the CPU) runs them one by
+// one: the same kernels in the same order, so results never depend on it.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "framework/core/memory.h"
+#include "framework/core/queue.h"
+#include "framework/error.h"
+#include "framework/trace.h"
+
+namespace amlp {
+
+namespace {
+
+// Ops whose kernels wait for the device or the host (a copy to or from host
+// memory, a verdict, a collective, a timer): a stream being recorded cannot.
+bool waits_for_device(const char* name) {
+  static const char* const kNames[] = {"from_host", "to_host", "to_host_async", "check_finite", "all_reduce", "timer"};
+  for (const char* n : kNames)
+    if (std::strcmp(n, name) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+void Queue::set_step_graph(int warmup) {
+  std::lock_guard<std::mutex> lk(mu_);
+  release_step_locked("step graphs turned off");  // nothing stays held
+  steps_ = warmup > 0 ? std::make_unique<StepRecogniser>(warmup) : nullptr;
+  steps_on_.store(warmup > 0, std::memory_order_release);
+}
+
+StepGraphStats Queue::step_graph_stats() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return steps_ ? steps_->stats() : StepGraphStats{};
+}
+
+bool Queue::hold_locked(const char* name, const OpBuffers& bufs) {
+  if (graph_failed_.exchange(false)) steps_->interrupt("a recorded step failed on " + name_);
+  if (blocking_ || max_ops_ || max_bytes_) {  // a held op could keep a bound from ever freeing
+    release_step_locked("back-pressure or synchronous mode inside the step");
+    return false;
+  }
+  OpSignature sig;
+  sig.name = name;
+  sig.capturable = !waits_for_device(name);
+  sig.bytes.reserve(bufs.refs.size());
+  sig.addresses.reserve(bufs.refs.size());
+  for (const auto& r : bufs.refs) {
+    sig.bytes.push_back(r ? r->bytes() : 0);
+    sig.addresses.push_back(r ? r->data() : nullptr);
+  }
+  sig.scalars = bufs.scalars;
+  return steps_->op(sig);
+}
+
+void Queue::release_step_locked(const char* why) {
+  if (!steps_ || !held_in_step_) return;
+  held_in_step_ = 0;
+  steps_->interrupt(why);
+  pending_.push_back(Op{"(step)", 0, nullptr, {}, {}, Role::StepEnd, StepVerdict::Eager});
+  work_cv_.notify_one();
+}
+
+void Queue::begin_step() {
+  std::lock_guard<std::mutex> lk(mu_);
+  in_step_ = steps_ != nullptr;
+}
+
+StepVerdict Queue::end_step() {
+  StepVerdict v = StepVerdict::Eager;
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    in_step_ = false;
+    if (!steps_) return v;
+    if (graph_failed_.exchange(false)) steps_->interrupt("a recorded step failed on " + name_);
+    const bool held = held_in_step_ > 0;
+    held_in_step_ = 0;
+    v = steps_->end_step();
+    if (held) {
+      pending_.push_back(Op{"(step)", 0, nullptr, {}, {}, Role::StepEnd, v, steps_->slot()});
+      wake = worker_sleeping_ && !paused_;
+    }
+  }
+  if (wake) work_cv_.notify_one();
+  return v;
+}
+
+void Queue::run_step(StepVerdict v, int slot) {
+  std::vector<Op> ops;
+  ops.swap(held_);
+  if (ops.empty()) return;
+  bool declared = true;
+  for (const Op& op : ops) declared = declared && op.bufs.scalars_declared;
+  // A closure whose scalars were not declared may differ from the recorded one.
+  if (v == StepVerdict::Replay && !declared) v = StepVerdict::Update;
+  if (v != StepVerdict::Eager && sync_ && launch_held_as_graph(ops, v, slot)) return;
+  // No device graph: the ops run one by one. A replay runs the kernels the
+  // slot recorded (as a device graph keeps its launches' arguments), with
+  // this step's buffers, which are the recorded ones (step_graph.h).
+  std::vector<Kernel>& rec = recorded_[slot];
+  if (v == StepVerdict::Capture || v == StepVerdict::Update) {
+    rec.clear();
+    for (const Op& op : ops) rec.push_back(op.kernel);
+  } else if (v == StepVerdict::Replay && rec.size() == ops.size()) {
+    for (size_t i = 0; i < ops.size(); ++i) ops[i].kernel = rec[i];
+  } else {
+    for (std::vector<Kernel>& r : recorded_) r.clear();
+  }
+  for (Op& op : ops) {
+    const BacklogBytes freed = execute(op);
+    std::lock_guard<std::mutex> lk(mu_);
+    announce_locked(op.seq, freed);
+  }
+}
+
+// The held ops as one graph: recorded and launched (Capture, Update), or the
+// recorded graph launched again (Replay). False: run them one by one instead
+// (the backend has no graphs, an op waits on another queue, an input carries
+// an earlier failure, the step was dropped).
+bool Queue::launch_held_as_graph(std::vector<Op>& ops, StepVerdict v, int slot) {
+  for (const Op& op : ops) {
+    if (!op.deps.empty() || op.seq <= drop_upto_.load(std::memory_order_acquire)) return false;
+    for (size_t i = 0; i < op.bufs.reads; ++i)
+      if (const auto& r = op.bufs.refs[i]; r && (r->error || !r->allocated())) return false;
+  }
+  const uint64_t last = ops.back().seq;
+  const uint64_t t0 = trace::enabled() ? trace::now_us() : 0;
+  const auto k0 = std::chrono::steady_clock::now();
+  if (v == StepVerdict::Replay) {
+    for (const Op& op : ops)  // every output has the block it was recorded with
+      for (size_t i = op.bufs.reads; i < op.bufs.refs.size(); ++i)
+        if (const auto& r = op.bufs.refs[i]; r && !r->allocated()) return false;
+    try {
+      if (!sync_->replay(slot, last)) return false;
+    } catch (const std::exception&) {  // nothing of the step ran: the ops run one by one and report
+      sync_->drop_graph();
+      graph_failed_ = true;
+      return false;
+    }
+  } else {
+    // Blocks are taken before the recording (a fresh one may need the
+    // device's allocator, which a stream being recorded must not call).
+    try {
+      for (Op& op : ops) allocate_outputs(op);
+    } catch (const std::exception&) {
+      return false;  // run one by one: the op that cannot get its block reports it
+    }
+    if (!sync_->capture_begin(slot)) return false;
+    bool all_ran = true;
+    for (Op& op : ops) all_ran = run(op) && all_ran;  // launches recorded, not run
+    try {
+      sync_->capture_end(slot, last);
+    } catch (const std::exception&) {
+      sync_->drop_graph();
+      graph_failed_ = true;
+      if (all_ran) return false;  // nothing ran: one by one, each failure named by its op
+    }
+  }
+  busy_ns_.fetch_add(static_cast<uint64_t>(
+                         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - k0)
+                             .count()),
+                     std::memory_order_relaxed);
+  if (t0) {
+    try {
+      trace::span(track_, v == StepVerdict::Replay ? "graph replay" : "graph capture", t0, trace::now_us(), last);
+    } catch (...) {
+    }
+  }
+  for (Op& op : ops) {
+    if (v == StepVerdict::Replay)
+      for (size_t i = op.bufs.reads; i < op.bufs.refs.size(); ++i)
+        if (const auto& r = op.bufs.refs[i]) r->error = nullptr;  // written, as by a run
+    const BacklogBytes freed = finish(op);
+    std::lock_guard<std::mutex> lk(mu_);
+    announce_locked(op.seq, freed);
+  }
+  return true;
+}
+
+}  // namespace amlp

@@ -1,0 +1,146 @@
+// test_segments.cpp — the segment carver (core/segments.h) over a fake device
+// allocator: blocks come out of few large segments at consecutive addresses,
+// a segment goes back only with its last block, and the pool above it keeps
+// its accounting, its budget and its out-of-memory behaviour.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+
+#include "framework/core/memory.h"
+#include "framework/core/segments.h"
+#include "framework/error.h"
+
+namespace amlp {
+namespace {
+
+constexpr size_t MiB = size_t(1) << 20;
+
+// Hands out addresses it never backs (nothing here reads or writes them),
+// up to `capacity` bytes at once.
+struct FakeDevice : RawAllocator {
+  size_t capacity = SIZE_MAX, held = 0;
+  uintptr_t next = 0x100000000;
+  std::map<void*, size_t> live;
+  int allocs = 0, frees = 0, syncs = 0;
+  void* raw_alloc(size_t bytes) override {
+    if (held + bytes > capacity) return nullptr;
+    void* p = reinterpret_cast<void*>(next);
+    next += bytes + 64 * MiB;  // segments never adjoin
+    live[p] = bytes;
+    held += bytes;
+    ++allocs;
+    return p;
+  }
+  void raw_free(void* p) noexcept override {
+    held -= live.at(p);
+    live.erase(p);
+    ++frees;
+  }
+  void before_raw_free() noexcept override { ++syncs; }
+};
+
+struct Carver {
+  FakeDevice* dev;
+  std::unique_ptr<SegmentAllocator> seg;
+  Carver() {
+    auto d = std::make_unique<FakeDevice>();
+    dev = d.get();
+    seg = std::make_unique<SegmentAllocator>(std::move(d));
+  }
+};
+
+char* at(void* p) { return static_cast<char*>(p); }
+
+TEST(Segments, SmallBlocksAreCarvedFromOneTwoMiBSegment) {
+  Carver c;
+  void* b[5];
+  for (void*& p : b) p = c.seg->raw_alloc(512 * 1024);
+  EXPECT_EQ(c.dev->allocs, 2);  // four fill the first segment, the fifth opens a second
+  EXPECT_EQ(c.dev->live.begin()->second, 2 * MiB);
+  for (int i = 1; i < 4; ++i) EXPECT_EQ(at(b[i]), at(b[i - 1]) + 512 * 1024) << "a pointer bump apart";
+  EXPECT_EQ(c.seg->stats().segment_bytes, 4 * MiB);
+  EXPECT_EQ(c.seg->stats().segments, 2u);
+}
+
+TEST(Segments, LargeBlocksShareTwentyMiBSegmentsAndHugeOnesGetTheirOwn) {
+  Carver c;
+  for (int i = 0; i < 10; ++i) ASSERT_NE(c.seg->raw_alloc(2 * MiB), nullptr);
+  EXPECT_EQ(c.dev->allocs, 1);
+  EXPECT_EQ(c.dev->live.begin()->second, 20 * MiB);
+  void* huge = c.seg->raw_alloc(30 * MiB + 1);
+  ASSERT_NE(huge, nullptr);
+  EXPECT_EQ(c.dev->allocs, 2);
+  EXPECT_EQ(c.dev->live.at(huge), 32 * MiB);  // rounded up to 2 MiB
+  c.seg->raw_free(huge);
+  EXPECT_EQ(c.dev->frees, 1);
+}
+
+TEST(Segments, ASegmentGoesBackWithItsLastBlockOnly) {
+  Carver c;
+  void* a = c.seg->raw_alloc(MiB);
+  void* b = c.seg->raw_alloc(MiB);
+  ASSERT_EQ(c.dev->allocs, 1);
+  c.seg->raw_free(a);
+  EXPECT_EQ(c.dev->frees, 0) << "a block is still carved from it";
+  c.seg->raw_free(b);
+  EXPECT_EQ(c.dev->frees, 1);
+  EXPECT_EQ(c.seg->stats().segment_bytes, 0u);
+  EXPECT_NE(c.seg->raw_alloc(MiB), nullptr);  // a fresh segment opens for the next block
+  EXPECT_EQ(c.dev->allocs, 2);
+}
+
+TEST(Segments, AFullDeviceGivesNullptr) {
+  Carver c;
+  c.dev->capacity = 2 * MiB;
+  EXPECT_NE(c.seg->raw_alloc(MiB), nullptr);
+  EXPECT_EQ(c.seg->raw_alloc(3 * MiB), nullptr);  // needs a 20 MiB segment
+}
+
+TEST(Segments, ThePoolAboveKeepsItsAccountingAndEmptiesTheSegments) {
+  auto d = std::make_unique<FakeDevice>();
+  FakeDevice* dev = d.get();
+  auto seg = std::make_unique<SegmentAllocator>(std::move(d));
+  SegmentAllocator* carver = seg.get();
+  {
+    Pool pool("fake:0", std::move(seg));
+    auto x = pool.allocate(1000);
+    auto y = pool.allocate(3000);
+    EXPECT_EQ(pool.stats().reserved_bytes, Pool::round(1000) + Pool::round(3000));  // the blocks, as before
+    EXPECT_EQ(pool.stats().raw_alloc_count, 2u);
+    EXPECT_EQ(dev->allocs, 1);  // one segment behind both
+    EXPECT_EQ(carver->stats().segment_bytes, 2 * MiB);
+    x.reset(), y.reset();
+    EXPECT_EQ(dev->frees, 0);  // cached by the pool
+    pool.empty_cache();
+    EXPECT_EQ(dev->frees, 1);
+    EXPECT_EQ(pool.stats().reserved_bytes, 0u);
+  }
+}
+
+TEST(Segments, ThePoolsBudgetAndRetryWorkAsBefore) {
+  auto d = std::make_unique<FakeDevice>();
+  FakeDevice* dev = d.get();
+  dev->capacity = 20 * MiB;
+  Pool pool("fake:0", std::make_unique<SegmentAllocator>(std::move(d)));
+  {
+    auto a = pool.allocate(MiB);  // a 2 MiB segment
+  }                               // cached
+  // A 3 MiB block needs a 20 MiB segment: only once the cache (and with it
+  // the small segment) went back does it fit.
+  auto big = pool.allocate(3 * MiB);
+  EXPECT_NE(big, nullptr);
+  EXPECT_EQ(dev->frees, 1);
+  big.reset();
+  pool.set_limit(4 * MiB, "--memory-limit");
+  try {
+    auto too_big = pool.allocate(5 * MiB);
+    FAIL() << "allocated past the budget";
+  } catch (const OutOfMemory& e) {
+    EXPECT_NE(std::string(e.what()).find("--memory-limit"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace amlp

@@ -1,0 +1,56 @@
+// test_train_graph.cpp — train_mlp --graph: the option (command line and
+// INI), the same training whether the batches' steps are held or not, the
+// verdicts in the summary, and the modes where nothing is held.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "train_test_util.h"
+
+namespace amlp::testing {
+namespace {
+
+const std::string kShape = "--device cpu --batches 8 --batch-size 64 --features 32 --hidden 64,16 --seed 5 --quiet ";
+
+nlohmann::json summary(const std::string& args) { return summary_of(program_path("train_mlp") + " " + kShape + args); }
+
+TEST(TrainGraph, HeldStepsTrainExactlyLikeEagerOnes) {
+  for (const char* sync : {"--sync batch", "--sync none", "--sync none --alloc run"}) {
+    const nlohmann::json off = summary(std::string(sync) + " --graph off");
+    const nlohmann::json on = summary(std::string(sync) + " --graph on");
+    EXPECT_EQ(off.at("final_loss").get<double>(), on.at("final_loss").get<double>()) << sync;
+    EXPECT_TRUE(off.at("graph").is_null());
+    const nlohmann::json& g = on.at("graph");
+    EXPECT_EQ(g.at("steps").get<int>(), 8) << sync;
+    EXPECT_EQ(g.at("eager").get<int>(), 2) << sync;  // learned from two batches alike
+    EXPECT_EQ(g.at("captured").get<int>(), 2) << sync;  // both graph slots
+    EXPECT_EQ(g.at("captured").get<int>() + g.at("replayed").get<int>() + g.at("updated").get<int>(), 6) << sync;
+    EXPECT_EQ(g.at("invalidations").get<int>(), 0) << sync;
+  }
+}
+
+TEST(TrainGraph, NothingIsHeldInSynchronousModeOrUnderBackPressure) {
+  for (const char* mode : {"--blocking", "--max-pending 8"}) {
+    const nlohmann::json g = summary(std::string(mode) + " --sync none --graph on").at("graph");
+    EXPECT_EQ(g.at("eager").get<int>(), 8) << mode;
+    EXPECT_EQ(g.at("captured").get<int>(), 0) << mode;
+  }
+}
+
+TEST(TrainGraph, TheOptionIsReadFromTheCommandLineAndTheConfig) {
+  ScratchDir dir;
+  const Ran ini = run_train_mlp(kShape + "--config " + dir.write("c.ini", "graph = on\n"));
+  EXPECT_EQ(ini.code, 0) << ini.err;
+  EXPECT_NE(ini.out.find("graph "), std::string::npos) << ini.out;
+  const Ran bad = run_train_mlp(kShape + "--graph maybe");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(bad.err_lines(), 1) << bad.err;
+  EXPECT_NE(bad.err.find("must be off or on"), std::string::npos) << bad.err;
+  const Ran off = run_train_mlp(kShape);
+  EXPECT_EQ(off.out.find("  graph "), std::string::npos) << "off by default";
+}
+
+}  // namespace
+}  // namespace amlp::testing
