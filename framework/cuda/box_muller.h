@@ -55,23 +55,16 @@ AMLP_HD float fsqrt(float a) {
   return std::sqrt(a);  // correctly rounded, as _mm256_sqrt_ps
 #endif
 }
+// The bits as the other type (memcpy is a device function too; it compiles to a move).
 AMLP_HD float bits_to_float(uint32_t u) {
-#ifdef __CUDA_ARCH__
-  return __uint_as_float(u);
-#else
   float f;
-  std::memcpy(&f, &u, sizeof f);
+  memcpy(&f, &u, sizeof f);
   return f;
-#endif
 }
 AMLP_HD uint32_t float_to_bits(float f) {
-#ifdef __CUDA_ARCH__
-  return __float_as_uint(f);
-#else
   uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
+  memcpy(&u, &f, sizeof u);
   return u;
-#endif
 }
 
 constexpr float k2Pow32Inv = 2.3283064e-10f;                  // philox::k2Pow32Inv
