@@ -18,7 +18,8 @@
 #   table       the table of every perf phase run so far
 #
 #   bench/gpu/run_gpu_checks.sh --plan            what each phase runs, carries and brings back
-#   bench/gpu/run_gpu_checks.sh PHASE             from the repository root on the GPU machine
+#   bench/gpu/run_gpu_checks.sh PHASE [PHASE...]  from the repository root on the GPU machine;
+#                                                 several share one 570 s budget (--plan: the three commands)
 #
 # Logs, JSON and CSV go to $LOGS/PHASE (default out/gpu/PHASE, kept between
 # commands on a warm machine); as each phase ends they are packed into
@@ -50,7 +51,7 @@ declare -A WHAT=([unpack]="unpack $ARCHIVE, print the machine, CUDA, cuBLAS/cuRA
   [memcheck]="compute-sanitizer memcheck: test_cuda_backend (run-ahead and 4096^3 tests left out), test_completion"
   [racecheck]="compute-sanitizer racecheck: test_cuda_backend Ops/*:CudaRandom.*:CudaErrors.*"
   [synccheck]="compute-sanitizer synccheck: test_cuda_backend Ops/*:CudaRandom.*:CudaErrors.*"
-  [train]="train_mlp --devices cuda:0 (and every GPU) through NCCL, --compare-policies, async_demo data-parallel"
+  [train]="train_mlp --devices cuda:0 (and every GPU) through NCCL, mpirun -np 1 --distributed mpi, --compare-policies, async_demo data-parallel"
   [perf64]="$REPEATS rounds (none started past 260 s) of train_mlp batch/none | torch eager + graph batch/none at batch 64; GEMM floor; table"
   [perf256]="the same at batch 256" [perf1024]="the same at batch 1024; and the device normals beside curandGenerateNormal"
   [table]="the table of every perf phase so far")
@@ -65,9 +66,12 @@ MEMCHECK_SKIP+=':CudaQueue.DeviceTimerMeasuresTheGpuNotTheLaunches:CudaQueue.Asy
 MEMCHECK_SKIP+=':CudaMemory.AnImpossibleRequestIsOutOfMemoryAndTheProcessGoesOn'
 KERNEL_TESTS='Ops/*:CudaRandom.*:CudaErrors.*'
 
+# The kit as the lent machine runs it: three commands, phases in order.
+COMMANDS=("unpack tests train" "memcheck racecheck synccheck" "perf64 perf256 perf1024 table")
+
 usage() {
   local IFS='|'
-  echo "usage: $0 --plan | ${PHASES[*]}" >&2
+  echo "usage: $0 --plan | PHASE [PHASE...], each one of: ${PHASES[*]}" >&2
   exit 2
 }
 
@@ -90,12 +94,49 @@ plan() {
   printf 'all phases: <= %d s (%.1f min) of commands at worst, about %d s (%.1f min) expected;\n' \
     "$total" "$(echo "$total / 60" | bc -l)" "$expect" "$(echo "$expect / 60" | bc -l)"
   echo "the lease is 30 min in all, its start included: past it, choose phases (tests, perf1024 first)"
+  echo "the whole kit in three commands, each under one 570 s budget (a phase that no longer fits is not started):"
+  local g sum p
+  for g in "${COMMANDS[@]}"; do
+    sum=0
+    for p in $g; do sum=$((sum + EXPECT[$p])); done
+    printf '  bench/gpu/run_gpu_checks.sh %-34s (about %3d s)\n' "$g" "$sum"
+  done
 }
+
+# Several phases in one command (the lent machine's lease: at most three
+# commands for the whole kit): each runs as its own invocation of this script,
+# in order, under what is left of one 570 s budget; a phase whose expected
+# time no longer fits is not started, and says so. Exit status: 1 if any
+# phase failed or was not started.
+if [ $# -gt 1 ]; then
+  for p in "$@"; do [[ " ${PHASES[*]} " == *" $p "* ]] || usage; done
+  budget_start=$SECONDS overall=0
+  for p in "$@"; do
+    left=$((570 - (SECONDS - budget_start)))
+    if ((left < EXPECT[$p])); then
+      echo "== $p not started: ${left} s left of 570, it takes about ${EXPECT[$p]} s" >&2
+      overall=1
+      continue
+    fi
+    PHASE_BUDGET=$((left < BOUND[$p] ? left : BOUND[$p])) timeout -k 5 "$left" bash "$0" "$p" || overall=1
+  done
+  exit $overall
+fi
 
 [ $# -eq 1 ] || usage
 phase=$1
 [ "$phase" = --plan ] && { plan; exit 0; }
 [[ " ${PHASES[*]} " == *" $phase "* ]] || usage
+
+# The seconds this phase may take: PHASE_BUDGET when several phases share one
+# command, else the phase's own bound; cap B gives a step at most B seconds
+# and never more than is left (10 s kept for packing).
+phase_end=$((SECONDS + ${PHASE_BUDGET:-${BOUND[$phase]}}))
+cap() {
+  local left=$((phase_end - SECONDS - 10))
+  ((left < 1)) && left=1
+  echo $(($1 < left ? $1 : left))
+}
 
 dir=$LOGS/$phase
 rm -rf "$dir"
@@ -140,8 +181,8 @@ if [ "$phase" = unpack ]; then
   nccl=$(nccl_dir)
   echo "$nccl" >"$LOGS/nccl_dir"
   {
-    timeout 20 nvidia-smi -L
-    timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv
+    timeout "$(cap 20)" nvidia-smi -L
+    timeout "$(cap 20)" nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv
     timeout 20 nvcc --version | tail -2
     # shellcheck disable=SC2010
     ls /usr/local/cuda/lib64 | grep -E 'cublas|curand' | sort
@@ -168,9 +209,9 @@ if [ "$phase" = tests ]; then
   for t in "${tests[@]}"; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
-    left=$((540 - (SECONDS - start)))
+    left=$(cap 540)
     if ((left < 30)); then
-      record FAIL "$name" "not run: the phase's 540 s were spent"
+      record FAIL "$name" "not run: the phase's time was spent"
       continue
     fi
     timeout $((left < 300 ? left : 300)) "$t" --gtest_output="json:$dir/$name.json" >"$dir/$name.log" 2>&1
@@ -192,7 +233,7 @@ fi
 sanitize() {  # tool test filter bound
   local tool=$1 t=$2 filter=$3 bound=$4 log
   log=$dir/$tool.$(basename "$t").log
-  timeout "$bound" compute-sanitizer --tool "$tool" --error-exitcode 99 "$BUILD/bin/$t" --gtest_filter="$filter" \
+  timeout "$(cap "$bound")" compute-sanitizer --tool "$tool" --error-exitcode 99 "$BUILD/bin/$t" --gtest_filter="$filter" \
     >"$log" 2>&1
   local rc=$? line tests
   line=$(grep -E '(ERROR|RACECHECK|SYNCCHECK) SUMMARY' "$log" | tail -1)
@@ -217,12 +258,12 @@ esac
 
 if [ "$phase" = train ]; then
   say "train_mlp on cuda"
-  gpus=$(timeout 20 nvidia-smi -L | grep -c '^GPU')
+  gpus=$(timeout "$(cap 20)" nvidia-smi -L | grep -c '^GPU')
   [ "$gpus" -ge 1 ] || gpus=1  # nvidia-smi failed: train on cuda:0 alone
   list=$(seq -s, -f 'cuda:%g' 0 $((gpus - 1)))
   for devs in cuda:0 "$list"; do
     tag=${devs//[:,]/_}
-    if timeout 120 "$BUILD/bin/train_mlp" --devices "$devs" --sync batch --batches 20 --batch-size 1024 \
+    if timeout "$(cap 120)" "$BUILD/bin/train_mlp" --devices "$devs" --sync batch --batches 20 --batch-size 1024 \
       --memory-log "$dir/dp_$tag.csv" --summary-json "$dir/dp_$tag.json" >"$dir/dp_$tag.log" 2>&1; then
       record PASS "train_mlp --devices $devs" "$(grep -E 'samples/s|final loss' "$dir/dp_$tag.log" | tr -s ' \n' ' ')"
     else
@@ -230,12 +271,24 @@ if [ "$phase" = train ]; then
     fi
     [ "$devs" = "$list" ] && break
   done
-  if timeout 120 "$BUILD/bin/async_demo" data-parallel --device cuda >"$dir/async_demo_dp.log" 2>&1; then
+  if timeout "$(cap 120)" "$BUILD/bin/async_demo" data-parallel --device cuda >"$dir/async_demo_dp.log" 2>&1; then
     record PASS "async_demo data-parallel"
   else
     record FAIL "async_demo data-parallel" "see async_demo_dp.log"
   fi
-  if timeout 150 "$BUILD/bin/train_mlp" --config configs/d2l.ini --device cuda --compare-policies \
+  # One rank under mpirun: --distributed mpi on the GPU (NCCL bootstrapped over MPI).
+  if command -v mpirun >/dev/null; then
+    if OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout "$(cap 120)" mpirun --oversubscribe -np 1 \
+      "$BUILD/bin/train_mlp" --distributed mpi --device cuda --sync batch --batches 20 --batch-size 1024 \
+      --summary-json "$dir/mpi1.json" >"$dir/mpi1.log" 2>&1; then
+      record PASS "mpirun -np 1 train_mlp --distributed mpi" "$(grep -E 'samples/s|final loss' "$dir/mpi1.log" | tr -s ' \n' ' ')"
+    else
+      record FAIL "mpirun -np 1 train_mlp --distributed mpi" "see mpi1.log"
+    fi
+  else
+    echo "NOTE mpirun -np 1 train_mlp --distributed mpi: not run, no mpirun on this machine" | tee -a "$results"
+  fi
+  if timeout "$(cap 150)" "$BUILD/bin/train_mlp" --config configs/d2l.ini --device cuda --compare-policies \
     --summary-json "$dir/policies.json" >"$dir/policies.log" 2>&1; then
     record PASS "train_mlp --compare-policies" "$(grep -E '^(enqueue|run) ' "$dir/policies.log" | tr -s ' \n' ' ')"
   else
@@ -251,28 +304,28 @@ if [[ $phase == perf* ]]; then
   # time training, as PyTorch's warm-up batches do for the peers.
   start=$SECONDS
   for r in $(seq 1 "$REPEATS"); do
-    if ((r > 1 && SECONDS - start > 260)); then
-      record FAIL "perf $batch round $r" "not started: 260 s spent"
+    if ((r > 1 && (SECONDS - start > 260 || $(cap 600) < 150))); then
+      record FAIL "perf $batch round $r" "not started: 260 s spent, or under 150 s left"
       break
     fi
     for mode in batch none; do
       tag=train_${mode}_$r
-      CUDA_MODULE_LOADING=EAGER timeout 30 "$BUILD/bin/train_mlp" --device cuda --sync "$mode" \
+      CUDA_MODULE_LOADING=EAGER timeout "$(cap 30)" "$BUILD/bin/train_mlp" --device cuda --sync "$mode" \
         --batches "$BATCHES" --batch-size "$batch" --summary-json "$dir/$tag.json" --memory-log "$dir/$tag.csv" \
         >"$dir/$tag.log" 2>&1 || record FAIL "train_mlp --sync $mode #$r" "see $tag.log"
     done
-    timeout 120 python3 bench/gpu/torch_mlp.py --sync batch,none --capture eager,graph --batches "$BATCHES" \
+    timeout "$(cap 120)" python3 bench/gpu/torch_mlp.py --sync batch,none --capture eager,graph --batches "$BATCHES" \
       --batch-size "$batch" --repeats 2 --json "$dir/torch_$r.json" >"$dir/torch_$r.log" 2>&1 ||
       record FAIL "torch_mlp.py #$r" "see torch_$r.log"
   done
   say "GEMM floor at batch $batch (cuBLAS alone)"
-  timeout 45 "$BUILD/bin/bench_cuda_gemm" --benchmark_filter="Floor/tf32:[01]/batch:$batch/" \
+  timeout "$(cap 45)" "$BUILD/bin/bench_cuda_gemm" --benchmark_filter="Floor/tf32:[01]/batch:$batch/" \
     --benchmark_min_time=0.1 --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
     --benchmark_out="$dir/gemm_floor.json" --benchmark_out_format=json >"$dir/gemm_floor.log" 2>&1 ||
     record FAIL bench_cuda_gemm "see gemm_floor.log"
   if [ "$batch" = 1024 ]; then
     say "normals: the device generator beside curandGenerateNormal"
-    if timeout 40 "$BUILD/bin/bench_cuda_random" --benchmark_min_time=0.1 --benchmark_out="$dir/normals.json" \
+    if timeout "$(cap 40)" "$BUILD/bin/bench_cuda_random" --benchmark_min_time=0.1 --benchmark_out="$dir/normals.json" \
       --benchmark_out_format=json >"$dir/normals.log" 2>&1; then
       record PASS "normals vs curandGenerateNormal" "$(python3 - "$dir/normals.json" <<'PY'
 import json, sys
@@ -290,13 +343,13 @@ PY
   say "results ($phase)"
   cat "$results"
   say "table"
-  timeout 15 python3 bench/gpu/table.py "$dir" | tee "$dir/table.txt"
+  timeout "$(cap 15)" python3 bench/gpu/table.py "$dir" | tee "$dir/table.txt"
   pack
   exit $status
 fi
 
 if [ "$phase" = table ]; then
-  timeout 30 python3 bench/gpu/table.py "$LOGS"/perf* | tee "$dir/table.txt"
+  timeout "$(cap 30)" python3 bench/gpu/table.py "$LOGS"/perf* | tee "$dir/table.txt"
   pack
   exit 0
 fi
