@@ -8,6 +8,7 @@
 // intrinsics as uninitialised (GCC bug 105593): not our code, no real read.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #include <immintrin.h>
 
