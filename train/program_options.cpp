@@ -6,7 +6,7 @@ namespace {
 
 // Boost's own messages quote what was typed as it was typed; an error stays
 // one line, and a short one: a quoted value past 64 characters is cut (a
-// 5000-character config value used to be echoed whole).
+// 5000-character config value would otherwise be echoed whole).
 std::string one_line(std::string text) {
   constexpr size_t kMaxQuoted = 64;
   for (size_t open = text.find('\''); open != std::string::npos;) {
