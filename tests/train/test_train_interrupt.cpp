@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "sanitized.h"
 #include "train_test_util.h"
 
 namespace amlp::train {
@@ -101,6 +102,14 @@ TEST(InterruptTwice, SecondSignalExitsAtOnceLeavingAValidLog) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (p.err_so_far().find("no new batches") == std::string::npos && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (amlp::testing::kThreadSanitized && p.err_so_far().find("no new batches") == std::string::npos) {
+    // TSan runs a handler only when the thread the kernel chose enters one of
+    // its interceptors; a BLAS thread computing the backlog may enter none
+    // before the run ends. The release and ASan builds check this case.
+    p.signal(SIGKILL);
+    p.wait();
+    GTEST_SKIP() << "TSan deferred the first SIGINT past the run's end; nothing to check in this build";
+  }
   p.signal(SIGINT);
   const Ran r = p.wait();
   EXPECT_EQ(p.signaled, 0);
