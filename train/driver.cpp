@@ -16,6 +16,10 @@ namespace amlp::train {
 
 namespace {
 
+// One line in one write: several ranks' lines share mpirun's output, and a
+// line written in pieces would interleave with another rank's.
+void write_line(std::ostream& err, const std::string& line) { err << (line + '\n') << std::flush; }
+
 // Writes what the trace recorded, also when the run failed; a failure to
 // write it is reported but never masks the run's own error.
 void finish_trace(const Options& o, std::ostream& err, bool* ok, const std::string& failure) {
@@ -50,7 +54,7 @@ void finish_trace(const Options& o, std::ostream& err, bool* ok, const std::stri
     if (!own_failure.empty()) throw Error(own_failure);
     if (group->rank() == 0) merge_rank_traces(o.trace, group->size());
   } catch (const std::exception& e) {
-    if (*ok) err << "train_mlp: error: " << e.what() << std::endl;
+    if (*ok) write_line(err, std::string("train_mlp: error: ") + e.what());
     *ok = false;
   }
 }
@@ -93,7 +97,7 @@ int run_driver(const Options& given, std::ostream& rank0_out, std::ostream& err,
       o = join_ranks(given);
     } catch (const dist::DistError& e) {
       dist::ProcessGroup* g = dist::ProcessGroup::current();
-      if (!g || g->rank() == 0) err << "train_mlp: error: " << e.what() << std::endl;  // rank 0 speaks for all
+      if (!g || g->rank() == 0) write_line(err, std::string("train_mlp: error: ") + e.what());  // rank 0 speaks for all
       if (g) g->finalize();
       return kExitBadInput;
     }
@@ -106,7 +110,7 @@ int run_driver(const Options& given, std::ostream& rank0_out, std::ostream& err,
   std::string failure;  // the one line reported
   const auto fail = [&](const std::string& what) {
     failure = what;
-    err << "train_mlp: error: " << (group ? group->name() + ": " : "") << what << std::endl;
+    write_line(err, "train_mlp: error: " + (group ? group->name() + ": " : std::string()) + what);
     ok = false;
     if (group) group->abort_all(what, kExitRunFailed);  // every other rank names this one and exits
   };
@@ -159,7 +163,7 @@ int run_driver(const Options& given, std::ostream& rank0_out, std::ostream& err,
     try {
       write_summary_json(o.summary_json, results);
     } catch (const std::exception& e) {
-      if (ok) err << "train_mlp: error: " << e.what() << std::endl;
+      if (ok) write_line(err, std::string("train_mlp: error: ") + e.what());
       ok = false;
     }
   }
@@ -169,9 +173,9 @@ int run_driver(const Options& given, std::ostream& rank0_out, std::ostream& err,
     status = kExitRunFailed;
   } else if (const int sig = interrupt_signal()) {
     const RunResult* last = results.empty() ? nullptr : &results.back();
-    err << "train_mlp: interrupted at batch " << (last ? last->batches_done : 0) << " of "
-        << (last ? last->spec.batches : o.batches) << " (" << signal_name(sig)
-        << "): the queued batches finished; the summary and trace say \"interrupted\"" << std::endl;
+    write_line(err, "train_mlp: interrupted at batch " + std::to_string(last ? last->batches_done : 0) + " of " +
+                        std::to_string(last ? last->spec.batches : o.batches) + " (" + signal_name(sig) +
+                        "): the queued batches finished; the summary and trace say \"interrupted\"");
     status = 128 + sig;
   }
   if (group) group->finalize();  // last: a launcher ending the job may not wait for it
