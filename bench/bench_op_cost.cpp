@@ -8,6 +8,9 @@
 //                        dependencies, allocation, bookkeeping and, on CUDA,
 //                        the launch and the completion events
 //   BM_OpRoundTrip/<dev> push and wait for each op (t3: one barrier per op)
+//   BM_RawLaunch/cuda0   the floor: the same kernel launched kBacklog times
+//                        from a bare loop (bench/raw_launch.cu), no engine;
+//                        BM_OpWorker/cuda0 over it is the engine's overhead
 // <dev>: cpu0, cuda0 (skipped without a GPU). per_op: the time per op.
 //
 //   build/bin/bench_op_cost --benchmark_min_time=0.2
@@ -20,6 +23,9 @@
 
 #include "framework/asyncmlp.h"
 #include "framework/core/context.h"
+#if ASYNCMLP_RAW_LAUNCH
+#include "bench/raw_launch.h"
+#endif
 
 namespace {
 
@@ -96,8 +102,21 @@ void BM_OpRoundTrip(benchmark::State& state, Device d) {
   }
 }
 
+void BM_RawLaunch(benchmark::State& state) {
+  if (!usable(state, Device::cuda(0))) return;
+#if ASYNCMLP_RAW_LAUNCH
+  amlp::waitall();
+  for (auto _ : state) state.SetIterationTime(amlp::bench::raw_launch_seconds(kBacklog));
+  state.counters["per_op"] = benchmark::Counter(double(state.iterations()) * kBacklog,
+                                                   benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+#else
+  state.SkipWithError("built without the CUDA backend");
+#endif
+}
+
 }  // namespace
 
+BENCHMARK(BM_RawLaunch)->Name("BM_RawLaunch/cuda0")->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_OpPush, cpu0, Device::cpu(0))->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_OpPush, cuda0, Device::cuda(0))->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_OpWorker, cpu0, Device::cpu(0))->UseManualTime()->Unit(benchmark::kMicrosecond);

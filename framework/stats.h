@@ -16,7 +16,8 @@ struct MemoryStats {
   size_t reserved_bytes = 0;  // in use + cached (what the device holds for us)
   uint64_t alloc_count = 0;   // allocations served
   uint64_t free_count = 0;    // blocks returned
-  uint64_t raw_alloc_count = 0;  // calls to the device's own allocator (malloc / cudaMalloc)
+  uint64_t raw_alloc_count = 0;  // blocks the pool took from its raw allocator (not from its cache)
+  uint64_t device_allocs = 0;    // calls to the device's own allocator (cudaMalloc; fewer with segments)
   uint64_t bytes_allocated_total = 0;  // sum of every allocation (rounded), ever
   size_t limit_bytes = 0;     // 0 = none
 };

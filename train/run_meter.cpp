@@ -27,7 +27,7 @@ void RunMeter::Track::read_timers(bool wait) {
 }
 
 RunMeter::RunMeter(RunResult& r, const std::vector<Device>& devices) : r_(r) {
-  for (const Device& d : devices) tracks_.push_back(Track{d, {}, 0, 0, 0, 0, 0, 0, {}, 0, 0});
+  for (const Device& d : devices) tracks_.push_back(Track{d, {}, 0, 0, 0, 0, 0, 0, 0, {}, 0, 0});
 }
 
 void RunMeter::start() {
@@ -41,6 +41,7 @@ void RunMeter::start() {
     r_.start_bytes += m.bytes_in_use;
     t.allocated0 = t.batch_allocated = m.bytes_allocated_total;
     t.reserved0 = t.peak_reserved = m.reserved_bytes;
+    t.device_allocs0 = m.device_allocs;
     t.busy0 = q.busy_s;
     t.held0 = q.held_s;
   }
@@ -159,6 +160,7 @@ void RunMeter::finish(double wall_s) {
   r.peak_bytes = r.mem_increase_bytes = r.peak_backlog_bytes = r.working_set_bytes = 0;
   r.peak_queue_depth = 0;
   r.fresh_bytes = 0;
+  r.device_allocs = 0;
   double held_s = 0, busy_max = 0;
   uint64_t allocated = 0;
   for (size_t i = 0; i < tracks_.size(); ++i) {
@@ -167,6 +169,7 @@ void RunMeter::finish(double wall_s) {
     const MemoryStats m = memory_stats(t.device);
     const QueueStats q = queue_stats(t.device);
     dr.peak_bytes = m.peak_bytes;
+    r.device_allocs += m.device_allocs - t.device_allocs0;
     dr.mem_increase_bytes = m.peak_bytes > dr.start_bytes ? m.peak_bytes - dr.start_bytes : 0;
     dr.peak_queue_depth = q.peak_depth;
     dr.peak_backlog_bytes = q.peak_backlog_bytes;

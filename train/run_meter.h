@@ -83,6 +83,7 @@ class RunMeter {
     BacklogCounter backlog;
     double busy0 = 0, held0 = 0;
     uint64_t allocated0 = 0;      // bytes_allocated_total at the loop's start
+    uint64_t device_allocs0 = 0;  // the device's allocator calls at the loop's start
     uint64_t batch_allocated = 0; // ... at the current batch's start
     size_t reserved0 = 0, peak_reserved = 0;
     // On a GPU the queue's busy time is the time to *launch* the kernels; the

@@ -112,6 +112,7 @@ struct RunResult {
   // byte costs here (0: not measured, no fresh bytes) and the wall time predicted.
   double host_s_per_batch = 0, device_s_per_batch = 0;
   int model_every = 1;
+  uint64_t device_allocs = 0;  // calls to the devices' own allocators during the run (cudaMalloc, ...)
   size_t fresh_bytes = 0;
   double fresh_s_per_gib = 0;
   double fresh_s = 0;  // the model's fresh term (train/predict.h)

@@ -84,6 +84,7 @@ std::string summary_json(const std::vector<RunResult>& runs) {
                    {"data_parallel", r.data_parallel()},
                    {"blas_threads", r.blas_threads},
                    {"devices", devices},
+                   {"device_allocs", r.device_allocs},
                    {"fresh_bytes", r.fresh_bytes},
                    {"fresh_s_per_gib", r.fresh_s_per_gib},
                    {"fresh_s", r.fresh_s},

@@ -1,33 +1,36 @@
 #!/usr/bin/env bash
-# run_gpu_checks.sh — every check to make on a machine with a GPU, one phase
-# per command, each well inside 10 minutes on a 16-core H100 machine and every
-# step under its own `timeout`. Correctness first, then timings:
+# run_gpu_checks.sh — the checks and timings to make on a lent GPU machine, in
+# two commands that fit one 15-minute lease (its start and idle time included):
 #
-#   unpack      unpack the carried archive (pack.sh), print the machine, CUDA, NCCL
-#   tests       every test executable, run directly (not by ctest: its files
-#               hold the build machine's paths); a skip for want of a second
-#               GPU is not a failure, a CUDA suite skipped for want of any is
-#   memcheck    compute-sanitizer memcheck on the CUDA suites
-#   racecheck   compute-sanitizer racecheck (shared memory: the reductions)
-#   synccheck   compute-sanitizer synccheck (barriers)
-#   train       train_mlp through NCCL, --compare-policies, async_demo on cuda
-#   perf64, perf256, perf1024
-#               train_mlp (--sync batch, none) beside PyTorch eager and PyTorch
-#               with the whole step captured as a CUDA graph, alternated in the
-#               same minutes, and the cuBLAS GEMM floor at that batch; the table last
-#   table       the table of every perf phase run so far
+#   quick  (<= 420 s, about 300)  unpack the carried archive (pack.sh), print the
+#          machine and the commit the build came from; the CUDA-touching test
+#          executables; train_mlp at batch 64 and 1024 in every mode (batch, none,
+#          none --alloc run, bounded, --graph on in both sync modes), two rounds
+#          alternated with PyTorch eager and PyTorch's whole-step CUDA graph; the
+#          cuBLAS floor at both sizes; bench_op_cost with the raw-launch floor;
+#          a traced `none` run (and a `--graph on` one) through
+#          tools/trace_summary.py; mpirun -np 1 train_mlp --distributed mpi
+#          against the one-process run; the goals table last
+#   deep   (<= 300 s, about 200)  compute-sanitizer memcheck/racecheck/synccheck
+#          on the kernels changed since the last GPU run (SANITIZE below), the
+#          remaining test executables, bench_cuda_random, --compare-policies
+#          and --host-work match on cuda
 #
-#   bench/gpu/run_gpu_checks.sh --plan            what each phase runs, carries and brings back
-#   bench/gpu/run_gpu_checks.sh PHASE [PHASE...]  from the repository root on the GPU machine;
-#                                                 several share one 570 s budget (--plan: the three commands)
+#   bench/gpu/run_gpu_checks.sh --plan         every step, its timeout and expected time
+#   bench/gpu/run_gpu_checks.sh quick|deep     from the repository root on the GPU machine
+#   bench/gpu/run_gpu_checks.sh table DIR      the goals table of a quick run's logs
+#   ASYNCMLP_KIT_DRY=1 bench/gpu/run_gpu_checks.sh quick|deep
+#                                              walks every step here: what needs no GPU
+#                                              runs, each GPU command is printed with
+#                                              the timeout it would get, not run
 #
-# Logs, JSON and CSV go to $LOGS/PHASE (default out/gpu/PHASE, kept between
-# commands on a warm machine); as each phase ends they are packed into
-# $OUT/PHASE.tar.xz (one file back per phase) and its results printed.
-# Environment: BUILD (build-gpu), ARCHIVE (build-gpu.tar.xz), LOGS, OUT,
-# REPEATS (3 alternated rounds), BATCHES (100), TESTS (the tests phase's
-# executables, default every test_*). Exit status: 0 when every
-# check of the phase passed, 1 otherwise, 2 on bad usage.
+# Every step runs under its own `timeout`, cut to what is left of the
+# command's budget (a step whose expected time no longer fits is not started,
+# and says so). Logs go to $LOGS/COMMAND (default out/gpu/COMMAND); after each
+# step they are packed into $OUT/COMMAND.tar.xz, so a command stopped at its
+# limit still brings back what it did. Environment: BUILD (build-gpu), ARCHIVE
+# (build-gpu.tar.xz), LOGS, OUT, ROUNDS (2). Exit status: 0 when every check
+# passed, 1 otherwise, 2 on bad usage.
 set -uo pipefail
 
 cd "$(dirname "$0")/../.." || exit 2
@@ -35,321 +38,374 @@ BUILD=${BUILD:-build-gpu}
 ARCHIVE=${ARCHIVE:-build-gpu.tar.xz}
 LOGS=${LOGS:-$PWD/out/gpu}
 OUT=${OUT:-$LOGS/back}
-REPEATS=${REPEATS:-3}
-BATCHES=${BATCHES:-100}
+ROUNDS=${ROUNDS:-2}
+DRY=${ASYNCMLP_KIT_DRY:-0}
+declare -A BUDGET=([quick]=420 [deep]=300)
 
-# Phase, its bound in seconds (the sum of its steps' timeouts, packing
-# included), and what it does; the bound stays under 570 s (one command: 600 s).
-PHASES=(unpack tests memcheck racecheck synccheck train perf64 perf256 perf1024 table)
-declare -A BOUND=([unpack]=300 [tests]=560 [memcheck]=560 [racecheck]=410 [synccheck]=410 [train]=530
-  [perf64]=540 [perf256]=540 [perf1024]=540 [table]=40)
-# What each is expected to take on an H100 (estimates from main's run there, for the lease).
-declare -A EXPECT=([unpack]=30 [tests]=300 [memcheck]=300 [racecheck]=120 [synccheck]=100 [train]=60
-  [perf64]=150 [perf256]=150 [perf1024]=170 [table]=5)
-declare -A WHAT=([unpack]="unpack $ARCHIVE, print the machine, CUDA, cuBLAS/cuRAND, PyTorch, NCCL"
-  [tests]="every $BUILD/bin/test_* directly, each under what is left of 540 s (300 s at most)"
-  [memcheck]="compute-sanitizer memcheck: test_cuda_backend (run-ahead and 4096^3 tests left out), test_completion"
-  [racecheck]="compute-sanitizer racecheck: test_cuda_backend Ops/*:CudaRandom.*:CudaErrors.*"
-  [synccheck]="compute-sanitizer synccheck: test_cuda_backend Ops/*:CudaRandom.*:CudaErrors.*"
-  [train]="train_mlp --devices cuda:0 (and every GPU) through NCCL, mpirun -np 1 --distributed mpi, --compare-policies, async_demo data-parallel"
-  [perf64]="$REPEATS rounds (none started past 260 s) of train_mlp batch/none | torch eager + graph batch/none at batch 64; GEMM floor; table"
-  [perf256]="the same at batch 256" [perf1024]="the same at batch 1024; and the device normals beside curandGenerateNormal"
-  [table]="the table of every perf phase so far")
+# Each command's steps: name, expected seconds on an H100, timeout (bound),
+# whether it needs the GPU, and what it does. The bounds add up to more than
+# the budget on purpose: a step gets min(bound, what is left).
+QUICK=(unpack tests perf64 perf1024 floor opcost trace mpi goals)
+DEEP=(sanitize others normals policies hostwork)
+declare -A EXPECT=([unpack]=15 [tests]=90 [perf64]=60 [perf1024]=70 [floor]=12 [opcost]=20 [trace]=12
+  [mpi]=12 [goals]=3 [sanitize]=110 [others]=60 [normals]=15 [policies]=25 [hostwork]=25)
+declare -A BOUND=([unpack]=90 [tests]=150 [perf64]=110 [perf1024]=120 [floor]=40 [opcost]=45 [trace]=40
+  [mpi]=60 [goals]=20 [sanitize]=160 [others]=120 [normals]=45 [policies]=60 [hostwork]=60)
+declare -A WHAT=(
+  [unpack]="unpack $ARCHIVE; the commit it was built from; nvidia-smi, nvcc, cuBLAS/cuRAND, PyTorch, NCCL, mpirun"
+  [tests]="the CUDA-touching test executables ($BUILD/cuda_tests.txt, listed by pack.sh), one after another"
+  [perf64]="$ROUNDS rounds at batch 64 (300 batches): train_mlp batch, none, none --alloc run, bounded, graph batch/none | torch_mlp.py eager+graph"
+  [perf1024]="the same at batch 1024 (100 batches)"
+  [floor]="bench_cuda_gemm: the eight GEMMs of one step (cuBLAS alone) at 64 and 1024, FP32 and TF32"
+  [opcost]="bench_op_cost on cuda0: push, worker per op, round trip, and BM_RawLaunch (the bare-loop floor)"
+  [trace]="train_mlp --sync none (and --graph on) at 1024 with --trace, summarised by tools/trace_summary.py"
+  [mpi]="mpirun -np 1 train_mlp --distributed mpi --device cuda (bundled OpenMPI, NCCL over MPI) vs one process"
+  [goals]="the goals table: both peers, the floor, none/batch, replay share, memory measured/predicted"
+  [sanitize]="compute-sanitizer on the kernels changed since the last GPU run (the SANITIZE list)"
+  [others]="every other test executable, 8 at a time"
+  [normals]="bench_cuda_random: the device normals beside curandGenerateNormal"
+  [policies]="train_mlp --config configs/d2l.ini --device cuda --compare-policies"
+  [hostwork]="train_mlp --config configs/d2l.ini --device cuda --compare --host-work match")
 
-# memcheck leaves out, and why: the 4096^3 GEMM chains (50 GEMMs of 2*4096^3
-# flops each, hours under memcheck's instrumentation) which are also the
-# tests asserting run-ahead (the launches outrunning the GPU: under the
-# sanitizer every launch is serialised, so run-ahead cannot show), and the
-# deliberate cudaMalloc of twice the GPU (an API error by design).
-MEMCHECK_SKIP='CudaQueue.WaitToReadWaitsForTheGpuNotJustTheLaunch:CudaQueue.LaunchedRunsAheadOfCompleted'
-MEMCHECK_SKIP+=':CudaQueue.DeviceTimerMeasuresTheGpuNotTheLaunches:CudaQueue.AsyncCopyToPinnedMemoryIsReadyWhenTheGpuFinished'
-MEMCHECK_SKIP+=':CudaMemory.AnImpossibleRequestIsOutOfMemoryAndTheProcessGoesOn'
-KERNEL_TESTS='Ops/*:CudaRandom.*:CudaErrors.*'
-
-# The kit as the lent machine runs it: three commands, phases in order.
-COMMANDS=("unpack tests train" "memcheck racecheck synccheck" "perf64 perf256 perf1024 table")
+# compute-sanitizer runs for `deep`: "tool executable filter bound". Kept to
+# the kernels changed since the last GPU run, each with a filter that keeps it
+# within its bound (memcheck serialises every launch: a whole training suite
+# takes minutes).
+SANITIZE=(
+  "memcheck test_sgd_multi * 40"                                    # SGD::step now one multi-tensor launch
+  "racecheck test_sgd_multi * 30"
+  "synccheck test_sgd_multi * 30"
+  "memcheck test_cuda_graph CudaGraph.HeldStepsTrainLikeEagerLaunches 90"  # step graphs, pool segments
+)
 
 usage() {
-  local IFS='|'
-  echo "usage: $0 --plan | PHASE [PHASE...], each one of: ${PHASES[*]}" >&2
+  echo "usage: $0 --plan | quick | deep | table DIR" >&2
   exit 2
 }
 
 plan() {
-  local total=0 expect=0 size
+  local c s total expect
   if [ -f "$ARCHIVE" ]; then
-    size=$(stat -c %s "$ARCHIVE")
-    printf 'carried: %s, %.1f MiB (limit 64 MiB)\n' "$ARCHIVE" "$(echo "$size / 1048576" | bc -l)"
+    printf 'carried: %s, %.1f MiB (limit 64 MiB)\n' "$ARCHIVE" "$(echo "$(stat -c %s "$ARCHIVE") / 1048576" | bc -l)"
   else
     echo "carried: $ARCHIVE not packed yet (bench/gpu/pack.sh $BUILD)"
   fi
-  echo "run each from the repository root, carry=[\"$ARCHIVE\"]; each brings back \$OUT/PHASE.tar.xz"
-  for p in "${PHASES[@]}"; do
-    total=$((total + BOUND[$p]))
-    expect=$((expect + EXPECT[$p]))
-    printf '%-9s <= %3d s (about %3d s)  bench/gpu/run_gpu_checks.sh %-9s -> $OUT/%s.tar.xz\n' "$p" "${BOUND[$p]}" \
-      "${EXPECT[$p]}" "$p" "$p"
-    printf '          %s\n' "${WHAT[$p]}"
+  for c in quick deep; do
+    local -n steps=${c^^}
+    total=0 expect=0
+    for s in "${steps[@]}"; do expect=$((expect + EXPECT[$s])); done
+    echo
+    printf 'bench/gpu/run_gpu_checks.sh %s: <= %d s, about %d s expected; brings back $OUT/%s.tar.xz\n' \
+      "$c" "${BUDGET[$c]}" "$expect" "$c"
+    for s in "${steps[@]}"; do
+      printf '  %-9s about %3d s, timeout %3d s (or what is left)  %s\n' "$s" "${EXPECT[$s]}" "${BOUND[$s]}" "${WHAT[$s]}"
+    done
   done
-  printf 'all phases: <= %d s (%.1f min) of commands at worst, about %d s (%.1f min) expected;\n' \
-    "$total" "$(echo "$total / 60" | bc -l)" "$expect" "$(echo "$expect / 60" | bc -l)"
-  echo "the lease is 30 min in all, its start included: past it, choose phases (tests, perf1024 first)"
-  echo "the whole kit in three commands, each under one 570 s budget (a phase that no longer fits is not started):"
-  local g sum p
-  for g in "${COMMANDS[@]}"; do
-    sum=0
-    for p in $g; do sum=$((sum + EXPECT[$p])); done
-    printf '  bench/gpu/run_gpu_checks.sh %-34s (about %3d s)\n' "$g" "$sum"
-  done
+  echo
+  echo "the lease: 15 min of device time, the machine's start included: quick, then deep on the warm machine"
+  echo "(run tool: carry=[\"$ARCHIVE\"], timeout_s 450 and 330), then give the machine back"
 }
 
-# Several phases in one command (the lent machine's lease: at most three
-# commands for the whole kit): each runs as its own invocation of this script,
-# in order, under what is left of one 570 s budget; a phase whose expected
-# time no longer fits is not started, and says so. Exit status: 1 if any
-# phase failed or was not started.
-if [ $# -gt 1 ]; then
-  for p in "$@"; do [[ " ${PHASES[*]} " == *" $p "* ]] || usage; done
-  budget_start=$SECONDS overall=0
-  for p in "$@"; do
-    left=$((570 - (SECONDS - budget_start)))
-    if ((left < EXPECT[$p])); then
-      echo "== $p not started: ${left} s left of 570, it takes about ${EXPECT[$p]} s" >&2
-      overall=1
-      continue
-    fi
-    PHASE_BUDGET=$((left < BOUND[$p] ? left : BOUND[$p])) timeout -k 5 "$left" bash "$0" "$p" || overall=1
-  done
-  exit $overall
-fi
+# --- running steps ---------------------------------------------------------------------------
 
-[ $# -eq 1 ] || usage
-phase=$1
-[ "$phase" = --plan ] && { plan; exit 0; }
-[[ " ${PHASES[*]} " == *" $phase "* ]] || usage
-
-# The seconds this phase may take: PHASE_BUDGET when several phases share one
-# command, else the phase's own bound; cap B gives a step at most B seconds
-# and never more than is left (10 s kept for packing).
-phase_end=$((SECONDS + ${PHASE_BUDGET:-${BOUND[$phase]}}))
+say() { echo "== $*"; }
+record() {  # PASS|FAIL|NOTE name detail
+  echo "$1 $2 ${3:-}" | tee -a "$results"
+  [ "$1" = FAIL ] && status=1
+  return 0
+}
+pack() { tar -C "$LOGS" -cJf "$OUT/$cmd.tar.xz" "$cmd" 2>/dev/null || echo "could not pack $dir" >&2; }
+# cap B: a timeout of at most B seconds, never past the step's end.
 cap() {
-  local left=$((phase_end - SECONDS - 10))
+  local left=$((step_end - SECONDS))
   ((left < 1)) && left=1
   echo $(($1 < left ? $1 : left))
 }
+# x SECONDS COMMAND...: runs it under timeout; in a dry run prints it instead.
+x() {
+  local t=$1
+  shift
+  if [ "$DRY" = 1 ]; then
+    echo "   dry: timeout $t $*" >>"$dir/dry.txt"
+    return 0
+  fi
+  timeout -k 5 "$t" "$@"
+}
+run_steps() {  # the command's steps in order, each under what is left of the budget
+  local s left t0
+  for s in "$@"; do
+    left=$((BUDGET[$cmd] - 10 - (SECONDS - start)))  # 10 s kept for the last pack
+    if ((left < EXPECT[$s])); then
+      record FAIL "$s" "not started: ${left} s left of ${BUDGET[$cmd]}, it takes about ${EXPECT[$s]} s"
+      continue
+    fi
+    step_end=$((SECONDS + (left < BOUND[$s] ? left : BOUND[$s])))
+    t0=$SECONDS
+    say "$s (timeout $((step_end - SECONDS)) s): ${WHAT[$s]}"
+    [ "$DRY" = 1 ] && echo "-- $s: timeout $((step_end - SECONDS)) s" >>"$dir/dry.txt"
+    "step_$s"
+    echo "   $s took $((SECONDS - t0)) s" | tee -a "$dir/steps.txt"
+    pack
+  done
+}
 
-dir=$LOGS/$phase
-rm -rf "$dir"
-mkdir -p "$dir" "$OUT"
-results=$dir/results.txt
-: >"$results"
-status=0
-say() { echo "== $*"; }
-record() {  # PASS|FAIL name detail
-  echo "$1 $2 ${3:-}" | tee -a "$results"
-  [ "$1" = PASS ] || status=1
-}
-pack() {  # the phase's folder, as one archive back
-  tar -C "$LOGS" -cJf "$OUT/$phase.tar.xz" "$phase" 2>/dev/null || echo "could not pack $dir" >&2
-}
-finish() {
-  pack
-  say "results ($phase)"
-  cat "$results"
-  exit $status
-}
-
-# NCCL from PyTorch's environment (the nvidia-nccl package), found once.
-nccl_dir() {
-  timeout 60 python3 -c 'import nvidia.nccl as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null
-}
+# NCCL from PyTorch's environment (the nvidia-nccl package); the bundled
+# OpenMPI (bundle_mpi.sh) relocated with OPAL_PREFIX.
 setup_env() {
   local nccl
   nccl=$(cat "$LOGS/nccl_dir" 2>/dev/null || true)
-  [ -n "$nccl" ] || nccl=$(nccl_dir)
+  [ -n "$nccl" ] || [ "$DRY" = 1 ] ||
+    nccl=$(timeout 60 python3 -c 'import nvidia.nccl as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null)
+  [ -n "$nccl" ] && echo "$nccl" >"$LOGS/nccl_dir"
   export LD_LIBRARY_PATH=$PWD/$BUILD/rt:/usr/local/cuda/lib64${nccl:+:$nccl}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export ASYNCMLP_BLOCKING=0 ASYNCMLP_SOURCE_DIR=$PWD ASYNCMLP_BIN_DIR=$PWD/$BUILD/bin
+  if [ -x "$BUILD/mpi/bin/mpirun" ]; then
+    export OPAL_PREFIX=$PWD/$BUILD/mpi PATH=$PWD/$BUILD/mpi/bin:$PATH
+    export PMIX_MCA_mca_base_component_path=$PWD/$BUILD/mpi/pmix OMPI_MCA_mca_base_component_show_load_errors=0
+  fi
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 }
 
-if [ "$phase" = unpack ]; then
-  say "unpack $ARCHIVE"
-  if [ -f "$ARCHIVE" ] && timeout 120 tar -xJf "$ARCHIVE"; then
+train() {  # TAG ARGS...: one train_mlp run into $dir/TAG.{json,log}
+  local tag=$1
+  shift
+  CUDA_MODULE_LOADING=EAGER x "$(cap 40)" "$BUILD/bin/train_mlp" --device cuda --quiet "$@" \
+    --summary-json "$dir/$tag.json" >"$dir/$tag.log" 2>&1
+}
+
+# --- quick -----------------------------------------------------------------------------------
+
+step_unpack() {
+  if [ -f "$ARCHIVE" ] && timeout "$(cap 60)" tar -xJf "$ARCHIVE"; then
     record PASS unpack "$(ls "$BUILD/bin" | wc -l) executables, $(ls "$BUILD/rt" | wc -l) libraries"
+  elif [ -d "$BUILD/bin" ]; then
+    record NOTE unpack "no $ARCHIVE: using the $BUILD already here"
   else
-    record FAIL unpack "no $ARCHIVE or it does not unpack (bench/gpu/pack.sh makes it)"
+    record FAIL unpack "no $ARCHIVE and no $BUILD/bin (bench/gpu/pack.sh makes it)"
+    return
   fi
-  nccl=$(nccl_dir)
-  echo "$nccl" >"$LOGS/nccl_dir"
+  record NOTE commit "built from $(cat "$BUILD/COMMIT" 2>/dev/null || echo 'an unknown commit (no COMMIT in the archive)')"
+  setup_env
   {
-    timeout "$(cap 20)" nvidia-smi -L
-    timeout "$(cap 20)" nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv
-    timeout 20 nvcc --version | tail -2
-    # shellcheck disable=SC2010
-    ls /usr/local/cuda/lib64 | grep -E 'cublas|curand' | sort
-    timeout 60 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda,
+    x "$(cap 20)" nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv
+    x 20 nvcc --version | tail -2
+    ls /usr/local/cuda/lib64 2>/dev/null | grep -E '^lib(cublas|curand)\.so\.[0-9]+$' | sort | tr '\n' ' '
+    echo
+    x 60 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda,
 "nccl", ".".join(map(str, torch.cuda.nccl.version())))' 2>&1
-    echo "NCCL library: ${nccl:-not found}: $(ls "$nccl"/libnccl.so* 2>/dev/null | tr '\n' ' ')"
+    echo "NCCL library: $(cat "$LOGS/nccl_dir" 2>/dev/null || echo 'not found')"
+    echo "mpirun: $(command -v mpirun || echo none) $(x 20 mpirun --version 2>&1 | head -1)"
     echo "cores: $(nproc)"
   } 2>&1 | tee "$dir/machine.txt"
-  [ -n "$nccl" ] && record PASS nccl "$nccl" || record FAIL nccl "not found in PyTorch's environment"
-  finish
-fi
-
-[ -d "$BUILD/bin" ] || { echo "no $BUILD/bin: run the unpack phase first" >&2; exit 2; }
-setup_env
-
-if [ "$phase" = tests ]; then
-  say "tests"
-  start=$SECONDS
-  tests=("$BUILD"/bin/test_*)
-  if [ -n "${TESTS:-}" ]; then
-    tests=()
-    for n in $TESTS; do tests+=("$BUILD/bin/$n"); done
-  fi
-  for t in "${tests[@]}"; do
-    [ -x "$t" ] || continue
-    name=$(basename "$t")
-    left=$(cap 540)
-    if ((left < 30)); then
-      record FAIL "$name" "not run: the phase's time was spent"
-      continue
-    fi
-    timeout $((left < 300 ? left : 300)) "$t" --gtest_output="json:$dir/$name.json" >"$dir/$name.log" 2>&1
-    rc=$?
-    summary=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$dir/$name.log" | tr -s ' \n' ' ')
-    skipped=$(grep -E '^\[  SKIPPED \] [A-Za-z]' "$dir/$name.log" | awk '{print $4}' | sort -u | tr '\n' ' ')
-    if [ $rc -ne 0 ]; then
-      record FAIL "$name" "rc=$rc $summary"
-    elif grep -qE 'no CUDA GPU visible|(has|built) without the CUDA backend|has no CUDA backend' "$dir/$name.log"; then
-      record FAIL "$name" "$summary: CUDA tests skipped for want of a GPU on a GPU machine"
-    else
-      record PASS "$name" "$summary${skipped:+(skipped, not failures: $skipped)}"
-    fi
-  done
-  grep -h '\[   INFO   \]' "$dir"/test_cuda_backend.log 2>/dev/null | tee "$dir/cuda_info.txt"
-  finish
-fi
-
-sanitize() {  # tool test filter bound
-  local tool=$1 t=$2 filter=$3 bound=$4 log
-  log=$dir/$tool.$(basename "$t").log
-  timeout "$(cap "$bound")" compute-sanitizer --tool "$tool" --error-exitcode 99 "$BUILD/bin/$t" --gtest_filter="$filter" \
-    >"$log" 2>&1
-  local rc=$? line tests
-  line=$(grep -E '(ERROR|RACECHECK|SYNCCHECK) SUMMARY' "$log" | tail -1)
-  tests=$(grep -E '^\[  PASSED  \] [0-9]+ test' "$log" | tr -s ' ')
-  if [ $rc -eq 0 ]; then record PASS "$tool $t" "$tests $line"; else record FAIL "$tool $t" "rc=$rc $line"; fi
 }
 
-case $phase in
-  memcheck)
-    say "compute-sanitizer memcheck"
-    # No --leak-check: the caching pools keep their blocks until exit by design.
-    sanitize memcheck test_cuda_backend "-$MEMCHECK_SKIP" 420
-    sanitize memcheck test_completion '*cuda*' 120
-    finish
-    ;;
-  racecheck | synccheck)
-    say "compute-sanitizer $phase"
-    sanitize "$phase" test_cuda_backend "$KERNEL_TESTS" 390
-    finish
-    ;;
-esac
+test_verdict() {  # NAME RC LOG: PASS unless it failed or skipped every CUDA test for want of a GPU
+  local name=$1 rc=$2 log=$3 summary skipped
+  summary=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$log" 2>/dev/null | tr -s ' \n' ' ')
+  skipped=$(grep -E '^\[  SKIPPED \] [A-Za-z]' "$log" 2>/dev/null | awk '{print $4}' | sort -u | tr '\n' ' ')
+  if [ "$DRY" = 1 ]; then
+    record NOTE "$name" "dry run: not run"
+  elif [ "$rc" -ne 0 ]; then
+    record FAIL "$name" "rc=$rc $summary"
+  elif grep -qE 'no CUDA GPU visible|(has|built) without the CUDA backend|has no CUDA backend' "$log"; then
+    record FAIL "$name" "$summary: CUDA tests skipped for want of a GPU on a GPU machine"
+  else
+    record PASS "$name" "$summary${skipped:+(skipped, not failures: $skipped)}"
+  fi
+}
 
-if [ "$phase" = train ]; then
-  say "train_mlp on cuda"
-  gpus=$(timeout "$(cap 20)" nvidia-smi -L | grep -c '^GPU')
-  [ "$gpus" -ge 1 ] || gpus=1  # nvidia-smi failed: train on cuda:0 alone
-  list=$(seq -s, -f 'cuda:%g' 0 $((gpus - 1)))
-  for devs in cuda:0 "$list"; do
-    tag=${devs//[:,]/_}
-    if timeout "$(cap 120)" "$BUILD/bin/train_mlp" --devices "$devs" --sync batch --batches 20 --batch-size 1024 \
-      --memory-log "$dir/dp_$tag.csv" --summary-json "$dir/dp_$tag.json" >"$dir/dp_$tag.log" 2>&1; then
-      record PASS "train_mlp --devices $devs" "$(grep -E 'samples/s|final loss' "$dir/dp_$tag.log" | tr -s ' \n' ' ')"
-    else
-      record FAIL "train_mlp --devices $devs" "see dp_$tag.log"
+step_tests() {
+  local t name rc
+  [ -f "$BUILD/cuda_tests.txt" ] || { record FAIL tests "no $BUILD/cuda_tests.txt (pack.sh writes it)"; return; }
+  for name in $(cat "$BUILD/cuda_tests.txt"); do
+    t=$BUILD/bin/$name
+    [ -x "$t" ] || { record FAIL "$name" "not in the archive"; continue; }
+    if (($(cap 1000) < 15)); then
+      record FAIL "$name" "not run: the step's time was spent"
+      continue
     fi
-    [ "$devs" = "$list" ] && break
+    x "$(cap 90)" "$t" --gtest_output="json:$dir/$name.json" >"$dir/$name.log" 2>&1
+    rc=$?
+    test_verdict "$name" "$rc" "$dir/$name.log"
   done
-  if timeout "$(cap 120)" "$BUILD/bin/async_demo" data-parallel --device cuda >"$dir/async_demo_dp.log" 2>&1; then
-    record PASS "async_demo data-parallel"
-  else
-    record FAIL "async_demo data-parallel" "see async_demo_dp.log"
-  fi
-  # One rank under mpirun: --distributed mpi on the GPU (NCCL bootstrapped over MPI).
-  if command -v mpirun >/dev/null; then
-    if OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout "$(cap 120)" mpirun --oversubscribe -np 1 \
-      "$BUILD/bin/train_mlp" --distributed mpi --device cuda --sync batch --batches 20 --batch-size 1024 \
-      --summary-json "$dir/mpi1.json" >"$dir/mpi1.log" 2>&1; then
-      record PASS "mpirun -np 1 train_mlp --distributed mpi" "$(grep -E 'samples/s|final loss' "$dir/mpi1.log" | tr -s ' \n' ' ')"
-    else
-      record FAIL "mpirun -np 1 train_mlp --distributed mpi" "see mpi1.log"
-    fi
-  else
-    echo "NOTE mpirun -np 1 train_mlp --distributed mpi: not run, no mpirun on this machine" | tee -a "$results"
-  fi
-  if timeout "$(cap 150)" "$BUILD/bin/train_mlp" --config configs/d2l.ini --device cuda --compare-policies \
-    --summary-json "$dir/policies.json" >"$dir/policies.log" 2>&1; then
-    record PASS "train_mlp --compare-policies" "$(grep -E '^(enqueue|run) ' "$dir/policies.log" | tr -s ' \n' ' ')"
-  else
-    record FAIL "train_mlp --compare-policies" "see policies.log"
-  fi
-  finish
-fi
+}
 
-if [[ $phase == perf* ]]; then
-  batch=${phase#perf}
-  say "batch $batch: $REPEATS rounds of train_mlp batch/none | PyTorch eager + graph batch/none, $BATCHES batches"
-  # Kernels load at start-up (CUDA_MODULE_LOADING=EAGER), so the timed batches
-  # time training, as PyTorch's warm-up batches do for the peers.
-  start=$SECONDS
-  for r in $(seq 1 "$REPEATS"); do
-    if ((r > 1 && (SECONDS - start > 260 || $(cap 600) < 150))); then
-      record FAIL "perf $batch round $r" "not started: 260 s spent, or under 150 s left"
+# The modes timed at each batch size: tag and train_mlp's options.
+MODES=("batch:--sync batch" "none:--sync none" "none_run:--sync none --alloc run"
+  "bounded:--sync none --max-pending-bytes 128MiB" "graph_batch:--sync batch --graph on"
+  "graph_none:--sync none --graph on")
+
+perf() {  # BATCH STEPS
+  local batch=$1 steps=$2 r m tag opts
+  mkdir -p "$dir/perf$batch"
+  for r in $(seq 1 "$ROUNDS"); do
+    if ((r > 1 && $(cap 1000) < 40)); then
+      record FAIL "perf$batch round $r" "not started: under 40 s left of the step"
       break
     fi
-    for mode in batch none; do
-      tag=train_${mode}_$r
-      CUDA_MODULE_LOADING=EAGER timeout "$(cap 30)" "$BUILD/bin/train_mlp" --device cuda --sync "$mode" \
-        --batches "$BATCHES" --batch-size "$batch" --summary-json "$dir/$tag.json" --memory-log "$dir/$tag.csv" \
-        >"$dir/$tag.log" 2>&1 || record FAIL "train_mlp --sync $mode #$r" "see $tag.log"
+    for m in "${MODES[@]}"; do
+      tag=${m%%:*} opts=${m#*:}
+      # shellcheck disable=SC2086
+      train "perf$batch/train_${tag}_$r" $opts --batches "$steps" --batch-size "$batch" ||
+        record FAIL "train_mlp $opts, batch $batch #$r" "see perf$batch/train_${tag}_$r.log"
     done
-    timeout "$(cap 120)" python3 bench/gpu/torch_mlp.py --sync batch,none --capture eager,graph --batches "$BATCHES" \
-      --batch-size "$batch" --repeats 2 --json "$dir/torch_$r.json" >"$dir/torch_$r.log" 2>&1 ||
-      record FAIL "torch_mlp.py #$r" "see torch_$r.log"
+    x "$(cap 60)" python3 bench/gpu/torch_mlp.py --sync batch,none --capture eager,graph --batches "$steps" \
+      --batch-size "$batch" --repeats 2 --json "$dir/perf$batch/torch_$r.json" >"$dir/perf$batch/torch_$r.log" 2>&1 ||
+      record FAIL "torch_mlp.py batch $batch #$r" "see perf$batch/torch_$r.log"
   done
-  say "GEMM floor at batch $batch (cuBLAS alone)"
-  timeout "$(cap 45)" "$BUILD/bin/bench_cuda_gemm" --benchmark_filter="Floor/tf32:[01]/batch:$batch/" \
+  grep -q "FAIL.*batch $batch" "$results" || record PASS "perf$batch" "$ROUNDS rounds x ${#MODES[@]} modes + 2 PyTorch peers"
+}
+step_perf64() { perf 64 300; }
+step_perf1024() { perf 1024 100; }
+
+step_floor() {
+  if x "$(cap 40)" "$BUILD/bin/bench_cuda_gemm" --benchmark_filter='Floor/tf32:[01]/batch:(64|1024)/' \
     --benchmark_min_time=0.1 --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
-    --benchmark_out="$dir/gemm_floor.json" --benchmark_out_format=json >"$dir/gemm_floor.log" 2>&1 ||
-    record FAIL bench_cuda_gemm "see gemm_floor.log"
-  if [ "$batch" = 1024 ]; then
-    say "normals: the device generator beside curandGenerateNormal"
-    if timeout "$(cap 40)" "$BUILD/bin/bench_cuda_random" --benchmark_min_time=0.1 --benchmark_out="$dir/normals.json" \
-      --benchmark_out_format=json >"$dir/normals.log" 2>&1; then
-      record PASS "normals vs curandGenerateNormal" "$(python3 - "$dir/normals.json" <<'PY'
+    --benchmark_out="$dir/gemm_floor.json" --benchmark_out_format=json >"$dir/gemm_floor.log" 2>&1; then
+    record PASS floor "$dir/gemm_floor.json"
+  else
+    record FAIL floor "see gemm_floor.log"
+  fi
+}
+
+step_opcost() {
+  if x "$(cap 45)" "$BUILD/bin/bench_op_cost" --benchmark_filter='cuda0' --benchmark_min_time=0.2 \
+    --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+    --benchmark_out="$dir/op_cost.json" --benchmark_out_format=json >"$dir/op_cost.log" 2>&1; then
+    record PASS opcost "$(grep -E '_median' "$dir/op_cost.log" | awk '{print $1, $2, $3}' | tr '\n' ';')"
+  else
+    record FAIL opcost "see op_cost.log"
+  fi
+}
+
+step_trace() {
+  local g
+  for g in off on; do
+    if train "trace_$g" --sync none --graph "$g" --batch-size 1024 --batches 50 --trace "$dir/trace_$g.json" &&
+      x "$(cap 30)" python3 tools/trace_summary.py "$dir/trace_$g.json" >"$dir/trace_$g.txt" 2>&1; then
+      record PASS "trace --graph $g" "$(grep -iE 'busy|device' "$dir/trace_$g.txt" | head -3 | tr -s ' \n' ' ')"
+    else
+      record FAIL "trace --graph $g" "see trace_$g.log / trace_$g.txt"
+    fi
+  done
+}
+
+step_mpi() {
+  local one two
+  command -v mpirun >/dev/null || [ "$DRY" = 1 ] || { record FAIL mpi "no mpirun (the archive's $BUILD/mpi is missing)"; return; }
+  train mpi_single --sync batch --batches 20 --batch-size 1024 || record FAIL mpi "the one-process run failed: see mpi_single.log"
+  x "$(cap 60)" mpirun --oversubscribe -np 1 "$BUILD/bin/train_mlp" --distributed mpi --device cuda --quiet --sync batch \
+    --batches 20 --batch-size 1024 --summary-json "$dir/mpi1.json" >"$dir/mpi1.log" 2>&1 ||
+    { record FAIL mpi "mpirun -np 1 train_mlp --distributed mpi failed: see mpi1.log"; return; }
+  [ "$DRY" = 1 ] && { record NOTE mpi "dry run: not run"; return; }
+  one=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d=d[0] if isinstance(d,list) else d; print(d["final_loss"])' "$dir/mpi_single.json" 2>/dev/null)
+  two=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d=d[0] if isinstance(d,list) else d; print(d["final_loss"])' "$dir/mpi1.json" 2>/dev/null)
+  if [ -n "$one" ] && [ "$one" = "$two" ]; then
+    record PASS mpi "mpirun -np 1 --distributed mpi: final loss $two, the one-process run's $one"
+  else
+    record FAIL mpi "final loss ${two:-?} under mpirun, ${one:-?} in one process"
+  fi
+}
+
+step_goals() {
+  if [ "$DRY" = 1 ]; then
+    x "$(cap 20)" python3 bench/gpu/table.py "$dir"
+    record NOTE goals "dry run: not run"
+    return
+  fi
+  x "$(cap 20)" python3 bench/gpu/table.py "$dir" | tee "$dir/goals.txt" || record FAIL goals "table.py failed"
+}
+
+# --- deep ------------------------------------------------------------------------------------
+
+step_sanitize() {
+  local e tool t filter bound log rc line tests
+  for e in "${SANITIZE[@]}"; do
+    read -r tool t filter bound <<<"$e"
+    log=$dir/$tool.$t.log
+    x "$(cap "$bound")" compute-sanitizer --tool "$tool" --error-exitcode 99 "$BUILD/bin/$t" --gtest_filter="$filter" \
+      >"$log" 2>&1
+    rc=$?
+    [ "$DRY" = 1 ] && { record NOTE "$tool $t" "dry run: not run"; continue; }
+    line=$(grep -E '(ERROR|RACECHECK|SYNCCHECK) SUMMARY' "$log" | tail -1)
+    tests=$(grep -E '^\[  PASSED  \] [0-9]+ test' "$log" | tr -s ' ')
+    if [ $rc -eq 0 ]; then record PASS "$tool $t" "$tests $line"; else record FAIL "$tool $t" "rc=$rc $line"; fi
+  done
+}
+
+step_others() {
+  local t name list=()
+  for t in "$BUILD"/bin/test_*; do
+    name=$(basename "$t")
+    grep -qx "$name" "$BUILD/cuda_tests.txt" 2>/dev/null || list+=("$name")
+  done
+  local each
+  each=$(cap 110)
+  printf '%s\n' "${list[@]}" | DIR=$dir BUILD=$BUILD DRY=$DRY EACH=$each xargs -P 8 -I{} bash -c \
+    'if [ "$DRY" = 1 ]; then echo "   dry: timeout $EACH $BUILD/bin/{}" >>"$DIR/dry.txt"; exit 0; fi
+     timeout -k 5 "$EACH" "$BUILD/bin/{}" --gtest_output="json:$DIR/{}.json" >"$DIR/{}.log" 2>&1; echo $? >"$DIR/{}.rc"'
+  for name in "${list[@]}"; do
+    test_verdict "$name" "$(cat "$dir/$name.rc" 2>/dev/null || echo 124)" "$dir/$name.log"
+  done
+}
+
+step_normals() {
+  if x "$(cap 45)" "$BUILD/bin/bench_cuda_random" --benchmark_min_time=0.1 --benchmark_out="$dir/normals.json" \
+    --benchmark_out_format=json >"$dir/normals.log" 2>&1; then
+    [ "$DRY" = 1 ] && return
+    record PASS "normals vs curandGenerateNormal" "$(python3 - "$dir/normals.json" <<'PY'
 import json, sys
 b = {x["name"].split("/")[0] + "/" + x["name"].split("/")[1]: x["real_time"] for x in json.load(open(sys.argv[1]))["benchmarks"]}
 print(" ".join(f"n={k.split('/')[1]}: {v / b['BM_CurandGenerateNormal/' + k.split('/')[1]]:.2f}x"
                for k, v in b.items() if k.startswith("BM_DeviceNormal/")) + " (time / cuRAND's; target <= 1.10)")
 PY
 )"
-    else
-      record FAIL bench_cuda_random "see normals.log"
-    fi
+  else
+    record FAIL bench_cuda_random "see normals.log"
   fi
-  grep -q FAIL "$results" || record PASS "perf $batch" "$REPEATS rounds"
-  pack
-  say "results ($phase)"
-  cat "$results"
-  say "table"
-  timeout "$(cap 15)" python3 bench/gpu/table.py "$dir" | tee "$dir/table.txt"
-  pack
-  exit $status
-fi
+}
 
-if [ "$phase" = table ]; then
-  timeout "$(cap 30)" python3 bench/gpu/table.py "$LOGS"/perf* | tee "$dir/table.txt"
-  pack
-  exit 0
+compare_run() {  # TAG ARGS...
+  local tag=$1
+  shift
+  if x "$(cap 60)" "$BUILD/bin/train_mlp" --config configs/d2l.ini --device cuda --quiet "$@" \
+    --summary-json "$dir/$tag.json" >"$dir/$tag.log" 2>&1; then
+    record PASS "train_mlp $*" "$(grep -E 'samples/s|x batch' "$dir/$tag.log" | head -8 | tr -s ' \n' ' ')"
+  else
+    record FAIL "train_mlp $*" "see $tag.log"
+  fi
+}
+step_policies() { compare_run policies --compare-policies; }
+step_hostwork() { compare_run hostwork --compare --host-work match; }
+
+# --- main ------------------------------------------------------------------------------------
+
+[ $# -ge 1 ] || usage
+case $1 in
+  --plan) plan; exit 0 ;;
+  table) [ $# -eq 2 ] || usage; exec python3 bench/gpu/table.py "$2" ;;
+  quick | deep) cmd=$1 ;;
+  *) usage ;;
+esac
+dir=$LOGS/$cmd
+rm -rf "$dir"
+mkdir -p "$dir" "$OUT"
+results=$dir/results.txt
+: >"$results"
+status=0
+start=$SECONDS
+[ "$DRY" = 1 ] && say "dry run: GPU commands are printed to $dir/dry.txt with their timeouts, not run"
+if [ "$cmd" = quick ]; then
+  run_steps "${QUICK[@]}"
+else
+  [ -d "$BUILD/bin" ] || { echo "no $BUILD/bin: run quick first (it unpacks $ARCHIVE)" >&2; exit 2; }
+  setup_env
+  run_steps "${DEEP[@]}"
 fi
+say "$cmd: $((SECONDS - start)) s of ${BUDGET[$cmd]}"
+[ "$DRY" = 1 ] && cat "$dir/dry.txt"
+say "results ($cmd)"
+cat "$results"
+[ "$cmd" = quick ] && [ -f "$dir/goals.txt" ] && { say "goals"; cat "$dir/goals.txt"; }
+pack
+exit $status

@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
-"""table.py — the short table of run_gpu_checks.sh's perf phases.
+"""table.py — the goals table of run_gpu_checks.sh quick.
 
-  python3 bench/gpu/table.py out/gpu/perf64 out/gpu/perf256 out/gpu/perf1024
+  python3 bench/gpu/table.py out/gpu/quick
 
-Each folder holds one batch size's alternated rounds: train_{batch,none}_R.json
-(train_mlp --summary-json), torch_R.json (torch_mlp.py: eager and graph, both
-sync modes) and gemm_floor.json (bench_cuda_gemm's floor at that batch). Per
-batch size and peer: median samples/s over the rounds, the memory increase
-beside it, and the ratio to the cuBLAS floor (the eight GEMMs of one step).
+The folder holds perf64/ and perf1024/ (each round's train_<mode>_R.json from
+train_mlp --summary-json, torch_R.json from torch_mlp.py: eager and graph,
+both sync modes), gemm_floor.json (bench_cuda_gemm's floor at both batch
+sizes) and op_cost.json (bench_op_cost on cuda0, with BM_RawLaunch).
+
+Per batch size: each mode's median samples/s over the rounds, its ratio to
+`batch`, to both PyTorch peers in the same sync mode and to the cuBLAS floor,
+the memory increase measured/predicted, the frontend's time per batch and the
+step graphs' replay counts. Then the goals, each with its figure and whether
+it is met. Medians throughout; every figure comes from the same minutes.
 """
 import glob
 import json
@@ -16,6 +21,9 @@ import statistics
 import sys
 
 MiB = 2**20
+MODES = ["batch", "none", "none_run", "bounded", "graph_batch", "graph_none"]
+SYNC = {"batch": "batch", "none": "none", "none_run": "none", "bounded": "none",
+        "graph_batch": "batch", "graph_none": "none"}
 
 
 def load(path):
@@ -26,72 +34,126 @@ def load(path):
         return None
 
 
-def floor_us(folder):
-    """{tf32: median microseconds per step} from the floor benchmark."""
+def runs_of(folder, mode):
+    out = []
+    for p in sorted(glob.glob(os.path.join(folder, f"train_{mode}_[0-9]*.json"))):
+        d = load(p)
+        out += d if isinstance(d, list) else ([d] if d else [])
+    return [r for r in out if isinstance(r, dict) and r.get("samples_per_s")]
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def floors(top):
+    """{(batch, tf32): median us per step}."""
     out = {}
-    for b in (load(os.path.join(folder, "gemm_floor.json")) or {}).get("benchmarks", []):
+    for b in (load(os.path.join(top, "gemm_floor.json")) or {}).get("benchmarks", []):
         if b.get("aggregate_name") == "median" and "Floor/tf32:" in b["name"]:
-            out[b["name"].split("tf32:")[1][0]] = b["real_time"]
+            tf32 = b["name"].split("tf32:")[1][0]
+            batch = int(b["name"].split("batch:")[1].split("/")[0])
+            out[(batch, tf32)] = b["real_time"] * {"ns": 1e-3, "us": 1.0, "ms": 1e3}.get(b.get("time_unit", "us"), 1.0)
     return out
 
 
-def rows(folder):
-    """(batch, [(peer, mode, samples/s, +MiB, loss)], floor) for one perf folder."""
-    found = []
-    batch = None
-    for mode in ("batch", "none"):
-        runs = [r for p in sorted(glob.glob(os.path.join(folder, f"train_{mode}_[0-9]*.json")))
-                for r in (load(p) or [])]
-        if runs:
-            batch = runs[0]["batch_size"]
-            found.append(("asyncmlp", mode, statistics.median(r["samples_per_s"] for r in runs),
-                          statistics.median(r["mem_increase_bytes"] for r in runs) / MiB, runs[-1].get("final_loss")))
-    peers = [p for f in sorted(glob.glob(os.path.join(folder, "torch_[0-9]*.json"))) for p in (load(f) or [])]
-    for capture in ("eager", "graph"):
-        for mode in ("batch", "none"):
-            mine = [p for p in peers if p.get("capture") == capture and p.get("mode") == mode]
-            if mine:
-                batch = batch or mine[0]["batch_size"]
-                found.append((f"torch-{capture}", mode, statistics.median(p["samples_per_s"] for p in mine),
-                              statistics.median(p["mem_increase_bytes"] for p in mine) / MiB, mine[-1].get("final_loss")))
-    return batch, found, floor_us(folder)
+def op_cost(top):
+    """{benchmark name: median per-op microseconds}."""
+    out = {}
+    for b in (load(os.path.join(top, "op_cost.json")) or {}).get("benchmarks", []):
+        if b.get("aggregate_name") == "median" and "per_op" in b:
+            out[b["run_name"] if "run_name" in b else b["name"].rsplit("_", 1)[0]] = b["per_op"] * 1e6
+    return out
 
 
-def main(folders):
-    hdr = f"{'batch':>5} {'peer':14} {'sync':5} {'samples/s':>11} {'x floor':>7} {'+MiB':>8} {'final loss':>11}"
-    print(hdr)
-    print("-" * len(hdr))
-    notes = []
-    for folder in folders:
-        batch, found, floor = rows(folder)
-        if not found:
-            print(f"{'?':>5} (no results in {folder})")
-            continue
-        fp32 = floor.get("0")
-        floor_sps = batch * 1e6 / fp32 if fp32 else None
-        for peer, mode, sps, inc, loss in found:
-            ratio = f"{floor_sps / sps:7.2f}" if floor_sps else f"{'-':>7}"
-            loss_s = f"{loss:.6g}" if isinstance(loss, (int, float)) else "-"
-            print(f"{batch:>5} {peer:14} {mode:5} {sps:11.0f} {ratio} {inc:8.1f} {loss_s:>11}")
-        if fp32:
-            print(f"{batch:>5} {'cuBLAS floor':14} {'':5} {floor_sps:11.0f} {1.0:7.2f} "
-                  f"{'':8} {'':>11}   ({fp32:.1f} us/step FP32"
-                  + (f", {floor['1']:.1f} TF32)" if "1" in floor else ")"))
-        by = {(p, m): s for p, m, s, _, _ in found}
-        for m in ("batch", "none"):
-            ours = by.get(("asyncmlp", m))
-            for peer in ("torch-eager", "torch-graph"):
-                if ours and by.get((peer, m)):
-                    notes.append(f"batch {batch} {m}: asyncmlp / {peer} = {ours / by[(peer, m)]:.2f}")
-    print()
-    for n in notes:
-        print(n)
-    print("samples/s: medians over the alternated rounds; x floor: the step's time over the eight cuBLAS GEMMs'")
-    print("(FP32); +MiB: peak minus start of tracked bytes (asyncmlp), of torch.cuda.max_memory_allocated (peers).")
+def fmt(x, spec=".2f", none="-"):
+    return format(x, spec) if isinstance(x, (int, float)) else none
+
+
+def main(top):
+    fl = floors(top)
+    goals = []
+    best = {}
+    for folder in sorted(glob.glob(os.path.join(top, "perf*")), key=lambda f: int(f.rsplit("perf", 1)[1] or 0)):
+        batch = int(folder.rsplit("perf", 1)[1])
+        peers = [p for f in sorted(glob.glob(os.path.join(folder, "torch_[0-9]*.json"))) for p in (load(f) or [])]
+        torch = {(c, m): med([p["samples_per_s"] for p in peers if p.get("capture") == c and p.get("mode") == m])
+                 for c in ("eager", "graph") for m in ("batch", "none")}
+        floor = fl.get((batch, "0"))
+        floor_sps = batch * 1e6 / floor if floor else None
+        ours = {}
+        print(f"\nbatch {batch}" + (f" (cuBLAS floor {floor:.1f} us/step FP32 = {floor_sps:,.0f} samples/s"
+                                    + (f", {fl[(batch, '1')]:.1f} us TF32" if (batch, "1") in fl else "") + ")"
+                                    if floor else ""))
+        hdr = (f"{'mode':12} {'samples/s':>10} {'x batch':>7} {'x eager':>7} {'x graph':>7} {'x floor':>7} "
+               f"{'+MiB':>8} {'meas/pred':>9} {'h ms':>6} {'d ms':>6} {'graph cap/upd/rep/eager':>24} {'loss':>10}")
+        print(hdr)
+        print("-" * len(hdr))
+        for mode in MODES:
+            rs = runs_of(folder, mode)
+            if not rs:
+                continue
+            sps = med([r["samples_per_s"] for r in rs])
+            ours[mode] = sps
+            inc = med([r.get("mem_increase_bytes") for r in rs])
+            pred = med([r.get("predicted_increase_bytes") for r in rs])
+            h = med([r.get("host_s_per_batch") for r in rs])
+            d = med([r.get("device_s_per_batch") for r in rs])
+            g = rs[-1].get("graph") or {}
+            graph = f"{g.get('captured', 0)}/{g.get('updated', 0)}/{g.get('replayed', 0)}/{g.get('eager', 0)}" if g else "-"
+            sync = SYNC[mode]
+            print(f"{mode:12} {sps:10,.0f} {fmt(sps / ours['batch'] if 'batch' in ours else None):>7} "
+                  f"{fmt(sps / torch[('eager', sync)] if torch[('eager', sync)] else None):>7} "
+                  f"{fmt(sps / torch[('graph', sync)] if torch[('graph', sync)] else None):>7} "
+                  f"{fmt(sps / floor_sps if floor_sps else None):>7} {fmt(inc / MiB if inc is not None else None, '.1f'):>8} "
+                  f"{fmt(inc / pred if inc is not None and pred else None):>9} {fmt(h * 1e3 if h else None):>6} "
+                  f"{fmt(d * 1e3 if d else None):>6} {graph:>24} {fmt(rs[-1].get('final_loss'), '.6g'):>10}")
+            if mode.startswith("graph") and g:
+                steady = g.get("steps", 0) - g.get("captured", 0)
+                share = g.get("replayed", 0) / steady if steady > 0 else 0.0
+                goals.append((f"batch {batch} {mode}: steady steps replayed", share, ">= 0.95", share >= 0.95, "%"))
+            if mode == "none" and "batch" in ours:
+                hb = med([r.get("host_s_per_batch") for r in runs_of(folder, "batch")])
+                if batch == 1024 and h and hb:
+                    goals.append(("batch 1024: frontend time per batch, none / batch", h / hb, "<= 1.5", h / hb <= 1.5, "x"))
+        for c in ("eager", "graph"):
+            for m in ("batch", "none"):
+                if torch[(c, m)]:
+                    print(f"{'torch-' + c + ' ' + m:22} {torch[(c, m)]:10,.0f} "
+                          f"{fmt(torch[(c, m)] / floor_sps if floor_sps else None):>31}")
+        if "batch" in ours and "none" in ours:
+            r = ours["none"] / ours["batch"]
+            goals.append((f"batch {batch}: none / batch", r, ">= 1.0", r >= 1.0, "x"))
+        tg = max([v for (c, _), v in torch.items() if c == "graph" and v] or [0])
+        if ours and tg:
+            b = max(ours.values())
+            want = 1.1 if batch >= 1024 else 1.0
+            goals.append((f"batch {batch}: ours best / PyTorch whole-step graph best", b / tg, f">= {want}", b / tg >= want, "x"))
+            gb = max([ours.get("graph_batch", 0), ours.get("graph_none", 0)])
+            if gb and batch < 1024:
+                goals.append((f"batch {batch}: ours --graph on / PyTorch graph", gb / tg, ">= 1.0", gb / tg >= 1.0, "x"))
+        if ours and floor_sps and batch == 1024:
+            r = floor_sps / max(ours.values())
+            goals.append(("batch 1024: step / FP32 GEMM floor, best mode", r, "<= 1.15", r <= 1.15, "x"))
+        best[batch] = ours
+    oc = op_cost(top)
+    worker, raw = oc.get("BM_OpWorker/cuda0"), oc.get("BM_RawLaunch/cuda0")
+    if oc:
+        print("\nper op on cuda0 (us): " + ", ".join(f"{k.split('/')[0][3:]} {v:.2f}" for k, v in sorted(oc.items())))
+    if worker and raw:
+        goals.append(("worker per op / raw launch", worker / raw, "<= 1.2", worker / raw <= 1.2, "x"))
+    print("\ngoals")
+    for name, value, want, met, unit in goals:
+        v = f"{value * 100:.1f}%" if unit == "%" else f"{value:.2f}x"
+        print(f"  {name:58} {v:>8}  goal {want:8} {'met' if met else 'NOT met'}")
+    print("\nsamples/s: medians over the alternated rounds; x eager / x graph: over PyTorch in the same sync mode;")
+    print("x floor: over the eight cuBLAS GEMMs alone (FP32); +MiB: the tracked increase (meas/pred: over the model);")
+    print("h, d: the frontend's and the device's time per batch; graph: captured/updated/replayed/eager steps.")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
-        print("usage: table.py PERF_FOLDER...", file=sys.stderr)
+    if len(sys.argv) != 2:
+        print("usage: table.py QUICK_LOG_FOLDER", file=sys.stderr)
         sys.exit(2)
-    main(sys.argv[1:])
+    main(sys.argv[1])

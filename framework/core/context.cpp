@@ -49,13 +49,13 @@ Registry& registry() {
   return r;
 }
 
-// A GPU's pool carves its blocks out of large segments (segments.h) when the
-// environment has ASYNCMLP_SEGMENTS=1; otherwise each block is its own
-// cudaMalloc. A CPU pool's blocks come from the host arena either way.
+// A GPU's pool carves its blocks out of geometrically growing segments
+// (segments.h) unless the environment has ASYNCMLP_SEGMENTS=0, which makes
+// each block its own cudaMalloc. A CPU pool's blocks come from the host arena.
 std::unique_ptr<RawAllocator> device_allocator(Device d, Backend* backend) {
   std::unique_ptr<RawAllocator> raw(new ForwardingAllocator(backend));
   const char* seg = std::getenv("ASYNCMLP_SEGMENTS");
-  if (d.is_cuda() && seg && std::string(seg) == "1") raw = std::make_unique<SegmentAllocator>(std::move(raw));
+  if (d.is_cuda() && !(seg && std::string(seg) == "0")) raw = std::make_unique<SegmentAllocator>(std::move(raw));
   return raw;
 }
 

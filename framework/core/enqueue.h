@@ -44,6 +44,8 @@ uint64_t enqueue(DeviceContext& c, const char* name, const std::vector<const Ten
 // (core/step_graph.h); an op that declares none is recorded again every step.
 uint64_t enqueue(DeviceContext& c, const char* name, std::initializer_list<const Tensor*> reads,
                  std::initializer_list<const Tensor*> writes, std::vector<uint64_t> scalars, OpKernel k);
+uint64_t enqueue(DeviceContext& c, const char* name, const std::vector<const Tensor*>& reads,
+                 const std::vector<const Tensor*>& writes, std::vector<uint64_t> scalars, OpKernel k);
 inline uint64_t scalar_bits(float f) {
   uint32_t u;
   std::memcpy(&u, &f, sizeof u);

@@ -154,6 +154,8 @@ MemoryStats Pool::stats() const {
   s.alloc_count = allocs_.load();
   s.free_count = frees_.load();
   s.raw_alloc_count = raw_allocs_.load();
+  const int64_t calls = raw_->device_allocs();
+  s.device_allocs = calls >= 0 ? static_cast<uint64_t>(calls) : s.raw_alloc_count;
   s.bytes_allocated_total = bytes_total_.load();
   std::lock_guard<std::mutex> lk(mu_);
   s.limit_bytes = limit_;

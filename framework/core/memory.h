@@ -45,6 +45,9 @@ struct RawAllocator {
   // there if its populator thread has not yet (so a kernel never faults page
   // by page). False when the memory cannot be had.
   virtual bool prepare_write(void* p) noexcept { return p != nullptr; }
+  // Calls made to the device's own allocator so far; -1: one per raw_alloc
+  // (the pool counts them).
+  virtual int64_t device_allocs() const { return -1; }
 };
 
 class Pool;

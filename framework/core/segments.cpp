@@ -1,7 +1,15 @@
 // segments.cpp — carving the pool's blocks out of device segments (segments.h).
 #include "framework/core/segments.h"
 
+#include <algorithm>
+
 namespace amlp {
+
+namespace {
+
+constexpr size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+}  // namespace
 
 SegmentAllocator::~SegmentAllocator() {
   std::lock_guard<std::mutex> lk(mu_);
@@ -11,34 +19,53 @@ SegmentAllocator::~SegmentAllocator() {
   segments_.clear();
 }
 
-SegmentAllocator::Segment* SegmentAllocator::open_segment_locked(size_t seg_bytes, char*& base) {
+SegmentAllocator::Segment* SegmentAllocator::open_segment_locked(size_t seg_bytes, int cls, char*& base) {
   void* p = up_->raw_alloc(seg_bytes);
   if (!p) return nullptr;
   stats_.upstream_allocs++;
   stats_.segment_bytes += seg_bytes;
   stats_.segments++;
+  if (cls < kClasses) class_bytes_[cls] += seg_bytes;
   base = static_cast<char*>(p);
-  return &segments_.emplace(reinterpret_cast<uintptr_t>(p), Segment{seg_bytes}).first->second;
+  Segment s{seg_bytes};
+  s.cls = cls;
+  return &segments_.emplace(reinterpret_cast<uintptr_t>(p), s).first->second;
+}
+
+SegmentAllocator::Segment* SegmentAllocator::grow_locked(Class c, size_t b, char*& base) {
+  const size_t floor = c == kSmall ? kSmallSegment : kLargeSegment;
+  const size_t grown = round_up(std::min(std::max(floor, class_bytes_[c]), kMaxSegment), kHugeRound);
+  size_t tried = 0;
+  for (size_t bytes : {grown, floor, round_up(b, kHugeRound)}) {
+    if (bytes < b || bytes == tried) continue;
+    tried = bytes;
+    if (Segment* s = open_segment_locked(bytes, c, base)) return s;
+  }
+  return nullptr;
 }
 
 void* SegmentAllocator::raw_alloc(size_t bytes) {
-  const size_t b = (bytes + kAlign - 1) / kAlign * kAlign;
+  const size_t b = round_up(bytes, kAlign);
   std::lock_guard<std::mutex> lk(mu_);
-  if (b > kLargeBlock) {  // a segment of its own
-    char* base = nullptr;
-    Segment* s = open_segment_locked((b + kHugeRound - 1) / kHugeRound * kHugeRound, base);
-    if (!s) return nullptr;
-    s->used = b;
-    s->live = 1;
-    stats_.carved_bytes += b;
-    return base;
-  }
   const Class c = b <= kSmallBlock ? kSmall : kLarge;
   Segment* s = nullptr;
   char* base = nullptr;
   if (open_[c]) {
     auto it = segments_.find(open_[c]);
     if (it->second.bytes - it->second.used >= b) s = &it->second, base = reinterpret_cast<char*>(it->first);
+  }
+  if (!s && b > kLargeBlock) {
+    // A huge block shares a segment only when the grown one holds it twice
+    // over; otherwise it gets a segment of its own (one call for a large piece).
+    const size_t grown = std::min(std::max(kLargeSegment, class_bytes_[kLarge]), kMaxSegment);
+    if (grown < 2 * b) {
+      Segment* own = open_segment_locked(round_up(b, kHugeRound), kClasses, base);
+      if (!own) return nullptr;
+      own->used = b;
+      own->live = 1;
+      stats_.carved_bytes += b;
+      return base;
+    }
   }
   if (!s) {
     // The open segment's tail stays uncarved until all its blocks came back.
@@ -51,10 +78,11 @@ void* SegmentAllocator::raw_alloc(size_t bytes) {
         stats_.upstream_frees++;
         stats_.segment_bytes -= it->second.bytes;
         stats_.segments--;
+        class_bytes_[c] -= it->second.bytes;
         segments_.erase(it);
       }
     }
-    s = open_segment_locked(c == kSmall ? kSmallSegment : kLargeSegment, base);
+    s = grow_locked(c, b, base);
     if (!s) return nullptr;
     open_[c] = reinterpret_cast<uintptr_t>(base);
   }
@@ -82,7 +110,13 @@ void SegmentAllocator::raw_free(void* p) noexcept {
   stats_.upstream_frees++;
   stats_.segment_bytes -= s.bytes;
   stats_.segments--;
+  if (s.cls < kClasses) class_bytes_[s.cls] -= s.bytes;
   segments_.erase(it);
+}
+
+int64_t SegmentAllocator::device_allocs() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return static_cast<int64_t>(stats_.upstream_allocs);
 }
 
 SegmentAllocator::Stats SegmentAllocator::stats() const {

@@ -30,6 +30,7 @@ class SegmentAllocator final : public RawAllocator {
   static constexpr size_t kLargeSegment = size_t(20) << 20;
   static constexpr size_t kHugeRound = size_t(2) << 20;       // larger: a segment of its own, rounded
   static constexpr size_t kAlign = 512;                        // Pool::kRound
+  static constexpr size_t kMaxSegment = size_t(1) << 30;        // the geometric growth's cap
 
   explicit SegmentAllocator(std::unique_ptr<RawAllocator> upstream) : up_(std::move(upstream)) {}
   ~SegmentAllocator() override;  // frees the segments still held (their blocks came back)
@@ -39,6 +40,7 @@ class SegmentAllocator final : public RawAllocator {
   void before_raw_free() noexcept override { up_->before_raw_free(); }
   bool host_memory() const override { return up_->host_memory(); }
   bool prepare_write(void* p) noexcept override { return up_->prepare_write(p); }
+  int64_t device_allocs() const override;  // the segments taken, ever
 
   struct Stats {
     size_t segment_bytes = 0;  // what the device gave (every segment, carved or not)
@@ -49,18 +51,23 @@ class SegmentAllocator final : public RawAllocator {
   Stats stats() const;
 
  private:
+  enum Class { kSmall, kLarge, kClasses };
   struct Segment {
     size_t bytes;
     size_t used = 0;  // the bump offset
     size_t live = 0;  // blocks carved and not given back
+    int cls = kClasses;  // the class it was opened for (kClasses: one huge block's own)
   };
-  enum Class { kSmall, kLarge, kClasses };
-  Segment* open_segment_locked(size_t seg_bytes, char*& base);  // a new one from upstream, or nullptr
+  Segment* open_segment_locked(size_t seg_bytes, int cls, char*& base);  // a new one from upstream, or nullptr
+  // The next segment of class c for a block of b bytes: the grown size first,
+  // then the base size, then just the block (nullptr: the device is full).
+  Segment* grow_locked(Class c, size_t b, char*& base);
 
   std::unique_ptr<RawAllocator> up_;
   mutable std::mutex mu_;
   std::map<uintptr_t, Segment> segments_;  // by base address
   uintptr_t open_[kClasses] = {0, 0};      // each class's segment being carved (0: none)
+  size_t class_bytes_[kClasses] = {0, 0};  // what each class's live segments hold
   Stats stats_;
 };
 

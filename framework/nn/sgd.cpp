@@ -20,11 +20,26 @@ void SGD::step(int64_t batch_size) {
   if (batch_size <= 0) throw Error(detail::concat("SGD::step: batch size must be positive, got ", batch_size));
   NoGradGuard ng;
   const float rescale = 1.f / static_cast<float>(batch_size);
+  // One op for every parameter on a device (one launch on a GPU), in the
+  // parameters' order; the update of each is sgd_update_'s.
+  std::vector<Tensor> grads(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) {
-    Parameter& p = *params_[i];
-    Tensor g = p.value.grad();
-    if (!g.defined()) throw Error("SGD::step: parameter '" + p.name + "' has no gradient (call backward() first)");
-    sgd_update_(p.value, g, momentum_[i], lr_, momentum_coef_, wd_, rescale);
+    grads[i] = params_[i]->value.grad();
+    if (!grads[i].defined())
+      throw Error("SGD::step: parameter '" + params_[i]->name + "' has no gradient (call backward() first)");
+  }
+  for (size_t first = 0; first < params_.size();) {
+    size_t end = first + 1;
+    while (end < params_.size() && params_[end]->value.device() == params_[first]->value.device()) ++end;
+    std::vector<Tensor*> ws, moms;
+    std::vector<const Tensor*> gs;
+    for (size_t i = first; i < end; ++i) {
+      ws.push_back(&params_[i]->value);
+      gs.push_back(&grads[i]);
+      if (momentum_coef_ != 0.f) moms.push_back(&momentum_[i]);
+    }
+    sgd_update_multi_(ws, gs, moms, lr_, momentum_coef_, wd_, rescale);
+    first = end;
   }
 }
 

@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "framework/core/memory.h"
 #include "framework/core/segments.h"
@@ -122,16 +124,18 @@ TEST(Segments, ThePoolAboveKeepsItsAccountingAndEmptiesTheSegments) {
 TEST(Segments, ThePoolsBudgetAndRetryWorkAsBefore) {
   auto d = std::make_unique<FakeDevice>();
   FakeDevice* dev = d.get();
-  dev->capacity = 20 * MiB;
+  dev->capacity = 5 * MiB;
   Pool pool("fake:0", std::make_unique<SegmentAllocator>(std::move(d)));
   {
     auto a = pool.allocate(MiB);  // a 2 MiB segment
   }                               // cached
-  // A 3 MiB block needs a 20 MiB segment: only once the cache (and with it
-  // the small segment) went back does it fit.
+  // A 3 MiB block needs a 20 MiB segment, or at least one of its own size
+  // (4 MiB): only once the cache (and with it the small segment) went back
+  // does that fit.
   auto big = pool.allocate(3 * MiB);
   EXPECT_NE(big, nullptr);
   EXPECT_EQ(dev->frees, 1);
+  EXPECT_EQ(dev->live.begin()->second, 4 * MiB);
   big.reset();
   pool.set_limit(4 * MiB, "--memory-limit");
   try {
@@ -140,6 +144,57 @@ TEST(Segments, ThePoolsBudgetAndRetryWorkAsBefore) {
   } catch (const OutOfMemory& e) {
     EXPECT_NE(std::string(e.what()).find("--memory-limit"), std::string::npos) << e.what();
   }
+}
+
+// The blocks of one d2l step at batch 1024 (512 -> 2048 -> 512 -> 1): about
+// 42 MiB in 20 blocks, four of them 8 MiB activations.
+const size_t kStepBlocks[] = {8 * MiB, 8 * MiB, 8 * MiB, 8 * MiB, 4 * MiB, 4 * MiB, 2 * MiB, 2 * MiB,
+                              4096,    4096,    4096,    4096,    4096,    4096,    4096,    4096,
+                              4096,    4096,    8192,    8192};
+
+TEST(Segments, ABacklogOfAHundredStepsCostsFewDeviceCalls) {
+  auto d = std::make_unique<FakeDevice>();
+  FakeDevice* dev = d.get();
+  Pool pool("fake:0", std::make_unique<SegmentAllocator>(std::move(d)));
+  std::vector<std::shared_ptr<Storage>> backlog;  // nothing freed: an unsynchronized loop's 100 batches
+  size_t bytes = 0;
+  for (int step = 0; step < 100; ++step)
+    for (size_t b : kStepBlocks) backlog.push_back(pool.allocate(b)), bytes += Pool::round(b);
+  EXPECT_EQ(pool.stats().reserved_bytes, bytes) << "the pool counts blocks, not segments";
+  EXPECT_EQ(pool.stats().raw_alloc_count, backlog.size()) << "every block was new to the pool";
+  EXPECT_LE(dev->allocs, 20) << "geometric segments: O(log N) device calls for N bytes";
+  EXPECT_EQ(pool.stats().device_allocs, static_cast<uint64_t>(dev->allocs)) << "the pool reports the device's calls";
+  EXPECT_GE(dev->held, bytes);
+  EXPECT_LE(dev->held, 2 * bytes) << "a segment is at most as large as what its class held before";
+}
+
+TEST(Segments, AGrownSegmentTheDeviceCannotGiveShrinksToTheBaseSize) {
+  Carver c;
+  for (int i = 0; i < 20; ++i) ASSERT_NE(c.seg->raw_alloc(2 * MiB), nullptr);  // 20 + 20 MiB segments
+  ASSERT_EQ(c.dev->allocs, 2);
+  c.dev->capacity = c.dev->held + 30 * MiB;  // room for 20 MiB, not the grown 40
+  EXPECT_NE(c.seg->raw_alloc(2 * MiB), nullptr);
+  EXPECT_EQ(c.dev->allocs, 3);
+  EXPECT_EQ(std::prev(c.dev->live.end())->second, 20 * MiB);
+  c.dev->capacity = c.dev->held + 3 * MiB;  // only a block-sized segment (2 MiB) fits
+  for (int i = 0; i < 9; ++i) ASSERT_NE(c.seg->raw_alloc(2 * MiB), nullptr);  // the 20 MiB one fills
+  EXPECT_NE(c.seg->raw_alloc(2 * MiB), nullptr);
+  EXPECT_EQ(std::prev(c.dev->live.end())->second, 2 * MiB);
+  EXPECT_EQ(c.seg->raw_alloc(2 * MiB), nullptr) << "the device is full";
+}
+
+TEST(Segments, AHugeBlockSharesAGrownSegmentOnlyWhenItHoldsItTwice) {
+  Carver c;
+  for (int i = 0; i < 50; ++i) ASSERT_NE(c.seg->raw_alloc(2 * MiB), nullptr);  // 20+20+40+80 = 160 MiB held
+  const int before = c.dev->allocs;
+  void* huge = c.seg->raw_alloc(30 * MiB);  // the open segment (80 MiB) has 80 - 10*2 = 60 MiB left
+  ASSERT_NE(huge, nullptr);
+  EXPECT_EQ(c.dev->allocs, before) << "carved from the open segment";
+  EXPECT_EQ(c.dev->live.count(huge), 0u);
+  void* huge2 = c.seg->raw_alloc(90 * MiB);  // the next grown segment (160 MiB) would not hold it twice
+  ASSERT_NE(huge2, nullptr);
+  EXPECT_EQ(c.dev->allocs, before + 1);
+  EXPECT_EQ(c.dev->live.at(huge2), 90 * MiB) << "a segment of its own";
 }
 
 }  // namespace

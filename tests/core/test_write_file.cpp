@@ -472,6 +472,7 @@ void expect_summary(const nlohmann::json& s) {
                         "data_parallel",
                         "blas_threads",
                         "devices",
+                        "device_allocs",
                         "fresh_bytes",
                         "fresh_s_per_gib",
                         "fresh_s",
