@@ -3,8 +3,8 @@
 # (stripped), the non-CUDA libraries they need (bundle_runtime.sh), OpenMPI's
 # mpirun relocatable (bundle_mpi.sh, where OpenMPI is installed here), the
 # commit it was built from (build-gpu/COMMIT), the list of test executables
-# that touch CUDA (build-gpu/cuda_tests.txt: those with a test or a source
-# naming cuda, a GPU or NCCL), the configs and the kit's scripts, as one xz
+# that touch CUDA (build-gpu/cuda_tests.txt: those whose tests or source
+# name CUDA, a GPU or NCCL), the configs and the kit's scripts, as one xz
 # archive ARCHIVE (default
 # build-gpu.tar.xz at the repository root: an ignored path, carried with
 # the run tool's `carry`). Inside, the build is always build-gpu/{bin,rt},
@@ -48,7 +48,7 @@ echo "$commit (packed $(date -u +%FT%TZ))" >"$to/COMMIT"
 for t in "$build"/bin/test_*; do
   n=$(basename "$t")
   if "$t" --gtest_list_tests 2>/dev/null | grep -qiE 'cuda|gpu|nccl' ||
-    grep -qE 'SKIP_WITHOUT_GPU|Device::cuda|"cuda' tests/*/"$n.cpp" 2>/dev/null; then
+    grep -qiE 'cuda|gpu|nccl' tests/*/"$n.cpp" 2>/dev/null; then
     echo "$n"
   fi
 done >"$to/cuda_tests.txt"
