@@ -54,7 +54,7 @@ for t in "$build"/bin/test_*; do
 done >"$to/cuda_tests.txt"
 cp -r configs tools "$stage/"
 cp -r bench/gpu "$stage/bench/gpu"
-tar -C "$stage" -cf - . | xz -T2 -6 >"$archive.part"
+tar -C "$stage" -cf - build-gpu configs tools bench | xz -T2 -6 >"$archive.part"
 mv "$archive.part" "$archive"
 size=$(stat -c %s "$archive")
 printf 'pack.sh: %s: %.1f MiB (unpacked %s): %d executables, %d libraries, %d CUDA test executables, commit %s\n' \

@@ -29,7 +29,9 @@
 # and says so). Logs go to $LOGS/COMMAND (default out/gpu/COMMAND); after each
 # step they are packed into $OUT/COMMAND.tar.xz, so a command stopped at its
 # limit still brings back what it did. Environment: BUILD (build-gpu), ARCHIVE
-# (build-gpu.tar.xz), LOGS, OUT, ROUNDS (2). Exit status: 0 when every check
+# (build-gpu.tar.xz), LOGS, OUT, ROUNDS (2), KIT_BUDGET (the command's budget in
+# seconds; a dry run takes each step's expected time, so KIT_BUDGET=200 shows
+# which steps a short budget leaves out). Exit status: 0 when every check
 # passed, 1 otherwise, 2 on bad usage.
 set -uo pipefail
 
@@ -40,7 +42,7 @@ LOGS=${LOGS:-$PWD/out/gpu}
 OUT=${OUT:-$LOGS/back}
 ROUNDS=${ROUNDS:-2}
 DRY=${ASYNCMLP_KIT_DRY:-0}
-declare -A BUDGET=([quick]=420 [deep]=300)
+declare -A BUDGET=([quick]=${KIT_BUDGET:-420} [deep]=${KIT_BUDGET:-300})
 
 # Each command's steps: name, expected seconds on an H100, timeout (bound),
 # whether it needs the GPU, and what it does. The bounds add up to more than
@@ -109,7 +111,8 @@ plan() {
 # --- running steps ---------------------------------------------------------------------------
 
 say() { echo "== $*"; }
-record() {  # PASS|FAIL|NOTE name detail
+record() {  # PASS|FAIL|NOTE name detail (a dry run passes nothing: it ran no GPU command)
+  if [ "$DRY" = 1 ] && [ "$1" = PASS ]; then set -- NOTE "$2" "dry run: GPU commands printed, not run"; fi
   echo "$1 $2 ${3:-}" | tee -a "$results"
   [ "$1" = FAIL ] && status=1
   return 0
@@ -144,6 +147,9 @@ run_steps() {  # the command's steps in order, each under what is left of the bu
     say "$s (timeout $((step_end - SECONDS)) s): ${WHAT[$s]}"
     [ "$DRY" = 1 ] && echo "-- $s: timeout $((step_end - SECONDS)) s" >>"$dir/dry.txt"
     "step_$s"
+    # A dry run takes each step's expected time on the clock, so it walks the
+    # budget as a real run would: the steps that would not fit are not started.
+    [ "$DRY" = 1 ] && SECONDS=$((SECONDS + EXPECT[$s]))
     echo "   $s took $((SECONDS - t0)) s" | tee -a "$dir/steps.txt"
     pack
   done
@@ -177,7 +183,9 @@ train() {  # TAG ARGS...: one train_mlp run into $dir/TAG.{json,log}
 # --- quick -----------------------------------------------------------------------------------
 
 step_unpack() {
-  if [ -f "$ARCHIVE" ] && timeout "$(cap 60)" tar -xJf "$ARCHIVE"; then
+  # Only the build: the kit's own scripts and configs are this tree's (the
+  # archive's copies would overwrite the script running now).
+  if [ -f "$ARCHIVE" ] && timeout "$(cap 60)" tar -xJf "$ARCHIVE" "$BUILD"; then
     record PASS unpack "$(ls "$BUILD/bin" | wc -l) executables, $(ls "$BUILD/rt" | wc -l) libraries"
   elif [ -d "$BUILD/bin" ]; then
     record NOTE unpack "no $ARCHIVE: using the $BUILD already here"
@@ -282,8 +290,8 @@ step_opcost() {
 step_trace() {
   local g
   for g in off on; do
-    if train "trace_$g" --sync none --graph "$g" --batch-size 1024 --batches 50 --trace "$dir/trace_$g.json" &&
-      x "$(cap 30)" python3 tools/trace_summary.py "$dir/trace_$g.json" >"$dir/trace_$g.txt" 2>&1; then
+    if train "trace_$g" --sync none --graph "$g" --batch-size 1024 --batches 50 --trace "$dir/trace_$g.trace.json" &&
+      x "$(cap 30)" python3 tools/trace_summary.py "$dir/trace_$g.trace.json" >"$dir/trace_$g.txt" 2>&1; then
       record PASS "trace --graph $g" "$(grep -iE 'busy|device' "$dir/trace_$g.txt" | head -3 | tr -s ' \n' ' ')"
     else
       record FAIL "trace --graph $g" "see trace_$g.log / trace_$g.txt"
