@@ -8,9 +8,16 @@
 //                        dependencies, allocation, bookkeeping and, on CUDA,
 //                        the launch and the completion events
 //   BM_OpRoundTrip/<dev> push and wait for each op (t3: one barrier per op)
+//   BM_BackendKernel/<dev> the backend's kernel method alone (CudaBackend::
+//                        add_scalar: its stream, grid and launch check), called
+//                        from a bare loop with the queue paused: no queue, no
+//                        per-op hooks (events, NVTX)
 //   BM_RawLaunch/cuda0   the floor: the same kernel launched kBacklog times
-//                        from a bare loop (bench/raw_launch.cu), no engine;
-//                        BM_OpWorker/cuda0 over it is the engine's overhead
+//                        from a bare loop (bench/raw_launch.cu), no engine.
+//                        So the worker's time per op splits into the launch
+//                        (RawLaunch), the backend's method around it
+//                        (BackendKernel - RawLaunch) and the queue with the
+//                        per-op hooks (OpWorker - BackendKernel)
 // <dev>: cpu0, cuda0 (skipped without a GPU). per_op: the time per op.
 //
 //   build/bin/bench_op_cost --benchmark_min_time=0.2
@@ -22,7 +29,10 @@
 #include <vector>
 
 #include "framework/asyncmlp.h"
+#include "framework/core/backend.h"
 #include "framework/core/context.h"
+#include "framework/core/memory.h"
+#include "framework/core/tensor_impl.h"
 #if ASYNCMLP_RAW_LAUNCH
 #include "bench/raw_launch.h"
 #endif
@@ -102,6 +112,27 @@ void BM_OpRoundTrip(benchmark::State& state, Device d) {
   }
 }
 
+void BM_BackendKernel(benchmark::State& state, Device d) {
+  if (!usable(state, d)) return;
+  Tensor x = amlp::ones({1}, d), y = amlp::zeros({1}, d);
+  amlp::waitall();
+  amlp::Backend& be = *amlp::context(d).backend;
+  const float* xp = static_cast<const float*>(amlp::detail::storage_of(x)->data());
+  float* yp = static_cast<float*>(amlp::detail::storage_of(y)->data());
+  for (auto _ : state) {
+    std::optional<amlp::QueuePause> pause(std::in_place, d);  // the worker stays off the stream meanwhile
+    const auto t0 = Clock::now();
+    for (int i = 0; i < kBacklog; ++i) be.add_scalar(xp, 1.f, yp, 1);
+    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - t0).count());
+    pause.reset();
+    // An op queued after them on the same stream: waiting for it waits for
+    // them, so the next iteration starts with the GPU idle.
+    amlp::add_scalar(x, 1.f).wait_to_read();
+  }
+  state.counters["per_op"] = benchmark::Counter(double(state.iterations()) * kBacklog,
+                                                   benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
 void BM_RawLaunch(benchmark::State& state) {
   if (!usable(state, Device::cuda(0))) return;
 #if ASYNCMLP_RAW_LAUNCH
@@ -116,6 +147,8 @@ void BM_RawLaunch(benchmark::State& state) {
 
 }  // namespace
 
+BENCHMARK_CAPTURE(BM_BackendKernel, cpu0, Device::cpu(0))->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_BackendKernel, cuda0, Device::cuda(0))->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RawLaunch)->Name("BM_RawLaunch/cuda0")->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_OpPush, cpu0, Device::cpu(0))->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_OpPush, cuda0, Device::cuda(0))->Unit(benchmark::kMicrosecond);

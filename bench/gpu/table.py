@@ -63,7 +63,8 @@ def op_cost(top):
     out = {}
     for b in (load(os.path.join(top, "op_cost.json")) or {}).get("benchmarks", []):
         if b.get("aggregate_name") == "median" and "per_op" in b:
-            out[b["run_name"] if "run_name" in b else b["name"].rsplit("_", 1)[0]] = b["per_op"] * 1e6
+            name = b.get("run_name") or b["name"].rsplit("_", 1)[0]
+            out[name.replace("/manual_time", "")] = b["per_op"] * 1e6
     return out
 
 
@@ -140,7 +141,7 @@ def main(top):
     oc = op_cost(top)
     worker, raw = oc.get("BM_OpWorker/cuda0"), oc.get("BM_RawLaunch/cuda0")
     if oc:
-        print("\nper op on cuda0 (us): " + ", ".join(f"{k.split('/')[0][3:]} {v:.2f}" for k, v in sorted(oc.items())))
+        print("\nper op (us): " + ", ".join(f"{k[3:]} {v:.2f}" for k, v in sorted(oc.items())))
     if worker and raw:
         goals.append(("worker per op / raw launch", worker / raw, "<= 1.2", worker / raw <= 1.2, "x"))
     print("\ngoals")
