@@ -6,22 +6,26 @@
 
 namespace amlp::cuda {
 
-namespace {
-constexpr int kRecyclePerRecord = 16;  // bounds the worker's time per op
-}
-
+// Recycling runs only when no free event is left, and costs O(log n)
+// queries for n live events: one stream passes its events in order, so once
+// the event at index k passed every event before it did. The probes go to
+// indices 0, 1, 3, 7, ... (a cudaEventQuery costs about as much as a launch:
+// one per op would be half the worker's time).
 void EventRing::recycle_passed_locked() {
-  for (int n = 0; n < kRecyclePerRecord && !live_.empty(); ++n) {
-    Entry& front = live_.front();
-    if (front.waiters > 0) return;
-    const cudaError_t e = cudaEventQuery(front.event);
+  if (!free_.empty() || live_.empty()) return;
+  size_t passed = 0;  // the first `passed` entries are known to have passed
+  for (size_t probe = 1; probe <= live_.size(); probe *= 2) {
+    const cudaError_t e = cudaEventQuery(live_[probe - 1].event);
     if (e == cudaErrorNotReady) {
       (void)cudaGetLastError();  // not an error: the GPU is behind
-      return;
+      break;
     }
     AMLP_CUDA_CHECK(e);  // an asynchronous fault of an earlier op
-    passed_ = std::max(passed_, front.seq);
-    free_.push_back(front.event);
+    passed = probe;
+  }
+  for (; passed > 0 && live_.front().waiters == 0; --passed) {
+    passed_ = std::max(passed_, live_.front().seq);
+    free_.push_back(live_.front().event);
     live_.pop_front();
   }
 }

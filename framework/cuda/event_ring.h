@@ -29,7 +29,7 @@ class EventRing {
   EventRing& operator=(const EventRing&) = delete;
 
   // Worker thread, with the stream's device current; `seq` increases call by
-  // call. Also recycles the oldest events the GPU has passed.
+  // call. When no free event is left, first recycles those the GPU passed.
   void record(uint64_t seq, cudaStream_t stream);
   // Any thread, with the stream's device current, for a launched op `seq`:
   // records an event for it on `stream` unless one at or after it exists
