@@ -56,7 +56,7 @@ declare -A BOUND=([unpack]=90 [tests]=150 [perf64]=110 [perf1024]=120 [floor]=40
 declare -A WHAT=(
   [unpack]="unpack $ARCHIVE; the commit it was built from; nvidia-smi, nvcc, cuBLAS/cuRAND, PyTorch, NCCL, mpirun"
   [tests]="the CUDA-touching test executables ($BUILD/cuda_tests.txt, listed by pack.sh), one after another"
-  [perf64]="$ROUNDS rounds at batch 64 (300 batches): train_mlp batch, none, none --alloc run, bounded, graph batch/none | torch_mlp.py eager+graph"
+  [perf64]="$ROUNDS rounds at batch 64 (300 batches): train_mlp batch, none (segments, and a cudaMalloc per block), none --alloc run, bounded, graph batch/none | torch_mlp.py eager+graph"
   [perf1024]="the same at batch 1024 (100 batches)"
   [floor]="bench_cuda_gemm: the eight GEMMs of one step (cuBLAS alone) at 64 and 1024, FP32 and TF32"
   [opcost]="bench_op_cost on cuda0: push, worker per op, round trip, and BM_RawLaunch (the bare-loop floor)"
@@ -176,7 +176,7 @@ setup_env() {
 train() {  # TAG ARGS...: one train_mlp run into $dir/TAG.{json,log}
   local tag=$1
   shift
-  CUDA_MODULE_LOADING=EAGER x "$(cap 40)" "$BUILD/bin/train_mlp" --device cuda --quiet "$@" \
+  CUDA_MODULE_LOADING=EAGER ASYNCMLP_SEGMENTS=${ASYNCMLP_SEGMENTS:-1} x "$(cap 40)" "$BUILD/bin/train_mlp" --device cuda --quiet "$@" \
     --summary-json "$dir/$tag.json" >"$dir/$tag.log" 2>&1
 }
 
@@ -240,7 +240,9 @@ step_tests() {
 }
 
 # The modes timed at each batch size: tag and train_mlp's options.
-MODES=("batch:--sync batch" "none:--sync none" "none_run:--sync none --alloc run"
+# none_malloc: `none` with one cudaMalloc per block (ASYNCMLP_SEGMENTS=0), the
+# pool's segments' effect measured beside them.
+MODES=("batch:--sync batch" "none:--sync none" "none_malloc:--sync none" "none_run:--sync none --alloc run"
   "bounded:--sync none --max-pending-bytes 128MiB" "graph_batch:--sync batch --graph on"
   "graph_none:--sync none --graph on")
 
@@ -255,7 +257,8 @@ perf() {  # BATCH STEPS
     for m in "${MODES[@]}"; do
       tag=${m%%:*} opts=${m#*:}
       # shellcheck disable=SC2086
-      train "perf$batch/train_${tag}_$r" $opts --batches "$steps" --batch-size "$batch" ||
+      ASYNCMLP_SEGMENTS=$([ "$tag" = none_malloc ] && echo 0 || echo 1) \
+        train "perf$batch/train_${tag}_$r" $opts --batches "$steps" --batch-size "$batch" ||
         record FAIL "train_mlp $opts, batch $batch #$r" "see perf$batch/train_${tag}_$r.log"
     done
     x "$(cap 60)" python3 bench/gpu/torch_mlp.py --sync batch,none --capture eager,graph --batches "$steps" \

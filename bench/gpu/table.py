@@ -21,8 +21,8 @@ import statistics
 import sys
 
 MiB = 2**20
-MODES = ["batch", "none", "none_run", "bounded", "graph_batch", "graph_none"]
-SYNC = {"batch": "batch", "none": "none", "none_run": "none", "bounded": "none",
+MODES = ["batch", "none", "none_malloc", "none_run", "bounded", "graph_batch", "graph_none"]
+SYNC = {"batch": "batch", "none": "none", "none_malloc": "none", "none_run": "none", "bounded": "none",
         "graph_batch": "batch", "graph_none": "none"}
 
 
@@ -88,7 +88,7 @@ def main(top):
                                     + (f", {fl[(batch, '1')]:.1f} us TF32" if (batch, "1") in fl else "") + ")"
                                     if floor else ""))
         hdr = (f"{'mode':12} {'samples/s':>10} {'x batch':>7} {'x eager':>7} {'x graph':>7} {'x floor':>7} "
-               f"{'+MiB':>8} {'meas/pred':>9} {'h ms':>6} {'d ms':>6} {'graph cap/upd/rep/eager':>24} {'loss':>10}")
+               f"{'+MiB':>8} {'meas/pred':>9} {'h ms':>6} {'d ms':>6} {'mallocs':>7} {'graph cap/upd/rep/eager':>24} {'loss':>10}")
         print(hdr)
         print("-" * len(hdr))
         for mode in MODES:
@@ -100,6 +100,7 @@ def main(top):
             inc = med([r.get("mem_increase_bytes") for r in rs])
             pred = med([r.get("predicted_increase_bytes") for r in rs])
             h = med([r.get("host_s_per_batch") for r in rs])
+            calls = med([r.get("device_allocs") for r in rs])
             d = med([r.get("device_s_per_batch") for r in rs])
             g = rs[-1].get("graph") or {}
             graph = f"{g.get('captured', 0)}/{g.get('updated', 0)}/{g.get('replayed', 0)}/{g.get('eager', 0)}" if g else "-"
@@ -109,11 +110,14 @@ def main(top):
                   f"{fmt(sps / torch[('graph', sync)] if torch[('graph', sync)] else None):>7} "
                   f"{fmt(sps / floor_sps if floor_sps else None):>7} {fmt(inc / MiB if inc is not None else None, '.1f'):>8} "
                   f"{fmt(inc / pred if inc is not None and pred else None):>9} {fmt(h * 1e3 if h else None):>6} "
-                  f"{fmt(d * 1e3 if d else None):>6} {graph:>24} {fmt(rs[-1].get('final_loss'), '.6g'):>10}")
+                  f"{fmt(d * 1e3 if d else None):>6} {fmt(calls, '.0f'):>7} {graph:>24} {fmt(rs[-1].get('final_loss'), '.6g'):>10}")
             if mode.startswith("graph") and g:
                 steady = g.get("steps", 0) - g.get("captured", 0)
                 share = g.get("replayed", 0) / steady if steady > 0 else 0.0
                 goals.append((f"batch {batch} {mode}: steady steps replayed", share, ">= 0.95", share >= 0.95, "%"))
+            if mode == "none" and calls is not None and batch == 1024:
+                goals.append((f"batch 1024 none: device allocator calls in {rs[-1].get('batches', '?')} batches",
+                              calls, "<= 20", calls <= 20, "n"))
             if mode == "none" and "batch" in ours:
                 hb = med([r.get("host_s_per_batch") for r in runs_of(folder, "batch")])
                 if batch == 1024 and h and hb:
@@ -146,11 +150,12 @@ def main(top):
         goals.append(("worker per op / raw launch", worker / raw, "<= 1.2", worker / raw <= 1.2, "x"))
     print("\ngoals")
     for name, value, want, met, unit in goals:
-        v = f"{value * 100:.1f}%" if unit == "%" else f"{value:.2f}x"
+        v = f"{value * 100:.1f}%" if unit == "%" else f"{value:.0f}" if unit == "n" else f"{value:.2f}x"
         print(f"  {name:58} {v:>8}  goal {want:8} {'met' if met else 'NOT met'}")
     print("\nsamples/s: medians over the alternated rounds; x eager / x graph: over PyTorch in the same sync mode;")
     print("x floor: over the eight cuBLAS GEMMs alone (FP32); +MiB: the tracked increase (meas/pred: over the model);")
-    print("h, d: the frontend's and the device's time per batch; graph: captured/updated/replayed/eager steps.")
+    print("h, d: the frontend's and the device's time per batch; mallocs: calls to the device's allocator in the run;")
+    print("graph: captured/updated/replayed/eager steps; none_malloc: none with a cudaMalloc per block (ASYNCMLP_SEGMENTS=0).")
 
 
 if __name__ == "__main__":
