@@ -129,7 +129,7 @@ x() {
   local t=$1
   shift
   if [ "$DRY" = 1 ]; then
-    echo "   dry: timeout $t $*" >>"$dir/dry.txt"
+    echo "   dry: ${ASYNCMLP_SEGMENTS:+ASYNCMLP_SEGMENTS=$ASYNCMLP_SEGMENTS }timeout $t $*" >>"$dir/dry.txt"
     return 0
   fi
   timeout -k 5 "$t" "$@"
