@@ -195,6 +195,8 @@ class Queue {
   void release_step_locked(const char* why);  // a blocker inside the step: the held ops run eagerly
   void run_step(StepVerdict v, int slot);     // worker: the held ops, per the verdict
   bool launch_held_as_graph(std::vector<Op>& ops, StepVerdict v, int slot);
+  void note_graph_failure(std::string reason) noexcept;  // worker: the held ops run one by one
+  void take_graph_failure_locked();  // frontend, under mu_: the recogniser learns of it
   BacklogBytes finish(Op& op);  // releases refs; returns this queue's backlog bytes they freed
   void allocate_outputs(Op& op);  // worker: blocks for the op's writes that have none (throws OutOfMemory)
   void keep_error(const std::exception_ptr& e);  // the first error is kept until a blocker takes it
@@ -228,6 +230,8 @@ class Queue {
   std::vector<Op> held_;                   // worker only: this step's held ops
   std::vector<Kernel> recorded_[StepRecogniser::kSlots];  // worker only, no device graphs: each slot's kernels
   std::atomic<bool> graph_failed_{false};  // worker -> frontend: a capture or replay failed
+  std::string graph_failure_;              // under mu_: why (the backend's message)
+  uint64_t graph_failures_ = 0;            // under mu_: recordings and replays that failed
   std::thread worker_;
 };
 

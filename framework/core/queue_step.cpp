@@ -40,11 +40,25 @@ void Queue::set_step_graph(int warmup) {
 
 StepGraphStats Queue::step_graph_stats() const {
   std::lock_guard<std::mutex> lk(mu_);
-  return steps_ ? steps_->stats() : StepGraphStats{};
+  StepGraphStats s = steps_ ? steps_->stats() : StepGraphStats{};
+  s.capture_failures = graph_failures_;
+  if (graph_failed_.load()) s.last_reason = graph_failure_;  // not yet seen by the frontend
+  return s;
+}
+
+void Queue::note_graph_failure(std::string reason) noexcept {
+  std::lock_guard<std::mutex> lk(mu_);
+  graph_failures_++;
+  graph_failure_.swap(reason);
+  graph_failed_ = true;
+}
+
+void Queue::take_graph_failure_locked() {
+  if (graph_failed_.exchange(false) && steps_) steps_->interrupt(graph_failure_);
 }
 
 bool Queue::hold_locked(const char* name, const OpBuffers& bufs) {
-  if (graph_failed_.exchange(false)) steps_->interrupt("a recorded step failed on " + name_);
+  take_graph_failure_locked();
   if (blocking_ || max_ops_ || max_bytes_) {  // a held op could keep a bound from ever freeing
     release_step_locked("back-pressure or synchronous mode inside the step");
     return false;
@@ -82,7 +96,7 @@ StepVerdict Queue::end_step() {
     std::lock_guard<std::mutex> lk(mu_);
     in_step_ = false;
     if (!steps_) return v;
-    if (graph_failed_.exchange(false)) steps_->interrupt("a recorded step failed on " + name_);
+    take_graph_failure_locked();
     const bool held = held_in_step_ > 0;
     held_in_step_ = 0;
     v = steps_->end_step();
@@ -140,11 +154,18 @@ bool Queue::launch_held_as_graph(std::vector<Op>& ops, StepVerdict v, int slot) 
     for (const Op& op : ops)  // every output has the block it was recorded with
       for (size_t i = op.bufs.reads; i < op.bufs.refs.size(); ++i)
         if (const auto& r = op.bufs.refs[i]; r && !r->allocated()) return false;
+    std::string failure;
     try {
       if (!sync_->replay(slot, last)) return false;
-    } catch (const std::exception&) {  // nothing of the step ran: the ops run one by one and report
+    } catch (const std::exception& e) {
+      failure = e.what();
+    } catch (...) {
+      failure = "unknown exception";
+    }
+    if (!failure.empty()) {  // nothing of the step ran: the ops run one by one and report
       sync_->drop_graph();
-      graph_failed_ = true;
+      note_graph_failure(detail::concat("a recorded step failed on ", name_, ": replaying its ", ops.size(),
+                                        " ops: ", failure, " (they ran one by one)"));
       return false;
     }
   } else {
@@ -155,15 +176,33 @@ bool Queue::launch_held_as_graph(std::vector<Op>& ops, StepVerdict v, int slot) 
     } catch (const std::exception&) {
       return false;  // run one by one: the op that cannot get its block reports it
     }
+    std::exception_ptr kept_before;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      kept_before = error_;
+    }
     if (!sync_->capture_begin(slot)) return false;
-    bool all_ran = true;
-    for (Op& op : ops) all_ran = run(op) && all_ran;  // launches recorded, not run
+    for (Op& op : ops) run(op);  // launches recorded, not run
+    std::string failure;
     try {
       sync_->capture_end(slot, last);
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
+      failure = e.what();
+    } catch (...) {
+      failure = "unknown exception";
+    }
+    if (!failure.empty()) {
+      // The graph never ran: what the recording set (an error kept for a
+      // blocker, outputs marked written) is undone by running the ops one
+      // by one, in order, each failure then named by its own op.
       sync_->drop_graph();
-      graph_failed_ = true;
-      if (all_ran) return false;  // nothing ran: one by one, each failure named by its op
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        error_ = kept_before;
+      }
+      note_graph_failure(detail::concat("a recorded step failed on ", name_, ": recording its ", ops.size(),
+                                        " ops: ", failure, " (they ran one by one)"));
+      return false;
     }
   }
   busy_ns_.fetch_add(static_cast<uint64_t>(

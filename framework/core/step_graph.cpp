@@ -15,11 +15,22 @@ const char* to_string(StepVerdict v) {
   return "?";
 }
 
+namespace {
+
+// A declared buffer with no block yet (--alloc run: taken when the op
+// starts), unlike an optional one left undefined (size 0).
+bool unallocated(const OpSignature& op) {
+  for (size_t i = 0; i < op.addresses.size(); ++i)
+    if (!op.addresses[i] && op.bytes[i]) return true;
+  return false;
+}
+
+}  // namespace
+
 bool StepRecogniser::same_args(const Slot& s) const {
   if (s.args.size() != current_.size()) return false;
   for (size_t i = 0; i < current_.size(); ++i) {
-    for (const void* p : current_[i].addresses)
-      if (!p) return false;  // a block taken only when the op starts: never the recorded one
+    if (unallocated(current_[i])) return false;  // never the block recorded
     if (s.args[i].first != current_[i].addresses || s.args[i].second != current_[i].scalars) return false;
   }
   return true;
@@ -27,8 +38,7 @@ bool StepRecogniser::same_args(const Slot& s) const {
 
 StepRecogniser::Match StepRecogniser::compare(const OpSignature& a, const OpSignature& b) {
   if (a.name != b.name || a.bytes != b.bytes || a.capturable != b.capturable) return Match::Different;
-  for (const void* p : a.addresses)  // a block taken only when the op starts (--alloc run): unknown yet
-    if (!p) return Match::OtherArguments;
+  if (unallocated(a)) return Match::OtherArguments;  // a block taken only when the op starts: unknown yet
   return a.addresses == b.addresses && a.scalars == b.scalars ? Match::Same : Match::OtherArguments;
 }
 
