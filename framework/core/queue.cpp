@@ -68,10 +68,11 @@ Queue::~Queue() {
 // --- pushing -----------------------------------------------------------------------
 
 uint64_t Queue::push(const char* name, Thunk k, std::vector<std::shared_ptr<Storage>> refs,
-                     std::vector<QueueDep> deps) {
+                     std::vector<QueueDep> deps, OpTraits traits) {
   Kernel kernel = [k = std::move(k)](const OpArgs&) { k(); };
   OpBuffers bufs;
   bufs.refs = std::move(refs);
+  bufs.traits = traits;
   return push(name, std::move(kernel), std::move(bufs), std::move(deps));
 }
 
@@ -103,6 +104,7 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
     peak_depth_ = std::max(peak_depth_, depth);
     backlog = backlog_.bytes();
     const bool held = steps_ && in_step_ && hold_locked(name, bufs);
+    if (held && !held_in_step_) step_held_from_ = seq;
     held_in_step_ += held;
     pending_.push_back(Op{name, seq, std::move(k), std::move(bufs), std::move(deps), held ? Role::Held : Role::Op});
     // Wake the worker only if it sleeps and may run: a busy worker finds the

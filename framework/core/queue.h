@@ -41,6 +41,7 @@
 
 #include "framework/core/backlog.h"
 #include "framework/core/buffer_state.h"
+#include "framework/core/op_traits.h"
 #include "framework/core/step_graph.h"
 #include "framework/core/stream_sync.h"
 #include "framework/stats.h"
@@ -80,6 +81,7 @@ struct OpBuffers {
   // that did not is recorded again every step (its closure may have changed).
   bool scalars_declared = false;
   std::vector<uint64_t> scalars;
+  OpTraits traits;
 };
 
 class Queue {
@@ -99,7 +101,7 @@ class Queue {
   // A kernel that takes no buffer arguments (engine tests, demos); `refs` are
   // only kept alive and counted in the backlog.
   uint64_t push(const char* name, Thunk k, std::vector<std::shared_ptr<Storage>> refs = {},
-                std::vector<QueueDep> deps = {});
+                std::vector<QueueDep> deps = {}, OpTraits traits = {});
 
   void wait_for(uint64_t seq);   // blocks until op `seq` completed; rethrows a kept error
   void wait_all();               // wait_for(last pushed)
@@ -226,6 +228,7 @@ class Queue {
   std::unique_ptr<StepRecogniser> steps_;  // under mu_; null: step graphs off
   std::atomic<bool> steps_on_{false};      // steps_ is set (read without the lock by waiters)
   uint64_t held_in_step_ = 0;              // under mu_: ops of the current step queued as held
+  uint64_t step_held_from_ = 0;            // under mu_: the first of them
   bool in_step_ = false;                   // under mu_: between begin_step() and end_step()
   std::vector<Op> held_;                   // worker only: this step's held ops
   std::vector<Kernel> recorded_[StepRecogniser::kSlots];  // worker only, no device graphs: each slot's kernels

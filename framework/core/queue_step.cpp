@@ -18,19 +18,6 @@
 
 namespace amlp {
 
-namespace {
-
-// Ops whose kernels wait for the device or the host (a copy to or from host
-// memory, a verdict, a collective, a timer): a stream being recorded cannot.
-bool waits_for_device(const char* name) {
-  static const char* const kNames[] = {"from_host", "to_host", "to_host_async", "check_finite", "all_reduce", "timer"};
-  for (const char* n : kNames)
-    if (std::strcmp(n, name) == 0) return true;
-  return false;
-}
-
-}  // namespace
-
 void Queue::set_step_graph(int warmup) {
   std::lock_guard<std::mutex> lk(mu_);
   release_step_locked("step graphs turned off");  // nothing stays held
@@ -65,7 +52,7 @@ bool Queue::hold_locked(const char* name, const OpBuffers& bufs) {
   }
   OpSignature sig;
   sig.name = name;
-  sig.capturable = !waits_for_device(name);
+  sig.traits = bufs.traits;
   sig.bytes.reserve(bufs.refs.size());
   sig.addresses.reserve(bufs.refs.size());
   for (const auto& r : bufs.refs) {
@@ -143,6 +130,7 @@ void Queue::run_step(StepVerdict v, int slot) {
 // an earlier failure, the step was dropped).
 bool Queue::launch_held_as_graph(std::vector<Op>& ops, StepVerdict v, int slot) {
   for (const Op& op : ops) {
+    if (op.bufs.traits.collective) return false;  // joins other queues' ops: launched op by op
     if (!op.deps.empty() || op.seq <= drop_upto_.load(std::memory_order_acquire)) return false;
     for (size_t i = 0; i < op.bufs.reads; ++i)
       if (const auto& r = op.bufs.refs[i]; r && (r->error || !r->allocated())) return false;

@@ -144,7 +144,8 @@ DeviceTimer DeviceTimer::mark(Device d) {
   TimerPoint* p = &st->point;
   // The op keeps the state alive until it ran: a timer dropped at once still
   // records into memory it owns.
-  st->seq = st->queue->push("timer", [be, p, keep = st] { be->timer_record(*p); });
+  st->seq = st->queue->push("timer", [be, p, keep = st] { be->timer_record(*p); }, {}, {},
+                            OpTraits{/*waits_for_host=*/false, /*collective=*/false, /*recordable=*/false});
   DeviceTimer t;
   t.state_ = std::move(st);
   return t;
