@@ -14,6 +14,8 @@ namespace {
 
 // Queue::DeferSyncWait guards alive on this thread.
 thread_local int deferred_sync_waits = 0;
+// Whether this thread is a queue's worker.
+thread_local bool worker_thread = false;
 
 }  // namespace
 
@@ -104,7 +106,6 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
     peak_depth_ = std::max(peak_depth_, depth);
     backlog = backlog_.bytes();
     const bool held = steps_ && in_step_ && hold_locked(name, bufs);
-    if (held && !held_in_step_) step_held_from_ = seq;
     held_in_step_ += held;
     pending_.push_back(Op{name, seq, std::move(k), std::move(bufs), std::move(deps), held ? Role::Held : Role::Op});
     // Wake the worker only if it sleeps and may run: a busy worker finds the
@@ -223,7 +224,10 @@ bool Queue::run(Op& op) {
   return !failed;
 }
 
+bool Queue::on_worker_thread() { return worker_thread; }
+
 void Queue::worker_loop() {
+  worker_thread = true;
   if (sync_) {
     try {
       sync_->worker_start();

@@ -203,6 +203,10 @@ class Queue {
   void allocate_outputs(Op& op);  // worker: blocks for the op's writes that have none (throws OutOfMemory)
   void keep_error(const std::exception_ptr& e);  // the first error is kept until a blocker takes it
   void wait_launched(uint64_t seq);  // blocks until launched_ >= seq (no sync, no rethrow)
+  static bool on_worker_thread();  // this thread is some queue's worker
+  // Every live queue's held step runs eagerly (a frontend blocker: what it
+  // waits for may wait on any of them).
+  static void release_steps_everywhere(const char* why);
   static void enlist(Queue* q);  // queue_errors.cpp: the live queues a reported error is cleared on
   static void delist(Queue* q);
 
@@ -228,7 +232,6 @@ class Queue {
   std::unique_ptr<StepRecogniser> steps_;  // under mu_; null: step graphs off
   std::atomic<bool> steps_on_{false};      // steps_ is set (read without the lock by waiters)
   uint64_t held_in_step_ = 0;              // under mu_: ops of the current step queued as held
-  uint64_t step_held_from_ = 0;            // under mu_: the first of them
   bool in_step_ = false;                   // under mu_: between begin_step() and end_step()
   std::vector<Op> held_;                   // worker only: this step's held ops
   std::vector<Kernel> recorded_[StepRecogniser::kSlots];  // worker only, no device graphs: each slot's kernels
