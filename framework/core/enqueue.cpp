@@ -79,4 +79,9 @@ uint64_t enqueue(DeviceContext& c, OpName name, const std::vector<const Tensor*>
   return enqueue_arrays(c, name, reads.data(), reads.size(), writes.data(), writes.size(), std::move(k));
 }
 
+uint64_t enqueue(DeviceContext& c, OpName name, const std::vector<const Tensor*>& reads,
+                 const std::vector<const Tensor*>& writes, std::vector<uint64_t> scalars, OpKernel k) {
+  return enqueue_arrays(c, name, reads.data(), reads.size(), writes.data(), writes.size(), std::move(k), &scalars);
+}
+
 }  // namespace amlp::detail

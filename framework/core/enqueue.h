@@ -54,6 +54,9 @@ uint64_t enqueue(DeviceContext& c, OpName name, const std::vector<const Tensor*>
 // (core/step_graph.h); an op that declares none is recorded again every step.
 uint64_t enqueue(DeviceContext& c, OpName name, std::initializer_list<const Tensor*> reads,
                  std::initializer_list<const Tensor*> writes, std::vector<uint64_t> scalars, OpKernel k);
+uint64_t enqueue(DeviceContext& c, OpName name, const std::vector<const Tensor*>& reads,
+                 const std::vector<const Tensor*>& writes, std::vector<uint64_t> scalars, OpKernel k);
+inline uint64_t pointer_bits(const void* p) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)); }
 inline uint64_t scalar_bits(float f) {
   uint32_t u;
   std::memcpy(&u, &f, sizeof u);

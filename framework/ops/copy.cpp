@@ -42,7 +42,9 @@ Tensor queue_copy(const char* name, const Tensor& a, size_t offset, const Shape&
   Backend* src_backend = ctx_of(a).backend.get();
   const Device src_device = a.device();
   // Between a GPU and the host the copy stages through host memory.
-  enqueue(run, {name, to_host || from_host ? kWaitsForHost : OpTraits{}}, {&a}, {&y}, [=](Backend& be, const OpArgs& k) {
+  enqueue(run, {name, to_host || from_host ? kWaitsForHost : OpTraits{}}, {&a}, {&y},
+          {bytes, offset, uint64_t{peer} | uint64_t{to_host} << 1 | uint64_t{from_host} << 2, pointer_bits(src_backend)},
+          [=](Backend& be, const OpArgs& k) {
     const float* src = k.in(0) + offset;
     if (peer) {
       if (!be.copy_from_device(k.out(0), src, bytes, *src_backend))
@@ -87,7 +89,7 @@ void copy_(Tensor& dst, const Tensor& src) {
     throw ShapeError(detail::concat("copy_: shapes ", shape_str(dst.shape()), " and ", shape_str(src.shape()), " differ"));
   same_device("copy_", {&dst, &src});
   const size_t bytes = src.nbytes();
-  enqueue(ctx_of(dst), "copy", {&src}, {&dst}, [=](Backend& be, const OpArgs& k) { be.copy(k.out(0), k.in(0), bytes); });
+  enqueue(ctx_of(dst), "copy", {&src}, {&dst}, {bytes}, [=](Backend& be, const OpArgs& k) { be.copy(k.out(0), k.in(0), bytes); });
 }
 
 void check_finite(const Tensor& a, const std::string& what) {

@@ -52,7 +52,9 @@ void sgd_update_multi_(const std::vector<Tensor*>& ws, const std::vector<const T
   for (size_t i = 0; i < ws.size(); ++i) reads.push_back(moms.empty() ? &none : moms[i]);
   for (size_t i = 0; i < ws.size(); ++i) writes.push_back(moms.empty() ? &none : moms[i]);
   const size_t k = ws.size();
-  enqueue(ctx_of(*ws[0]), op, reads, writes, [=](Backend& be, const OpArgs& a) {
+  std::vector<uint64_t> scalars{k, scalar_bits(lr), scalar_bits(momentum), scalar_bits(wd), scalar_bits(rescale)};
+  scalars.insert(scalars.end(), ns.begin(), ns.end());
+  enqueue(ctx_of(*ws[0]), op, reads, writes, std::move(scalars), [=](Backend& be, const OpArgs& a) {
     std::vector<Backend::SgdParam> ps(k);
     for (size_t i = 0; i < k; ++i) ps[i] = {a.out(i), a.in(i), a.out(k + i), ns[i]};
     be.sgd_update_multi(ps.data(), static_cast<int>(k), lr, momentum, wd, rescale);

@@ -15,7 +15,7 @@ Tensor all_reduce_sum(const Tensor& x, dist::ProcessGroup& g) {
   if (x.device().is_cuda()) {
     void* comm = g.nccl_comm(x.device().index);  // may throw: before anything is allocated or queued
     Tensor y = alloc(x.shape(), c);
-    enqueue(c, {"nccl_all_reduce", kCollective}, {&x}, {&y}, [n, comm](Backend& be, const OpArgs& a) {
+    enqueue(c, {"nccl_all_reduce", kCollective}, {&x}, {&y}, {n, pointer_bits(comm)}, [n, comm](Backend& be, const OpArgs& a) {
       be.all_reduce_nccl(a.in(0), a.out(0), n, comm);
     });
     return y;
