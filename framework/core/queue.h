@@ -238,6 +238,7 @@ class Queue {
   std::atomic<bool> graph_failed_{false};  // worker -> frontend: a capture or replay failed
   std::string graph_failure_;              // under mu_: why (the backend's message)
   uint64_t graph_failures_ = 0;            // under mu_: recordings and replays that failed
+  uint64_t rerecorded_ = 0;                // under mu_: replay verdicts recorded again (an op's scalars undeclared)
   std::thread worker_;
 };
 

@@ -29,6 +29,8 @@ StepGraphStats Queue::step_graph_stats() const {
   std::lock_guard<std::mutex> lk(mu_);
   StepGraphStats s = steps_ ? steps_->stats() : StepGraphStats{};
   s.capture_failures = graph_failures_;
+  const uint64_t again = std::min(rerecorded_, s.replayed);
+  s.replayed -= again, s.updated += again;
   if (graph_failed_.load()) s.last_reason = graph_failure_;  // not yet seen by the frontend
   return s;
 }
@@ -103,7 +105,11 @@ void Queue::run_step(StepVerdict v, int slot) {
   bool declared = true;
   for (const Op& op : ops) declared = declared && op.bufs.scalars_declared;
   // A closure whose scalars were not declared may differ from the recorded one.
-  if (v == StepVerdict::Replay && !declared) v = StepVerdict::Update;
+  if (v == StepVerdict::Replay && !declared) {
+    v = StepVerdict::Update;
+    std::lock_guard<std::mutex> lk(mu_);
+    rerecorded_++;  // counted as what it was
+  }
   if (v != StepVerdict::Eager && sync_ && launch_held_as_graph(ops, v, slot)) return;
   // No device graph: the ops run one by one. A replay runs the kernels the
   // slot recorded (as a device graph keeps its launches' arguments), with
