@@ -61,8 +61,8 @@ TEST(TrainGraph, AReplayedRunHoldsTheSlotsNotTheBacklog) {
   const double slots = on.at("graph").at("slot_bytes").get<double>();
   EXPECT_LE(on.at("mem_increase_bytes").get<double>(), slots * 1.5) << on.dump();
   EXPECT_LT(on.at("mem_increase_bytes").get<double>(), off.at("mem_increase_bytes").get<double>() / 4) << on.dump();
-  // The model: the two slots, each one batch's buffers.
-  EXPECT_EQ(on.at("predicted_increase_bytes").get<double>(), 2 * on.at("bytes_per_batch").get<double>());
+  // The model: the batches queued, at most the two slots' (one batch's buffers each).
+  EXPECT_LE(on.at("predicted_increase_bytes").get<double>(), 2 * on.at("bytes_per_batch").get<double>());
   EXPECT_NEAR(on.at("mem_increase_bytes").get<double>(), on.at("predicted_increase_bytes").get<double>(),
               0.1 * on.at("predicted_increase_bytes").get<double>());
 }
