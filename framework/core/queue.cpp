@@ -94,6 +94,11 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
       };
       if (!fits()) {  // held back: the time counts in QueueStats::held_s
         const auto w0 = std::chrono::steady_clock::now();
+        if (!on_worker_thread()) {  // the frontend blocks: no queue's held step may wait for it
+          lk.unlock();
+          release_steps_everywhere("a push waited for back-pressure inside the step");
+          lk.lock();
+        }
         space_cv_.wait(lk, fits);
         held_ns_ += static_cast<uint64_t>(
             std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - w0).count());

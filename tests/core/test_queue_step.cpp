@@ -256,6 +256,28 @@ TEST(QueueStep, AFailedReplayRunsTheHeldOpsEagerlyAndSaysWhy) {
   EXPECT_NE(st.last_reason.find("replaying its 3 ops: graph launch failed"), std::string::npos) << st.last_reason;
 }
 
+// Another queue's worker waits for a held op until its step ends; a frontend
+// about to block (here on back-pressure, behind that worker) releases the step
+// first, so neither waits for the other.
+TEST(QueueStep, AFrontendBlockedBehindAWorkerWaitingForAHeldOpReleasesTheStep) {
+  Queue q0("cpu:0", nullptr), q1("cpu:1", nullptr);
+  q0.set_step_graph(1);
+  std::vector<int> ran;
+  for (int b = 0; b < 2; ++b) push_step(q0, 2, ran), q0.end_step();
+  q0.wait_all();
+  const Step s = push_step(q0, 2, ran);  // armed: held until end_step()
+  q1.set_max_pending(1, 0);
+  std::atomic<bool> after{false};
+  q1.push("reads q0's held op", [] {}, {}, {QueueDep{&q0, s.seqs.back()}});
+  q1.push("behind it", [&after] { after = true; });  // the bound: waits for the first to launch
+  q0.end_step();
+  q1.wait_all();
+  q0.wait_all();
+  EXPECT_TRUE(after);
+  EXPECT_NE(q0.step_graph_stats().last_reason.find("back-pressure"), std::string::npos)
+      << q0.step_graph_stats().last_reason;
+}
+
 TEST(QueueStep, SynchronousModeAndBackPressureNeverHold) {
   Queue q("cpu:0", nullptr);
   q.set_step_graph(1);
