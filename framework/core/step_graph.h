@@ -1,7 +1,8 @@
 // step_graph.h — recognising a queue's steady step, for graph replay.
 //
 // A training loop pushes the same ops every batch: same names, same shapes,
-// and (once the caching pool has settled) the same buffers. A backend that
+// and (its batches' buffers taken from the graph slots' step memory,
+// step_memory.h) the same buffers two batches apart. A backend that
 // can record a stream's launches as one graph (CUDA graphs) then launches a
 // whole batch with one call instead of one per op. This file decides *when*;
 // it knows nothing of any device, so it is tested against CPU op sequences.
