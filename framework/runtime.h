@@ -65,6 +65,14 @@ void set_step_graph(Device d, int warmup);
 // A program's step (a training batch): the ops queued on `d` between the two.
 void begin_step(Device d);
 void end_step(Device d);
+// A batch's memory on `d` (core/step_memory.h): between the two, each
+// allocation takes the graph slot's block for its position in the batch, so
+// a steady step gets the addresses its graph was recorded with. Opened before
+// the batch's data is drawn (its buffers are the step's inputs), closed after
+// end_step(). Blocks whose handles are still held are never handed out.
+void begin_step_memory(Device d);
+void end_step_memory(Device d);
+// The verdicts so far, and the bytes d's graph slots own (slot_bytes).
 StepGraphStats step_graph_stats(Device d);
 
 // A device's data queue: a second in-order queue with its own worker, sharing

@@ -86,4 +86,28 @@ class ScopedStepGraph {
   StepGraphStats& stats_;
 };
 
+// One batch's step memory (runtime.h: begin_step_memory) on each device,
+// closed as the guard ends (an exception inside the batch included).
+class ScopedStepMemory {
+ public:
+  explicit ScopedStepMemory(const std::vector<Device>& devices) : devices_(devices) {
+    for (const Device& d : devices_) begin_step_memory(d);
+  }
+  ~ScopedStepMemory() { close(); }
+  void close() noexcept {
+    for (const Device& d : devices_) {
+      try {
+        end_step_memory(d);
+      } catch (...) {  // a destructor reports nothing
+      }
+    }
+    devices_.clear();
+  }
+  ScopedStepMemory(const ScopedStepMemory&) = delete;
+  ScopedStepMemory& operator=(const ScopedStepMemory&) = delete;
+
+ private:
+  std::vector<Device> devices_;
+};
+
 }  // namespace amlp

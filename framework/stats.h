@@ -60,6 +60,8 @@ struct StepGraphStats {
   uint64_t steps = 0, eager = 0, captured = 0, replayed = 0, updated = 0;
   uint64_t invalidations = 0;  // a graph dropped: the ops changed, an interrupt, a failure
   std::string last_reason;     // why the last armed step (or graph) was given up
+  uint64_t capture_failures = 0;  // recordings or replays that failed: their ops ran one by one
+  size_t slot_bytes = 0;       // the device's graph slots' blocks (core/step_memory.h), busy and free
 };
 
 }  // namespace amlp

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <vector>
 
+#include "framework/core/step_memory.h"
 #include "train/byte_size.h"
 
 #ifndef MADV_POPULATE_WRITE
@@ -16,6 +17,8 @@
 #endif
 
 namespace amlp::train {
+
+size_t graph_slots_bytes(size_t bytes_per_batch) { return StepSlots::kSlots * bytes_per_batch; }
 
 size_t predicted_increase(const RunResult& r, size_t i) {
   const DeviceResult& d = r.per_device.at(i);
@@ -25,6 +28,10 @@ size_t predicted_increase(const RunResult& r, size_t i) {
   // queue (the all-reduce reads every replica's gradient) after this queue
   // finished the batch: the batches alive on any queue count (one device: its own).
   size_t p = static_cast<size_t>(r.peak_backlog_batches) * d.bytes_per_batch;
+  // --graph on: a batch's buffers are its graph slot's (core/step_memory.h),
+  // handed to the batch two later once no handle holds them, however many
+  // batches are queued: the slots hold the run's batches.
+  if (r.spec.graph) p = std::min(p, graph_slots_bytes(d.bytes_per_batch));
   // Back-pressure caps the bytes each queue's pending ops hold; the op
   // waiting to be queued has already allocated its output.
   if (r.spec.max_pending_bytes) p = std::min(p, r.spec.max_pending_bytes + r.largest_tensor_bytes);
@@ -47,6 +54,9 @@ std::string memory_terms(const RunResult& r) {
     }
     return t;
   }
+  if (r.spec.graph && r.predicted_increase_bytes == graph_slots_bytes(r.bytes_per_batch) &&
+      r.predicted_increase_bytes < size_t(r.peak_backlog_batches) * r.bytes_per_batch)
+    return std::to_string(StepSlots::kSlots) + " graph slots x " + format_mb(double(r.bytes_per_batch)) + " per batch";
   if (r.predicted_increase_bytes < size_t(r.peak_backlog_batches) * r.bytes_per_batch)
     return "max-pending-bytes + one op's output";
   return std::to_string(r.peak_backlog_batches) + " x " + format_mb(double(r.bytes_per_batch)) + " per batch";

@@ -56,6 +56,8 @@ namespace amlp::train {
 
 // --- memory ---------------------------------------------------------------------
 // For one device of a run (`i`) and for the run (their sum).
+// --graph on: what the graph slots hold for batches of `bytes_per_batch`.
+size_t graph_slots_bytes(size_t bytes_per_batch);
 size_t predicted_increase(const RunResult& r, size_t i);
 size_t predicted_increase(const RunResult& r);
 // The terms as the run used them: "57 x 52.4 MB per batch",

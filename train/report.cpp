@@ -90,7 +90,11 @@ void print_summary(const RunResult& r, std::ostream& out) {
                   static_cast<unsigned long long>(g.captured + g.replayed + g.updated),
                   static_cast<unsigned long long>(g.steps), static_cast<unsigned long long>(g.captured),
                   static_cast<unsigned long long>(g.replayed), static_cast<unsigned long long>(g.updated));
-    line("graph", buf + std::string(s.device.is_cuda() ? "" : " (verdicts: a CPU runs held ops one by one)") +
+    std::string extra = "; graph slots hold " + format_mb(double(g.slot_bytes));
+    if (g.capture_failures)
+      extra += "; " + std::to_string(g.capture_failures) + " failed recording" + (g.capture_failures == 1 ? "" : "s") +
+               " ran one by one";
+    line("graph", buf + std::string(s.device.is_cuda() ? "" : " (verdicts: a CPU runs held ops one by one)") + extra +
                       (g.last_reason.empty() ? std::string() : "; last fallback: " + g.last_reason));
   }
   if (s.data_queue) {

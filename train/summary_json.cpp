@@ -99,6 +99,8 @@ std::string summary_json(const std::vector<RunResult>& runs) {
                                                               {"replayed", r.graph.replayed},
                                                               {"updated", r.graph.updated},
                                                               {"invalidations", r.graph.invalidations},
+                                                              {"capture_failures", r.graph.capture_failures},
+                                                              {"slot_bytes", r.graph.slot_bytes},
                                                               {"last_reason", r.graph.last_reason}}
                                      : nlohmann::ordered_json()}});
   }

@@ -18,13 +18,14 @@ void add_dep(std::vector<QueueDep>& deps, Queue* q, uint64_t seq, const Queue* s
 
 // Both overloads of enqueue(): the declared tensors as arrays, so neither
 // list is copied before its buffers are.
-uint64_t enqueue_arrays(DeviceContext& c, const char* name, const Tensor* const* reads, size_t n_reads,
+uint64_t enqueue_arrays(DeviceContext& c, const OpName& name, const Tensor* const* reads, size_t n_reads,
                         const Tensor* const* writes, size_t n_writes, OpKernel&& k,
                         std::vector<uint64_t>* scalars = nullptr) {
   Queue* self = &current_queue(c);  // the device's queue, or its data queue (DataQueueGuard)
   OpBuffers bufs;
   bufs.refs.reserve(n_reads + n_writes);
   bufs.reads = n_reads;
+  bufs.traits = name.traits;
   if (scalars) bufs.scalars_declared = true, bufs.scalars = std::move(*scalars);
   std::vector<QueueDep> deps;
   for (size_t i = 0; i < n_reads; ++i) {
@@ -48,7 +49,7 @@ uint64_t enqueue_arrays(DeviceContext& c, const char* name, const Tensor* const*
   for (size_t i = 0; i < bufs.refs.size(); ++i) used[i] = bufs.refs[i].get();
   const size_t n_used = bufs.refs.size();
   const uint64_t seq = self->push(
-      name, Queue::Kernel([be, k = std::move(k)](const OpArgs& a) { k(*be, a); }), std::move(bufs), std::move(deps));
+      name.name, Queue::Kernel([be, k = std::move(k)](const OpArgs& a) { k(*be, a); }), std::move(bufs), std::move(deps));
   for (size_t i = 0; i < n_used; ++i) {
     Storage* s = used[i];
     if (!s) continue;
@@ -63,22 +64,22 @@ uint64_t enqueue_arrays(DeviceContext& c, const char* name, const Tensor* const*
 
 }  // namespace
 
-uint64_t enqueue(DeviceContext& c, const char* name, std::initializer_list<const Tensor*> reads,
+uint64_t enqueue(DeviceContext& c, OpName name, std::initializer_list<const Tensor*> reads,
                  std::initializer_list<const Tensor*> writes, OpKernel k) {
   return enqueue_arrays(c, name, reads.begin(), reads.size(), writes.begin(), writes.size(), std::move(k));
 }
 
-uint64_t enqueue(DeviceContext& c, const char* name, std::initializer_list<const Tensor*> reads,
+uint64_t enqueue(DeviceContext& c, OpName name, std::initializer_list<const Tensor*> reads,
                  std::initializer_list<const Tensor*> writes, std::vector<uint64_t> scalars, OpKernel k) {
   return enqueue_arrays(c, name, reads.begin(), reads.size(), writes.begin(), writes.size(), std::move(k), &scalars);
 }
 
-uint64_t enqueue(DeviceContext& c, const char* name, const std::vector<const Tensor*>& reads,
+uint64_t enqueue(DeviceContext& c, OpName name, const std::vector<const Tensor*>& reads,
                  const std::vector<const Tensor*>& writes, OpKernel k) {
   return enqueue_arrays(c, name, reads.data(), reads.size(), writes.data(), writes.size(), std::move(k));
 }
 
-uint64_t enqueue(DeviceContext& c, const char* name, const std::vector<const Tensor*>& reads,
+uint64_t enqueue(DeviceContext& c, OpName name, const std::vector<const Tensor*>& reads,
                  const std::vector<const Tensor*>& writes, std::vector<uint64_t> scalars, OpKernel k) {
   return enqueue_arrays(c, name, reads.data(), reads.size(), writes.data(), writes.size(), std::move(k), &scalars);
 }

@@ -67,6 +67,7 @@ std::vector<std::pair<void*, size_t>> Pool::take_cache_locked() {
     for (void* q : kv.second) blocks.emplace_back(q, kv.first);
   cache_.clear();
   cached_bytes_ = 0;
+  for (const auto& b : steps_.take_free()) blocks.push_back(b);  // the slots' free blocks too
   return blocks;
 }
 
@@ -87,42 +88,75 @@ size_t Pool::block_size(size_t bytes) const {
   return round(bytes == 0 ? 1 : bytes);
 }
 
+// No frontend handle holds `s`, only ops queued earlier (and the caller's
+// `s`). use_count is read before pending_uses: only the worker changes either
+// meanwhile, and it unpins before it drops its reference, so a frontend
+// handle always leaves use_count - 1 above pending_uses.
+static bool held_by_queued_ops_only(const std::shared_ptr<Storage>& s) {
+  const long users = s.use_count();
+  return users - 1 == s->pending_uses.load(std::memory_order_acquire);
+}
+
 std::shared_ptr<Storage> Pool::allocate(size_t bytes) {
   const size_t sz = block_size(bytes);
-  void* p = take(sz, bytes);
+  std::shared_ptr<Storage> live;  // declared before the lock: a Storage that dies here releases outside it
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (steps_.open())
+      if (StepSlots::Block* b = steps_.next(); b && !b->free && b->size == sz) {
+        live = b->owner.lock();
+        if (live && held_by_queued_ops_only(live)) {  // the step's buffer again, ordered after its queued uses
+          steps_.skip();
+          return live;
+        }
+      }
+  }
+  live.reset();
+  void* p = take(sz, bytes, /*in_step=*/true);
+  std::shared_ptr<Storage> s;
   try {
-    return std::make_shared<Storage>(this, p, sz);
+    s = std::make_shared<Storage>(this, p, sz);
   } catch (...) {
     release(p, sz);
     throw;
   }
+  std::lock_guard<std::mutex> lk(mu_);
+  steps_.set_owner(p, s);
+  return s;
 }
 
 std::shared_ptr<Storage> Pool::allocate_later(size_t bytes) {
   return std::make_shared<Storage>(this, nullptr, block_size(bytes));
 }
 
-void* Pool::take(size_t sz, size_t requested) {
-  void* p = nullptr;
+void* Pool::take(size_t sz, size_t requested, bool in_step) {
   std::unique_lock<std::mutex> lk(mu_);
-  auto it = cache_.find(sz);
-  if (it != cache_.end() && !it->second.empty()) {
-    p = it->second.back();
-    it->second.pop_back();
-    cached_bytes_ -= sz;
-    if (raw_->host_memory()) AMLP_UNPOISON(p, sz);
-  } else {
-    p = raw_alloc_locked(sz);
-    if (!p) {  // release the cache and retry once
-      free_blocks(take_cache_locked());
+  const bool step = in_step && steps_.open();
+  void* p = step ? steps_.take(sz) : nullptr;
+  if (!p) {
+    auto it = cache_.find(sz);
+    if (it != cache_.end() && !it->second.empty()) {
+      p = it->second.back();
+      it->second.pop_back();
+      cached_bytes_ -= sz;
+    } else {
       p = raw_alloc_locked(sz);
+      if (!p) {  // release the cache and retry once
+        free_blocks(take_cache_locked());
+        p = raw_alloc_locked(sz);
+      }
+    }
+    if (!p) {
+      const size_t reserved = reserved_.load();
+      const bool over = limit_ && reserved + sz > limit_;
+      throw OutOfMemory(device_, requested, in_use_.load(), reserved, over ? limit_ : 0, over ? limit_source_ : "");
+    }
+    if (step) {
+      const auto displaced = steps_.adopt(p, sz);  // the block this position had, free
+      if (displaced.first) cache_locked(displaced.first, displaced.second);
     }
   }
-  if (!p) {
-    const size_t reserved = reserved_.load();
-    const bool over = limit_ && reserved + sz > limit_;
-    throw OutOfMemory(device_, requested, in_use_.load(), reserved, over ? limit_ : 0, over ? limit_source_ : "");
-  }
+  if (raw_->host_memory()) AMLP_UNPOISON(p, sz);
   lk.unlock();
   allocs_++;
   bytes_total_ += sz;
@@ -130,10 +164,7 @@ void* Pool::take(size_t sz, size_t requested) {
   return p;
 }
 
-void Pool::release(void* p, size_t bytes) noexcept {
-  in_use_ -= bytes;
-  frees_++;
-  std::lock_guard<std::mutex> lk(mu_);
+void Pool::cache_locked(void* p, size_t bytes) noexcept {
   try {
     cache_[bytes].push_back(p);
   } catch (const std::bad_alloc&) {  // no room to remember it: give it back instead
@@ -144,6 +175,39 @@ void Pool::release(void* p, size_t bytes) noexcept {
   }
   cached_bytes_ += bytes;
   if (raw_->host_memory()) AMLP_POISON(p, bytes);  // a kernel that kept a stale pointer trips ASan
+}
+
+void Pool::release(void* p, size_t bytes) noexcept {
+  in_use_ -= bytes;
+  frees_++;
+  std::lock_guard<std::mutex> lk(mu_);
+  if (steps_.release(p)) {  // a graph slot's: kept for the same position of a later step
+    if (raw_->host_memory()) AMLP_POISON(p, bytes);
+    return;
+  }
+  cache_locked(p, bytes);
+}
+
+void Pool::begin_step_memory() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (steps_.open())
+    for (const auto& [p, bytes] : steps_.end()) cache_locked(p, bytes);
+  steps_.begin();
+}
+
+void Pool::end_step_memory() {
+  std::lock_guard<std::mutex> lk(mu_);
+  for (const auto& [p, bytes] : steps_.end()) cache_locked(p, bytes);
+}
+
+void Pool::drop_step_memory() {
+  std::lock_guard<std::mutex> lk(mu_);
+  for (const auto& [p, bytes] : steps_.clear()) cache_locked(p, bytes);
+}
+
+size_t Pool::step_memory_bytes() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return steps_.owned_bytes();
 }
 
 MemoryStats Pool::stats() const {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "framework/core/buffer_state.h"
+#include "framework/core/step_memory.h"
 #include "framework/stats.h"
 
 namespace amlp {
@@ -105,10 +106,23 @@ class Pool {
   MemoryBudget limit() const;
   static size_t round(size_t bytes) { return (bytes + kRound - 1) / kRound * kRound; }
 
+  // Step memory (step_memory.h), frontend thread: between the two calls
+  // allocate() hands out the current graph slot's blocks in the step's
+  // order. drop_step_memory() ends the slots (step graphs turned off).
+  void begin_step_memory();
+  void end_step_memory();
+  void drop_step_memory();
+  // The bytes the graph slots own (busy and free): what a replayed run keeps
+  // reserved for its steps.
+  size_t step_memory_bytes() const;
+
  private:
   friend class Storage;
   size_t block_size(size_t bytes) const;  // round(), 0 as 1; OutOfMemory where rounding would wrap
-  void* take(size_t sz, size_t requested);  // a block of sz (rounded) bytes, counted in use
+  // A block of sz (rounded) bytes, counted in use; `in_step`: the step
+  // slot's block when step memory is open.
+  void* take(size_t sz, size_t requested, bool in_step = false);
+  void cache_locked(void* p, size_t bytes) noexcept;  // a free block into the cache
   void prepare_write(void* p, size_t bytes);  // throws OutOfMemory
   void release(void* p, size_t bytes) noexcept;
   void* raw_alloc_locked(size_t bytes);
@@ -120,6 +134,7 @@ class Pool {
   mutable std::mutex mu_;
   std::unordered_map<size_t, std::vector<void*>> cache_;
   size_t cached_bytes_ = 0;
+  StepSlots steps_;  // under mu_
   size_t limit_ = 0;
   std::string limit_source_;
   std::atomic<size_t> in_use_{0};

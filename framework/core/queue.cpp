@@ -14,6 +14,8 @@ namespace {
 
 // Queue::DeferSyncWait guards alive on this thread.
 thread_local int deferred_sync_waits = 0;
+// Whether this thread is a queue's worker.
+thread_local bool worker_thread = false;
 
 }  // namespace
 
@@ -68,10 +70,11 @@ Queue::~Queue() {
 // --- pushing -----------------------------------------------------------------------
 
 uint64_t Queue::push(const char* name, Thunk k, std::vector<std::shared_ptr<Storage>> refs,
-                     std::vector<QueueDep> deps) {
+                     std::vector<QueueDep> deps, OpTraits traits) {
   Kernel kernel = [k = std::move(k)](const OpArgs&) { k(); };
   OpBuffers bufs;
   bufs.refs = std::move(refs);
+  bufs.traits = traits;
   return push(name, std::move(kernel), std::move(bufs), std::move(deps));
 }
 
@@ -91,6 +94,11 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
       };
       if (!fits()) {  // held back: the time counts in QueueStats::held_s
         const auto w0 = std::chrono::steady_clock::now();
+        if (!on_worker_thread()) {  // the frontend blocks: no queue's held step may wait for it
+          lk.unlock();
+          release_steps_everywhere("a push waited for back-pressure inside the step");
+          lk.lock();
+        }
         space_cv_.wait(lk, fits);
         held_ns_ += static_cast<uint64_t>(
             std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - w0).count());
@@ -221,7 +229,10 @@ bool Queue::run(Op& op) {
   return !failed;
 }
 
+bool Queue::on_worker_thread() { return worker_thread; }
+
 void Queue::worker_loop() {
+  worker_thread = true;
   if (sync_) {
     try {
       sync_->worker_start();

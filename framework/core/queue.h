@@ -41,6 +41,7 @@
 
 #include "framework/core/backlog.h"
 #include "framework/core/buffer_state.h"
+#include "framework/core/op_traits.h"
 #include "framework/core/step_graph.h"
 #include "framework/core/stream_sync.h"
 #include "framework/stats.h"
@@ -80,6 +81,7 @@ struct OpBuffers {
   // that did not is recorded again every step (its closure may have changed).
   bool scalars_declared = false;
   std::vector<uint64_t> scalars;
+  OpTraits traits;
 };
 
 class Queue {
@@ -99,7 +101,7 @@ class Queue {
   // A kernel that takes no buffer arguments (engine tests, demos); `refs` are
   // only kept alive and counted in the backlog.
   uint64_t push(const char* name, Thunk k, std::vector<std::shared_ptr<Storage>> refs = {},
-                std::vector<QueueDep> deps = {});
+                std::vector<QueueDep> deps = {}, OpTraits traits = {});
 
   void wait_for(uint64_t seq);   // blocks until op `seq` completed; rethrows a kept error
   void wait_all();               // wait_for(last pushed)
@@ -195,10 +197,16 @@ class Queue {
   void release_step_locked(const char* why);  // a blocker inside the step: the held ops run eagerly
   void run_step(StepVerdict v, int slot);     // worker: the held ops, per the verdict
   bool launch_held_as_graph(std::vector<Op>& ops, StepVerdict v, int slot);
+  void note_graph_failure(std::string reason) noexcept;  // worker: the held ops run one by one
+  void take_graph_failure_locked();  // frontend, under mu_: the recogniser learns of it
   BacklogBytes finish(Op& op);  // releases refs; returns this queue's backlog bytes they freed
   void allocate_outputs(Op& op);  // worker: blocks for the op's writes that have none (throws OutOfMemory)
   void keep_error(const std::exception_ptr& e);  // the first error is kept until a blocker takes it
   void wait_launched(uint64_t seq);  // blocks until launched_ >= seq (no sync, no rethrow)
+  static bool on_worker_thread();  // this thread is some queue's worker
+  // Every live queue's held step runs eagerly (a frontend blocker: what it
+  // waits for may wait on any of them).
+  static void release_steps_everywhere(const char* why);
   static void enlist(Queue* q);  // queue_errors.cpp: the live queues a reported error is cleared on
   static void delist(Queue* q);
 
@@ -228,6 +236,9 @@ class Queue {
   std::vector<Op> held_;                   // worker only: this step's held ops
   std::vector<Kernel> recorded_[StepRecogniser::kSlots];  // worker only, no device graphs: each slot's kernels
   std::atomic<bool> graph_failed_{false};  // worker -> frontend: a capture or replay failed
+  std::string graph_failure_;              // under mu_: why (the backend's message)
+  uint64_t graph_failures_ = 0;            // under mu_: recordings and replays that failed
+  uint64_t rerecorded_ = 0;                // under mu_: replay verdicts recorded again (an op's scalars undeclared)
   std::thread worker_;
 };
 

@@ -1,6 +1,7 @@
 // queue_errors.cpp — how a kernel's error reaches exactly one blocker
 // (queue.h, DESIGN §5): the queue whose op failed keeps it; a blocker that
-// reports it makes every live queue forget it.
+// reports it makes every live queue forget it. The same list of live queues
+// lets a frontend blocker release every queue's held step.
 #include <algorithm>
 #include <mutex>
 #include <vector>
@@ -34,6 +35,16 @@ void Queue::delist(Queue* q) {
   Queues& qs = queues();
   std::lock_guard<std::mutex> lk(qs.mu);
   qs.all.erase(std::remove(qs.all.begin(), qs.all.end(), q), qs.all.end());
+}
+
+void Queue::release_steps_everywhere(const char* why) {
+  Queues& qs = queues();
+  std::lock_guard<std::mutex> lk(qs.mu);
+  for (Queue* q : qs.all) {
+    if (!q->steps_on_.load(std::memory_order_acquire)) continue;
+    std::lock_guard<std::mutex> qlk(q->mu_);
+    q->release_step_locked(why);
+  }
 }
 
 // Reports `e` once: the queues that kept it forget it, then it is thrown.

@@ -18,19 +18,6 @@
 
 namespace amlp {
 
-namespace {
-
-// Ops whose kernels wait for the device or the host (a copy to or from host
-// memory, a verdict, a collective, a timer): a stream being recorded cannot.
-bool waits_for_device(const char* name) {
-  static const char* const kNames[] = {"from_host", "to_host", "to_host_async", "check_finite", "all_reduce", "timer"};
-  for (const char* n : kNames)
-    if (std::strcmp(n, name) == 0) return true;
-  return false;
-}
-
-}  // namespace
-
 void Queue::set_step_graph(int warmup) {
   std::lock_guard<std::mutex> lk(mu_);
   release_step_locked("step graphs turned off");  // nothing stays held
@@ -40,18 +27,34 @@ void Queue::set_step_graph(int warmup) {
 
 StepGraphStats Queue::step_graph_stats() const {
   std::lock_guard<std::mutex> lk(mu_);
-  return steps_ ? steps_->stats() : StepGraphStats{};
+  StepGraphStats s = steps_ ? steps_->stats() : StepGraphStats{};
+  s.capture_failures = graph_failures_;
+  const uint64_t again = std::min(rerecorded_, s.replayed);
+  s.replayed -= again, s.updated += again;
+  if (graph_failed_.load()) s.last_reason = graph_failure_;  // not yet seen by the frontend
+  return s;
+}
+
+void Queue::note_graph_failure(std::string reason) noexcept {
+  std::lock_guard<std::mutex> lk(mu_);
+  graph_failures_++;
+  graph_failure_.swap(reason);
+  graph_failed_ = true;
+}
+
+void Queue::take_graph_failure_locked() {
+  if (graph_failed_.exchange(false) && steps_) steps_->interrupt(graph_failure_);
 }
 
 bool Queue::hold_locked(const char* name, const OpBuffers& bufs) {
-  if (graph_failed_.exchange(false)) steps_->interrupt("a recorded step failed on " + name_);
+  take_graph_failure_locked();
   if (blocking_ || max_ops_ || max_bytes_) {  // a held op could keep a bound from ever freeing
     release_step_locked("back-pressure or synchronous mode inside the step");
     return false;
   }
   OpSignature sig;
   sig.name = name;
-  sig.capturable = !waits_for_device(name);
+  sig.traits = bufs.traits;
   sig.bytes.reserve(bufs.refs.size());
   sig.addresses.reserve(bufs.refs.size());
   for (const auto& r : bufs.refs) {
@@ -82,7 +85,7 @@ StepVerdict Queue::end_step() {
     std::lock_guard<std::mutex> lk(mu_);
     in_step_ = false;
     if (!steps_) return v;
-    if (graph_failed_.exchange(false)) steps_->interrupt("a recorded step failed on " + name_);
+    take_graph_failure_locked();
     const bool held = held_in_step_ > 0;
     held_in_step_ = 0;
     v = steps_->end_step();
@@ -102,7 +105,11 @@ void Queue::run_step(StepVerdict v, int slot) {
   bool declared = true;
   for (const Op& op : ops) declared = declared && op.bufs.scalars_declared;
   // A closure whose scalars were not declared may differ from the recorded one.
-  if (v == StepVerdict::Replay && !declared) v = StepVerdict::Update;
+  if (v == StepVerdict::Replay && !declared) {
+    v = StepVerdict::Update;
+    std::lock_guard<std::mutex> lk(mu_);
+    rerecorded_++;  // counted as what it was
+  }
   if (v != StepVerdict::Eager && sync_ && launch_held_as_graph(ops, v, slot)) return;
   // No device graph: the ops run one by one. A replay runs the kernels the
   // slot recorded (as a device graph keeps its launches' arguments), with
@@ -129,6 +136,7 @@ void Queue::run_step(StepVerdict v, int slot) {
 // an earlier failure, the step was dropped).
 bool Queue::launch_held_as_graph(std::vector<Op>& ops, StepVerdict v, int slot) {
   for (const Op& op : ops) {
+    if (op.bufs.traits.collective) return false;  // joins other queues' ops: launched op by op
     if (!op.deps.empty() || op.seq <= drop_upto_.load(std::memory_order_acquire)) return false;
     for (size_t i = 0; i < op.bufs.reads; ++i)
       if (const auto& r = op.bufs.refs[i]; r && (r->error || !r->allocated())) return false;
@@ -140,11 +148,18 @@ bool Queue::launch_held_as_graph(std::vector<Op>& ops, StepVerdict v, int slot) 
     for (const Op& op : ops)  // every output has the block it was recorded with
       for (size_t i = op.bufs.reads; i < op.bufs.refs.size(); ++i)
         if (const auto& r = op.bufs.refs[i]; r && !r->allocated()) return false;
+    std::string failure;
     try {
       if (!sync_->replay(slot, last)) return false;
-    } catch (const std::exception&) {  // nothing of the step ran: the ops run one by one and report
+    } catch (const std::exception& e) {
+      failure = e.what();
+    } catch (...) {
+      failure = "unknown exception";
+    }
+    if (!failure.empty()) {  // nothing of the step ran: the ops run one by one and report
       sync_->drop_graph();
-      graph_failed_ = true;
+      note_graph_failure(detail::concat("a recorded step failed on ", name_, ": replaying its ", ops.size(),
+                                        " ops: ", failure, " (they ran one by one)"));
       return false;
     }
   } else {
@@ -155,15 +170,33 @@ bool Queue::launch_held_as_graph(std::vector<Op>& ops, StepVerdict v, int slot) 
     } catch (const std::exception&) {
       return false;  // run one by one: the op that cannot get its block reports it
     }
+    std::exception_ptr kept_before;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      kept_before = error_;
+    }
     if (!sync_->capture_begin(slot)) return false;
-    bool all_ran = true;
-    for (Op& op : ops) all_ran = run(op) && all_ran;  // launches recorded, not run
+    for (Op& op : ops) run(op);  // launches recorded, not run
+    std::string failure;
     try {
       sync_->capture_end(slot, last);
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
+      failure = e.what();
+    } catch (...) {
+      failure = "unknown exception";
+    }
+    if (!failure.empty()) {
+      // The graph never ran: what the recording set (an error kept for a
+      // blocker, outputs marked written) is undone by running the ops one
+      // by one, in order, each failure then named by its own op.
       sync_->drop_graph();
-      graph_failed_ = true;
-      if (all_ran) return false;  // nothing ran: one by one, each failure named by its op
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        error_ = kept_before;
+      }
+      note_graph_failure(detail::concat("a recorded step failed on ", name_, ": recording its ", ops.size(),
+                                        " ops: ", failure, " (they ran one by one)"));
+      return false;
     }
   }
   busy_ns_.fetch_add(static_cast<uint64_t>(

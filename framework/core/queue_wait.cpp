@@ -29,8 +29,11 @@ bool spin_until(Ready ready) {
 void Queue::wait_launched(uint64_t seq) {
   if (launched_seen_.load(std::memory_order_acquire) >= seq) return;
   if (steps_on_.load(std::memory_order_acquire)) {  // held ops launch only at their step's end
-    std::lock_guard<std::mutex> lk(mu_);
-    release_step_locked("a blocker waited inside the step");
+    // Another queue's worker waits: an op of an ended step launches with
+    // it, one of the step being pushed when the frontend ends that step (a
+    // frontend that blocks first releases every step, below). The frontend
+    // waits: whatever it waits for may wait on any queue's held ops.
+    if (!on_worker_thread()) release_steps_everywhere("a blocker waited inside the step");
   }
   if (spin_until([&] { return launched_seen_.load(std::memory_order_acquire) >= seq; })) return;
   std::unique_lock<std::mutex> lk(mu_);

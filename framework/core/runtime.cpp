@@ -144,7 +144,8 @@ DeviceTimer DeviceTimer::mark(Device d) {
   TimerPoint* p = &st->point;
   // The op keeps the state alive until it ran: a timer dropped at once still
   // records into memory it owns.
-  st->seq = st->queue->push("timer", [be, p, keep = st] { be->timer_record(*p); });
+  st->seq = st->queue->push("timer", [be, p, keep = st] { be->timer_record(*p); }, {}, {},
+                            OpTraits{/*waits_for_host=*/false, /*collective=*/false, /*recordable=*/false});
   DeviceTimer t;
   t.state_ = std::move(st);
   return t;
@@ -168,10 +169,21 @@ double DeviceTimer::seconds_since(const DeviceTimer& earlier) const {
 }
 
 QueueStats queue_stats(Device d) { return context(d).queue.stats(); }
-void set_step_graph(Device d, int warmup) { context(d).queue.set_step_graph(warmup); }
+void set_step_graph(Device d, int warmup) {
+  DeviceContext& c = context(d);
+  c.queue.set_step_graph(warmup);
+  if (warmup <= 0) c.pool.drop_step_memory();
+}
 void begin_step(Device d) { context(d).queue.begin_step(); }
 void end_step(Device d) { context(d).queue.end_step(); }
-StepGraphStats step_graph_stats(Device d) { return context(d).queue.step_graph_stats(); }
+void begin_step_memory(Device d) { context(d).pool.begin_step_memory(); }
+void end_step_memory(Device d) { context(d).pool.end_step_memory(); }
+StepGraphStats step_graph_stats(Device d) {
+  DeviceContext& c = context(d);
+  StepGraphStats s = c.queue.step_graph_stats();
+  s.slot_bytes = c.pool.step_memory_bytes();
+  return s;
+}
 QueueStats data_queue_stats(Device d) {
   const Queue* q = context(d).data_queue_if_made();
   return q ? q->stats() : QueueStats{};

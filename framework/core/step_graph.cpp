@@ -15,20 +15,30 @@ const char* to_string(StepVerdict v) {
   return "?";
 }
 
+namespace {
+
+// A declared buffer with no block yet (--alloc run: taken when the op
+// starts), unlike an optional one left undefined (size 0).
+bool unallocated(const OpSignature& op) {
+  for (size_t i = 0; i < op.addresses.size(); ++i)
+    if (!op.addresses[i] && op.bytes[i]) return true;
+  return false;
+}
+
+}  // namespace
+
 bool StepRecogniser::same_args(const Slot& s) const {
   if (s.args.size() != current_.size()) return false;
   for (size_t i = 0; i < current_.size(); ++i) {
-    for (const void* p : current_[i].addresses)
-      if (!p) return false;  // a block taken only when the op starts: never the recorded one
+    if (unallocated(current_[i])) return false;  // never the block recorded
     if (s.args[i].first != current_[i].addresses || s.args[i].second != current_[i].scalars) return false;
   }
   return true;
 }
 
 StepRecogniser::Match StepRecogniser::compare(const OpSignature& a, const OpSignature& b) {
-  if (a.name != b.name || a.bytes != b.bytes || a.capturable != b.capturable) return Match::Different;
-  for (const void* p : a.addresses)  // a block taken only when the op starts (--alloc run): unknown yet
-    if (!p) return Match::OtherArguments;
+  if (a.name != b.name || a.bytes != b.bytes || a.recordable() != b.recordable()) return Match::Different;
+  if (unallocated(a)) return Match::OtherArguments;  // a block taken only when the op starts: unknown yet
   return a.addresses == b.addresses && a.scalars == b.scalars ? Match::Same : Match::OtherArguments;
 }
 
@@ -45,12 +55,13 @@ bool StepRecogniser::op(const OpSignature& sig) {
   const size_t i = current_.size();
   const Match m = i < reference_.size() ? compare(sig, reference_[i]) : Match::Different;
   if (m == Match::Different) current_matches_ = false;
-  all_capturable_ = all_capturable_ && sig.capturable;
+  all_recordable_ = all_recordable_ && sig.recordable();
   current_.push_back(sig);
   if (!holding_) return false;
-  if (m == Match::Different || !sig.capturable) {
+  if (m == Match::Different || !sig.recordable()) {
     give_up(detail::concat("op #", i + 1, " of the step ('", sig.name, "') ",
-                           !sig.capturable ? "cannot be captured"
+                           !sig.recordable() ? std::string(sig.traits.waits_for_host ? "waits for the host: it cannot be recorded"
+                                                                                   : "cannot be recorded")
                            : i < reference_.size() ? detail::concat("differs from '", reference_[i].name, "' or its shapes")
                                                    : std::string("is past the captured step's end")));
     return false;
@@ -93,14 +104,14 @@ StepVerdict StepRecogniser::end_step() {
       give_up(detail::concat("the step ended after ", current_.size(), " of the captured step's ", reference_.size(),
                              " ops"));
     stats_.eager++;
-    const bool steady = complete && current_matches_ && all_capturable_;
+    const bool steady = complete && current_matches_ && all_recordable_;
     steady_ = steady ? steady_ + 1 : 0;
     if (steady_ >= warmup_) armed_ = true;
   }
   reference_.swap(current_);
   current_.clear();
   current_matches_ = true;
-  all_capturable_ = true;
+  all_recordable_ = true;
   holding_ = armed_;
   return v;
 }

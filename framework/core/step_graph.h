@@ -1,7 +1,8 @@
 // step_graph.h — recognising a queue's steady step, for graph replay.
 //
 // A training loop pushes the same ops every batch: same names, same shapes,
-// and (once the caching pool has settled) the same buffers. A backend that
+// and (its batches' buffers taken from the graph slots' step memory,
+// step_memory.h) the same buffers two batches apart. A backend that
 // can record a stream's launches as one graph (CUDA graphs) then launches a
 // whole batch with one call instead of one per op. This file decides *when*;
 // it knows nothing of any device, so it is tested against CPU op sequences.
@@ -9,7 +10,7 @@
 // The frontend reports each op of a step (op()) and the step's end
 // (end_step()). The recogniser learns in eager steps: once `warmup` steps in
 // a row matched the one before them (the same op names and buffer sizes in
-// the same order, every op capturable), it arms. In an armed step every matching op is *held*
+// the same order, every op recordable as it declared), it arms. In an armed step every matching op is *held*
 // (op() returns true): the backend launches none of them yet. At the step's
 // end the verdict says what to do with the held ops:
 //
@@ -39,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/core/op_traits.h"
 #include "framework/stats.h"
 
 namespace amlp {
@@ -49,7 +51,8 @@ struct OpSignature {
   std::vector<size_t> bytes;           // each declared buffer's size, reads then writes (0: undefined)
   std::vector<const void*> addresses;  // each buffer's address (nullptr: no block yet)
   std::vector<uint64_t> scalars;       // the kernel's other arguments (a draw's seed and offset, lr)
-  bool capturable = true;              // false: it waits for the device (a copy to the host)
+  OpTraits traits;                     // as the op declared them (queue.h)
+  bool recordable() const { return traits.recordable && !traits.waits_for_host; }
 };
 
 enum class StepVerdict { Eager, Capture, Replay, Update };
@@ -88,7 +91,7 @@ class StepRecogniser {
   std::vector<OpSignature> reference_;  // the last step learned (armed: the one to match)
   std::vector<OpSignature> current_;    // this step's ops so far
   int steady_ = 0;                      // eager steps in a row that matched their predecessor
-  bool all_capturable_ = true;          // this step so far
+  bool all_recordable_ = true;          // this step so far
   bool current_matches_ = true;         // this step so far has reference_'s ops and sizes
   bool armed_ = false;                  // this step's ops are held while they match
   bool holding_ = false;                // armed and no mismatch yet

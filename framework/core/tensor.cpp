@@ -118,7 +118,7 @@ std::vector<float> Tensor::to_host() const {
   float* dst = out.data();
   const size_t bytes = nbytes();
   // Queued like any op (so it follows the writer), then waited for.
-  const uint64_t seq = detail::enqueue(c, "to_host", {this}, {}, [=](Backend& be, const OpArgs& a) {
+  const uint64_t seq = detail::enqueue(c, {"to_host", kWaitsForHost}, {this}, {}, [=](Backend& be, const OpArgs& a) {
     be.copy_to_host(dst, a.in(0), bytes);
   });
   q.wait_complete(seq);
@@ -169,7 +169,7 @@ HostCopy Tensor::to_host_async() const {
   st.staging = c.backend->alloc_host(st.bytes);
   void* dst = st.staging;
   const size_t bytes = st.bytes;
-  st.seq = detail::enqueue(c, "to_host_async", {this}, {}, [=](Backend& be, const OpArgs& a) {
+  st.seq = detail::enqueue(c, {"to_host_async", kWaitsForHost}, {this}, {}, [=](Backend& be, const OpArgs& a) {
     be.copy_to_host_async(dst, a.in(0), bytes);
   });
   return h;

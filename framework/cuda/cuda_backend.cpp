@@ -228,14 +228,31 @@ void CudaBackend::capture_end(int slot, uint64_t last_seq) {
     capturing_ = false;  // end() ends the capture whether it succeeds or not
   }
   graphs_[slot].end(stream_.get());
-  graphs_[slot].launch(stream_.get());
+  launch_graph(slot, last_seq, "step graph (recorded)");
   events_.record(last_seq, stream_.get());
   last_run_ = last_recorded_ = last_seq;
 }
 
+// One cudaGraphLaunch; with a trace on, its kernels' time on the GPU is one
+// span on the device's track, like an op's.
+void CudaBackend::launch_graph(int slot, uint64_t last_seq, const char* what) {
+  const bool timed = trace::enabled();
+  if (timed) times_.begin(last_seq, what, stream_.get());
+  try {
+    graphs_[slot].launch(stream_.get());
+  } catch (...) {
+    if (timed) times_.end(stream_.get());  // every begun span ends, or later ones never drain
+    throw;
+  }
+  if (timed) {
+    times_.end(stream_.get());
+    times_.drain();
+  }
+}
+
 bool CudaBackend::replay(int slot, uint64_t last_seq) {
   if (!started_ || !graphs_[slot].ready() || amlp::blocking()) return false;
-  graphs_[slot].launch(stream_.get());
+  launch_graph(slot, last_seq, "step graph (replayed)");
   events_.record(last_seq, stream_.get());
   last_run_ = last_recorded_ = last_seq;
   return true;

@@ -118,6 +118,7 @@ class CudaBackend final : public Backend {
   static constexpr size_t kScratchBytes = kSumPartialBytes + 256;
 
  private:
+  void launch_graph(int slot, uint64_t last_seq, const char* what);  // worker: the slot's graph, traced
   cudaStream_t stream() const;  // throws if worker_start() failed
   void* pin(size_t bytes) const;        // cudaHostAlloc, portable
   static void unpin(void* p) noexcept;  // cudaFreeHost

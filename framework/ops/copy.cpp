@@ -17,7 +17,7 @@ Tensor from_host(const Shape& s, const float* values, Device d) {
   Tensor y = alloc(s, c);
   auto host = std::make_shared<std::vector<float>>(values, values + y.numel());
   const size_t bytes = y.nbytes();
-  enqueue(c, "from_host", {}, {&y}, [host, bytes](Backend& be, const OpArgs& k) {
+  enqueue(c, {"from_host", kWaitsForHost}, {}, {&y}, [host, bytes](Backend& be, const OpArgs& k) {
     be.copy_from_host(k.out(0), host->data(), bytes);
   });
   return y;
@@ -41,7 +41,10 @@ Tensor queue_copy(const char* name, const Tensor& a, size_t offset, const Shape&
   const bool from_host = !a.device().is_cuda() && d.is_cuda();
   Backend* src_backend = ctx_of(a).backend.get();
   const Device src_device = a.device();
-  enqueue(run, name, {&a}, {&y}, [=](Backend& be, const OpArgs& k) {
+  // Between a GPU and the host the copy stages through host memory.
+  enqueue(run, {name, to_host || from_host ? kWaitsForHost : OpTraits{}}, {&a}, {&y},
+          {bytes, offset, uint64_t{peer} | uint64_t{to_host} << 1 | uint64_t{from_host} << 2, pointer_bits(src_backend)},
+          [=](Backend& be, const OpArgs& k) {
     const float* src = k.in(0) + offset;
     if (peer) {
       if (!be.copy_from_device(k.out(0), src, bytes, *src_backend))
@@ -86,14 +89,14 @@ void copy_(Tensor& dst, const Tensor& src) {
     throw ShapeError(detail::concat("copy_: shapes ", shape_str(dst.shape()), " and ", shape_str(src.shape()), " differ"));
   same_device("copy_", {&dst, &src});
   const size_t bytes = src.nbytes();
-  enqueue(ctx_of(dst), "copy", {&src}, {&dst}, [=](Backend& be, const OpArgs& k) { be.copy(k.out(0), k.in(0), bytes); });
+  enqueue(ctx_of(dst), "copy", {&src}, {&dst}, {bytes}, [=](Backend& be, const OpArgs& k) { be.copy(k.out(0), k.in(0), bytes); });
 }
 
 void check_finite(const Tensor& a, const std::string& what) {
   need_defined("check_finite", {&a});
   const size_t n = count(a);
   // The kernel runs later: it owns its copy of the name.
-  enqueue(ctx_of(a), "check_finite", {&a}, {}, [n, what](Backend& be, const OpArgs& k) {
+  enqueue(ctx_of(a), {"check_finite", kWaitsForHost}, {&a}, {}, [n, what](Backend& be, const OpArgs& k) {
     be.check_finite(k.in(0), n, what.c_str());
   });
 }

@@ -17,7 +17,7 @@ Tensor axpby_op(const char* name, const Tensor& a, const Tensor& b, float alpha,
   same_device(name, {&a, &b});
   Tensor y = alloc(a.shape(), ctx_of(a));
   const size_t n = count(a);
-  enqueue(ctx_of(a), name, {&a, &b}, {&y}, [=](Backend& be, const OpArgs& k) {
+  enqueue(ctx_of(a), name, {&a, &b}, {&y}, {n, scalar_bits(alpha), scalar_bits(beta)}, [=](Backend& be, const OpArgs& k) {
     be.axpby(alpha, k.in(0), beta, k.in(1), k.out(0), n);
   });
   return y;
@@ -57,7 +57,7 @@ Tensor scale(const Tensor& a, float s) {
   need_defined("scale", {&a});
   Tensor y = alloc(a.shape(), ctx_of(a));
   const size_t n = count(a);
-  enqueue(ctx_of(a), "scale", {&a}, {&y}, [=](Backend& be, const OpArgs& k) {
+  enqueue(ctx_of(a), "scale", {&a}, {&y}, {n, scalar_bits(s)}, [=](Backend& be, const OpArgs& k) {
     be.axpby(s, k.in(0), 0.f, nullptr, k.out(0), n);
   });
   if (detail::any_requires_grad({&a}))
@@ -69,7 +69,7 @@ Tensor add_scalar(const Tensor& a, float s) {
   need_defined("add_scalar", {&a});
   Tensor y = alloc(a.shape(), ctx_of(a));
   const size_t n = count(a);
-  enqueue(ctx_of(a), "add_scalar", {&a}, {&y}, [=](Backend& be, const OpArgs& k) {
+  enqueue(ctx_of(a), "add_scalar", {&a}, {&y}, {n, scalar_bits(s)}, [=](Backend& be, const OpArgs& k) {
     be.add_scalar(k.in(0), s, k.out(0), n);
   });
   if (detail::any_requires_grad({&a}))
@@ -81,11 +81,11 @@ Tensor relu(const Tensor& x) {
   need_defined("relu", {&x});
   Tensor y = alloc(x.shape(), ctx_of(x));
   const size_t n = count(x);
-  enqueue(ctx_of(x), "relu", {&x}, {&y}, [=](Backend& be, const OpArgs& k) { be.relu(k.in(0), k.out(0), n); });
+  enqueue(ctx_of(x), "relu", {&x}, {&y}, {n}, [=](Backend& be, const OpArgs& k) { be.relu(k.in(0), k.out(0), n); });
   if (detail::any_requires_grad({&x}))
     detail::record(y, "relu", {x}, [x, n](const Tensor& g) {
       Tensor dx = alloc(x.shape(), ctx_of(x));  // dx = g · (x > 0)
-      enqueue(ctx_of(x), "relu_backward", {&x, &g}, {&dx}, [n](Backend& be, const OpArgs& k) {
+      enqueue(ctx_of(x), "relu_backward", {&x, &g}, {&dx}, {n}, [n](Backend& be, const OpArgs& k) {
         be.relu_backward(k.in(0), k.in(1), k.out(0), n);
       });
       return std::vector<Tensor>{dx};

@@ -48,7 +48,7 @@ Tensor bias_add(const Tensor& x, const Tensor& b) {
   same_device("bias_add", {&x, &b});
   const int rows = dim_int("bias_add", x, 0), cols = dim_int("bias_add", x, 1);  // before allocating
   Tensor y = alloc(x.shape(), ctx_of(x));
-  enqueue(ctx_of(x), "bias_add", {&x, &b}, {&y}, [=](Backend& be, const OpArgs& k) {
+  enqueue(ctx_of(x), "bias_add", {&x, &b}, {&y}, dims({rows, cols}), [=](Backend& be, const OpArgs& k) {
     be.add_bias(k.in(0), k.in(1), k.out(0), rows, cols);
   });
   if (detail::any_requires_grad({&x, &b}))

@@ -19,6 +19,7 @@ using detail::alloc;
 using detail::ctx_of;
 using detail::enqueue;
 using detail::scalar_bits;
+using detail::pointer_bits;
 
 // An op's integer sizes as the scalars it declares (detail::enqueue).
 inline std::vector<uint64_t> dims(std::initializer_list<int64_t> ds) {

@@ -15,7 +15,7 @@ Tensor all_reduce_sum(const Tensor& x, dist::ProcessGroup& g) {
   if (x.device().is_cuda()) {
     void* comm = g.nccl_comm(x.device().index);  // may throw: before anything is allocated or queued
     Tensor y = alloc(x.shape(), c);
-    enqueue(c, "nccl_all_reduce", {&x}, {&y}, [n, comm](Backend& be, const OpArgs& a) {
+    enqueue(c, {"nccl_all_reduce", kCollective}, {&x}, {&y}, {n, pointer_bits(comm)}, [n, comm](Backend& be, const OpArgs& a) {
       be.all_reduce_nccl(a.in(0), a.out(0), n, comm);
     });
     return y;
@@ -23,7 +23,7 @@ Tensor all_reduce_sum(const Tensor& x, dist::ProcessGroup& g) {
   Tensor y = alloc(x.shape(), c);
   DataQueueGuard on_comm_queue(x.device());  // the rank's communication queue
   dist::ProcessGroup* group = &g;
-  enqueue(c, "mpi_all_reduce", {&x}, {&y}, [n, group](Backend&, const OpArgs& a) {
+  enqueue(c, {"mpi_all_reduce", kCollectiveViaHost}, {&x}, {&y}, [n, group](Backend&, const OpArgs& a) {
     group->all_reduce_sum(a.in(0), a.out(0), n);
   });
   return y;

@@ -21,11 +21,11 @@ static Tensor reduce(const char* name, const Tensor& a, float scale_by) {
   need_defined(name, {&a});
   Tensor y = alloc({}, ctx_of(a));  // shape ()
   const size_t n = count(a);
-  enqueue(ctx_of(a), name, {&a}, {&y}, [=](Backend& be, const OpArgs& k) { be.sum(k.in(0), k.out(0), n, scale_by); });
+  enqueue(ctx_of(a), name, {&a}, {&y}, {n, scalar_bits(scale_by)}, [=](Backend& be, const OpArgs& k) { be.sum(k.in(0), k.out(0), n, scale_by); });
   if (detail::any_requires_grad({&a}))
     detail::record(y, name, {a}, [a, n, scale_by](const Tensor& g) {
       Tensor da = alloc(a.shape(), ctx_of(a));  // da(i) = g · scale
-      enqueue(ctx_of(a), "broadcast_scalar", {&g}, {&da}, [=](Backend& be, const OpArgs& k) {
+      enqueue(ctx_of(a), "broadcast_scalar", {&g}, {&da}, {n, scalar_bits(scale_by)}, [=](Backend& be, const OpArgs& k) {
         be.broadcast_scalar(k.in(0), scale_by, k.out(0), n);
       });
       return std::vector<Tensor>{da};

@@ -20,7 +20,7 @@ struct RecordingSync : StreamSync {
   bool recording = false;
   int begins = 0, ends = 0, replays = 0, drops = 0;
   uint64_t last_seq = 0;
-  bool fail_end = false;
+  bool fail_end = false, fail_replay = false;
   bool capture_begin(int) override {
     recording = true;
     ++begins;
@@ -35,6 +35,7 @@ struct RecordingSync : StreamSync {
   bool replay(int, uint64_t last) override {
     ++replays;
     last_seq = last;
+    if (fail_replay) throw Error("graph launch failed");
     return true;
   }
   void drop_graph() noexcept override { ++drops; }
@@ -117,7 +118,9 @@ TEST(QueueStep, OpsWithUndeclaredScalarsAreRecordedAgainEachStep) {
   q.wait_all();
   EXPECT_EQ(sync.replays, 0);
   EXPECT_EQ(sync.begins, 3);  // steps 3, 4, 5: captured, then recorded again (the graph updated)
-  EXPECT_EQ(q.step_graph_stats().replayed, 2u);
+  const StepGraphStats st = q.step_graph_stats();  // counted as what they were: recorded again
+  EXPECT_EQ(st.replayed, 0u);
+  EXPECT_EQ(st.updated, 2u);
 }
 
 TEST(QueueStep, WithoutGraphsAReplayRunsTheRecordedKernels) {
@@ -190,6 +193,89 @@ TEST(QueueStep, AFailedRecordingRunsTheStepOneByOne) {
   EXPECT_EQ(q.end_step(), StepVerdict::Eager);
   q.wait_all();  // before `ran` goes
   EXPECT_NE(q.step_graph_stats().last_reason.find("a recorded step failed"), std::string::npos);
+}
+
+// A step of three ops that each write one value from the one before
+// (1, 3, 7); the middle one fails when launched into a recording, as a
+// kernel that cannot be captured would.
+Step push_chain(Queue& q, std::vector<int>& out, RecordingSync& sync) {
+  Step s;
+  q.begin_step();
+  for (int i = 0; i < 3; ++i) {
+    OpBuffers bufs;
+    bufs.scalars_declared = true;
+    s.seqs.push_back(q.push("chain", Queue::Kernel([&out, &sync, i](const OpArgs&) {
+                              if (i == 1 && sync.recording) throw Error("not capturable");
+                              out[i] = (i == 0 ? 0 : out[i - 1]) * 2 + 1;
+                            }),
+                            std::move(bufs)));
+  }
+  return s;
+}
+
+TEST(QueueStep, AFailedRecordingRunsTheHeldOpsEagerlyAndSaysWhy) {
+  RecordingSync sync;
+  sync.fail_end = true;
+  Queue q("fake:0", &sync);
+  q.set_step_graph(1);
+  std::vector<int> out(3, 0);
+  for (int b = 0; b < 2; ++b) push_chain(q, out, sync), q.end_step();
+  q.wait_all();
+  out.assign(3, 0);
+  const Step s = push_chain(q, out, sync);
+  EXPECT_EQ(q.end_step(), StepVerdict::Capture);
+  EXPECT_NO_THROW(q.wait_all()) << "the recording's own failure was reported as the step's";
+  EXPECT_EQ(out, (std::vector<int>{1, 3, 7}));  // the graph never ran: the ops did, one by one
+  for (uint64_t seq : s.seqs) EXPECT_TRUE(q.launched(seq));
+  EXPECT_EQ(sync.drops, 1);
+  const StepGraphStats st = q.step_graph_stats();
+  EXPECT_EQ(st.capture_failures, 1u);
+  EXPECT_NE(st.last_reason.find("recording its 3 ops: instantiate failed"), std::string::npos) << st.last_reason;
+  push_chain(q, out, sync);  // the next step learns again
+  EXPECT_EQ(q.end_step(), StepVerdict::Eager);
+  q.wait_all();
+  EXPECT_EQ(q.step_graph_stats().invalidations, 1u);
+}
+
+TEST(QueueStep, AFailedReplayRunsTheHeldOpsEagerlyAndSaysWhy) {
+  RecordingSync sync;
+  Queue q("fake:0", &sync);
+  q.set_step_graph(1);
+  std::vector<int> out(3, 0);
+  std::vector<int> ran;
+  for (int b = 0; b < 3; ++b) push_step(q, 3, ran, nullptr, &sync, true), q.end_step();  // learned, captured
+  q.wait_all();
+  sync.fail_replay = true;
+  ran.clear();
+  push_step(q, 3, ran, nullptr, &sync, true);
+  EXPECT_EQ(q.end_step(), StepVerdict::Replay);
+  EXPECT_NO_THROW(q.wait_all());
+  EXPECT_EQ(ran, (std::vector<int>{0, 1, 2}));
+  const StepGraphStats st = q.step_graph_stats();
+  EXPECT_EQ(st.capture_failures, 1u);
+  EXPECT_NE(st.last_reason.find("replaying its 3 ops: graph launch failed"), std::string::npos) << st.last_reason;
+}
+
+// Another queue's worker waits for a held op until its step ends; a frontend
+// about to block (here on back-pressure, behind that worker) releases the step
+// first, so neither waits for the other.
+TEST(QueueStep, AFrontendBlockedBehindAWorkerWaitingForAHeldOpReleasesTheStep) {
+  Queue q0("cpu:0", nullptr), q1("cpu:1", nullptr);
+  q0.set_step_graph(1);
+  std::vector<int> ran;
+  for (int b = 0; b < 2; ++b) push_step(q0, 2, ran), q0.end_step();
+  q0.wait_all();
+  const Step s = push_step(q0, 2, ran);  // armed: held until end_step()
+  q1.set_max_pending(1, 0);
+  std::atomic<bool> after{false};
+  q1.push("reads q0's held op", [] {}, {}, {QueueDep{&q0, s.seqs.back()}});
+  q1.push("behind it", [&after] { after = true; });  // the bound: waits for the first to launch
+  q0.end_step();
+  q1.wait_all();
+  q0.wait_all();
+  EXPECT_TRUE(after);
+  EXPECT_NE(q0.step_graph_stats().last_reason.find("back-pressure"), std::string::npos)
+      << q0.step_graph_stats().last_reason;
 }
 
 TEST(QueueStep, SynchronousModeAndBackPressureNeverHold) {

@@ -13,12 +13,12 @@ namespace {
 using Step = std::vector<OpSignature>;
 
 OpSignature sig(const char* name, std::vector<size_t> bytes, std::vector<const void*> addresses,
-                bool capturable = true) {
+                OpTraits traits = {}) {
   OpSignature s;
   s.name = name;
   s.bytes = std::move(bytes);
   s.addresses = std::move(addresses);
-  s.capturable = capturable;
+  s.traits = traits;
   return s;
 }
 
@@ -159,15 +159,58 @@ TEST(StepGraph, AShorterOrLongerStepIsNotReplayed) {
   EXPECT_NE(l.stats().last_reason.find("past the captured step's end"), std::string::npos) << l.stats().last_reason;
 }
 
-TEST(StepGraph, AStepWithAnOpThatWaitsForTheDeviceIsNeverCaptured) {
+// Whether a step may be recorded follows what its ops declared (op_traits.h),
+// whatever they are called.
+TEST(StepGraph, AStepWithAnOpDeclaredUnrecordableIsNeverCaptured) {
+  const OpTraits timer{/*waits_for_host=*/false, /*collective=*/false, /*recordable=*/false};
+  for (const OpTraits& t : {kWaitsForHost, kCollectiveViaHost, timer}) {
+    StepRecogniser r(1);
+    Step s = mlp_step();
+    s.push_back(sig("gemm", {4}, {reinterpret_cast<const void*>(0x42)}, t));  // a name like any kernel's
+    const Fed run = feed(r, std::vector<Step>(5, s));
+    for (V v : run.verdicts) EXPECT_EQ(v, V::Eager);
+    for (const auto& h : run.held)
+      for (bool b : h) EXPECT_FALSE(b);
+    EXPECT_EQ(r.stats().captured, 0u);
+  }
+}
+
+TEST(StepGraph, ACollectiveOrACopyIsRecognisedLikeAnyKernel) {
+  for (const char* name : {"all_reduce", "nccl_all_reduce", "copy", "slice_rows"}) {
+    StepRecogniser r(1);
+    Step s = mlp_step();
+    s.push_back(sig(name, {4, 4}, {reinterpret_cast<const void*>(0x42), reinterpret_cast<const void*>(0x43)},
+                    std::string(name).find("all_reduce") != std::string::npos ? kCollective : OpTraits{}));
+    const Fed run = feed(r, std::vector<Step>(4, s));
+    EXPECT_EQ(run.verdicts, (std::vector<V>{V::Eager, V::Eager, V::Capture, V::Replay})) << name;
+  }
+}
+
+TEST(StepGraph, AnArmedStepMeetingAnOpThatWaitsForTheHostFallsBackAndSaysWhy) {
+  StepRecogniser r(1);
+  feed(r, std::vector<Step>(3, mlp_step()));
+  ASSERT_TRUE(r.has_graph());
+  const Step s = mlp_step();
+  EXPECT_TRUE(r.op(s[0]));
+  EXPECT_FALSE(r.op(sig("random_normal", s[1].bytes, s[1].addresses, kWaitsForHost)));
+  EXPECT_FALSE(r.holding());
+  EXPECT_FALSE(r.has_graph());
+  EXPECT_NE(r.stats().last_reason.find("waits for the host"), std::string::npos) << r.stats().last_reason;
+}
+
+// An optional buffer left undefined (size 0, no address) is not a block the
+// op lacks: the step still replays.
+TEST(StepGraph, AnUndefinedOptionalBufferStillReplays) {
   StepRecogniser r(1);
   Step s = mlp_step();
-  s.push_back(sig("copy_to_host", {4}, {reinterpret_cast<const void*>(0x42)}, /*capturable=*/false));
-  const Fed run = feed(r, std::vector<Step>(5, s));
-  for (V v : run.verdicts) EXPECT_EQ(v, V::Eager);
-  for (const auto& h : run.held)
-    for (bool b : h) EXPECT_FALSE(b);
-  EXPECT_EQ(r.stats().captured, 0u);
+  s.push_back(sig("sgd_update", {16, 0}, {reinterpret_cast<const void*>(0x42), nullptr}));
+  const Fed run = feed(r, std::vector<Step>(4, s));
+  EXPECT_EQ(run.verdicts, (std::vector<V>{V::Eager, V::Eager, V::Capture, V::Replay}));
+  Step unallocated = s;
+  unallocated.back().bytes = {16, 16};  // a block taken only when the op starts (--alloc run)
+  StepRecogniser u(1);
+  EXPECT_EQ(feed(u, std::vector<Step>(5, unallocated)).verdicts,  // never the recorded block: both slots, then again
+            (std::vector<V>{V::Eager, V::Eager, V::Capture, V::Capture, V::Update}));
 }
 
 TEST(StepGraph, AnInterruptReleasesTheStepAndLearningStartsOver) {

@@ -31,6 +31,42 @@ TEST(TrainGraph, HeldStepsTrainExactlyLikeEagerOnes) {
   }
 }
 
+// After the warm-up (two eager batches, one capture per graph slot) a steady
+// batch gets the buffers its slot's graph was recorded with, so it replays:
+// with the caching pool alone every batch had other addresses (0 replayed).
+TEST(TrainGraph, SteadyStepsReplayAfterTheWarmUp) {
+  const std::string shape = "--batches 60 --batch-size 64 --features 32 --hidden 64,16 --seed 5 --quiet --graph on ";
+  for (const char* devices : {"--device cpu", "--devices cpu:0,cpu:1"})
+    for (const char* sync : {"--sync batch", "--sync none"}) {
+      const std::string args = std::string(devices) + " " + sync;
+      const nlohmann::json g = summary_of(program_path("train_mlp") + " " + shape + args).at("graph");
+      const int held = g.at("captured").get<int>() + g.at("replayed").get<int>() + g.at("updated").get<int>();
+      EXPECT_EQ(g.at("steps").get<int>(), 60) << args;
+      EXPECT_EQ(held, 58) << args << ": " << g.dump();
+      const int steady = held - g.at("captured").get<int>();
+      EXPECT_GE(g.at("replayed").get<int>(), 0.95 * steady) << args << ": " << g.dump();
+      EXPECT_EQ(g.at("invalidations").get<int>(), 0) << args << ": " << g.dump();
+      EXPECT_GT(g.at("slot_bytes").get<double>(), 0) << args;
+    }
+}
+
+// With the slots' buffers recycled, an unsynchronized run's backlog no longer
+// holds a batch's intermediates per queued batch: its memory increase stays
+// near the two slots' bytes, far below the same run without graphs.
+TEST(TrainGraph, AReplayedRunHoldsTheSlotsNotTheBacklog) {
+  const std::string shape = "--batches 40 --batch-size 256 --features 128 --hidden 256,64 --seed 5 --quiet --sync none ";
+  const nlohmann::json off = summary_of(program_path("train_mlp") + " " + shape + "--device cpu --graph off");
+  const nlohmann::json on = summary_of(program_path("train_mlp") + " " + shape + "--device cpu --graph on");
+  EXPECT_EQ(off.at("final_loss").get<double>(), on.at("final_loss").get<double>());
+  const double slots = on.at("graph").at("slot_bytes").get<double>();
+  EXPECT_LE(on.at("mem_increase_bytes").get<double>(), slots * 1.5) << on.dump();
+  EXPECT_LT(on.at("mem_increase_bytes").get<double>(), off.at("mem_increase_bytes").get<double>() / 4) << on.dump();
+  // The model: the batches queued, at most the two slots' (one batch's buffers each).
+  EXPECT_LE(on.at("predicted_increase_bytes").get<double>(), 2 * on.at("bytes_per_batch").get<double>());
+  EXPECT_NEAR(on.at("mem_increase_bytes").get<double>(), on.at("predicted_increase_bytes").get<double>(),
+              0.1 * on.at("predicted_increase_bytes").get<double>());
+}
+
 TEST(TrainGraph, NothingIsHeldInSynchronousModeOrUnderBackPressure) {
   for (const char* mode : {"--blocking", "--max-pending 8"}) {
     const nlohmann::json g = summary(std::string(mode) + " --sync none --graph on").at("graph");
