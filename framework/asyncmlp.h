@@ -5,7 +5,7 @@
 //   ops       ops.h       creation, math (differentiable), copies, sgd_update_
 //   runtime   runtime.h   waitall, settings (blocking, back-pressure, memory limit),
 //                         memory and queue statistics (their records: stats.h), QueuePause
-//   errors    error.h     Error, ShapeError, DeviceError, OutOfMemory, KernelError
+//   errors    error.h     Error, ShapeError, DeviceError, OutOfMemory, KernelError, DeviceFault
 //   trace     trace.h     Chrome trace-event JSON of the frontend and every queue
 //   layers    nn/         autograd (backward, BackwardPass, NoGradGuard), Dense, ReLU,
 //                         Sequential, L2Loss, SGD, DataParallel (replicas, gradients all-reduced)

@@ -10,7 +10,9 @@
 //
 // Who touches what: the writer and the uses belong to the device's frontend
 // thread (the one thread that queues ops on it, framework/asyncmlp.h); the
-// pin count is atomic; the error slot is written by workers and read by any
+// pin count is atomic, and the backlog's queue is set by the push that pins
+// the buffer first and read by workers while their op still pins it
+// (backlog.cpp); the error slot is written by workers and read by any
 // thread, under its own lock.
 #pragma once
 #include <atomic>
