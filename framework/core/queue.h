@@ -109,7 +109,7 @@ class Queue {
   uint64_t push(const char* name, Thunk k, std::vector<std::shared_ptr<Storage>> refs = {},
                 std::vector<QueueDep> deps = {});
 
-  // The waits, by what they do with errors (docs/design.md, section 5):
+  // The waits, by what they do with errors (docs/design.md §4):
   //   wait_for(seq)       until op `seq` completed; keeps a device fault it meets; rethrows a kept error
   //   wait_all()          drain(), then rethrows a kept error
   //   drain(seq)          until op `seq` (default: every op pushed so far) completed; keeps a device
