@@ -50,13 +50,31 @@ struct Dropped : Error {
   using Error::Error;
 };
 
+// A device found failed after work was launched on it (CUDA: a kernel that
+// faulted, seen by whichever later call queries the device). A backend
+// throws it from StreamSync::after_op or wait_complete (or from a kernel's
+// own launch); the queue turns it into a KernelError that names the op whose
+// completion exposed it (Blame::ExposedBy).
+struct DeviceFault : Error {
+  using Error::Error;
+};
+
 // A kernel failed on a backend worker. Kept with the op's name and sequence
 // number, rethrown by the next blocker on the frontend (DESIGN §5).
+//
+// Blame::Culprit: op `seq` failed (its kernel threw, its launch or its
+// allocation failed). Blame::ExposedBy: an asynchronous device fault came to
+// light as op `seq` completed, or as a blocker waited for it; an op launched
+// before it may have caused it, and the message says so (in synchronous mode
+// every op is waited for as it is queued, so a fault there is the op's own).
 struct KernelError : Error {
-  KernelError(std::string op, uint64_t seq, std::string device, const std::string& what);
+  enum class Blame { Culprit, ExposedBy };
+  KernelError(std::string op, uint64_t seq, std::string device, const std::string& what,
+              Blame blame = Blame::Culprit);
   std::string op;
   uint64_t seq;
   std::string device;
+  Blame blame;
 };
 
 }  // namespace amlp

@@ -26,7 +26,7 @@ struct DeviceContext;  // the engine's view of a device (framework/core/context.
 
 // --- blockers ------------------------------------------------------------------
 // Blocks until every queue of every device has completed its ops; rethrows
-// the first error a kernel left behind (DESIGN §4, §5).
+// the first error a kernel left behind (DESIGN §4, §5). Any thread.
 void waitall();
 
 // --- settings --------------------------------------------------------------------
@@ -77,8 +77,9 @@ StepGraphStats step_graph_stats(Device d);
 
 // A device's data queue: a second in-order queue with its own worker, sharing
 // the device's pool and backend, like a loader stream. While a guard is alive,
-// the ops this thread queues on device `d` go to that queue instead of the
-// device's queue (made on first use); ops on either queue that use a buffer
+// the ops this thread (the device's one frontend thread, asyncmlp.h) queues
+// on device `d` go to that queue instead of the device's queue (made on
+// first use); ops on either queue that use a buffer
 // the other wrote wait for it through the cross-queue dependencies, errors
 // cross it like any other queue's, and waitall(), drop_pending() and the
 // settings above cover it. CPU devices only: on a CUDA device the guard

@@ -7,7 +7,7 @@
 // ranks' traces merged into one.
 //
 //   Options mine = join_ranks(options);    // collective; DistError: bad input (exit 2)
-//   ... run the plan; a failure: one line, then fail_all_ranks(line) ...
+//   ... run the plan; a failure: one line, then group.abort_all(line, 1) ...
 //   gather_rank_figures(results);          // rank 0's results gain every rank's figures
 //   merge_rank_traces(options.trace);      // rank 0: trace.rank<R>.json -> trace.json
 #pragma once

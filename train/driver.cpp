@@ -158,7 +158,9 @@ int run_driver(const Options& given, std::ostream& rank0_out, std::ostream& err,
     }
   }
   finish_trace(o, err, &ok, failure);
-  // Written also for a failed or interrupted run: each run says how it ended.
+  // Written also for an interrupted run, and for a failed one in a single
+  // process: each run says how it ended. Under --distributed a failure never
+  // gets here: fail() ends every rank (abort_all) first.
   if (!o.summary_json.empty() && (!group || group->rank() == 0)) {
     try {
       write_summary_json(o.summary_json, results);

@@ -96,6 +96,9 @@ struct Backend : RawAllocator, StreamSync {
   // on CUDA). Frontend thread.
   virtual void* alloc_host(size_t bytes) = 0;
   virtual void free_host(void* p) noexcept = 0;
+  // TF32 tensor-core math for GEMMs (runtime.h set_tf32), any thread; the
+  // next GEMM launched uses it. No effect where there is none (the CPU).
+  virtual void set_tf32(bool /*on*/) {}
   // Elementwise check that every value is finite; throws (on the worker) if not.
   virtual void check_finite(const float* x, size_t n, const char* what) = 0;
 

@@ -62,6 +62,17 @@ std::unique_ptr<RawAllocator> device_allocator(Device d, Backend* backend) {
 // The context whose ops this thread routes to its data queue (DataQueueGuard).
 thread_local DeviceContext* routed_to_data = nullptr;
 
+// The contexts this thread drives (check_frontend); it lets go of them as it
+// ends, so another thread may take them over. A thread's thread_local objects
+// are destroyed before any static one, the contexts included.
+struct Driven {
+  std::vector<DeviceContext*> contexts;
+  ~Driven() {
+    for (DeviceContext* c : contexts) c->frontend.store(std::thread::id(), std::memory_order_release);
+  }
+};
+thread_local Driven driven;
+
 }  // namespace
 
 DeviceContext::DeviceContext(Device d, std::unique_ptr<Backend> b)
@@ -69,6 +80,7 @@ DeviceContext::DeviceContext(Device d, std::unique_ptr<Backend> b)
       backend(std::move(b)),
       pool(d.str(), device_allocator(d, backend.get())),
       queue(d.str(), backend.get()) {
+  detail::apply_settings(*backend);
   detail::apply_settings(queue);
   if (d.is_cuda()) {
     pool.set_limit(0, "none: the GPU's own memory");
@@ -123,6 +135,21 @@ std::vector<Queue*> live_queues() {
   for (DeviceContext* c : live_contexts())
     for (Queue* q : c->queues()) all.push_back(q);
   return all;
+}
+
+void detail::check_frontend(DeviceContext& c) {
+  const std::thread::id me = std::this_thread::get_id();
+  std::thread::id owner = c.frontend.load(std::memory_order_relaxed);
+  if (owner == me) return;
+  // Taking over from a thread that ended: acquire pairs with its release, so
+  // what it left in the buffers' state is visible here.
+  if (owner == std::thread::id() && c.frontend.compare_exchange_strong(owner, me, std::memory_order_acquire)) {
+    driven.contexts.push_back(&c);
+    return;
+  }
+  throw Error(concat(c.device.str(), " is driven by thread ", owner, ", not by this thread (", me,
+                     "): the ops of a device are queued, and its tensors waited for, from one thread, the first "
+                     "that uses it, until that thread ends (framework/asyncmlp.h)"));
 }
 
 Queue& current_queue(DeviceContext& c) { return routed_to_data == &c ? c.data_queue() : c.queue; }

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "framework/core/backend.h"
@@ -46,6 +47,10 @@ struct DeviceContext {
   Queue* data_queue_if_made() const { return data_.load(std::memory_order_acquire); }
   std::vector<Queue*> queues() const;  // queue, then the data queue if made
 
+  // The thread that drives this device (detail::check_frontend); no thread
+  // while none does.
+  std::atomic<std::thread::id> frontend{};
+
  private:
   std::mutex data_mu_;
   std::atomic<Queue*> data_{nullptr};
@@ -58,6 +63,16 @@ std::vector<DeviceContext*> live_contexts();
 std::vector<Queue*> live_queues();
 // The queue an op this thread queues on `c` goes to (DataQueueGuard).
 Queue& current_queue(DeviceContext& c);
+
+namespace detail {
+// The frontend threading contract (framework/asyncmlp.h): one thread queues
+// the ops of a device and reads its tensors' engine state. The first thread
+// that does so drives the device until that thread ends; from any other
+// thread this throws Error, naming the device and both threads. Called by
+// enqueue for the op's device and every declared tensor's, and by
+// Tensor::wait_to_read.
+void check_frontend(DeviceContext& c);
+}  // namespace detail
 
 // The backend that serves `d` (throws DeviceError for a device the build
 // cannot serve). Defined by registry/backends.cpp, the one file that names

@@ -21,6 +21,7 @@ void add_dep(std::vector<QueueDep>& deps, Queue* q, uint64_t seq, const Queue* s
 uint64_t enqueue_arrays(DeviceContext& c, const OpName& name, const Tensor* const* reads, size_t n_reads,
                         const Tensor* const* writes, size_t n_writes, OpKernel&& k,
                         std::vector<uint64_t>* scalars = nullptr) {
+  check_frontend(c);  // the buffers' writers and uses below are this thread's (framework/asyncmlp.h)
   Queue* self = &current_queue(c);  // the device's queue, or its data queue (DataQueueGuard)
   OpBuffers bufs;
   bufs.refs.reserve(n_reads + n_writes);
@@ -30,11 +31,13 @@ uint64_t enqueue_arrays(DeviceContext& c, const OpName& name, const Tensor* cons
   std::vector<QueueDep> deps;
   for (size_t i = 0; i < n_reads; ++i) {
     const Tensor* t = reads[i];
+    if (t->defined()) check_frontend(ctx_of(*t));
     bufs.refs.push_back(t->defined() ? storage_of(*t) : nullptr);
     if (const auto& s = bufs.refs.back()) add_dep(deps, s->writer_queue, s->writer_seq, self);
   }
   for (size_t i = 0; i < n_writes; ++i) {
     const Tensor* t = writes[i];
+    if (t->defined()) check_frontend(ctx_of(*t));
     bufs.refs.push_back(t->defined() ? storage_of(*t) : nullptr);
     if (const auto& s = bufs.refs.back()) s->for_each_use([&](const OpRef& u) { add_dep(deps, u.queue, u.seq, self); });
   }

@@ -39,10 +39,21 @@ OutOfMemory OutOfMemory::starting_op(const std::string& op, uint64_t seq, const 
                      *this);
 }
 
-KernelError::KernelError(std::string op_, uint64_t seq_, std::string device_, const std::string& what)
-    : Error(detail::concat("kernel '", op_, "' (op #", seq_, " on ", device_, ") failed: ", what)),
+static std::string kernel_message(const std::string& op, uint64_t seq, const std::string& device,
+                                  const std::string& what, KernelError::Blame blame) {
+  if (blame == KernelError::Blame::Culprit)
+    return detail::concat("kernel '", op, "' (op #", seq, " on ", device, ") failed: ", what);
+  return detail::concat("asynchronous device fault on ", device, ", exposed as kernel '", op, "' (op #", seq,
+                        ") completed; it may not be the culprit (an op launched before it may have faulted; rerun "
+                        "with ASYNCMLP_BLOCKING=1 to find the op): ",
+                        what);
+}
+
+KernelError::KernelError(std::string op_, uint64_t seq_, std::string device_, const std::string& what, Blame blame_)
+    : Error(kernel_message(op_, seq_, device_, what, blame_)),
       op(std::move(op_)),
       seq(seq_),
-      device(std::move(device_)) {}
+      device(std::move(device_)),
+      blame(blame_) {}
 
 }  // namespace amlp

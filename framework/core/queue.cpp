@@ -125,7 +125,7 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
     trace::counter(("queue depth " + name_).c_str(), t1, static_cast<double>(depth));
     trace::counter(("backlog MiB " + name_).c_str(), t1, backlog / 1048576.0);
   }
-  if (blocking_ && !deferred_sync_waits) wait_for(seq);  // errors surface at the call site
+  if (blocking_.load(std::memory_order_acquire) && !deferred_sync_waits) wait_for(seq);  // errors surface at the call site
   return seq;
 }
 
@@ -141,6 +141,7 @@ void Queue::allocate_outputs(Op& op) {
 }
 
 BacklogBytes Queue::finish(Op& op) {
+  note_name(op.seq, op.name);  // for a fault a blocker meets after the op is gone
   op.kernel = nullptr;  // drop captures before the buffers they may point into
   const BacklogBytes freed = unpin(op.bufs.refs, this);
   op.bufs.refs.clear();  // buffers go back to their pools here, before the launch is announced
@@ -165,12 +166,20 @@ bool Queue::run(Op& op) {
     return false;
   }
   bool upstream = false;  // failed because an input carries an earlier op's failure
+  bool device_fault = false;  // failed because the device reported an asynchronous fault
   try {
     for (const QueueDep& d : op.deps) {  // another queue's op this one reads or must not overtake
       d.queue->wait_launched(d.seq);
       const bool on_device = sync_ && d.queue->sync_ && d.queue->sync_->asynchronous() &&
                              sync_->wait_on_device(*d.queue->sync_, d.seq);
-      if (!on_device) d.queue->wait_complete(d.seq);
+      if (!on_device) {
+        try {
+          d.queue->wait_complete(d.seq);
+        } catch (const DeviceFault& e) {  // the producer's device faulted: blamed on its op as exposer
+          failed = d.queue->exposed_fault(d.queue->name_of(d.seq), d.seq, e), device_fault = true;
+          break;
+        }
+      }
     }
     for (size_t i = 0; i < op.bufs.reads && !failed; ++i)
       if (const auto& r = op.bufs.refs[i]; r && r->error) failed = r->error, upstream = true;  // do not run
@@ -198,6 +207,8 @@ bool Queue::run(Op& op) {
         const OpArgs args(op.bufs.refs.data(), op.bufs.reads, op.bufs.refs.size() - op.bufs.reads, op.name);
         try {
           op.kernel(args);
+        } catch (const DeviceFault& e) {  // the device reported an earlier failure during this op's launch
+          failed = exposed_fault(op.name, op.seq, e), device_fault = true;
         } catch (const std::exception& e) {
           failed = std::make_exception_ptr(KernelError(op.name, op.seq, name_, e.what()));
         } catch (...) {
@@ -206,6 +217,8 @@ bool Queue::run(Op& op) {
         if (sync_) {
           try {
             sync_->after_op(op.seq, pushed_seen_.load(std::memory_order_relaxed) <= op.seq);
+          } catch (const DeviceFault& e) {  // seen as this op completed: perhaps an earlier op's
+            if (!failed) failed = exposed_fault(op.name, op.seq, e), device_fault = true;
           } catch (const std::exception& e) {
             if (!failed) failed = std::make_exception_ptr(KernelError(op.name, op.seq, name_, e.what()));
           }
@@ -225,7 +238,7 @@ bool Queue::run(Op& op) {
   // op that did not run because of it carries it in its outputs only: were
   // it kept here too, a blocker that already reported it (which makes every
   // queue forget it) could be followed by this keep, and report it twice.
-  if (failed && !upstream) keep_error(failed);
+  if (failed && !upstream) keep_error(failed, device_fault);
   return !failed;
 }
 
@@ -305,6 +318,11 @@ uint64_t Queue::drop_pending() {
   }
   work_cv_.notify_all();
   return n;
+}
+
+void Queue::set_blocking(bool on) {
+  blocking_.store(on, std::memory_order_release);
+  if (sync_) sync_->set_blocking(on);
 }
 
 void Queue::set_max_pending(uint64_t ops, size_t bytes) {

@@ -6,7 +6,11 @@
 // a buffer it did not declare. A kernel's exception is kept with the op's
 // name and sequence number and rethrown by the next blocker (§5); the
 // buffers it should have written carry the error, so every op downstream of
-// it, on any queue, fails with the same error instead of running.
+// it, on any queue, fails with the same error instead of running. A queue
+// keeps its first error and counts the independent failures after it: the
+// blocker that reports the first says "and N more". An asynchronous device
+// fault (DeviceFault, error.h) is blamed on the op whose completion exposed
+// it, saying it may not be the culprit (KernelError::Blame::ExposedBy).
 // Back-pressure bounds pending ops and/or the bytes the backlog holds (§6);
 // synchronous mode makes every push wait for its op.
 //
@@ -15,6 +19,10 @@
 // What the pending ops hold is counted in backlog.h; errors are reported
 // once across queues (queue_errors.cpp); the waits and statistics are in
 // queue_wait.cpp.
+//
+// Threads: push, the waits, the settings and the statistics may be called
+// from any thread. The frontend's one-thread rule (framework/asyncmlp.h)
+// covers the buffers' state that enqueue keeps (buffer_state.h), not this.
 //
 // Two points in an op's life: *launched* (the worker ran its kernel function;
 // on CUDA that put work on the stream) and *completed* (the device finished
@@ -103,17 +111,29 @@ class Queue {
   uint64_t push(const char* name, Thunk k, std::vector<std::shared_ptr<Storage>> refs = {},
                 std::vector<QueueDep> deps = {}, OpTraits traits = {});
 
-  void wait_for(uint64_t seq);   // blocks until op `seq` completed; rethrows a kept error
-  void wait_all();               // wait_for(last pushed)
-  void drain();                  // waits for every op pushed so far; keeps, not rethrows, a failure
-  void wait_complete(uint64_t seq);  // blocks until op `seq` completed; reports nothing
+  // The waits, by what they do with errors (docs/design.md §4):
+  //   wait_for(seq)       until op `seq` completed; keeps a device fault it meets; rethrows a kept error
+  //   wait_all()          drain(), then rethrows a kept error
+  //   drain(seq)          until op `seq` (default: every op pushed so far) completed; keeps a device
+  //                       fault it meets; throws nothing (the frontend's blockers, then their own report)
+  //   wait_complete(seq)  until op `seq` completed; throws a device fault it meets (the backend's
+  //                       DeviceFault), keeps nothing (a worker waiting for another queue's op)
+  //   wait_launched(seq)  (private) until op `seq` was launched; no device call, no error
+  // A device fault kept is blamed on the op waited for (KernelError::Blame::ExposedBy).
+  static constexpr uint64_t kEveryOp = ~uint64_t(0);
+  void wait_for(uint64_t seq);
+  void wait_all();
+  void drain(uint64_t seq = kEveryOp);
+  void wait_complete(uint64_t seq);
   bool launched(uint64_t seq) const;
   bool complete(uint64_t seq) const;
   void rethrow_if_error();       // rethrows (and clears) a kept kernel error
-  // Forgets `e` if it is the kept error (a blocker reported it already).
-  void clear_error(const std::exception_ptr& e);
+  // Forgets `e` if it is the kept error (a blocker reported it already);
+  // returns how many failures the queue counted after it (0 if not kept).
+  uint64_t clear_error(const std::exception_ptr& e);
   // Throws `e` after every queue that kept it forgot it: each failure is
-  // reported once, by whichever blocker meets it first.
+  // reported once, by whichever blocker meets it first. When the queue that
+  // kept it counted failures after it, the message ends "(and N more ...)".
   [[noreturn]] static void report(const std::exception_ptr& e);
 
   // Ops pushed so far that have not started never run: their outputs carry
@@ -123,8 +143,9 @@ class Queue {
   // Back-pressure (0 = unbounded, the default).
   void set_max_pending(uint64_t ops, size_t bytes);
   // Synchronous mode: push waits for its op and rethrows at the call site.
-  void set_blocking(bool on) { blocking_ = on; }
-  bool blocking() const { return blocking_; }
+  // The backend is told (StreamSync::set_blocking). Any thread.
+  void set_blocking(bool on);
+  bool blocking() const { return blocking_.load(std::memory_order_acquire); }
   // While one is alive, this thread's pushes do not wait for their op in
   // synchronous mode; the caller waits after (wait_for). For ops on several
   // queues that complete only together (an NCCL all-reduce's ranks): waiting
@@ -201,7 +222,15 @@ class Queue {
   void take_graph_failure_locked();  // frontend, under mu_: the recogniser learns of it
   BacklogBytes finish(Op& op);  // releases refs; returns this queue's backlog bytes they freed
   void allocate_outputs(Op& op);  // worker: blocks for the op's writes that have none (throws OutOfMemory)
-  void keep_error(const std::exception_ptr& e);  // the first error is kept until a blocker takes it
+  // The first error is kept until a blocker takes it; the failures after it
+  // are counted. `device_fault`: an asynchronous device fault, which the
+  // device reports again at every later call; counted once.
+  void keep_error(const std::exception_ptr& e, bool device_fault = false);
+  // An asynchronous device fault `e` that came to light as op `seq`
+  // completed (or was waited for): a KernelError that says so.
+  std::exception_ptr exposed_fault(const char* op, uint64_t seq, const std::exception& e) const;
+  void note_name(uint64_t seq, const char* name);  // worker: op `seq` is starting
+  const char* name_of(uint64_t seq) const;         // a recent op's name, or nullptr
   void wait_launched(uint64_t seq);  // blocks until launched_ >= seq (no sync, no rethrow)
   static bool on_worker_thread();  // this thread is some queue's worker
   // Every live queue's held step runs eagerly (a frontend blocker: what it
@@ -221,14 +250,27 @@ class Queue {
   uint64_t max_ops_ = 0;
   size_t max_bytes_ = 0;
   int paused_ = 0;
-  bool stop_ = false, blocking_ = false;
+  bool stop_ = false;
+  std::atomic<bool> blocking_{false};  // set by any thread (set_blocking), read by push
   bool worker_sleeping_ = false;  // waiting on work_cv_ (push wakes it only then)
   std::atomic<uint64_t> launched_seen_{0};  // lock-free mirror of launched_ for waiters
   std::atomic<uint64_t> pushed_seen_{0};    // lock-free mirror of pushed_ for the worker (after_op's tail)
   std::atomic<uint64_t> drop_upto_{0};      // ops up to this seq are dropped, not run
   std::atomic<uint64_t> busy_ns_{0};        // time the worker spent running kernels (QueueStats::busy_s)
   uint64_t held_ns_ = 0;                    // time pushes waited for back-pressure (under mu_)
-  std::exception_ptr error_;
+  std::exception_ptr error_;     // under mu_: the first failure no blocker has reported yet
+  uint64_t errors_after_ = 0;    // under mu_: failures keep_error met while error_ was set
+  bool fault_seen_ = false;      // under mu_: a device fault was kept or counted since error_ was set
+  // The names of the last kNames ops to start, for a fault found when a
+  // blocker waits (the op is gone by then). Written by the worker, read by
+  // waiters: each slot's sequence number is written last and read first and
+  // last, so a reader takes a name only if the slot held `seq` throughout.
+  static constexpr size_t kNames = 64;
+  struct NameSlot {
+    std::atomic<uint64_t> seq{0};
+    std::atomic<const char*> name{nullptr};
+  };
+  NameSlot names_[kNames];
   std::unique_ptr<StepRecogniser> steps_;  // under mu_; null: step graphs off
   std::atomic<bool> steps_on_{false};      // steps_ is set (read without the lock by waiters)
   uint64_t held_in_step_ = 0;              // under mu_: ops of the current step queued as held

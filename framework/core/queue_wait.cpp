@@ -54,7 +54,7 @@ void Queue::wait_for(uint64_t seq) {
   try {
     wait_complete(seq);
   } catch (const std::exception& e) {  // the device failed after the launch (CUDA: a faulting kernel)
-    keep_error(std::make_exception_ptr(KernelError("(asynchronous)", seq, name_, e.what())));
+    keep_error(exposed_fault(name_of(seq), seq, e), /*device_fault=*/true);
   }
   rethrow_if_error();
 }
@@ -64,16 +64,16 @@ void Queue::wait_all() {
   rethrow_if_error();
 }
 
-void Queue::drain() {
+void Queue::drain(uint64_t seq) {
   uint64_t last;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    last = pushed_;
+    last = std::min(seq, pushed_);
   }
   try {
     wait_complete(last);
   } catch (const std::exception& e) {  // the device failed after the launch (CUDA: a faulting kernel)
-    keep_error(std::make_exception_ptr(KernelError("(asynchronous)", last, name_, e.what())));
+    keep_error(exposed_fault(name_of(last), last, e), /*device_fault=*/true);
   }
 }
 

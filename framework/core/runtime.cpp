@@ -44,6 +44,8 @@ void apply_settings(Queue& q) {
   q.set_max_pending(settings().max_ops, settings().max_bytes);
 }
 
+void apply_settings(Backend& b) { b.set_tf32(settings().tf32); }
+
 std::string device_absent(const std::string& name) {
   std::string why;
   if (name.rfind("cuda", 0) == 0) {
@@ -122,7 +124,10 @@ uint64_t drop_pending() {
 }
 void empty_cache(Device d) { context(d).pool.empty_cache(); }
 
-void set_tf32(bool on) { settings().tf32 = on; }
+void set_tf32(bool on) {
+  settings().tf32 = on;
+  for (DeviceContext* c : live_contexts()) c->backend->set_tf32(on);
+}
 bool tf32() { return settings().tf32; }
 
 MemoryStats memory_stats(Device d) { return context(d).pool.stats(); }
@@ -160,8 +165,8 @@ double DeviceTimer::seconds_since(const DeviceTimer& earlier) const {
   if (a.ctx != b.ctx || a.queue != b.queue)
     throw Error(detail::concat("DeviceTimer: points on ", a.queue->name(), " and ", b.queue->name(),
                                " are on two timelines and cannot be compared"));
-  a.queue->wait_complete(a.seq);
-  b.queue->wait_complete(b.seq);
+  a.queue->drain(a.seq);  // a device fault met is kept for the next blocker
+  b.queue->drain(b.seq);
   if (!a.point.recorded || !b.point.recorded)
     throw Error(detail::concat("DeviceTimer: ", b.queue->name(),
                                " never reached a timer's op (it was dropped, or failed)"));

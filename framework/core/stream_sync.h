@@ -17,7 +17,12 @@ struct StreamSync {
   virtual void before_op(uint64_t /*seq*/, const char* /*name*/) {}  // worker thread (NVTX push)
   // Worker thread, after the kernel ran or threw (NVTX pop, completion
   // event). `tail`: no op was queued behind it when it ran (a waiter is likely).
+  // after_op and wait_complete throw DeviceFault (error.h) for a failure of
+  // work launched earlier that the device reports only now.
   virtual void after_op(uint64_t /*seq*/, bool /*tail*/) {}
+  // Any thread: the synchronous mode of the queue it serves
+  // (Queue::set_blocking): every op is waited for as it is queued.
+  virtual void set_blocking(bool /*on*/) {}
   // Launched ops may still be running on the device (a stream).
   virtual bool asynchronous() const { return false; }
   // Any thread, for a launched op: has the device finished it? / wait until it has.

@@ -105,9 +105,10 @@ static void rethrow_upstream(const Storage& s, Queue& q) {
 }
 
 void Tensor::wait_to_read() const {
+  detail::check_frontend(detail::ctx_of(*this));  // the buffer's writer is the frontend's state
   const Storage& s = *detail::storage_of(*this);
   Queue& q = s.writer_queue ? *s.writer_queue : detail::ctx_of(*this).queue;
-  if (s.writer_queue) q.wait_complete(s.writer_seq);
+  if (s.writer_queue) q.drain(s.writer_seq);  // a device fault met is kept, and reported below
   rethrow_upstream(s, q);
 }
 
@@ -121,7 +122,7 @@ std::vector<float> Tensor::to_host() const {
   const uint64_t seq = detail::enqueue(c, {"to_host", kWaitsForHost}, {this}, {}, [=](Backend& be, const OpArgs& a) {
     be.copy_to_host(dst, a.in(0), bytes);
   });
-  q.wait_complete(seq);
+  q.drain(seq);
   rethrow_upstream(*detail::storage_of(*this), q);
   return out;
 }
@@ -137,7 +138,11 @@ struct HostCopy::State {
   DeviceContext* ctx = nullptr;
   Queue* queue = nullptr;  // the queue the copy went to
   uint64_t seq = 0;
-  std::shared_ptr<Storage> src;  // for its error, once the copy has waited for the writer
+  // A zero-element buffer the copy op declares as its output: the worker
+  // leaves in its error slot the copy's own outcome (the source's failure
+  // when the copy did not run), which later ops writing the source, running
+  // while get() reads it, never touch.
+  Tensor outcome;
   void* staging = nullptr;       // host memory the device writes (pinned on CUDA)
   size_t bytes = 0;
   std::vector<float> values;
@@ -145,7 +150,7 @@ struct HostCopy::State {
   ~State() {
     if (!staging) return;
     try {
-      queue->wait_complete(seq);  // the device may still be writing into it
+      queue->drain(seq);  // the device may still be writing into it; a fault met is kept
     } catch (...) {
     }
     ctx->backend->free_host(staging);
@@ -164,12 +169,12 @@ HostCopy Tensor::to_host_async() const {
   HostCopy::State& st = *h.state_;
   st.ctx = &c;
   st.queue = &current_queue(c);
-  st.src = detail::storage_of(*this);
+  st.outcome = detail::alloc({0}, c, /*now=*/true);
   st.bytes = nbytes();
   st.staging = c.backend->alloc_host(st.bytes);
   void* dst = st.staging;
   const size_t bytes = st.bytes;
-  st.seq = detail::enqueue(c, {"to_host_async", kWaitsForHost}, {this}, {}, [=](Backend& be, const OpArgs& a) {
+  st.seq = detail::enqueue(c, {"to_host_async", kWaitsForHost}, {this}, {&st.outcome}, [=](Backend& be, const OpArgs& a) {
     be.copy_to_host_async(dst, a.in(0), bytes);
   });
   return h;
@@ -181,8 +186,8 @@ const std::vector<float>& HostCopy::get() {
   if (!state_) throw Error("HostCopy::get() on an empty HostCopy");
   State& st = *state_;
   if (!st.done) {
-    st.queue->wait_complete(st.seq);
-    rethrow_upstream(*st.src, *st.queue);
+    st.queue->drain(st.seq);
+    rethrow_upstream(*detail::storage_of(st.outcome), *st.queue);
     st.values.resize(st.bytes / sizeof(float));
     if (st.bytes) std::memcpy(st.values.data(), st.staging, st.bytes);
     st.done = true;

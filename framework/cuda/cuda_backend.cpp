@@ -171,13 +171,13 @@ void CudaBackend::after_op(uint64_t seq, bool tail) {
     return;
   }
   last_run_ = seq;
-  if (tail || seq >= last_recorded_ + kEventEvery || amlp::blocking()) {
+  if (tail || seq >= last_recorded_ + kEventEvery || blocking_.load(std::memory_order_acquire)) {
     events_.record(seq, stream_.get());
     last_recorded_ = seq;
   }
   if (launch != cudaSuccess)
     throw_failure(__FILE__, __LINE__, "the op's launches (cudaGetLastError)", cudaGetErrorString(launch), launch);
-  if (amlp::blocking())  // synchronous mode: a fault is reported at this op, by name
+  if (blocking_.load(std::memory_order_acquire))  // synchronous mode: a fault is reported at this op, by name
     AMLP_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
 }
 
@@ -211,7 +211,7 @@ bool CudaBackend::wait_on_device(StreamSync& producer, uint64_t seq) {
 }
 
 bool CudaBackend::capture_begin(int slot) {
-  if (!started_ || amlp::blocking()) return false;
+  if (!started_ || blocking_.load(std::memory_order_acquire)) return false;
   if (last_recorded_ < last_run_) {  // every op launched before has an event: waiters never touch the stream
     events_.record(last_run_, stream_.get());
     last_recorded_ = last_run_;
@@ -251,7 +251,7 @@ void CudaBackend::launch_graph(int slot, uint64_t last_seq, const char* what) {
 }
 
 bool CudaBackend::replay(int slot, uint64_t last_seq) {
-  if (!started_ || !graphs_[slot].ready() || amlp::blocking()) return false;
+  if (!started_ || !graphs_[slot].ready() || blocking_.load(std::memory_order_acquire)) return false;
   launch_graph(slot, last_seq, "step graph (replayed)");
   events_.record(last_seq, stream_.get());
   last_run_ = last_recorded_ = last_seq;

@@ -12,7 +12,9 @@
 // wait on it (wait_on_device). copy_to_host/copy_from_host and check_finite are the exceptions
 // that wait for the GPU: they must hand back host data or a verdict.
 //
-// raw_alloc/raw_free come from the frontend thread (the Pool) and switch
+// raw_alloc/raw_free come from whichever thread draws on the Pool — the
+// frontend as it queues an op (allocation policy enqueue), the worker as it
+// starts one (policy run), any thread that empties the cache — and switch
 // device with a guard. A block the pool hands out again is safe to reuse at
 // once: every op runs on this one stream, in launch order.
 #pragma once
@@ -40,7 +42,7 @@ class CudaBackend final : public Backend {
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
 
-  // RawAllocator — frontend thread.
+  // RawAllocator — any thread (the Pool's caller; see the top of this file).
   void* raw_alloc(size_t bytes) override;  // nullptr when the GPU is out of memory
   void raw_free(void* p) noexcept override;
   void before_raw_free() noexcept override;  // one device synchronisation before a batch of frees
@@ -61,6 +63,11 @@ class CudaBackend final : public Backend {
   void capture_end(int slot, uint64_t last_seq) override;
   bool replay(int slot, uint64_t last_seq) override;
   void drop_graph() noexcept override;
+  // Settings its queue and the runtime tell it (any thread): synchronous
+  // mode (an event and a stream synchronisation after every op, no graphs)
+  // and TF32 for the next GEMM.
+  void set_blocking(bool on) override { blocking_.store(on, std::memory_order_release); }
+  void set_tf32(bool on) override { want_tf32_.store(on, std::memory_order_release); }
 
   // Kernels — worker thread; they launch and return.
   void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
@@ -133,7 +140,9 @@ class CudaBackend final : public Backend {
   std::atomic<bool> started_{false};  // worker_start() succeeded
   std::string start_error_;
   bool nvtx_open_ = false;
-  bool tf32_ = false;       // the handle's current math mode
+  bool tf32_ = false;       // worker: the handle's current math mode
+  std::atomic<bool> want_tf32_{false};  // set_tf32
+  std::atomic<bool> blocking_{false};   // set_blocking: the queue's synchronous mode
   std::set<int> peer_checked_;  // source GPUs whose peer access was looked at (worker thread)
 
   // Owned handles; released in ~CudaBackend in reverse order, after a drain.

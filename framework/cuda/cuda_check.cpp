@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "framework/runtime.h"  // blocking()
+#include "framework/error.h"
 
 namespace amlp::cuda {
 
@@ -42,13 +42,13 @@ std::string current_device() {
 
 std::string message(const char* file, int line, const char* call, const char* status, int code,
                     const std::string& where) {
-  return detail::concat(file, ":", line, ": ", call, " failed: ", status, " (code ", code, ") on ", where,
-                        asynchronous_fault_note(code, status));
+  return detail::concat(file, ":", line, ": ", call, " failed: ", status, " (code ", code, ") on ", where);
 }
 
 }  // namespace
 
-bool is_sticky_fault(int code) {
+bool is_sticky_fault(int code, const char* status) {
+  if (!status || std::strcmp(status, cudaGetErrorString(static_cast<cudaError_t>(code))) != 0) return false;
   switch (static_cast<cudaError_t>(code)) {
     case cudaErrorIllegalAddress:
     case cudaErrorLaunchFailure:
@@ -65,20 +65,15 @@ bool is_sticky_fault(int code) {
   }
 }
 
-std::string asynchronous_fault_note(int code, const char* status) {
-  if (!status || std::strcmp(status, cudaGetErrorString(static_cast<cudaError_t>(code))) != 0) return "";
-  if (!is_sticky_fault(code) || blocking()) return "";
-  return ": a kernel launched earlier on this GPU faulted, not necessarily this op's (the error is seen by the "
-         "next call after the fault); rerun with ASYNCMLP_BLOCKING=1 to find the op";
-}
-
 void throw_failure(const char* file, int line, const char* call, const char* status, int code) {
   std::string m = message(file, line, call, status, code, current_device());
   (void)cudaGetLastError();  // reported once, here
+  if (is_sticky_fault(code, status)) throw DeviceFault(m);
   throw Error(m);
 }
 
 void throw_failure_on(const char* file, int line, const char* call, const char* status, int code, const char* where) {
+  if (is_sticky_fault(code, status)) throw DeviceFault(message(file, line, call, status, code, where));
   throw Error(message(file, line, call, status, code, where));
 }
 

@@ -29,7 +29,9 @@ inline const char* status_string(cudaError_t s) { return cudaGetErrorString(s); 
 inline const char* status_string(cublasStatus_t s) { return cublasGetStatusString(s); }
 const char* status_string(curandStatus_t s);  // cuRAND has no string function of its own
 
-// Throws amlp::Error with the message above. Clears the runtime's last error
+// Throws amlp::Error with the message above, amlp::DeviceFault for a sticky
+// fault (is_sticky_fault: a kernel launched earlier failed; the queue names
+// the op that exposed it, error.h). Clears the runtime's last error
 // first, so a failure that was reported is not reported again by the next
 // cudaGetLastError() (sticky errors stay, as they must).
 [[noreturn]] void throw_failure(const char* file, int line, const char* call, const char* status, int code);
@@ -44,13 +46,9 @@ void log_failure(const char* file, int line, const char* call, const char* statu
                                    const char* where);
 
 // A kernel fault the CUDA context keeps (an illegal address, a trap, ...):
-// every later call on the device reports it, whichever op made it.
-bool is_sticky_fault(int code);
-// For such a fault, outside synchronous mode, the note appended to the
-// message: the op named is the one that saw the fault, not necessarily the
-// one that caused it; ASYNCMLP_BLOCKING=1 finds that one. "" otherwise, and
-// for cuBLAS/cuRAND statuses (`status` is not the CUDA string of `code`).
-std::string asynchronous_fault_note(int code, const char* status);
+// every later call on the device reports it, whichever op made it. False
+// for cuBLAS/cuRAND/NCCL statuses (`status` is not the CUDA string of `code`).
+bool is_sticky_fault(int code, const char* status);
 
 template <class Status>
 inline void check(Status s, const char* file, int line, const char* call) {

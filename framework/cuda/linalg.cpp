@@ -3,7 +3,6 @@
 #include "framework/cuda/cuda_backend.h"
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/gemm.h"
-#include "framework/runtime.h"
 
 namespace amlp::cuda {
 
@@ -11,7 +10,7 @@ void CudaBackend::gemm(bool ta, bool tb, int M, int N, int K, float alpha, const
                        int ldb, float beta, float* C, int ldc) {
   (void)stream();
   if (M <= 0 || N <= 0) return;
-  const bool want_tf32 = amlp::tf32();
+  const bool want_tf32 = want_tf32_.load(std::memory_order_acquire);
   if (want_tf32 != tf32_) {
     AMLP_CUDA_CHECK(cublasSetMathMode(blas_.get(), math_mode(want_tf32)));
     tf32_ = want_tf32;

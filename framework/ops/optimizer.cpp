@@ -1,6 +1,6 @@
-// optimizer.cpp — sgd_update_, the in-place SGD step of one parameter, and
-// sgd_update_multi_, of a list as one op (nn/sgd.cpp's SGD::step queues the
-// latter: one launch for every parameter). Kernels: cpu/optimizer.cpp, cuda/optimizer.cu.
+// optimizer.cpp — both SGD ops: sgd_update_, the in-place step of one
+// parameter, and sgd_update_multi_, of a list as one op, which SGD::step
+// (nn/sgd.cpp) uses. Kernels: cpu/optimizer.cpp, cuda/optimizer.cu.
 #include "framework/ops/op.h"
 
 namespace amlp {

@@ -451,7 +451,7 @@ TEST(QueueErrors, AnUnrelatedTensorOnTheOtherQueueIsNotAffected) {
   // Not downstream of the failure: cpu:1's own tensor reads back normally ...
   const Tensor y = add_scalar(fine, 1.f);
   context(d1).queue.wait_all();
-  EXPECT_EQ(storage(y)->error, nullptr);
+  EXPECT_EQ(storage(y)->error.get(), nullptr);
   // ... and the failure still surfaces at the global blocker.
   EXPECT_THROW(waitall(), KernelError);
   EXPECT_EQ(y.to_host(), std::vector<float>(2, 5.f));
