@@ -180,7 +180,9 @@ int run_driver(const Options& given, std::ostream& rank0_out, std::ostream& err,
                         "): the queued batches finished; the summary and trace say \"interrupted\"");
     status = 128 + sig;
   }
-  if (group) group->finalize();  // last: a launcher ending the job may not wait for it
+  // Last (a launcher ending the job may not wait for it), and also for one
+  // rank under mpirun, which joined MPI though it has no peer (rank_group: none).
+  if (dist::ProcessGroup* g = given.distributed ? dist::ProcessGroup::current() : nullptr) g->finalize();
   return status;
 }
 

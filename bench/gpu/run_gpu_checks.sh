@@ -18,6 +18,8 @@
 #
 #   bench/gpu/run_gpu_checks.sh --plan         every step, its timeout and expected time
 #   bench/gpu/run_gpu_checks.sh quick|deep     from the repository root on the GPU machine
+#   bench/gpu/run_gpu_checks.sh quick STEP...  only those steps of it, in its order (a rerun:
+#                                              quick unpack mpi)
 #   bench/gpu/run_gpu_checks.sh table DIR      the goals table of a quick run's logs
 #   ASYNCMLP_KIT_DRY=1 bench/gpu/run_gpu_checks.sh quick|deep
 #                                              walks every step here: what needs no GPU
@@ -171,6 +173,7 @@ setup_env() {
   fi
   # One node: shared memory between ranks, no fabric libraries probed.
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader
+  export PMIX_MCA_pcompress_base_silence_warning=1
 }
 
 train() {  # TAG ARGS...: one train_mlp run into $dir/TAG.{json,log}
@@ -399,6 +402,13 @@ case $1 in
   quick | deep) cmd=$1 ;;
   *) usage ;;
 esac
+shift
+only=" $* "  # steps asked for by name; none: all of them
+for s in "$@"; do [[ " ${QUICK[*]} ${DEEP[*]} " == *" $s "* ]] || usage; done
+pick() {  # the command's steps, less those not asked for
+  local s
+  for s in "$@"; do [[ "$only" == "  " || "$only" == *" $s "* ]] && echo "$s"; done
+}
 dir=$LOGS/$cmd
 rm -rf "$dir"
 mkdir -p "$dir" "$OUT"
@@ -408,11 +418,13 @@ status=0
 start=$SECONDS
 [ "$DRY" = 1 ] && say "dry run: GPU commands are printed to $dir/dry.txt with their timeouts, not run"
 if [ "$cmd" = quick ]; then
-  run_steps "${QUICK[@]}"
+  # shellcheck disable=SC2046
+  run_steps $(pick "${QUICK[@]}")
 else
   [ -d "$BUILD/bin" ] || { echo "no $BUILD/bin: run quick first (it unpacks $ARCHIVE)" >&2; exit 2; }
   setup_env
-  run_steps "${DEEP[@]}"
+  # shellcheck disable=SC2046
+  run_steps $(pick "${DEEP[@]}")
 fi
 say "$cmd: $((SECONDS - start)) s of ${BUDGET[$cmd]}"
 [ "$DRY" = 1 ] && cat "$dir/dry.txt"

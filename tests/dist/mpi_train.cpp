@@ -108,6 +108,12 @@ TEST_F(MpiTrain, TwoRanksTrainAsOneProcess) {
   const double final_one = read_json(file("one.json"))[0]["final_loss"];
   const double final_two = read_json(file("two.json"))[0]["final_loss"];
   EXPECT_EQ(final_two, final_one);
+  // One rank under mpirun joins MPI, trains like one process and finalizes:
+  // mpirun ends with 0, not "exiting improperly".
+  const Job np1 = run_script(dir(), "$MPIRUN -np 1 $TRAIN " + kRun + " --distributed mpi --memory-log np1.csv");
+  ASSERT_EQ(np1.status, 0) << np1.output;
+  EXPECT_EQ(np1.output.find("improperly"), std::string::npos) << np1.output;
+  EXPECT_EQ(losses(file("np1.csv")), a);
   // Without mpirun, --distributed mpi is one rank: the losses of one process, exactly.
   const Job alone = run_script(dir(), "$TRAIN " + kRun + " --distributed mpi --memory-log alone.csv");
   ASSERT_EQ(alone.status, 0) << alone.output;
