@@ -143,6 +143,23 @@ TEST_P(Training, SgdRejectsBadArguments) {
   EXPECT_NO_THROW(sgd.step(2));
 }
 
+// SGD::step is one op for every parameter on a device (one launch on a
+// GPU): a three-layer MLP's six parameters cost one push, not six.
+TEST_P(Training, SgdStepIsOneOpForEveryParameter) {
+  manual_seed(5);
+  Tensor x = randn({8, 6}, dev()), y = randn({8, 1}, dev());
+  auto net = models::make_mlp(models::LayerSpec{{5, 4}}, 1);
+  (void)mean_loss(*net, x, y);  // initialises the layers
+  SGD sgd(net->parameters(), 0.01f, 0.9f);
+  ASSERT_EQ(net->parameters().size(), 6u);
+  l2_loss((*net)(x), y).backward();
+  waitall();
+  const uint64_t before = queue_stats(dev()).pushed;
+  sgd.step(x.dim(0));
+  EXPECT_EQ(queue_stats(dev()).pushed - before, 1u);
+  waitall();
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, Training, ::testing::ValuesIn(test_devices()), device_name);
 
 }  // namespace
