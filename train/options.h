@@ -76,6 +76,9 @@ struct Options : RunSettings {
   bool compare = false;
   bool compare_policies = false;  // --compare-policies: the allocation policies back to back
   std::vector<int> compare_every{2, 10};  // the every=K modes --compare runs
+  // --sweep: --compare's modes at host work h = f x d for each f (train/sweep.h).
+  bool sweep = false;
+  std::vector<double> sweep_fractions{0, 0.25, 0.5, 0.75, 1, 1.5};
 };
 
 enum class ParseStatus {

@@ -17,6 +17,15 @@
 // "predicted_increase_bytes", "host_s_per_batch", "device_s_per_batch"},
 // and the communication term: "comm_alpha_s", "comm_beta_s_per_byte",
 // "comm_exposed_s_per_batch" (otherwise empty and 0).
+// With --sweep (train/sweep.h) the file is an object instead: {"runs": the
+// array above, "sweep": one row per (fraction, mode): "fraction", "mode",
+// "run" (its index in runs), "host_work_s", "target_h_s", "h_s", "d_s",
+// "x" (h_s / the sweep's d), "wall_s", "predicted_wall_s", "samples_per_s",
+// "predicted_samples_per_s", "speedup", "predicted_speedup", "peak_backlog",
+// "predicted_backlog", "mem_increase_bytes", "predicted_increase_bytes",
+// "model_increase_bytes"; "sweep_model": {"device_s", "queue_host_s",
+// "batches", "batch_size", "bytes_per_batch", "curves": one per mode: "mode",
+// "every", "points": [{"x", "speedup", "backlog", "increase_bytes"}]}}.
 #pragma once
 #include <string>
 #include <vector>
@@ -25,7 +34,10 @@
 
 namespace amlp::train {
 
-std::string summary_json(const std::vector<RunResult>& runs);
-void write_summary_json(const std::string& path, const std::vector<RunResult>& runs);  // throws amlp::Error
+struct SweepResult;
+
+std::string summary_json(const std::vector<RunResult>& runs, const SweepResult* sweep = nullptr);
+// throws amlp::Error
+void write_summary_json(const std::string& path, const std::vector<RunResult>& runs, const SweepResult* sweep = nullptr);
 
 }  // namespace amlp::train
