@@ -18,6 +18,7 @@
 #include "train/help_text.h"
 #include "train/program_options.h"
 #include "train/run_plan.h"
+#include "train/sweep.h"
 #include "train/version.h"
 
 namespace amlp::train {
@@ -30,7 +31,6 @@ constexpr int64_t kMaxBatchSize = int64_t(1) << 24;
 constexpr int64_t kMaxFeatures = int64_t(1) << 24;
 constexpr uint64_t kMaxPendingOps = uint64_t(1) << 40;
 constexpr int64_t kMaxCompareEvery = 1000000;
-constexpr double kMaxSweepFraction = 10;
 constexpr double kMaxStatusEvery_s = 86400;
 
 Parser<int> int_in(int64_t min, int64_t max) {
@@ -88,20 +88,6 @@ float read_momentum(const std::string& t) {
 std::vector<int> read_compare_every(const std::string& t) {
   std::vector<int> out;
   for (int64_t k : parse_int_list(t, "", 1, kMaxCompareEvery)) out.push_back(static_cast<int>(k));
-  return out;
-}
-
-std::vector<double> read_sweep_fractions(const std::string& t) {
-  std::vector<double> out;
-  for (std::string_view item : split_list(t)) {
-    if (item.empty()) throw ParseError("", "must be a comma-separated list of fractions of d in [0, 10] (got " + quote(t) + ")");
-    const double f = parse_float(item, "");
-    if (!(f >= 0 && f <= kMaxSweepFraction))
-      throw ParseError("", "must be a comma-separated list of fractions of d in [0, 10] (got " + quote(t) + ")");
-    for (double seen : out)
-      if (seen == f) throw ParseError("", "names " + std::string(item) + " twice (got " + quote(t) + ")");
-    out.push_back(f);
-  }
   return out;
 }
 
@@ -223,12 +209,10 @@ po::options_description general_options() {
      "printed as a line every SECONDS, in (0, 86400]")
     .option<std::vector<int>>("compare-every", "K1,K2,..", "2,10", read_compare_every,
      "the K of the every=K modes --compare runs, each in [1, 1000000]")
-    .flag("sweep",
-     "measure the device's time per batch d (synchronized batches), then run every mode of --compare with "
-     "the frontend's time per batch h set to each fraction of d in --sweep-fractions (host work calibrated "
-     "until the measured h matches), and print one table: samples/s, speed-up over batch, peak backlog and "
-     "memory increase beside both models' predictions (default: off)")
-    .option<std::vector<double>>("sweep-fractions", "F1,F2,..", "0,0.25,0.5,0.75,1,1.5", read_sweep_fractions,
+    .flag("sweep", "measure the device's time per batch d, then run every mode of --compare at the frontend's "
+     "time per batch h = f x d for each f of --sweep-fractions; one table: samples/s, speed-up over batch, "
+     "peak backlog and memory increase beside both models' predictions (see below; default: off)")
+    .option<std::vector<double>>("sweep-fractions", "F1,F2,..", "0,0.25,0.5,0.75,1,1.5", parse_sweep_fractions,
      "the h/d --sweep runs, each in [0, 10]");
   // clang-format on
   return d;
@@ -385,10 +369,7 @@ ParseOutcome parse_options(const std::vector<std::string>& args) {
   }
   if (out.options.compare && out.options.compare_policies)
     return fail("--compare and --compare-policies each print a table of their own: choose one");
-  if (out.options.sweep && out.options.compare_policies)
-    return fail("--sweep runs --compare's modes, not the allocation policies: drop --compare-policies");
-  if (out.options.sweep && (out.options.host_work.ns || out.options.host_work.match_device))
-    return fail("--sweep sets the host work itself, at each of --sweep-fractions x d: drop --host-work");
+  if (const std::string why = sweep_options_problem(out.options); !why.empty()) return fail(why);
   if (out.options.distributed && !out.options.devices.empty())
     return fail("--devices and --distributed mpi do not combine: under mpirun each rank trains one replica on "
                 "its --device");

@@ -7,6 +7,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "framework/parse.h"
 #include "train/byte_size.h"
 #include "train/distributed_run.h"
 #include "train/experiment.h"
@@ -20,7 +21,7 @@ namespace amlp::train {
 namespace {
 
 constexpr int kDeviceBatches = 16;  // the synchronized batches d is measured over
-constexpr int kHostBatches = 8;     // the synchronized batches a fraction's h is checked over
+constexpr int kHostBatches = 16;     // the synchronized batches a fraction's h is checked over
 constexpr int kCurvePoints = 61;
 
 // `batches` synchronized batches with the host work `w`, quietly (the device
@@ -59,6 +60,29 @@ size_t increase_for(const RunResult& r, int backlog) {
 }
 
 }  // namespace
+
+std::vector<double> parse_sweep_fractions(const std::string& t) {
+  constexpr double kMaxFraction = 10;
+  const std::string must = "must be a comma-separated list of fractions of d in [0, 10] (got " + quote(t) + ")";
+  std::vector<double> out;
+  for (std::string_view item : split_list(t)) {
+    if (item.empty()) throw ParseError("", must);
+    const double f = parse_float(item, "");
+    if (!(f >= 0 && f <= kMaxFraction)) throw ParseError("", must);
+    if (std::find(out.begin(), out.end(), f) != out.end())
+      throw ParseError("", "names " + std::string(item) + " twice (got " + quote(t) + ")");
+    out.push_back(f);
+  }
+  return out;
+}
+
+std::string sweep_options_problem(const Options& o) {
+  if (!o.sweep) return "";
+  if (o.compare_policies) return "--sweep runs --compare's modes, not the allocation policies: drop --compare-policies";
+  if (o.host_work.ns || o.host_work.match_device)
+    return "--sweep sets the host work itself, at each of --sweep-fractions x d: drop --host-work";
+  return "";
+}
 
 std::string fraction_tag(double f) {
   char t[32];
@@ -108,7 +132,11 @@ void run_sweep(const Options& o, std::ostream& out, std::vector<RunResult>& runs
       // What the host work costs alone, then in the loop: its h against f·d, the miss taken off.
       w.ns = calibrated_host_work_ns(w.kind, target - s.queue_host_s);
       checked_h = synchronized_with(o, w, kHostBatches).host_s_per_batch;
-      w.ns = std::max<int64_t>(1000, w.ns + std::llround((target - checked_h) * 1e9));
+      // The loop's own cost per batch is about h0; a miss far past it is a
+      // disturbed measurement (a stall on a busy machine), so the correction
+      // is held to the larger of 2·h0 and a quarter of the target.
+      const double most = std::max(2 * s.queue_host_s, 0.25 * target);
+      w.ns = std::max<int64_t>(1000, w.ns + std::llround(std::clamp(target - checked_h, -most, most) * 1e9));
       w.ns = same_on_every_rank(o, w.ns);
     }
     std::snprintf(line, sizeof line,
