@@ -7,8 +7,11 @@
 Two panels over x = h/d (the frontend's time per batch over the device's):
   1. speed-up over batch (samples/s over the synchronized run's at the same h/d);
   2. memory increase (MB).
-Measured points (one per run, at its measured h/d) over the models' curves, one
-colour per mode. The curves are the summary's "sweep_model" curves, which
+Measured points (filled, one per run, at its measured h/d) beside each run's
+prediction from its own measured h and d (hollow: the throughput model's
+speed-up; the backlog h and d imply x bytes per batch), over the models' curves at
+the sweep's d (lines), one colour per mode. The curves are the summary's
+"sweep_model" curves and the hollow points its rows' predicted fields, which
 train_mlp computes with the same functions as its predictions
 (train/predict.h): this script draws them and computes none of its own.
 Needs matplotlib 3.6 or newer (Debian 12: python3-matplotlib); run by a python3 that
@@ -104,7 +107,7 @@ def main(argv):
     others = iter(OTHER_COLORS * 4)
     for m in modes:
         colors.setdefault(m, next(others, "0.3"))
-    fig, (ax_speed, ax_mem) = plt.subplots(1, 2, figsize=(14.4, 5.4), layout="constrained")
+    fig, (ax_speed, ax_mem) = plt.subplots(1, 2, figsize=(16, 5.4), layout="constrained")
     for c in sorted(model.get("curves", []), key=lambda c: order(c["mode"])):
         xs = [p["x"] for p in c["points"]]
         ax_speed.plot(xs, [p["speedup"] for p in c["points"]], color=colors[c["mode"]], lw=1.3, alpha=0.8)
@@ -116,14 +119,24 @@ def main(argv):
                       color=colors[m], mec="white", label=m)
         ax_mem.plot([r["x"] for r in pts], [r["mem_increase_bytes"] / MB for r in pts], ls="", marker=marker, ms=7,
                     color=colors[m], mec="white", label=m)
+        ax_speed.plot([r["x"] for r in pts], [r.get("predicted_speedup", 0) for r in pts], ls="", marker=marker, ms=9,
+                      mfc="none", mec=colors[m], mew=1.2)
+        ax_mem.plot([r["x"] for r in pts], [r.get("model_increase_bytes", 0) / MB for r in pts], ls="",
+                    marker=marker, ms=9, mfc="none", mec=colors[m], mew=1.2)
     ax_speed.axvline(1.0, color="0.6", lw=0.8, ls=":")
     ax_mem.axvline(1.0, color="0.6", lw=0.8, ls=":")
     ax_speed.set(title="Speed-up over batch", xlabel="h / d (frontend's time per batch / device's)",
                  ylabel="samples/s over batch's at the same h/d")
     ax_mem.set(title="Memory increase", xlabel="h / d (frontend's time per batch / device's)",
                ylabel="memory increase (MB)")
-    ax_speed.legend(title="measured (points), predicted (lines)", fontsize="small", loc="upper right")
-    ax_mem.legend(title="measured (points), predicted (lines)", fontsize="small", loc="upper right")
+    from matplotlib.lines import Line2D
+    keys = [Line2D([], [], color="0.3", ls="", marker="o", mec="white", ms=7),
+            Line2D([], [], color="0.3", ls="", marker="o", mfc="none", ms=9),
+            Line2D([], [], color="0.3", lw=1.3)]
+    handles, labels = ax_mem.get_legend_handles_labels()
+    ax_mem.legend(handles + keys, labels + ["measured", "predicted from\nthe run's h and d",
+                                            "model at the sweep's d,\nno fresh memory"],
+                  fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0), title="mode")
     title = "asyncmlp: the trade between throughput and memory"
     r0 = runs[0] if runs else {}
     if all(k in r0 for k in ("device", "batches", "batch_size")):
