@@ -13,6 +13,7 @@
 #include "train/run_plan.h"
 #include "train/summary_json.h"
 #include "train/sweep.h"
+#include "train/sync_auto.h"
 
 namespace amlp::train {
 
@@ -138,6 +139,12 @@ int run_driver(const Options& given, std::ostream& rank0_out, std::ostream& err,
     } else {
       Options resolved = o;
       resolved.host_work = resolve_host_work(o, out);  // --host-work match: measured once, for every mode
+      if (o.sync_auto) {  // the models choose the mode from the first synchronized batches
+        const AutoChoice c = resolve_sync_auto(resolved, out);
+        resolved.sync = c.chosen.sync;
+        resolved.max_pending_bytes = c.chosen.max_pending_bytes;
+        resolved.sync_chosen = c.why;
+      }
       run_plan(plan_runs(resolved), out, results);
       gather_rank_figures(results);  // collective: rank 0's results gain every rank's figures
       switch (plan_kind(o)) {

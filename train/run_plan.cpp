@@ -145,11 +145,11 @@ void run_plan(const std::vector<PlannedRun>& plan, std::ostream& out, std::vecto
     for (const Device& dev : run_devices(plan.front().spec)) fresh_device(dev);
 }
 
-RunResult measure_synchronized(const RunSettings& settings, int batches) {
+RunResult measure_synchronized(const RunSettings& settings, int batches, const HostWork& w) {
   RunSpec c{settings, "calibration"};
   c.sync = SyncMode{SyncPolicy::EveryBatch, 1};
   c.batches = std::max(1, std::min(batches, settings.batches));
-  c.host_work = HostWork{};
+  c.host_work = w;
   c.max_pending_ops = 0;
   c.max_pending_bytes = 0;
   c.memory_log.clear();

@@ -107,6 +107,7 @@ nlohmann::ordered_json runs_json(const std::vector<RunResult>& runs) {
                    {"end_rss_bytes", r.end_rss},
                    {"max_pending_ops", s.max_pending_ops},
                    {"max_pending_bytes", s.max_pending_bytes},
+                   {"sync_auto", s.sync_chosen.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(s.sync_chosen)},
                    {"final_loss", r.final_loss},
                    {"status", to_string(r.status)},
                    {"failed", r.status == RunStatus::Failed},
