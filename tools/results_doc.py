@@ -185,7 +185,12 @@ model. In the sweep, `h/d` is the fraction asked for, then measured; the
 speed-up is samples/s over `batch`'s at the same h/d (predicted: batch's
 predicted wall time over the mode's); the predicted backlog comes from h and d
 alone (K − floor((K−1)·h/d), capped by the bound), the predicted memory from
-the measured backlog. MB are 10^6 bytes."""
+the measured backlog. Where h ≥ d the predicted backlog is 1 and the measured
+peak is often 2: a peak over the whole run, which one batch the device
+finishes late (a stall on a shared machine) raises; and that second batch is
+mostly done, its earlier buffers freed, so the memory lands under the
+prediction (peak backlog × bytes per batch is an upper bound). MB are 10^6
+bytes."""
 
 
 def main():

@@ -10,6 +10,7 @@
 //     "memory_limit_source": "MemAvailable at start, less a 10% margin"}]
 // A failed run ("status": "failed", "error": the one line printed) and an
 // interrupted one ("interrupted": true) carry what was measured until they stopped.
+// "sync_auto" is what --sync auto chose and why (null without it).
 // "fresh_bytes", "fresh_s_per_gib" (0: not measured) and "fresh_s" are the
 // throughput model's fresh-memory term (train/predict.h). A run across
 // processes (--distributed mpi, rank 0 writes the file) has "ranks": each
