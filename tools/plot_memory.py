@@ -13,7 +13,8 @@ Inputs, by extension:
           memory.none.csv, memory.every10.csv, memory.bounded.csv ...; one per rank with
           --distributed mpi: memory.rank0.csv, memory.rank1.csv, each a line of its own).
           The mode and the rank are read from the file name.
-  *.json  summaries (--summary-json): one object per run, or a list of them.
+  *.json  summaries (--summary-json): one object per run, or a list of them (with --sweep,
+          the "runs" list: tools/plot_sweep.py draws the sweep itself).
 
 Panels (each drawn when its data is there):
   1. tracked bytes in use over wall time, one line per memory log, sampled when
@@ -104,6 +105,8 @@ def read_summaries(path):
             data = json.load(f)
         except json.JSONDecodeError as e:
             raise InputError("%s: not JSON (%s)" % (path, e))
+    if isinstance(data, dict) and isinstance(data.get("runs"), list):  # --sweep: {"runs": [...], "sweep": ...}
+        data = data["runs"]
     runs = data if isinstance(data, list) else [data]
     for i, r in enumerate(runs):
         if not isinstance(r, dict) or not isinstance(r.get("label", r.get("mode")), str):

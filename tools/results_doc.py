@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """docs/results.md from train_mlp's summaries: markdown tables, the machine named.
 
-    bash tools/run.sh                                     # writes out/summary.json, out/host_work.json
-    python3 tools/results_doc.py -o docs/results.md       # reads those two (the second if present)
+    bash tools/run.sh                                     # writes out/summary.json, out/host_work.json, out/sweep.json
+    python3 tools/results_doc.py -o docs/results.md       # reads those three (the last two if present)
     python3 tools/results_doc.py out/summary.json out/d2l.json="The book's size" --note "Idle." -o docs/results.md
 
 Inputs: summaries written by `train_mlp --summary-json` (one object per run, or a
-list of them, as with --compare), each given as FILE or FILE=TITLE. With none,
-out/summary.json and, when it exists, out/host_work.json. For each file: a memory
-table (increase measured against the memory model's prediction) and a throughput
-table (h, d and the throughput model's wall time). The header names the machine
+list of them, as with --compare; with --sweep an object whose "sweep" rows get
+a table of their own), each given as FILE or FILE=TITLE. With none,
+out/summary.json and, when they exist, out/host_work.json and out/sweep.json.
+For each file: a memory table (increase measured against the memory model's
+prediction) and a throughput table (h, d and the throughput model's wall
+time); for a sweep, one table of every (h/d, mode) measured beside both
+models. The header names the machine
 this script runs on (cores, CPU model, memory, kernel, OPENBLAS_CORETYPE, GPUs):
 run it where train_mlp ran. Python 3 standard library only; bad input: one line
 on stderr, exit status 2.
@@ -24,7 +27,8 @@ import subprocess
 import sys
 
 DEFAULTS = [("out/summary.json", "The comparison (`bash tools/run.sh`)"),
-            ("out/host_work.json", "The throughput side: `--host-work match`")]
+            ("out/host_work.json", "The throughput side: `--host-work match`"),
+            ("out/sweep.json", "The whole trade: `--sweep`")]
 
 
 def fail(msg):
@@ -38,10 +42,14 @@ def read_runs(path):
             data = json.load(f)
     except (OSError, ValueError) as e:
         fail(f"cannot read '{path}': {e}")
+    sweep = None
+    if isinstance(data, dict) and isinstance(data.get("runs"), list):  # --sweep
+        sweep = data
+        data = data["runs"]
     runs = data if isinstance(data, list) else [data]
     if not runs or not all(isinstance(r, dict) and "mode" in r for r in runs):
         fail(f"'{path}' is not a train_mlp summary (objects with a 'mode')")
-    return runs
+    return runs, sweep
 
 
 def machine():
@@ -93,6 +101,32 @@ def table(header, rows):
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def sweep_section(title, path, runs, sweep):
+    first = runs[0]
+    model = sweep.get("sweep_model", {})
+    out = [f"## {title}", "",
+           f"`{path}`: {first.get('device', '?')}, {first.get('batches', '?')} batches of "
+           f"{first.get('batch_size', '?')}; d = {num(model.get('device_s'), '.3f', 1e3)} ms per batch "
+           f"(synchronized), h with no host work {num(model.get('queue_host_s'), '.3f', 1e3)} ms. "
+           "Each pair is measured, then predicted; m/p is measured / predicted."]
+    rows, misses = [], []
+    for r in sweep["sweep"]:
+        tput = ratio(r.get("samples_per_s"), r.get("predicted_samples_per_s"), 2)
+        mem = ratio(r.get("mem_increase_bytes"), r.get("predicted_increase_bytes"), 2)
+        rows.append([num(r.get("fraction"), "g"), f"`{r['mode']}`", num(r.get("x"), ".2f"),
+                     num(r.get("samples_per_s"), ".0f"), num(r.get("predicted_samples_per_s"), ".0f"), tput,
+                     num(r.get("speedup"), ".2f"), num(r.get("predicted_speedup"), ".2f"),
+                     r.get("peak_backlog", ""), r.get("predicted_backlog", ""),
+                     mb(r.get("mem_increase_bytes")), mb(r.get("predicted_increase_bytes")), mem])
+        for what, v in (("samples/s", tput), ("memory", mem)):
+            if v and abs(float(v) - 1) > 0.1:
+                misses.append(f"`{r['mode']}` at h/d {r.get('fraction')}: {what} {v}")
+    out += ["", table(["h/d", "mode", "h/d measured", "samples/s", "predicted", "m/p", "speed-up", "predicted",
+                       "peak backlog", "predicted", "mem incr MB", "predicted MB", "m/p"], rows)]
+    out += ["", "More than 10% off: " + ("; ".join(misses) if misses else "none") + "."]
+    return "\n".join(out)
 
 
 def section(title, path, runs):
@@ -147,7 +181,16 @@ the resident set; `peak backlog` the most batches alive at once; `predicted`
 the memory model (peak backlog × bytes per batch); `faults/batch` the minor
 page faults of the median batch in the run's second half; `h` and `d` the
 frontend's and the device's time per batch; `predicted s` the throughput
-model. MB are 10^6 bytes."""
+model. In the sweep, `h/d` is the fraction asked for, then measured; the
+speed-up is samples/s over `batch`'s at the same h/d (predicted: batch's
+predicted wall time over the mode's); the predicted backlog comes from h and d
+alone (K − floor((K−1)·h/d), capped by the bound), the predicted memory from
+the measured backlog. Where h ≥ d the predicted backlog is 1 and the measured
+peak is often 2: a peak over the whole run, which one batch the device
+finishes late (a stall on a shared machine) raises; and that second batch is
+mostly done, its earlier buffers freed, so the memory lands under the
+prediction (peak backlog × bytes per batch is an upper bound). MB are 10^6
+bytes."""
 
 
 def main():
@@ -168,11 +211,13 @@ def main():
     command = " ".join(["python3 tools/results_doc.py"] + shown)
     parts = ["# Results", "",
              "Generated by `tools/results_doc.py`; these commands regenerate this page "
-             "(`tools/run.sh` writes `out/summary.json` and `out/host_work.json`; "
+             "(`tools/run.sh` writes `out/summary.json`, `out/host_work.json` and `out/sweep.json`; "
              "a section from another file names the command that wrote it):", "",
              "```sh", "bash tools/run.sh", command, "```", "",
              f"Machine: {machine()}." + (f" {a.note}" if a.note else ""), ""]
-    parts += [section(title, path, read_runs(path)) + "\n" for path, title in inputs]
+    for path, title in inputs:
+        runs, sweep = read_runs(path)
+        parts.append((sweep_section(title, path, runs, sweep) if sweep else section(title, path, runs)) + "\n")
     parts.append(LEGEND)
     text = "\n".join(parts) + "\n"
     if a.output:

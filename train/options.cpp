@@ -18,6 +18,9 @@
 #include "train/help_text.h"
 #include "train/program_options.h"
 #include "train/run_plan.h"
+#include "train/option_checks.h"
+#include "train/sweep.h"
+#include "train/sync_auto.h"
 #include "train/version.h"
 
 namespace amlp::train {
@@ -137,9 +140,12 @@ po::options_description general_options() {
      "mpi: data parallelism across processes, run as `mpirun -np N train_mlp --distributed mpi ...`: one "
      "rank per process, one replica on its --device (cuda: cuda:<rank on the host>), each batch split "
      "across the ranks, the same losses as one process; not with --devices. Without mpirun: one rank")
-    .option<SyncMode>("sync", "MODE", "batch", parse_sync_mode,
+    .option<SyncChoice>("sync", "MODE", "batch", parse_sync_choice,
      "batch: read the loss after every batch (a blocking item()); none: never wait in the loop, "
-     "waitall() at the end; every=K: read it after every K-th batch")
+     "waitall() at the end; every=K: read it after every K-th batch; auto: the models choose, within "
+     "--memory-budget, from the first synchronized batches' h, d and bytes per batch")
+    .option<size_t>("memory-budget", "BYTES", "0", read_bytes,
+     "--sync auto: the most memory the run may hold for queued batches (its predicted increase)")
     .option<int>("batches", "N", "100", int_in(1, kMaxBatches), "minibatches to train, in [1, 100000000]")
     .option<int>("batch-size", "N", "1024", int_in(1, kMaxBatchSize), "samples per minibatch, in [1, 16777216]")
     .option<int>("features", "N", "512", int_in(1, kMaxFeatures), "input features, in [1, 16777216]")
@@ -207,7 +213,12 @@ po::options_description general_options() {
      "and the budget, samples/s): redrawn in place a few times a second on a terminal; otherwise "
      "printed as a line every SECONDS, in (0, 86400]")
     .option<std::vector<int>>("compare-every", "K1,K2,..", "2,10", read_compare_every,
-     "the K of the every=K modes --compare runs, each in [1, 1000000]");
+     "the K of the every=K modes --compare runs, each in [1, 1000000]")
+    .flag("sweep", "measure the device's time per batch d, then run every mode of --compare at the frontend's "
+     "time per batch h = f x d for each f of --sweep-fractions; one table: samples/s, speed-up over batch, "
+     "peak backlog and memory increase beside both models' predictions (see below; default: off)")
+    .option<std::vector<double>>("sweep-fractions", "F1,F2,..", "0,0.25,0.5,0.75,1,1.5", parse_sweep_fractions,
+     "the h/d --sweep runs, each in [0, 10]");
   // clang-format on
   return d;
 }
@@ -243,7 +254,9 @@ Options to_options(const po::variables_map& vm) {
     o.device_fell_back = false;
   }
   o.distributed = vm["distributed"].as<bool>();
-  o.sync = vm["sync"].as<SyncMode>();
+  o.sync = vm["sync"].as<SyncChoice>().mode;
+  o.sync_auto = vm["sync"].as<SyncChoice>().automatic;
+  o.memory_budget = vm["memory-budget"].as<size_t>();
   o.batches = vm["batches"].as<int>();
   o.batch_size = vm["batch-size"].as<int>();
   o.features = vm["features"].as<int>();
@@ -265,6 +278,8 @@ Options to_options(const po::variables_map& vm) {
   o.host_work.kind = vm["host-work-kind"].as<HostWorkKind>();
   o.compare = vm["compare"].as<bool>();
   o.compare_policies = vm["compare-policies"].as<bool>();
+  o.sweep = vm["sweep"].as<bool>();
+  o.sweep_fractions = vm["sweep-fractions"].as<std::vector<double>>();
   o.quiet = vm["quiet"].as<bool>();
   o.status_every_s = vm["status-every"].as<double>();
   o.memory_log = s("memory-log");
@@ -359,21 +374,7 @@ ParseOutcome parse_options(const std::vector<std::string>& args) {
   } catch (const po::error& e) {
     return fail(option_error(e, ""));
   }
-  if (out.options.compare && out.options.compare_policies)
-    return fail("--compare and --compare-policies each print a table of their own: choose one");
-  if (out.options.distributed && !out.options.devices.empty())
-    return fail("--devices and --distributed mpi do not combine: under mpirun each rank trains one replica on "
-                "its --device");
-  if (out.options.devices.size() > static_cast<size_t>(out.options.batch_size))
-    return fail("--devices: " + std::to_string(out.options.devices.size()) + " devices cannot split a batch of " +
-                std::to_string(out.options.batch_size) + " (--batch-size): each needs at least one row");
-  for (const Device& d : out.options.devices)
-    if (out.options.data_queue && d.is_cuda())
-      return fail("--data-queue needs CPU devices: on " + d.str() +
-                  " every kernel launches onto the device's one stream (use --devices cpu:0,cpu:1)");
-  if (out.options.data_queue && out.options.device.is_cuda())
-    return fail("--data-queue needs a CPU device: on " + out.options.device.str() +
-                " every kernel launches onto the device's one stream (use --device cpu)");
+  if (const std::string why = options_problem(out.options); !why.empty()) return fail(why);
   for (const OutputFile& f : output_files(out.options)) {
     std::string why = output_path_problem(f.path);
     if (!why.empty()) return fail("--" + f.option + ": cannot write '" + f.path + "': " + why);

@@ -54,6 +54,7 @@ struct RunSettings {
   bool distributed = false;
   bool graph = false;                        // --graph on: steady batches launched as one recorded graph
   HostWork host_work;      // --host-work, --host-work-kind (the frontend's work per batch)
+  std::string sync_chosen;  // --sync auto: what the models chose and why ("" otherwise)
   std::string memory_log;  // "" = not written
   bool quiet = false;             // --quiet: no live status line
   double status_every_s = 10;     // --status-every: the status line's period off a terminal
@@ -76,6 +77,13 @@ struct Options : RunSettings {
   bool compare = false;
   bool compare_policies = false;  // --compare-policies: the allocation policies back to back
   std::vector<int> compare_every{2, 10};  // the every=K modes --compare runs
+  // --sweep: --compare's modes at host work h = f x d for each f (train/sweep.h).
+  bool sweep = false;
+  // --sync auto: the sync mode (or pending-bytes bound) the models choose
+  // within --memory-budget (train/sync_auto.h); `sync` is batch until then.
+  bool sync_auto = false;
+  size_t memory_budget = 0;
+  std::vector<double> sweep_fractions{0, 0.25, 0.5, 0.75, 1, 1.5};
 };
 
 enum class ParseStatus {

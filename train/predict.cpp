@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
@@ -27,14 +28,19 @@ size_t predicted_increase(const RunResult& r, size_t i) {
   // A batch's blocks on this device may still be read by another device's
   // queue (the all-reduce reads every replica's gradient) after this queue
   // finished the batch: the batches alive on any queue count (one device: its own).
-  size_t p = static_cast<size_t>(r.peak_backlog_batches) * d.bytes_per_batch;
+  // Back-pressure caps the bytes each queue's pending ops hold; the op
+  // waiting to be queued has already allocated its output.
+  size_t p = backlog_increase(r.peak_backlog_batches, d.bytes_per_batch, r.spec.max_pending_bytes, r.largest_tensor_bytes);
   // --graph on: a batch's buffers are its graph slot's (core/step_memory.h),
   // handed to the batch two later once no handle holds them, however many
   // batches are queued: the slots hold the run's batches.
   if (r.spec.graph) p = std::min(p, graph_slots_bytes(d.bytes_per_batch));
-  // Back-pressure caps the bytes each queue's pending ops hold; the op
-  // waiting to be queued has already allocated its output.
-  if (r.spec.max_pending_bytes) p = std::min(p, r.spec.max_pending_bytes + r.largest_tensor_bytes);
+  return p;
+}
+
+size_t backlog_increase(int backlog_batches, size_t bytes_per_batch, size_t max_pending_bytes, size_t largest_tensor_bytes) {
+  size_t p = static_cast<size_t>(std::max(0, backlog_batches)) * bytes_per_batch;
+  if (max_pending_bytes) p = std::min(p, max_pending_bytes + largest_tensor_bytes);
   return p;
 }
 
@@ -96,6 +102,21 @@ int model_every(const SyncMode& m, int batches, size_t max_pending_bytes, size_t
       return std::max(1, batches);
   }
   return 1;
+}
+
+int predicted_backlog(int batches, int every, double host_s, double device_s, size_t max_pending_bytes,
+                      size_t bytes_per_batch) {
+  if (batches <= 0) return 0;
+  const int k = std::clamp(every, 1, batches);
+  int alive = k;
+  if (device_s <= 0 || host_s >= device_s) {
+    alive = 1;
+  } else if (host_s > 0) {
+    alive = k - static_cast<int>(std::floor(double(k - 1) * host_s / device_s));
+  }
+  if (max_pending_bytes && bytes_per_batch)
+    alive = std::min<int64_t>(alive, static_cast<int64_t>(max_pending_bytes / bytes_per_batch) + 1);
+  return std::max(1, alive);
 }
 
 std::string throughput_terms(const RunResult& r) {

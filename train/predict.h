@@ -59,6 +59,9 @@ namespace amlp::train {
 // --graph on: what the graph slots hold for batches of `bytes_per_batch`.
 size_t graph_slots_bytes(size_t bytes_per_batch);
 size_t predicted_increase(const RunResult& r, size_t i);
+// The enqueue model's arithmetic: backlog x bytes per batch, and with
+// back-pressure of B bytes at most B + one op's largest output.
+size_t backlog_increase(int backlog_batches, size_t bytes_per_batch, size_t max_pending_bytes, size_t largest_tensor_bytes);
 size_t predicted_increase(const RunResult& r);
 // The terms as the run used them: "57 x 52.4 MB per batch",
 // "working set 31.5 MB + 99.0 batches x 2.1 MB of data ahead".
@@ -86,6 +89,15 @@ double predicted_wall_s(int batches, int every, double host_s, double device_s);
 // length for none and for a bounded run whose bound holds at least one batch
 // (a bound under one batch makes the frontend wait for each: 1).
 int model_every(const SyncMode& m, int batches, size_t max_pending_bytes, size_t bytes_per_batch);
+
+// The peak backlog the time model implies for a loop that waits every K
+// batches (its `every`): within a group the frontend queues batch j at j·h
+// while the device, busy from the group's start, has finished floor(j·h/d)
+// of them, so the group's last batch meets K - floor((K-1)·h/d) alive (1
+// when h >= d, K with no host work). Back-pressure of B bytes holds it to
+// B / bytes_per_batch + 1 (the batch being queued).
+int predicted_backlog(int batches, int every, double host_s, double device_s, size_t max_pending_bytes,
+                      size_t bytes_per_batch);
 
 // "100 x max(h, d) + 10 x min(h, d) + fresh": the formula as the run used it.
 std::string throughput_terms(const RunResult& r);

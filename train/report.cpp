@@ -69,6 +69,7 @@ void print_summary(const RunResult& r, std::ostream& out) {
     mode += ")";
   }
   line("mode", mode);
+  if (!s.sync_chosen.empty()) line("sync auto", s.sync_chosen);
   if (r.batches_done < s.batches)
     std::snprintf(buf, sizeof buf, "%.3f s (%d of %d batches of %d: %s)", r.wall_s, r.batches_done, s.batches,
                   s.batch_size, to_string(r.status));

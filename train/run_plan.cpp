@@ -15,6 +15,7 @@
 #include "train/distributed_run.h"
 #include "train/experiment.h"
 #include "train/interrupt.h"
+#include "train/sweep.h"
 
 namespace amlp::train {
 
@@ -144,14 +145,11 @@ void run_plan(const std::vector<PlannedRun>& plan, std::ostream& out, std::vecto
     for (const Device& dev : run_devices(plan.front().spec)) fresh_device(dev);
 }
 
-HostWork resolve_host_work(const RunSettings& settings, std::ostream& out) {
-  HostWork w = settings.host_work;
-  if (!w.match_device) return w;
-  constexpr int kBatches = 8;
-  RunSpec c{settings, "host-work calibration"};
+RunResult measure_synchronized(const RunSettings& settings, int batches, const HostWork& w) {
+  RunSpec c{settings, "calibration"};
   c.sync = SyncMode{SyncPolicy::EveryBatch, 1};
-  c.batches = std::min(kBatches, settings.batches);
-  c.host_work = HostWork{};
+  c.batches = std::max(1, std::min(batches, settings.batches));
+  c.host_work = w;
   c.max_pending_ops = 0;
   c.max_pending_bytes = 0;
   c.memory_log.clear();
@@ -162,14 +160,21 @@ HostWork resolve_host_work(const RunSettings& settings, std::ostream& out) {
     warm.batches = std::min(3, settings.batches);
     run_experiment(warm, quiet);
   }
-  const RunResult r = run_experiment(c, quiet);
+  return run_experiment(c, quiet);
+}
+
+HostWork resolve_host_work(const RunSettings& settings, std::ostream& out) {
+  HostWork w = settings.host_work;
+  if (!w.match_device) return w;
+  constexpr int kBatches = 8;
+  const RunResult r = measure_synchronized(settings, kBatches);
   w.ns = std::max<int64_t>(1000, static_cast<int64_t>(r.device_s_per_batch * 1e9));
   if (dist::ProcessGroup* g = rank_group(settings)) w.ns = rank0_value(*g, w.ns);  // every rank works alike
   w.match_device = false;
   char line[160];
   std::snprintf(line, sizeof line,
                 "host work: %.3f ms per batch (%s), the device's time per batch over %d synchronized batches",
-                w.ns / 1e6, to_string(w.kind).c_str(), c.batches);
+                w.ns / 1e6, to_string(w.kind).c_str(), r.spec.batches);
   out << line << std::endl;
   return w;
 }
@@ -184,8 +189,16 @@ std::string tagged_path(const std::string& path, const std::string& tag) {
 
 std::vector<OutputFile> output_files(const Options& o) {
   std::vector<OutputFile> files;
-  if (!o.memory_log.empty())
+  if (!o.memory_log.empty() && o.sweep) {  // --sweep: --compare's logs for each fraction (train/sweep.h)
+    Options c = o;
+    c.compare = true;
+    for (double f : o.sweep_fractions) {
+      c.memory_log = tagged_path(o.memory_log, fraction_tag(f));
+      for (const PlannedRun& p : plan_runs(c)) files.push_back({"memory-log", p.spec.memory_log});
+    }
+  } else if (!o.memory_log.empty()) {
     for (const PlannedRun& p : plan_runs(o)) files.push_back({"memory-log", p.spec.memory_log});
+  }
   if (!o.trace.empty()) files.push_back({"trace", o.trace});
   if (!o.summary_json.empty()) files.push_back({"summary-json", o.summary_json});
   return files;

@@ -40,6 +40,12 @@ std::vector<PlannedRun> plan_runs(const Options& o);
 // The devices are left clean (nothing pending, the cache handed back).
 void run_plan(const std::vector<PlannedRun>& plan, std::ostream& out, std::vector<RunResult>& results);
 
+// `batches` synchronized batches of the run `s` describes with the host work
+// `w` (none by default), without back-pressure or a memory log, after 3 not
+// measured (cold caches, threads starting), quietly: their d is the device's
+// time per batch, their h what the frontend spends per batch.
+RunResult measure_synchronized(const RunSettings& s, int batches, const HostWork& w = HostWork{});
+
 // --host-work match: the device's time per batch, measured over 8
 // synchronized batches of the run `s` describes, after 3 not measured
 // (printed to `out`); any other setting is returned as it is.

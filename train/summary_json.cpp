@@ -3,10 +3,54 @@
 #include <nlohmann/json.hpp>
 
 #include "framework/write_file.h"
+#include "train/sweep.h"
 
 namespace amlp::train {
 
-std::string summary_json(const std::vector<RunResult>& runs) {
+namespace {
+
+nlohmann::ordered_json sweep_rows_json(const SweepResult& s) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const SweepRow& r : s.rows)
+    rows.push_back({{"fraction", r.fraction},
+                    {"mode", r.mode},
+                    {"run", r.run},
+                    {"host_work_s", r.host_work_ns * 1e-9},
+                    {"target_h_s", r.target_h_s},
+                    {"h_s", r.h_s},
+                    {"d_s", r.d_s},
+                    {"x", s.device_s > 0 ? r.h_s / s.device_s : 0.0},
+                    {"wall_s", r.wall_s},
+                    {"predicted_wall_s", r.predicted_wall_s},
+                    {"samples_per_s", r.samples_per_s},
+                    {"predicted_samples_per_s", r.predicted_samples_per_s},
+                    {"speedup", r.speedup},
+                    {"predicted_speedup", r.predicted_speedup},
+                    {"peak_backlog", r.peak_backlog},
+                    {"predicted_backlog", r.predicted_backlog},
+                    {"mem_increase_bytes", r.mem_increase_bytes},
+                    {"predicted_increase_bytes", r.predicted_increase_bytes},
+                    {"model_increase_bytes", r.model_increase_bytes}});
+  return rows;
+}
+
+nlohmann::ordered_json sweep_model_json(const SweepResult& s) {
+  nlohmann::ordered_json curves = nlohmann::ordered_json::array();
+  for (const SweepCurve& c : s.curves) {
+    nlohmann::ordered_json points = nlohmann::ordered_json::array();
+    for (const SweepCurvePoint& p : c.points)
+      points.push_back({{"x", p.x}, {"speedup", p.speedup}, {"backlog", p.backlog}, {"increase_bytes", p.increase_bytes}});
+    curves.push_back({{"mode", c.mode}, {"every", c.every}, {"points", points}});
+  }
+  return {{"device_s", s.device_s},
+          {"queue_host_s", s.queue_host_s},
+          {"batches", s.batches},
+          {"batch_size", s.batch_size},
+          {"bytes_per_batch", s.bytes_per_batch},
+          {"curves", curves}};
+}
+
+nlohmann::ordered_json runs_json(const std::vector<RunResult>& runs) {
   nlohmann::ordered_json doc = nlohmann::ordered_json::array();
   for (const RunResult& r : runs) {
     nlohmann::ordered_json devices = nlohmann::ordered_json::array();
@@ -63,6 +107,7 @@ std::string summary_json(const std::vector<RunResult>& runs) {
                    {"end_rss_bytes", r.end_rss},
                    {"max_pending_ops", s.max_pending_ops},
                    {"max_pending_bytes", s.max_pending_bytes},
+                   {"sync_auto", s.sync_chosen.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(s.sync_chosen)},
                    {"final_loss", r.final_loss},
                    {"status", to_string(r.status)},
                    {"failed", r.status == RunStatus::Failed},
@@ -104,11 +149,20 @@ std::string summary_json(const std::vector<RunResult>& runs) {
                                                               {"last_reason", r.graph.last_reason}}
                                      : nlohmann::ordered_json()}});
   }
+  return doc;
+}
+
+}  // namespace
+
+std::string summary_json(const std::vector<RunResult>& runs, const SweepResult* sweep) {
+  nlohmann::ordered_json doc = runs_json(runs);
+  if (sweep) doc = nlohmann::ordered_json{
+      {"runs", std::move(doc)}, {"sweep", sweep_rows_json(*sweep)}, {"sweep_model", sweep_model_json(*sweep)}};
   return doc.dump(2, ' ', /*ensure_ascii=*/false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
-void write_summary_json(const std::string& path, const std::vector<RunResult>& runs) {
-  write_file(path, summary_json(runs));
+void write_summary_json(const std::string& path, const std::vector<RunResult>& runs, const SweepResult* sweep) {
+  write_file(path, summary_json(runs, sweep));
 }
 
 }  // namespace amlp::train

@@ -10,6 +10,7 @@
 //     "memory_limit_source": "MemAvailable at start, less a 10% margin"}]
 // A failed run ("status": "failed", "error": the one line printed) and an
 // interrupted one ("interrupted": true) carry what was measured until they stopped.
+// "sync_auto" is what --sync auto chose and why (null without it).
 // "fresh_bytes", "fresh_s_per_gib" (0: not measured) and "fresh_s" are the
 // throughput model's fresh-memory term (train/predict.h). A run across
 // processes (--distributed mpi, rank 0 writes the file) has "ranks": each
@@ -17,6 +18,15 @@
 // "predicted_increase_bytes", "host_s_per_batch", "device_s_per_batch"},
 // and the communication term: "comm_alpha_s", "comm_beta_s_per_byte",
 // "comm_exposed_s_per_batch" (otherwise empty and 0).
+// With --sweep (train/sweep.h) the file is an object instead: {"runs": the
+// array above, "sweep": one row per (fraction, mode): "fraction", "mode",
+// "run" (its index in runs), "host_work_s", "target_h_s", "h_s", "d_s",
+// "x" (h_s / the sweep's d), "wall_s", "predicted_wall_s", "samples_per_s",
+// "predicted_samples_per_s", "speedup", "predicted_speedup", "peak_backlog",
+// "predicted_backlog", "mem_increase_bytes", "predicted_increase_bytes",
+// "model_increase_bytes"; "sweep_model": {"device_s", "queue_host_s",
+// "batches", "batch_size", "bytes_per_batch", "curves": one per mode: "mode",
+// "every", "points": [{"x", "speedup", "backlog", "increase_bytes"}]}}.
 #pragma once
 #include <string>
 #include <vector>
@@ -25,7 +35,10 @@
 
 namespace amlp::train {
 
-std::string summary_json(const std::vector<RunResult>& runs);
-void write_summary_json(const std::string& path, const std::vector<RunResult>& runs);  // throws amlp::Error
+struct SweepResult;
+
+std::string summary_json(const std::vector<RunResult>& runs, const SweepResult* sweep = nullptr);
+// throws amlp::Error
+void write_summary_json(const std::string& path, const std::vector<RunResult>& runs, const SweepResult* sweep = nullptr);
 
 }  // namespace amlp::train

@@ -452,6 +452,7 @@ void expect_summary(const nlohmann::json& s) {
                         "end_rss_bytes",
                         "max_pending_ops",
                         "max_pending_bytes",
+                        "sync_auto",
                         "final_loss",
                         "status",
                         "failed",

@@ -177,7 +177,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"--compare-every 2,1000001", "--compare-every must be comma-separated integers in [1, 1000000]"},
         BadCase{"--device cpu:0x1", "unknown device 'cpu:0x1'"}, BadCase{"--device cpu:+1", "unknown device 'cpu:+1'"},
         BadCase{"--batch-size 0", "--batch-size"}, BadCase{"--batch-size -8", "--batch-size"},
-        BadCase{"--features 0", "--features"}, BadCase{"--sync every=0", "--sync must be batch, none or every=K with K in [1, 1000000000] (got 'every=0')"},
+        BadCase{"--features 0", "--features"}, BadCase{"--sync every=0", "--sync must be auto, batch, none or every=K with K in [1, 1000000000] (got 'every=0')"},
         BadCase{"--sync every=x", "'every=x'"}, BadCase{"--sync every=", "'every='"},
         BadCase{"--sync sometimes", "'sometimes'"}, BadCase{"--hidden 2048,,x", "'2048,,x'"},
         BadCase{"--hidden 2048,0", "'2048,0': item 2 is out of range"}, BadCase{"--lr 0", "--lr must be positive"},

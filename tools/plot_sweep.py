@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""plot_sweep.py — draw train_mlp --sweep's summary with matplotlib (PNG or SVG).
+
+    train_mlp --config configs/quick.ini --sweep --summary-json out/sweep.json
+    python3 tools/plot_sweep.py out/sweep.json -o out/sweep.svg   # or .png
+
+Two panels over x = h/d (the frontend's time per batch over the device's):
+  1. speed-up over batch (samples/s over the synchronized run's at the same h/d);
+  2. memory increase (MB).
+Measured points (filled, one per run, at its measured h/d) beside each run's
+prediction from its own measured h and d (hollow: the throughput model's
+speed-up; the backlog h and d imply x bytes per batch), over the models' curves at
+the sweep's d (lines), one colour per mode. The curves are the summary's
+"sweep_model" curves and the hollow points its rows' predicted fields, which
+train_mlp computes with the same functions as its predictions
+(train/predict.h): this script draws them and computes none of its own.
+Needs matplotlib 3.6 or newer (Debian 12: python3-matplotlib); run by a python3 that
+lacks it, the script runs itself again with /usr/bin/python3.
+Bad input: one line on stderr, exit status 2 (no matplotlib, a failed write: exit 1).
+"""
+import argparse
+import json
+import os
+import re
+import sys
+
+MB = 1e6
+PROG = "plot_sweep.py"
+FIXED_COLORS = {"batch": "C0", "none": "C3", "bounded": "C2"}
+OTHER_COLORS = ["C1", "C4", "C5", "C6", "C9", "C7", "C8"]
+
+
+class InputError(Exception):
+    pass
+
+
+def read_sweep(path):
+    with open(path) as f:
+        try:
+            data = json.load(f)
+        except json.JSONDecodeError as e:
+            raise InputError("%s: not JSON (%s)" % (path, e))
+    if not isinstance(data, dict) or not isinstance(data.get("sweep"), list) or \
+            not isinstance(data.get("sweep_model"), dict):
+        raise InputError("%s: not a sweep summary (train_mlp --sweep --summary-json FILE)" % path)
+    rows, model = data["sweep"], data["sweep_model"]
+    for i, r in enumerate(rows):
+        for key in ("mode", "x", "speedup", "mem_increase_bytes"):
+            if key not in r:
+                raise InputError("%s: sweep row %d has no %s" % (path, i + 1, key))
+    if not rows:
+        raise InputError("%s: the sweep has no rows" % path)
+    return data.get("runs", []), rows, model
+
+
+def order(mode):
+    m = re.fullmatch(r"every=(\d+)", mode)
+    return (0, 0) if mode == "batch" else (1, int(m.group(1))) if m else (2, 0) if mode == "none" else (3, 0)
+
+
+def parse_args(argv):
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):  # one line, exit 2
+            print("%s: error: %s" % (PROG, message), file=sys.stderr)
+            sys.exit(2)
+
+    ap = Parser(prog=PROG, description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n", 1)[1],
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("summary", help="train_mlp --sweep --summary-json FILE")
+    ap.add_argument("-o", "--output", default="sweep.svg", help="file to write, .svg or .png (default sweep.svg)")
+    a = ap.parse_args(argv)
+    if os.path.splitext(a.output)[1].lower() not in (".svg", ".png"):
+        ap.error("-o %s: the output must end in .svg or .png" % a.output)
+    if not os.path.isdir(os.path.dirname(a.output) or "."):
+        ap.error("-o %s: directory '%s' does not exist" % (a.output, os.path.dirname(a.output)))
+    return a
+
+
+def main(argv):
+    a = parse_args(argv)
+    try:
+        runs, rows, model = read_sweep(a.summary)
+    except OSError as e:
+        print("%s: error: cannot read %s: %s" % (PROG, e.filename, e.strerror), file=sys.stderr)
+        return 2
+    except (InputError, UnicodeDecodeError) as e:
+        print("%s: error: %s" % (PROG, e), file=sys.stderr)
+        return 2
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        if tuple(int(v) for v in re.findall(r"\d+", matplotlib.__version__)[:2]) < (3, 6):
+            raise ImportError("matplotlib %s is older than 3.6" % matplotlib.__version__)
+    except ImportError as e:
+        debian = "/usr/bin/python3"
+        if os.path.realpath(sys.executable) != os.path.realpath(debian) and os.access(debian, os.X_OK):
+            os.execv(debian, [debian, os.path.abspath(__file__)] + argv)
+        print("%s: error: no usable matplotlib for %s: %s (Debian: apt-get install python3-matplotlib)"
+              % (PROG, sys.executable, e), file=sys.stderr)
+        return 1
+    plt.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "asyncmlp", "axes.grid": True,
+                         "grid.color": "0.9", "axes.axisbelow": True, "font.size": 11})
+
+    modes = sorted({r["mode"] for r in rows} | {c["mode"] for c in model.get("curves", [])}, key=order)
+    colors = dict(FIXED_COLORS)
+    others = iter(OTHER_COLORS * 4)
+    for m in modes:
+        colors.setdefault(m, next(others, "0.3"))
+    fig, (ax_speed, ax_mem) = plt.subplots(1, 2, figsize=(16, 5.4), layout="constrained")
+    for c in sorted(model.get("curves", []), key=lambda c: order(c["mode"])):
+        xs = [p["x"] for p in c["points"]]
+        ax_speed.plot(xs, [p["speedup"] for p in c["points"]], color=colors[c["mode"]], lw=1.3, alpha=0.8)
+        ax_mem.plot(xs, [p["increase_bytes"] / MB for p in c["points"]], color=colors[c["mode"]], lw=1.3, alpha=0.8)
+    for m in modes:
+        pts = [r for r in rows if r["mode"] == m]
+        marker = "s" if m == "bounded" else "o"
+        ax_speed.plot([r["x"] for r in pts], [r["speedup"] for r in pts], ls="", marker=marker, ms=7,
+                      color=colors[m], mec="white", label=m)
+        ax_mem.plot([r["x"] for r in pts], [r["mem_increase_bytes"] / MB for r in pts], ls="", marker=marker, ms=7,
+                    color=colors[m], mec="white", label=m)
+        ax_speed.plot([r["x"] for r in pts], [r.get("predicted_speedup", 0) for r in pts], ls="", marker=marker, ms=9,
+                      mfc="none", mec=colors[m], mew=1.2)
+        ax_mem.plot([r["x"] for r in pts], [r.get("model_increase_bytes", 0) / MB for r in pts], ls="",
+                    marker=marker, ms=9, mfc="none", mec=colors[m], mew=1.2)
+    ax_speed.axvline(1.0, color="0.6", lw=0.8, ls=":")
+    ax_mem.axvline(1.0, color="0.6", lw=0.8, ls=":")
+    ax_speed.set(title="Speed-up over batch", xlabel="h / d (frontend's time per batch / device's)",
+                 ylabel="samples/s over batch's at the same h/d")
+    ax_mem.set(title="Memory increase", xlabel="h / d (frontend's time per batch / device's)",
+               ylabel="memory increase (MB)")
+    from matplotlib.lines import Line2D
+    keys = [Line2D([], [], color="0.3", ls="", marker="o", mec="white", ms=7),
+            Line2D([], [], color="0.3", ls="", marker="o", mfc="none", ms=9),
+            Line2D([], [], color="0.3", lw=1.3)]
+    handles, labels = ax_mem.get_legend_handles_labels()
+    ax_mem.legend(handles + keys, labels + ["measured", "predicted from\nthe run's h and d",
+                                            "model at the sweep's d,\nno fresh memory"],
+                  fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0), title="mode")
+    title = "asyncmlp: the trade between throughput and memory"
+    r0 = runs[0] if runs else {}
+    if all(k in r0 for k in ("device", "batches", "batch_size")):
+        title += " (%s, %s batches of %s, d = %.3f ms)" % (r0["device"], r0["batches"], r0["batch_size"],
+                                                         model.get("device_s", 0) * 1e3)
+    fig.suptitle(title, fontsize="x-large", fontweight="bold")
+    try:
+        fig.savefig(a.output, dpi=150, metadata={"Date": None} if a.output.lower().endswith(".svg") else None)
+    except OSError as e:
+        print("%s: error: %s" % (PROG, e), file=sys.stderr)
+        return 1
+    print("wrote %s" % a.output)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

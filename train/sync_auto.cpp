@@ -1,0 +1,133 @@
+#include "train/sync_auto.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+
+#include "framework/parse.h"
+#include "train/byte_size.h"
+#include "train/distributed_run.h"
+#include "train/predict.h"
+#include "train/run_plan.h"
+
+namespace amlp::train {
+
+SyncChoice parse_sync_choice(const std::string& text) {
+  if (text == "auto") return {SyncMode{SyncPolicy::EveryBatch, 1}, true};
+  try {
+    return {parse_sync_mode(text), false};
+  } catch (const ParseError&) {  // the option's own name, and auto beside the modes
+    throw ParseError("", "must be auto, batch, none or every=K with K in [1, " + std::to_string(kMaxSyncEvery) +
+                             "] (got " + quote(text) + ")");
+  }
+}
+
+std::string sync_auto_options_problem(const Options& o) {
+  if (!o.sync_auto) {
+    if (o.memory_budget) return "--memory-budget is the budget --sync auto chooses within: add --sync auto";
+    return "";
+  }
+  if (!o.memory_budget) return "--sync auto needs --memory-budget BYTES, the memory it may hold for queued batches";
+  if (o.compare || o.sweep || o.compare_policies)
+    return "--sync auto chooses one run's mode; --compare, --sweep and --compare-policies run modes of their own";
+  if (o.max_pending_bytes || o.max_pending_ops)
+    return "--sync auto chooses the pending-bytes bound itself: drop --max-pending-bytes and --max-pending";
+  if (o.alloc == AllocPolicy::Run || o.graph)
+    return "--sync auto predicts with the enqueue memory model: not with --alloc run or --graph on";
+  return "";
+}
+
+namespace {
+
+AutoCandidate candidate(const std::string& label, SyncMode sync, size_t bound, const AutoChoice& c) {
+  AutoCandidate k;
+  k.label = label;
+  k.sync = sync;
+  k.max_pending_bytes = bound;
+  k.every = model_every(sync, c.batches, bound, c.bytes_per_batch);
+  k.predicted_wall_s = predicted_wall_s(c.batches, k.every, c.host_s, c.device_s);
+  const int backlog = predicted_backlog(c.batches, k.every, c.host_s, c.device_s, bound, c.bytes_per_batch);
+  k.predicted_increase_bytes = backlog_increase(backlog, c.bytes_per_batch, bound, c.largest_tensor_bytes);
+  k.fits = k.predicted_increase_bytes <= c.budget;
+  return k;
+}
+
+}  // namespace
+
+AutoChoice choose_sync(int batches, double host_s, double device_s, size_t bytes_per_batch,
+                       size_t largest_tensor_bytes, size_t budget) {
+  AutoChoice c;
+  c.batches = std::max(1, batches);
+  c.host_s = host_s;
+  c.device_s = device_s;
+  c.bytes_per_batch = bytes_per_batch;
+  c.largest_tensor_bytes = largest_tensor_bytes;
+  c.budget = budget;
+  c.candidates.push_back(candidate("batch", {SyncPolicy::EveryBatch, 1}, 0, c));
+  // every=K: the memory grows with K and the wall time shrinks, so the largest K that fits.
+  int lo = 1, hi = c.batches;
+  while (lo < hi) {
+    const int mid = lo + (hi - lo + 1) / 2;
+    if (candidate("", {SyncPolicy::EveryK, mid}, 0, c).fits) lo = mid;
+    else hi = mid - 1;
+  }
+  if (lo >= 2 && lo < c.batches) c.candidates.push_back(candidate("every=" + std::to_string(lo), {SyncPolicy::EveryK, lo}, 0, c));
+  c.candidates.push_back(candidate("none", {SyncPolicy::Never, 0}, 0, c));
+  // A bound of one batch or more keeps the device as busy as none (the
+  // model's K is N), so the least that does: two batches' bytes, as
+  // --compare's bounded run, or what the budget leaves if that is less.
+  // Under one batch the loop waits for each: batch, no candidate of its own.
+  const size_t room = budget > largest_tensor_bytes ? budget - largest_tensor_bytes : 0;
+  const size_t bound = std::min(2 * bytes_per_batch, room);
+  if (bytes_per_batch && bound >= bytes_per_batch)
+    c.candidates.push_back(candidate("bounded", {SyncPolicy::Never, 0}, bound, c));
+  const AutoCandidate* best = &c.candidates.front();  // batch: the least memory when nothing fits
+  for (const AutoCandidate& k : c.candidates) {
+    if (!k.fits) continue;
+    const bool faster = k.predicted_wall_s < best->predicted_wall_s * (1 - 1e-9);
+    const bool as_fast_less_memory = k.predicted_wall_s <= best->predicted_wall_s * (1 + 1e-9) &&
+                                     k.predicted_increase_bytes < best->predicted_increase_bytes;
+    if (!best->fits || faster || as_fast_less_memory) best = &k;
+  }
+  c.chosen = *best;
+  const AutoCandidate& base = c.candidates.front();
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "chose %s%s: the fastest predicted within the budget, then the least memory: %.3f s (%.2fx batch's "
+                "samples/s), %s of the %s budget",
+                c.chosen.label.c_str(),
+                c.chosen.max_pending_bytes ? (" at " + format_mb(double(c.chosen.max_pending_bytes))).c_str() : "",
+                c.chosen.predicted_wall_s,
+                c.chosen.predicted_wall_s > 0 ? base.predicted_wall_s / c.chosen.predicted_wall_s : 0.0,
+                format_mb(double(c.chosen.predicted_increase_bytes)).c_str(), format_mb(double(budget)).c_str());
+  c.why = line;
+  if (!c.chosen.fits) c.why = "nothing fits, even one batch is over the budget: " + c.why;
+  std::snprintf(line, sizeof line, "; from h %.3f ms, d %.3f ms, %s per batch; the others:", host_s * 1e3,
+                device_s * 1e3, format_mb(double(bytes_per_batch)).c_str());
+  c.why += line;
+  for (const AutoCandidate& k : c.candidates) {
+    if (k.label == c.chosen.label) continue;
+    std::snprintf(line, sizeof line, " %s %.3f s, %s%s;", k.label.c_str(), k.predicted_wall_s,
+                  format_mb(double(k.predicted_increase_bytes)).c_str(), k.fits ? "" : " (over)");
+    c.why += line;
+  }
+  if (c.why.back() == ';') c.why.pop_back();
+  return c;
+}
+
+AutoChoice resolve_sync_auto(const Options& o, std::ostream& out) {
+  constexpr int kBatches = 8;
+  const RunResult r = measure_synchronized(o, kBatches, o.host_work);
+  int64_t h = std::llround(r.host_s_per_batch * 1e9), d = std::llround(r.device_s_per_batch * 1e9);
+  int64_t bpb = int64_t(r.bytes_per_batch), largest = int64_t(r.largest_tensor_bytes);
+  if (dist::ProcessGroup* g = rank_group(o)) {  // every rank chooses alike
+    h = rank0_value(*g, h), d = rank0_value(*g, d);
+    bpb = rank0_value(*g, bpb), largest = rank0_value(*g, largest);
+  }
+  AutoChoice c = choose_sync(o.batches, double(h) * 1e-9, double(d) * 1e-9, size_t(bpb), size_t(largest), o.memory_budget);
+  out << "sync auto: " << c.why << " (over " << r.spec.batches << " synchronized batches)" << std::endl;
+  return c;
+}
+
+}  // namespace amlp::train
