@@ -145,7 +145,7 @@ void run_plan(const std::vector<PlannedRun>& plan, std::ostream& out, std::vecto
     for (const Device& dev : run_devices(plan.front().spec)) fresh_device(dev);
 }
 
-RunResult measure_synchronized(const RunSettings& settings, int batches, const HostWork& w) {
+RunResult measure_synchronized(const RunSettings& settings, int batches, const HostWork& w, bool warm_up) {
   RunSpec c{settings, "calibration"};
   c.sync = SyncMode{SyncPolicy::EveryBatch, 1};
   c.batches = std::max(1, std::min(batches, settings.batches));
@@ -155,7 +155,7 @@ RunResult measure_synchronized(const RunSettings& settings, int batches, const H
   c.memory_log.clear();
   c.quiet = true;
   std::ostringstream quiet;  // its lines are not the run's
-  {
+  if (warm_up) {
     RunSpec warm = c;  // the first batches pay for cold caches and threads starting: not measured
     warm.batches = std::min(3, settings.batches);
     run_experiment(warm, quiet);

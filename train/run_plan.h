@@ -42,9 +42,11 @@ void run_plan(const std::vector<PlannedRun>& plan, std::ostream& out, std::vecto
 
 // `batches` synchronized batches of the run `s` describes with the host work
 // `w` (none by default), without back-pressure or a memory log, after 3 not
-// measured (cold caches, threads starting), quietly: their d is the device's
-// time per batch, their h what the frontend spends per batch.
-RunResult measure_synchronized(const RunSettings& s, int batches, const HostWork& w = HostWork{});
+// measured (cold caches, threads starting; `warm_up` false: the device is
+// warm already), quietly: their d is the device's time per batch, their h
+// what the frontend spends per batch.
+RunResult measure_synchronized(const RunSettings& s, int batches, const HostWork& w = HostWork{},
+                               bool warm_up = true);
 
 // --host-work match: the device's time per batch, measured over 8
 // synchronized batches of the run `s` describes, after 3 not measured

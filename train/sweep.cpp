@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <ostream>
-#include <sstream>
 
 #include "framework/parse.h"
 #include "train/byte_size.h"
@@ -25,20 +24,6 @@ constexpr int kDeviceRepeats = 3;   // this many times (the quickest counts)
 constexpr int kHostBatches = 16;     // the synchronized batches a fraction's h is checked over
 constexpr int kCurvePoints = 61;
 
-// `batches` synchronized batches with the host work `w`, quietly (the device
-// is warm by then): their h is what the frontend spends per batch with it.
-RunResult synchronized_with(const Options& o, const HostWork& w, int batches) {
-  RunSpec c{o, "calibration"};
-  c.sync = SyncMode{SyncPolicy::EveryBatch, 1};
-  c.batches = std::max(1, std::min(batches, o.batches));
-  c.host_work = w;
-  c.max_pending_ops = 0;
-  c.max_pending_bytes = 0;
-  c.memory_log.clear();
-  c.quiet = true;
-  std::ostringstream quiet;
-  return run_experiment(c, quiet);
-}
 
 int64_t same_on_every_rank(const Options& o, int64_t v) {
   if (dist::ProcessGroup* g = rank_group(o)) return rank0_value(*g, v);
@@ -137,7 +122,7 @@ void run_sweep(const Options& o, std::ostream& out, std::vector<RunResult>& runs
     if (target > s.queue_host_s) {
       // What the host work costs alone, then in the loop: its h against f·d, the miss taken off.
       w.ns = calibrated_host_work_ns(w.kind, target - s.queue_host_s);
-      checked_h = synchronized_with(o, w, kHostBatches).host_s_per_batch;
+      checked_h = measure_synchronized(o, kHostBatches, w, /*warm_up=*/false).host_s_per_batch;  // warm by then
       // The loop's own cost per batch is about h0; a miss far past it is a
       // disturbed measurement (a stall on a busy machine), so the correction
       // is held to the larger of 2·h0 and a quarter of the target.
