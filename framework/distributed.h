@@ -1,4 +1,4 @@
-// distributed.h — data parallelism across processes (DESIGN §9): the
+// distributed.h — data parallelism across processes (docs/design.md §9): the
 // process group (one rank per process under mpirun), the queued reduction
 // across ranks, and one replica per rank (nn/dist_data_parallel.h).
 //

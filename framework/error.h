@@ -60,7 +60,7 @@ struct DeviceFault : Error {
 };
 
 // A kernel failed on a backend worker. Kept with the op's name and sequence
-// number, rethrown by the next blocker on the frontend (DESIGN §5).
+// number, rethrown by the next blocker on the frontend (docs/design.md §5).
 //
 // Blame::Culprit: op `seq` failed (its kernel threw, its launch or its
 // allocation failed). Blame::ExposedBy: an asynchronous device fault came to

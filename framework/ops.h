@@ -1,6 +1,6 @@
 // ops.h — frontend ops. Each checks its arguments on the calling thread
 // (a ShapeError names both shapes), allocates its outputs, queues one kernel
-// on its device and returns (DESIGN §1). Ops with a backward record
+// on its device and returns (docs/design.md §1). Ops with a backward record
 // themselves for autograd when an input requires a gradient.
 #pragma once
 #include <cstdint>

@@ -1,4 +1,4 @@
-// process_group.h — the ranks of a run across processes (DESIGN §9): one rank
+// process_group.h — the ranks of a run across processes (docs/design.md §9): one rank
 // per process under `mpirun`, MPI between them. A train-facing handle: who am
 // I (rank, size, rank on this host), the collectives a driver needs before
 // and after its loop (broadcast, an options check, a gather of figures), and
@@ -73,7 +73,7 @@ class ProcessGroup {
   void barrier();  // collective
 
   // Collective, once per batch on every rank: whether every rank stops after
-  // this batch (an interrupt, DESIGN §8, must end every rank at the same
+  // this batch (an interrupt, docs/design.md §8, must end every rank at the same
   // batch, or one waits forever for the others' reductions). Each call posts
   // this rank's `stop` as a non-blocking vote and returns the outcome of the
   // vote posted `lag` calls before (false for the first `lag` calls): a

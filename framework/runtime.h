@@ -26,7 +26,7 @@ struct DeviceContext;  // the engine's view of a device (framework/core/context.
 
 // --- blockers ------------------------------------------------------------------
 // Blocks until every queue of every device has completed its ops; rethrows
-// the first error a kernel left behind (DESIGN §4, §5). Any thread.
+// the first error a kernel left behind (docs/design.md §4, §5). Any thread.
 void waitall();
 
 // --- settings --------------------------------------------------------------------
@@ -43,7 +43,7 @@ bool blocking();
 // queued ops will allocate when they start (QueueStats::unallocated_bytes).
 void set_max_pending(uint64_t ops, size_t bytes);
 
-// When an op's outputs get their memory (DESIGN §3), for tensors made from
+// When an op's outputs get their memory (docs/design.md §3), for tensors made from
 // now on. Enqueue (the default): when the op is queued, so every pending op
 // holds its outputs. Run (MXNet's delay_alloc): when the device's worker
 // starts the op; until then the tensor has a size but no block, and the pool
@@ -99,7 +99,7 @@ class DataQueueGuard {
 // Cap on the bytes a device's pool may reserve (0 = none); an allocation past
 // it raises OutOfMemory after the pool released its cache. `source` is named
 // in that error's message and by memory_limit(). Every CPU pool starts with
-// host_memory_budget() (DESIGN §3: never a kill by the operating system, whose
+// host_memory_budget() (docs/design.md §3: never a kill by the operating system, whose
 // pages are committed lazily); a CUDA pool starts with none (cudaMalloc fails
 // cleanly at the GPU's own size).
 void set_memory_limit(Device d, size_t bytes, const std::string& source = "set_memory_limit()");

@@ -9,7 +9,7 @@
 
 namespace amlp {
 
-// One device's memory pool (tracked bytes; DESIGN §7).
+// One device's memory pool (tracked bytes; docs/design.md §7).
 struct MemoryStats {
   size_t bytes_in_use = 0;    // handed out now
   size_t peak_bytes = 0;      // max of bytes_in_use since the last reset_peaks()

@@ -2,7 +2,7 @@
 //
 // A Tensor is a cheap handle (shared). Creating one through an op allocates
 // its buffer at once and queues the kernel that fills it. Only these block:
-// wait_to_read(), to_host(), item(), operator<< and waitall() (DESIGN §4).
+// wait_to_read(), to_host(), item(), operator<< and waitall() (docs/design.md §4).
 //
 //   Tensor x = randn({1024, 512}, Device::cpu());   // queued, returns at once
 //   Tensor y = relu(x);                              // queued behind it

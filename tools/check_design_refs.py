@@ -5,9 +5,9 @@
   check_design_refs.py --self-test
 
 FOLDER: folders to scan, relative to the repository root. In every file under
-them (sources, scripts, Markdown), a citation is "DESIGN §N", with more
-sections after it on the same line ("DESIGN §3, §6", "DESIGN §1–§7"), or a
-bare "§N" (a file that cites the design once may shorten later citations).
+them (sources, scripts, Markdown), a citation is any "§N": "docs/design.md
+§N", with more sections after it on the same line ("§3, §6", "§1–§7"), or a
+bare "§N" later in a file that cited the design once.
 docs/design.md's sections are its headings "### §N Title". A citation of a
 section that is not there is an error, as is a design document with no
 sections. Prints one line per error and exits 1 if there was any, 0

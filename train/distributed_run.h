@@ -1,5 +1,5 @@
-// distributed_run.h — train_mlp across processes (--distributed mpi, DESIGN
-// §9): one rank per process under mpirun, one replica on each rank's device,
+// distributed_run.h — train_mlp across processes (--distributed mpi,
+// docs/design.md §9): one rank per process under mpirun, one replica on each rank's device,
 // each global batch split across the ranks (framework/nn/dist_data_parallel.h).
 // What the driver does around the runs: joining the ranks (the options
 // checked alike, the device and BLAS threads chosen per rank), the decisions

@@ -1,4 +1,4 @@
-// interrupt.h — SIGINT/SIGTERM for train_mlp (DESIGN §8).
+// interrupt.h — SIGINT/SIGTERM for train_mlp (docs/design.md §8).
 //
 // The first signal only sets a flag: the training loop stops queueing new
 // batches, the queues finish what was queued, the driver writes every output

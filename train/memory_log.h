@@ -4,7 +4,7 @@
 //   MemoryLog log("out/mem.csv");          // opens (truncates) and writes the header; throws amlp::Error
 //   log.write({batch, wall_s, ...});       // one row, flushed
 //
-// Columns (DESIGN.md, "What a user sees", plus the backlog):
+// Columns (docs/cli.md's memory log, plus the backlog):
 //   batch,wall_s,queue_depth,bytes_in_use,peak_bytes,reserved_bytes,rss_bytes,loss,backlog_batches,backlog_bytes,minor_faults
 // The sample is taken when the batch has been queued, before any
 // synchronization; loss is empty when the batch was not synchronized;

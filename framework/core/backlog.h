@@ -1,4 +1,4 @@
-// backlog.h — the bytes a queue's pending ops hold (DESIGN §3, §6).
+// backlog.h — the bytes a queue's pending ops hold (docs/design.md §3, §6).
 //
 // A buffer counts in the backlog of the queue whose op first pins it, once:
 // its pin count (BufferState::pending_uses) rises with every queued op that

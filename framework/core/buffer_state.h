@@ -92,7 +92,7 @@ struct BufferState {
 
   // Set by a worker when the op that should have written the buffer failed
   // (or did not run because its own input had failed): the original error,
-  // which every op and blocker downstream reports (DESIGN §5). Cleared by a
+  // which every op and blocker downstream reports (docs/design.md §5). Cleared by a
   // later successful write. Safe to read at any time; what it says of a
   // given op holds once that op completed and until the next op writing the
   // buffer starts (a HostCopy keeps its own copy's outcome, tensor.cpp).

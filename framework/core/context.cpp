@@ -84,7 +84,7 @@ DeviceContext::DeviceContext(Device d, std::unique_ptr<Backend> b)
   detail::apply_settings(queue);
   if (d.is_cuda()) {
     pool.set_limit(0, "none: the GPU's own memory");
-  } else {  // DESIGN §3: an allocation past the host's budget is an OutOfMemory, never a kill by the OS
+  } else {  // docs/design.md §3: an allocation past the host's budget is an OutOfMemory, never a kill by the OS
     const MemoryBudget b = host_memory_budget();
     pool.set_limit(b.bytes, b.source);
   }

@@ -7,7 +7,7 @@
 // op is queued; under `run` (MXNet's delay_alloc) an op's output is a Storage
 // with a size but no block until the worker starts the op (allocate_now()).
 // A Storage returns its block to the pool when the last handle *and* the last
-// pending op referring to it let go (DESIGN §3). Freed blocks are cached by
+// pending op referring to it let go (docs/design.md §3). Freed blocks are cached by
 // exact (rounded) size and reused, so a steady training loop stops touching fresh pages (or calling cudaMalloc)
 // after its first step.
 //

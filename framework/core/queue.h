@@ -1,7 +1,7 @@
 // queue.h — an in-order asynchronous queue with one backend worker thread.
 //
 // The frontend pushes ops and goes on; the worker runs them one by one, in
-// order (DESIGN §2). An op declares the buffers it reads and writes; its
+// order (docs/design.md §2). An op declares the buffers it reads and writes; its
 // kernel receives their addresses when it runs (OpArgs), so it cannot reach
 // a buffer it did not declare. A kernel's exception is kept with the op's
 // name and sequence number and rethrown by the next blocker (§5); the

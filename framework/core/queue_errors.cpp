@@ -1,5 +1,5 @@
 // queue_errors.cpp — how a kernel's error reaches exactly one blocker
-// (queue.h, DESIGN §5): the queue whose op failed keeps it, and counts the
+// (queue.h, docs/design.md §5): the queue whose op failed keeps it, and counts the
 // failures after it; a blocker that reports it makes every live queue forget
 // it, and says how many came after. An asynchronous device fault is blamed
 // on the op whose completion exposed it, as exposing it.

@@ -11,7 +11,7 @@
 //
 // Safety. A slot's buffer is handed out again either after its Storage died
 // (every handle dropped, every op that used it launched: the pool's own rule,
-// DESIGN §3), or while ops queued earlier still use it but no frontend handle
+// docs/design.md §3), or while ops queued earlier still use it but no frontend handle
 // does: then the same Storage is handed out, with its engine state, so the
 // new writer is ordered after those uses as any write is (enqueue.h: in order
 // on its queue, after another queue's last use). What escapes a step — a loss

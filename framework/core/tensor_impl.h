@@ -26,7 +26,7 @@ namespace detail {
 DeviceContext& ctx_of(const Tensor& t);                      // throws for an undefined tensor
 const std::shared_ptr<Storage>& storage_of(const Tensor& t);
 // A tensor of shape `s` on `c` for an op to write: its buffer is allocated
-// now under the enqueue policy (DESIGN §3), or when the worker starts the
+// now under the enqueue policy (docs/design.md §3), or when the worker starts the
 // writing op under run (alloc_policy()); `now` allocates at once whatever
 // the policy (empty(): no op will write it). Throws ShapeError, allocating
 // nothing, for a negative dimension or an element or byte count that does

@@ -1,4 +1,4 @@
-// failure.cpp — a failed rank ends every rank (DESIGN §9), and the MPI
+// failure.cpp — a failed rank ends every rank (docs/design.md §9), and the MPI
 // helpers the group waits with (mpi_impl.h). Builds with MPI only.
 //
 // Each rank keeps an MPI_Irecv open on the `fail` communicator from any

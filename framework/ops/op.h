@@ -1,6 +1,6 @@
 // op.h — what every frontend op does first (internal to framework/ops):
 // check its arguments on the calling thread, naming the shapes, before
-// anything is allocated or queued (DESIGN §1).
+// anything is allocated or queued (docs/design.md §1).
 #pragma once
 #include <initializer_list>
 #include <string>

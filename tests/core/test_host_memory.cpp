@@ -1,4 +1,4 @@
-// test_host_memory.cpp — the CPU pool's default budget (DESIGN §3): the
+// test_host_memory.cpp — the CPU pool's default budget (docs/design.md §3): the
 // smaller of the cgroup's limit and MemAvailable, less a margin, read from
 // fake /proc and cgroupfs trees; a fresh CPU pool starts with it; an
 // allocation past a limit is a clean OutOfMemory naming the limit and its

@@ -1,4 +1,4 @@
-// test_memory.cpp — memory is held by pending work (DESIGN §3) and measured
+// test_memory.cpp — memory is held by pending work (docs/design.md §3) and measured
 // exactly (§7): k queued training steps hold k times one step's bytes, a
 // buffer returns only when no handle and no pending op refers to it, the
 // peak is the maximum, the cache is reused, running out is a clean

@@ -1,4 +1,4 @@
-// test_queue.cpp — the execution contract (DESIGN "Execution semantics"):
+// test_queue.cpp — the execution contract (docs/design.md §1–§5):
 // pushes return before their kernels run, kernels run in push order on the
 // worker, each blocker waits for exactly what it must, kernel errors cross the
 // queue (or surface at the call site in synchronous mode), back-pressure
@@ -114,7 +114,7 @@ TEST_P(QueueSemantics, WaitallDrainsEveryDevice) {
   }
 }
 
-// The five blockers of DESIGN §4. Each is given a tensor whose producer sits
+// The five blockers of docs/design.md §4. Each is given a tensor whose producer sits
 // behind a shut gate.
 struct Blocker {
   const char* name;
@@ -393,7 +393,7 @@ TEST(StandaloneQueue, DestructionDrainsThenJoins) {
 }
 
 
-// --- errors cross queues (DESIGN §5) ----------------------------------------------
+// --- errors cross queues (docs/design.md §5) ----------------------------------------------
 
 // A failed op on cpu:0 poisons what it should have written: the copy to
 // cpu:1 and every op after it there do not run, and each blocker on any

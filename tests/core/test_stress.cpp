@@ -8,12 +8,12 @@
 //     naming the original op (its name, sequence number and device);
 //   - a blocker on a tensor not downstream reads the values computed on the
 //     side, or first reports a failure not reported yet (the next blocker
-//     reports a kept error, DESIGN §5), never one reported already;
+//     reports a kept error, docs/design.md §5), never one reported already;
 //   - nothing deadlocks (a watchdog thread aborts with a message);
 //   - when every tensor is dropped and waitall() has returned, every buffer
 //     is back in its pool (bytes_in_use at its baseline, no backlog).
-// The frontend API is single-threaded (DESIGN: the frontend thread queues;
-// Storage's bookkeeping is "touched by the frontend thread only"), so the
+// The frontend API is single-threaded (docs/design.md §11: one thread drives
+// each device; the buffers' bookkeeping is that thread's alone), so the
 // ops come from one thread, interleaved across both queues. Two more threads
 // push through the engine's thread-safe entry point, Queue::push (kernels
 // without buffers), and the watchdog reads the statistics meanwhile.
@@ -498,7 +498,7 @@ TEST(QueueStress, RandomCrossQueueWorkWithInjectedFaults) {
 }
 
 // Two failures on two queues, neither read: waitall() reports one, the next
-// waitall() the other; none is dropped (DESIGN §5: kept until a blocker takes it).
+// waitall() the other; none is dropped (docs/design.md §5: kept until a blocker takes it).
 TEST(QueueStress, WaitallReportsEveryQueuesKeptErrorInTurn) {
   ScopedBlocking async(false);
   waitall();

@@ -1,5 +1,5 @@
 // test_cuda_backend.cpp — the CUDA backend against the CPU backend, and the
-// asynchronous contract on a GPU (DESIGN §1–§7).
+// asynchronous contract on a GPU (docs/design.md §1–§7).
 //
 // Differential tests in the ggml test-backend-ops style: every op on cuda:0
 // and cpu:0 from the same inputs, each with the bound it is held to and why;

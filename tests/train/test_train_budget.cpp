@@ -1,4 +1,4 @@
-// test_train_budget.cpp — train_mlp under a host memory budget (DESIGN §3):
+// test_train_budget.cpp — train_mlp under a host memory budget (docs/design.md §3):
 // a run that would outgrow the machine fails with one line and exit 1, fast,
 // instead of being killed by the OS; its memory log, summary and trace stay
 // whole and say why; the same process can run a smaller experiment after.

@@ -1,4 +1,4 @@
-// test_train_interrupt.cpp — SIGINT and SIGTERM (DESIGN §8), through the real
+// test_train_interrupt.cpp — SIGINT and SIGTERM (docs/design.md §8), through the real
 // binary: the first signal stops queueing batches, the queued work finishes,
 // the summary (marked interrupted) and the trace are written and the exit
 // status is 130 / 143; a second signal exits at once. The memory log is valid
