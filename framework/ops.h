@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "framework/tensor.h"
@@ -40,6 +41,10 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b);
 // relu(linear(x, w, b)) with the bias and the ReLU in one pass after the GEMM,
 // and the ReLU's backward fused with the bias gradient (a Dense with ReLU).
 Tensor linear_relu(const Tensor& x, const Tensor& w, const Tensor& b);
+// A Dense layer's weight gradient dW = dzᵀ·x (out, in) and, with `bias`, its
+// bias gradient db = Σ_r dz (out) in one op (one cuBLASLt launch on CUDA);
+// dz (B, out), x (B, in). Not differentiable (linear's backward uses it).
+std::pair<Tensor, Tensor> linear_grad_weight(const Tensor& dz, const Tensor& x, bool bias);
 // Column sums: x (R,C) → (C)   (the bias gradient)
 Tensor sum_rows(const Tensor& x);
 Tensor relu(const Tensor& x);

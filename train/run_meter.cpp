@@ -42,6 +42,7 @@ void RunMeter::start() {
     t.allocated0 = t.batch_allocated = m.bytes_allocated_total;
     t.reserved0 = t.peak_reserved = m.reserved_bytes;
     t.device_allocs0 = m.device_allocs;
+    t.pushed0 = q.pushed;
     t.busy0 = q.busy_s;
     t.held0 = q.held_s;
   }
@@ -161,6 +162,7 @@ void RunMeter::finish(double wall_s) {
   r.peak_queue_depth = 0;
   r.fresh_bytes = 0;
   r.device_allocs = 0;
+  uint64_t pushed = 0;
   double held_s = 0, busy_max = 0;
   uint64_t allocated = 0;
   for (size_t i = 0; i < tracks_.size(); ++i) {
@@ -170,6 +172,7 @@ void RunMeter::finish(double wall_s) {
     const QueueStats q = queue_stats(t.device);
     dr.peak_bytes = m.peak_bytes;
     r.device_allocs += m.device_allocs - t.device_allocs0;
+    pushed += q.pushed - t.pushed0;
     dr.mem_increase_bytes = m.peak_bytes > dr.start_bytes ? m.peak_bytes - dr.start_bytes : 0;
     dr.peak_queue_depth = q.peak_depth;
     dr.peak_backlog_bytes = q.peak_backlog_bytes;
@@ -197,6 +200,7 @@ void RunMeter::finish(double wall_s) {
     r.working_set_bytes += dr.working_set_bytes;
   }
   r.bytes_per_batch = allocated;
+  r.ops_per_batch = r.batches_done > 0 ? double(pushed) / double(r.batches_done) : 0;
   if (r.spec.data_queue) {
     r.peak_data_ahead_bytes = data_queue_stats(tracks_[0].device).peak_backlog_bytes;
     r.peak_data_lead_batches =

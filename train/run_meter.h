@@ -92,6 +92,7 @@ class RunMeter {
     std::deque<std::pair<DeviceTimer, DeviceTimer>> open_timers;
     double timed_s = 0;
     int timed_batches = 0;
+    uint64_t pushed0 = 0;  // ops queued on the device before the loop
     void read_timers(bool wait);
   };
 

@@ -113,6 +113,7 @@ struct RunResult {
   double host_s_per_batch = 0, device_s_per_batch = 0;
   int model_every = 1;
   uint64_t device_allocs = 0;  // calls to the devices' own allocators during the run (cudaMalloc, ...)
+  double ops_per_batch = 0;    // ops queued per batch, every device's (the data's draw and the timers included)
   size_t fresh_bytes = 0;
   double fresh_s_per_gib = 0;
   double fresh_s = 0;  // the model's fresh term (train/predict.h)

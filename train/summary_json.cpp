@@ -130,6 +130,7 @@ nlohmann::ordered_json runs_json(const std::vector<RunResult>& runs) {
                    {"blas_threads", r.blas_threads},
                    {"devices", devices},
                    {"device_allocs", r.device_allocs},
+                   {"ops_per_batch", r.ops_per_batch},
                    {"fresh_bytes", r.fresh_bytes},
                    {"fresh_s_per_gib", r.fresh_s_per_gib},
                    {"fresh_s", r.fresh_s},

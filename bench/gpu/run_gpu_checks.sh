@@ -51,14 +51,14 @@ declare -A BUDGET=([quick]=${KIT_BUDGET:-420} [deep]=${KIT_BUDGET:-300})
 # the budget on purpose: a step gets min(bound, what is left).
 QUICK=(unpack tests perf64 perf1024 floor opcost trace mpi goals)
 DEEP=(sanitize others normals policies hostwork)
-declare -A EXPECT=([unpack]=15 [tests]=90 [perf64]=60 [perf1024]=70 [floor]=12 [opcost]=20 [trace]=12
+declare -A EXPECT=([unpack]=15 [tests]=90 [perf64]=75 [perf1024]=85 [floor]=12 [opcost]=20 [trace]=12
   [mpi]=12 [goals]=3 [sanitize]=110 [others]=60 [normals]=15 [policies]=25 [hostwork]=25)
-declare -A BOUND=([unpack]=90 [tests]=150 [perf64]=110 [perf1024]=120 [floor]=40 [opcost]=45 [trace]=40
+declare -A BOUND=([unpack]=90 [tests]=150 [perf64]=130 [perf1024]=140 [floor]=40 [opcost]=45 [trace]=40
   [mpi]=60 [goals]=20 [sanitize]=160 [others]=120 [normals]=45 [policies]=60 [hostwork]=60)
 declare -A WHAT=(
   [unpack]="unpack $ARCHIVE; the commit it was built from; nvidia-smi, nvcc, cuBLAS/cuRAND, PyTorch, NCCL, mpirun"
   [tests]="the CUDA-touching test executables ($BUILD/cuda_tests.txt, listed by pack.sh), one after another"
-  [perf64]="$ROUNDS rounds at batch 64 (300 batches): train_mlp batch, none (segments, and a cudaMalloc per block), none --alloc run, bounded, graph batch/none | torch_mlp.py eager+graph"
+  [perf64]="$ROUNDS rounds at batch 64 (300 batches): train_mlp batch, none (segments, and a cudaMalloc per block), none --alloc run, bounded, graph batch/none, batch and graph none without cuBLASLt | torch_mlp.py eager+graph"
   [perf1024]="the same at batch 1024 (100 batches)"
   [floor]="bench_cuda_gemm: the eight GEMMs of one step (cuBLAS alone) at 64 and 1024, FP32 and TF32"
   [opcost]="bench_op_cost on cuda0: push, worker per op, round trip, and BM_RawLaunch (the bare-loop floor)"
@@ -76,10 +76,9 @@ declare -A WHAT=(
 # within its bound (memcheck serialises every launch: a whole training suite
 # takes minutes).
 SANITIZE=(
-  "memcheck test_sgd_multi * 40"                                    # SGD::step now one multi-tensor launch
-  "racecheck test_sgd_multi * 30"
-  "synccheck test_sgd_multi * 30"
-  "memcheck test_cuda_graph CudaGraph.HeldStepsTrainLikeEagerLaunches 90"  # step graphs, pool segments
+  "memcheck test_cuda_backend Ops/CudaVsCpu.*/*linear*:Ops/CudaVsCpu.*/*l2*:CudaTraining.EveryDenseGemm* 60"  # cuBLASLt epilogues, the fused loss
+  "racecheck test_cuda_backend Ops/CudaVsCpu.*/*linear_relu*:Ops/CudaVsCpu.*/*l2*:CudaTraining.EveryDenseGemm* 40"
+  "memcheck test_cuda_graph CudaGraph.HeldStepsTrainLikeEagerLaunches 90"  # step graphs with the fused ops
 )
 
 usage() {
@@ -244,10 +243,12 @@ step_tests() {
 
 # The modes timed at each batch size: tag and train_mlp's options.
 # none_malloc: `none` with one cudaMalloc per block (ASYNCMLP_SEGMENTS=0), the
-# pool's segments' effect measured beside them.
+# pool's segments' effect measured beside them; *_nolt: cuBLASLt's fused
+# epilogues off (ASYNCMLP_LT=0: the GEMM and a pass each), the fusion's
+# effect measured beside them.
 MODES=("batch:--sync batch" "none:--sync none" "none_malloc:--sync none" "none_run:--sync none --alloc run"
   "bounded:--sync none --max-pending-bytes 128MiB" "graph_batch:--sync batch --graph on"
-  "graph_none:--sync none --graph on")
+  "graph_none:--sync none --graph on" "batch_nolt:--sync batch" "graph_none_nolt:--sync none --graph on")
 
 perf() {  # BATCH STEPS
   local batch=$1 steps=$2 r m tag opts
@@ -261,6 +262,7 @@ perf() {  # BATCH STEPS
       tag=${m%%:*} opts=${m#*:}
       # shellcheck disable=SC2086
       ASYNCMLP_SEGMENTS=$([ "$tag" = none_malloc ] && echo 0 || echo 1) \
+        ASYNCMLP_LT=$([[ $tag == *_nolt ]] && echo 0 || echo 1) \
         train "perf$batch/train_${tag}_$r" $opts --batches "$steps" --batch-size "$batch" ||
         record FAIL "train_mlp $opts, batch $batch #$r" "see perf$batch/train_${tag}_$r.log"
     done
@@ -299,6 +301,17 @@ step_trace() {
     if train "trace_$g" --sync none --graph "$g" --batch-size 1024 --batches 50 --trace "$dir/trace_$g.trace.json" &&
       x "$(cap 30)" python3 tools/trace_summary.py "$dir/trace_$g.trace.json" >"$dir/trace_$g.txt" 2>&1; then
       record PASS "trace --graph $g" "$(grep -iE 'busy|device' "$dir/trace_$g.txt" | head -3 | tr -s ' \n' ' ')"
+      # The device track's spans by name: with --graph on, each op of a replayed step has its own.
+      x "$(cap 20)" python3 - "$dir/trace_$g.trace.json" >"$dir/trace_${g}_spans.txt" 2>&1 <<'PY'
+import collections, json, sys
+ev = json.load(open(sys.argv[1]))
+ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+tracks = {e["tid"]: e["args"]["name"] for e in ev if e.get("ph") == "M" and e.get("name") == "thread_name"}
+dev = {t for t, n in tracks.items() if n.startswith("device")}
+c = collections.Counter(e["name"] for e in ev if e.get("ph") == "X" and e.get("tid") in dev)
+print("device track spans:", ", ".join(f"{n} {k}" for n, k in c.most_common(12)))
+PY
+      record NOTE "trace --graph $g spans" "$(head -c 400 "$dir/trace_${g}_spans.txt")"
     else
       record FAIL "trace --graph $g" "see trace_$g.log / trace_$g.txt"
     fi

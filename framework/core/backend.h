@@ -32,6 +32,16 @@ struct Backend : RawAllocator, StreamSync {
   virtual void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                     int lda, const float* B, int ldb, float beta, float* C, int ldc) = 0;
   virtual void fill(float* y, size_t n, float value) = 0;
+  // A Dense layer's forward: y(r,o) = act(sum_i x(r,i) * w(o,i) + b(o)); x (B,in),
+  // w (out,in), b (out) or null, act the ReLU when `relu`. By default the GEMM
+  // and one pass for the bias (and the ReLU); CUDA: one cuBLASLt matmul with
+  // the bias and the ReLU in its epilogue.
+  virtual void linear(const float* x, const float* w, const float* b, float* y, int B, int in, int out, bool relu);
+  // A Dense layer's weight and bias gradients: dw(out,in) = dz^T * x and
+  // db(o) = sum_r dz(r,o) in sum_rows' order (db may be null); dz (B,out), x (B,in).
+  // By default the GEMM then sum_rows; CUDA: one cuBLASLt matmul whose
+  // epilogue reduces the bias gradient (BGRADB).
+  virtual void linear_grad_weight(const float* dz, const float* x, float* dw, float* db, int B, int in, int out);
   // y(r,c) = x(r,c) + b(c)      x, y: (rows, cols); b: (cols). y may alias x;
   // x == nullptr broadcasts: y(r,c) = b(c).
   virtual void add_bias(const float* x, const float* b, float* y, int rows, int cols) = 0;
@@ -43,8 +53,10 @@ struct Backend : RawAllocator, StreamSync {
   // Fused backward of bias_relu: dz = dy * (y > 0), and db(c) = sum_r dz(r,c)
   // in the same pass, in sum_rows' order (db may be null).
   virtual void relu_backward_sum_rows(const float* y, const float* dy, float* dz, float* db, int rows, int cols) = 0;
-  // loss(r) = 0.5 * mean_c (pred(r,c) - label(r,c))^2
-  virtual void l2_loss(const float* pred, const float* label, float* loss, int rows, int cols) = 0;
+  // loss(r) = 0.5 * mean_c (pred(r,c) - label(r,c))^2, and in the same pass,
+  // when dpred is not null, the gradient for a unit head:
+  // dpred(r,c) = (pred(r,c) - label(r,c)) / cols (l2_loss_backward's with dloss = 1, bitwise).
+  virtual void l2_loss(const float* pred, const float* label, float* loss, float* dpred, int rows, int cols) = 0;
   // dpred(r,c) = dloss(r) * (pred(r,c) - label(r,c)) / cols
   virtual void l2_loss_backward(const float* pred, const float* label, const float* dloss,
                                 float* dpred, int rows, int cols) = 0;

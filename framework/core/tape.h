@@ -24,6 +24,11 @@ struct Node {
   // Given dL/d(output), returns dL/d(input_i) for each input (undefined where
   // an input needs none).
   std::function<std::vector<Tensor>(const Tensor& grad_out)> backward;
+  // Optional: dL/d(input_i) for a head of ones, made by the forward's own
+  // kernel (l2_loss writes its gradient beside the loss). A backward pass
+  // from a unit head (Tensor::backward, BackwardPass(root)) calls it at the
+  // root instead of queueing the ones and a backward op.
+  std::function<std::vector<Tensor>()> unit_backward;
 };
 
 // Whether ops on this thread record (on unless a NoGradGuard is alive).
@@ -44,7 +49,8 @@ class NoGradGuard {
 namespace detail {
 // Called by ops: attaches a node to `out` if any input requires a gradient.
 void record(Tensor& out, const char* name, std::vector<Tensor> inputs,
-            std::function<std::vector<Tensor>(const Tensor&)> backward);
+            std::function<std::vector<Tensor>(const Tensor&)> backward,
+            std::function<std::vector<Tensor>()> unit_backward = nullptr);
 bool any_requires_grad(std::initializer_list<const Tensor*> ts);
 // The tensors that require a gradient and reach `root` (root included), in
 // topological order: each after every input it needs, so `root` is last.

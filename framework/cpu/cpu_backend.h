@@ -63,7 +63,7 @@ class CpuBackend final : public Backend {
   void sum(const float* x, float* y, size_t n, float scale) override;
   void broadcast_scalar(const float* x, float scale, float* y, size_t n) override;
   // loss.cpp
-  void l2_loss(const float* pred, const float* label, float* loss, int rows, int cols) override;
+  void l2_loss(const float* pred, const float* label, float* loss, float* dpred, int rows, int cols) override;
   void l2_loss_backward(const float* pred, const float* label, const float* dloss, float* dpred, int rows,
                         int cols) override;
   // optimizer.cpp

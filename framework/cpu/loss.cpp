@@ -4,12 +4,14 @@
 namespace amlp::cpu {
 
 // loss(r) = 0.5 · mean_c (p(r,c) − l(r,c))²
-void CpuBackend::l2_loss(const float* p, const float* l, float* loss, int rows, int cols) {
+void CpuBackend::l2_loss(const float* p, const float* l, float* loss, float* dp, int rows, int cols) {
   for (int r = 0; r < rows; ++r) {
     float s = 0.f;
     for (int c = 0; c < cols; ++c) {
-      float d = p[static_cast<size_t>(r) * cols + c] - l[static_cast<size_t>(r) * cols + c];
+      const size_t i = static_cast<size_t>(r) * cols + c;
+      float d = p[i] - l[i];
       s += d * d;
+      if (dp) dp[i] = 1.f * d / cols;  // l2_loss_backward's with dloss = 1, bitwise
     }
     loss[r] = 0.5f * s / cols;
   }

@@ -52,6 +52,7 @@ CudaBackend::~CudaBackend() {
     events_.abandon();
     for (StreamGraph& g : graphs_) g.abandon();
     times_.abandon();
+    lt_.abandon();
     for (EventPtr& e : timer_events_) (void)e.release();
     return;
   }
@@ -67,6 +68,7 @@ CudaBackend::~CudaBackend() {
   host_slot_.reset();
   scratch_.reset();
   rng_.reset();
+  lt_.stop();
   blas_.reset();
   blas_workspace_.reset();
   stream_.reset();
@@ -134,6 +136,7 @@ void CudaBackend::worker_start() {
     AMLP_CUDA_CHECK(cublasSetWorkspace(blas_.get(), blas_workspace_.get(), kBlasWorkspaceBytes));
     AMLP_CUDA_CHECK(cublasSetMathMode(blas_.get(), math_mode(/*tf32=*/false)));
     tf32_ = false;
+    lt_.start(stream_.get(), blas_workspace_.get(), kBlasWorkspaceBytes);  // shares cuBLAS's workspace
     rng_ = make_curand(CURAND_RNG_PSEUDO_PHILOX4_32_10);
     AMLP_CUDA_CHECK(curandSetStream(rng_.get(), stream_.get()));
     scratch_ = device_alloc(kScratchBytes);
@@ -149,8 +152,14 @@ void CudaBackend::worker_start() {
 void CudaBackend::before_op(uint64_t seq, const char* name) {
   nvtxRangePushA(name);
   nvtx_open_ = true;
-  timing_ = started_ && trace::enabled() && !graphs_[0].capturing() && !graphs_[1].capturing();
+  const bool tracing = started_ && trace::enabled();
+  timing_ = tracing && !graphs_[0].capturing() && !graphs_[1].capturing();
   if (timing_) times_.begin(seq, name, stream_.get());
+  for (StreamGraph& g : graphs_)  // recorded: its start mark, for the replays' device track
+    if (tracing && g.capturing()) {
+      g.mark(stream_.get(), name, /*start=*/true);
+      marking_ = &g;
+    }
 }
 
 void CudaBackend::after_op(uint64_t seq, bool tail) {
@@ -160,6 +169,11 @@ void CudaBackend::after_op(uint64_t seq, bool tail) {
   }
   if (!started_) return;
   const cudaError_t launch = cudaGetLastError();
+  if (marking_) {
+    StreamGraph* g = marking_;
+    marking_ = nullptr;
+    if (g->capturing()) g->mark(stream_.get(), nullptr, /*start=*/false);
+  }
   if (timing_) {
     timing_ = false;
     times_.end(stream_.get());
@@ -208,60 +222,6 @@ bool CudaBackend::wait_on_device(StreamSync& producer, uint64_t seq) {
   auto* other = dynamic_cast<CudaBackend*>(&producer);
   if (!other || !other->started_ || !started_) return false;
   return other->events_.stream_wait(seq, stream_.get());  // on this (the worker's) device
-}
-
-bool CudaBackend::capture_begin(int slot) {
-  if (!started_ || blocking_.load(std::memory_order_acquire)) return false;
-  if (last_recorded_ < last_run_) {  // every op launched before has an event: waiters never touch the stream
-    events_.record(last_run_, stream_.get());
-    last_recorded_ = last_run_;
-  }
-  std::lock_guard<std::mutex> lk(capture_mu_);
-  graphs_[slot].begin(stream_.get());
-  capturing_ = true;
-  return true;
-}
-
-void CudaBackend::capture_end(int slot, uint64_t last_seq) {
-  {
-    std::lock_guard<std::mutex> lk(capture_mu_);
-    capturing_ = false;  // end() ends the capture whether it succeeds or not
-  }
-  graphs_[slot].end(stream_.get());
-  launch_graph(slot, last_seq, "step graph (recorded)");
-  events_.record(last_seq, stream_.get());
-  last_run_ = last_recorded_ = last_seq;
-}
-
-// One cudaGraphLaunch; with a trace on, its kernels' time on the GPU is one
-// span on the device's track, like an op's.
-void CudaBackend::launch_graph(int slot, uint64_t last_seq, const char* what) {
-  const bool timed = trace::enabled();
-  if (timed) times_.begin(last_seq, what, stream_.get());
-  try {
-    graphs_[slot].launch(stream_.get());
-  } catch (...) {
-    if (timed) times_.end(stream_.get());  // every begun span ends, or later ones never drain
-    throw;
-  }
-  if (timed) {
-    times_.end(stream_.get());
-    times_.drain();
-  }
-}
-
-bool CudaBackend::replay(int slot, uint64_t last_seq) {
-  if (!started_ || !graphs_[slot].ready() || blocking_.load(std::memory_order_acquire)) return false;
-  launch_graph(slot, last_seq, "step graph (replayed)");
-  events_.record(last_seq, stream_.get());
-  last_run_ = last_recorded_ = last_seq;
-  return true;
-}
-
-void CudaBackend::drop_graph() noexcept {
-  std::lock_guard<std::mutex> lk(capture_mu_);
-  for (StreamGraph& g : graphs_) g.reset();
-  capturing_ = false;
 }
 
 cudaStream_t CudaBackend::stream() const {

@@ -31,6 +31,7 @@
 #include "framework/cuda/device_times.h"
 #include "framework/cuda/event_ring.h"
 #include "framework/cuda/host_block_cache.h"
+#include "framework/cuda/lt_gemm.h"
 #include "framework/cuda/stream_graph.h"
 
 namespace amlp::cuda {
@@ -73,12 +74,17 @@ class CudaBackend final : public Backend {
   void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
             int ldb, float beta, float* C, int ldc) override;
   void fill(float* y, size_t n, float value) override;
+  // linalg.cpp: through cuBLASLt with the epilogue fused (lt_gemm.h), or
+  // composed as Backend's where it has no plan.
+  void linear(const float* x, const float* w, const float* b, float* y, int B, int in, int out, bool relu) override;
+  void linear_grad_weight(const float* dz, const float* x, float* dw, float* db, int B, int in, int out) override;
+  LtGemms::Stats lt_stats() const { return lt_.stats(); }
   void add_bias(const float* x, const float* b, float* y, int rows, int cols) override;
   void relu(const float* x, float* y, size_t n) override;
   void relu_backward(const float* x, const float* dy, float* dx, size_t n) override;
   void bias_relu(float* y, const float* b, int rows, int cols) override;
   void relu_backward_sum_rows(const float* y, const float* dy, float* dz, float* db, int rows, int cols) override;
-  void l2_loss(const float* pred, const float* label, float* loss, int rows, int cols) override;
+  void l2_loss(const float* pred, const float* label, float* loss, float* dpred, int rows, int cols) override;
   void l2_loss_backward(const float* pred, const float* label, const float* dloss, float* dpred, int rows,
                         int cols) override;
   void axpby(float alpha, const float* a, float beta, const float* b, float* y, size_t n) override;
@@ -149,6 +155,7 @@ class CudaBackend final : public Backend {
   StreamPtr stream_;
   CublasPtr blas_;
   DeviceBuffer blas_workspace_;
+  LtGemms lt_;  // the fused Dense GEMMs; shares blas_workspace_
   CurandPtr rng_;
   DeviceBuffer scratch_;          // sum partials (kMaxSumBlocks doubles), then the check_finite slot
   PinnedBuffer host_slot_;        // check_finite's verdict and value
@@ -158,6 +165,7 @@ class CudaBackend final : public Backend {
   StreamGraph graphs_[2];  // the queue's steady step, in its graph slots (worker thread)
   DeviceTimes times_;  // each op's GPU start and end while tracing
   bool timing_ = false;  // worker: the op being run has its start event
+  StreamGraph* marking_ = nullptr;  // worker: the graph recording the op being run has its start mark
   std::mutex capture_mu_;               // a waiter's event record never lands inside a capture
   bool capturing_ = false;              // under capture_mu_: a graph is recording the stream
   uint64_t last_run_ = 0, last_recorded_ = 0;  // worker: the last op after_op saw / gave an event

@@ -18,15 +18,27 @@ cudaEvent_t DeviceTimes::take_locked() {
   return owned_.back().get();
 }
 
+void DeviceTimes::ensure_ref_locked(cudaStream_t s) {
+  if (ref_) return;
+  // The trace's clock: the GPU passes ref_ at (about) ref_us_.
+  track_ = trace::register_track("device " + device_);
+  ref_ = take_locked();
+  AMLP_CUDA_CHECK(cudaEventRecord(ref_, s));
+  AMLP_CUDA_CHECK(cudaEventSynchronize(ref_));
+  ref_us_ = trace::now_us();
+}
+
+std::pair<cudaEvent_t, cudaEvent_t> DeviceTimes::external(uint64_t seq, const char* name, cudaStream_t s) {
+  std::lock_guard<std::mutex> lk(mu_);
+  ensure_ref_locked(s);
+  Entry e{seq, name, take_locked(), take_locked(), true};
+  live_.push_back(e);
+  return {e.start, e.stop};
+}
+
 void DeviceTimes::begin(uint64_t seq, const char* name, cudaStream_t s) {
   std::lock_guard<std::mutex> lk(mu_);
-  if (!ref_) {  // the trace's clock: the GPU passes ref_ at (about) ref_us_
-    track_ = trace::register_track("device " + device_);
-    ref_ = take_locked();
-    AMLP_CUDA_CHECK(cudaEventRecord(ref_, s));
-    AMLP_CUDA_CHECK(cudaEventSynchronize(ref_));
-    ref_us_ = trace::now_us();
-  }
+  ensure_ref_locked(s);
   Entry e{seq, name, take_locked(), nullptr, false};
   AMLP_CUDA_CHECK(cudaEventRecord(e.start, s));
   live_.push_back(e);

@@ -15,6 +15,7 @@
 #include <deque>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "framework/cuda/cuda_handles.h"
@@ -29,6 +30,9 @@ class DeviceTimes {
 
   void begin(uint64_t seq, const char* name, cudaStream_t s);  // worker
   void end(cudaStream_t s);                                    // worker, after begin()
+  // A span whose two events are recorded by someone else (a graph's mark
+  // nodes, stream_graph.h): the events to point them at, in the trace's order.
+  std::pair<cudaEvent_t, cudaEvent_t> external(uint64_t seq, const char* name, cudaStream_t s);  // worker
   void drain();                                                // any thread; never blocks on the GPU
   void clear() noexcept;                                       // destroys every event
   void abandon() noexcept;                                     // forgets them (the runtime is gone)
@@ -41,6 +45,7 @@ class DeviceTimes {
     bool ended;
   };
   cudaEvent_t take_locked();
+  void ensure_ref_locked(cudaStream_t s);  // the trace's clock, set by the first span
 
   std::string device_;
   std::mutex mu_;

@@ -11,7 +11,10 @@ namespace amlp::cuda {
 
 namespace {
 
-__global__ void l2_loss_row_thread_kernel(const float* p, const float* l, float* loss, size_t rows, int cols) {
+// dp, when not null: the gradient for a unit head, (p - l) / cols, bitwise
+// l2_loss_backward_kernel's with dloss = 1.
+__global__ void l2_loss_row_thread_kernel(const float* p, const float* l, float* loss, float* dp, size_t rows,
+                                          int cols) {
   for (size_t r = global_thread(); r < rows; r += grid_threads()) {
     const float* pr = p + r * cols;
     const float* lr = l + r * cols;
@@ -19,6 +22,7 @@ __global__ void l2_loss_row_thread_kernel(const float* p, const float* l, float*
     for (int c = 0; c < cols; ++c) {
       const float d = __fsub_rn(pr[c], lr[c]);
       s = __fadd_rn(s, __fmul_rn(d, d));
+      if (dp) dp[r * cols + c] = __fdiv_rn(d, static_cast<float>(cols));
     }
     loss[r] = __fdiv_rn(__fmul_rn(0.5f, s), static_cast<float>(cols));
   }
@@ -26,7 +30,8 @@ __global__ void l2_loss_row_thread_kernel(const float* p, const float* l, float*
 
 // Whole warps per row: the row index is the same in every lane, so the
 // shuffles below always run with all 32 lanes.
-__global__ void l2_loss_row_warp_kernel(const float* p, const float* l, float* loss, size_t rows, int cols) {
+__global__ void l2_loss_row_warp_kernel(const float* p, const float* l, float* loss, float* dp, size_t rows,
+                                        int cols) {
   const int lane = threadIdx.x & 31;
   const size_t warps = grid_threads() / 32;
   for (size_t r = global_thread() / 32; r < rows; r += warps) {
@@ -36,6 +41,7 @@ __global__ void l2_loss_row_warp_kernel(const float* p, const float* l, float* l
     for (int c = lane; c < cols; c += 32) {
       const float d = __fsub_rn(pr[c], lr[c]);
       s = __fadd_rn(s, __fmul_rn(d, d));
+      if (dp) dp[r * cols + c] = __fdiv_rn(d, static_cast<float>(cols));
     }
     for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
     if (lane == 0) loss[r] = __fdiv_rn(__fmul_rn(0.5f, s), static_cast<float>(cols));
@@ -54,14 +60,14 @@ __global__ void l2_loss_backward_kernel(const float* p, const float* l, const fl
 
 // One thread per row in the CPU's order (bitwise) for cols <= kL2RowThreadMaxCols,
 // one warp per row (a tree sum) above it.
-void CudaBackend::l2_loss(const float* p, const float* l, float* loss, int rows, int cols) {
+void CudaBackend::l2_loss(const float* p, const float* l, float* loss, float* dp, int rows, int cols) {
   cudaStream_t s = stream();
   if (rows <= 0) return;
   const size_t r = static_cast<size_t>(rows);
   if (cols <= kL2RowThreadMaxCols)
-    l2_loss_row_thread_kernel<<<blocks_for(r), kBlock, 0, s>>>(p, l, loss, r, cols);
+    l2_loss_row_thread_kernel<<<blocks_for(r), kBlock, 0, s>>>(p, l, loss, dp, r, cols);
   else
-    l2_loss_row_warp_kernel<<<blocks_for(r * 32), kBlock, 0, s>>>(p, l, loss, r, cols);
+    l2_loss_row_warp_kernel<<<blocks_for(r * 32), kBlock, 0, s>>>(p, l, loss, dp, r, cols);
   AMLP_CUDA_CHECK_LAUNCH();
 }
 

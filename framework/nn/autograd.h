@@ -35,6 +35,9 @@ void backward(const Tensor& root, const Tensor& head);
 class BackwardPass {
  public:
   BackwardPass(const Tensor& root, const Tensor& head);
+  // With a head of ones (Tensor::backward's): made only if the root's op
+  // cannot give its unit gradients itself (Node::unit_backward).
+  explicit BackwardPass(const Tensor& root);
   ~BackwardPass();
   BackwardPass(const BackwardPass&) = delete;
   BackwardPass& operator=(const BackwardPass&) = delete;

@@ -61,7 +61,7 @@ void DataParallel::backward(const std::vector<Tensor>& roots) {
   std::vector<std::unique_ptr<BackwardPass>> passes;
   for (const Tensor& r : roots) {
     if (!r.defined()) throw Error("DataParallel::backward: an undefined output");
-    passes.push_back(std::make_unique<BackwardPass>(r, ones(r.shape(), r.device())));
+    passes.push_back(std::make_unique<BackwardPass>(r));  // a head of ones
   }
   // The replicas' graphs are the same, so their leaves come in the same order.
   std::vector<Tensor> leaves(size()), grads(size());

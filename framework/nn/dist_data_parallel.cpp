@@ -73,7 +73,7 @@ Tensor DistDataParallel::randn_local(const Shape& global) const {
 
 void DistDataParallel::backward(const Tensor& root) {
   if (!root.defined()) throw Error("DistDataParallel::backward: an undefined output");
-  BackwardPass pass(root, ones(root.shape(), root.device()));
+  BackwardPass pass(root);  // a head of ones
   for (Tensor leaf = pass.next_leaf(); leaf.defined(); leaf = pass.next_leaf()) {
     const Tensor sum = all_reduce_sum(leaf.grad(), *group_);
     leaf.impl()->grad = sum.impl_ptr();

@@ -1,5 +1,7 @@
 // linalg.cpp — matmul, bias_add and linear (a Dense layer's GEMM). Kernels:
 // cpu/linalg.cpp (OpenBLAS), cuda/linalg.cpp (cuBLAS); add_bias in elementwise.
+#include <tuple>
+
 #include "framework/ops/op.h"
 
 namespace amlp {
@@ -58,6 +60,26 @@ Tensor bias_add(const Tensor& x, const Tensor& b) {
   return y;
 }
 
+std::pair<Tensor, Tensor> linear_grad_weight(const Tensor& dz, const Tensor& x, bool bias) {
+  need_defined("linear_grad_weight", {&dz, &x});
+  need_2d("linear_grad_weight", dz, "dz", &x, "x");
+  need_2d("linear_grad_weight", x, "x", &dz, "dz");
+  same_device("linear_grad_weight", {&dz, &x});
+  if (dz.dim(0) != x.dim(0))
+    throw ShapeError(detail::concat("linear_grad_weight: dz ", shape_str(dz.shape()), " and x ", shape_str(x.shape()),
+                                    " do not fit (both need one row per sample)"));
+  const int B = dim_int("linear_grad_weight", dz, 0, &x, "x"), out = dim_int("linear_grad_weight", dz, 1, &x, "x"),
+            in = dim_int("linear_grad_weight", x, 1, &dz, "dz");
+  detail::check_shape("linear_grad_weight", {out, in});
+  Tensor dw = alloc({out, in}, ctx_of(dz)), db;
+  if (bias) db = alloc({out}, ctx_of(dz));
+  enqueue(ctx_of(dz), "linear_grad_weight", {&dz, &x}, {&dw, &db}, dims({B, in, out, bias}),
+          [B, in, out](Backend& be, const OpArgs& k) {
+    be.linear_grad_weight(k.in(0), k.in(1), k.out(0), k.out(1), B, in, out);
+  });
+  return {dw, db};
+}
+
 // The checks and sizes linear and linear_relu share: y is (B, out).
 namespace {
 struct LinearDims {
@@ -86,20 +108,19 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   Tensor y = alloc({B, out}, ctx_of(x));  // y: (B, out)
   enqueue(ctx_of(x), "linear", {&x, &w, &b}, {&y}, dims({B, in, out}),
           [B = B, in = in, out = out](Backend& be, const OpArgs& k) {
-    float beta = 0.f;
-    if (const float* pb = k.in(2)) {  // y = broadcast(b), then y += x·Wᵀ in the same GEMM
-      be.add_bias(/*x=*/nullptr, pb, k.out(0), B, out);
-      beta = 1.f;
-    }
-    be.gemm(false, /*trans_b=*/true, B, out, in, 1.f, k.in(0), in, k.in(1), in, beta, k.out(0), out);
+    be.linear(k.in(0), k.in(1), k.in(2), k.out(0), B, in, out, /*relu=*/false);
   });
   if (detail::any_requires_grad({&x, &w, &b}))
     detail::record(y, "linear", {x, w, b}, [x, w, b](const Tensor& g) {
-      // g: (B, out).  dX = g·W (B, in);  dW = gᵀ·X (out, in);  db = Σ_r g (out)
+      // g: (B, out).  dX = g·W (B, in);  dW = gᵀ·X (out, in) and db = Σ_r g (out) in one op
       Tensor dx, dw, db;
       if (x.requires_grad()) dx = matmul(g, w);
-      if (w.requires_grad()) dw = matmul(g, x, /*transpose_a=*/true);
-      if (b.defined() && b.requires_grad()) db = sum_rows(g);
+      const bool want_b = b.defined() && b.requires_grad();
+      if (w.requires_grad()) {
+        std::tie(dw, db) = linear_grad_weight(g, x, want_b);
+      } else if (want_b) {
+        db = sum_rows(g);
+      }
       return std::vector<Tensor>{dx, dw, db};
     });
   return y;
@@ -110,8 +131,7 @@ Tensor linear_relu(const Tensor& x, const Tensor& w, const Tensor& b) {
   Tensor y = alloc({B, out}, ctx_of(x));
   enqueue(ctx_of(x), "linear_relu", {&x, &w, &b}, {&y}, dims({B, in, out}),
           [B = B, in = in, out = out](Backend& be, const OpArgs& k) {
-    be.gemm(false, /*trans_b=*/true, B, out, in, 1.f, k.in(0), in, k.in(1), in, 0.f, k.out(0), out);
-    be.bias_relu(k.out(0), k.in(2), B, out);  // y = max(y + b, 0): one pass over y
+    be.linear(k.in(0), k.in(1), k.in(2), k.out(0), B, in, out, /*relu=*/true);  // y = max(x·Wᵀ + b, 0)
   });
   if (detail::any_requires_grad({&x, &w, &b}))
     detail::record(y, "linear_relu", {x, w, b}, [x, w, b, yv = detail::alias(y), B = B, out = out](const Tensor& g) {

@@ -18,24 +18,36 @@ Tensor l2_loss(const Tensor& pred, const Tensor& label) {
                                     " values)"));
   const int rows = dim_int("l2_loss", pred, 0), cols = dim_int("l2_loss", pred, 1);
   Tensor y = alloc({B}, ctx_of(pred));  // loss: (B)
-  enqueue(ctx_of(pred), "l2_loss", {&pred, &label}, {&y}, dims({rows, cols}), [=](Backend& be, const OpArgs& k) {
-    be.l2_loss(k.in(0), k.in(1), k.out(0), rows, cols);
+  const bool grad = detail::any_requires_grad({&pred, &label});
+  // With a gradient to come, the same kernel writes it for a head of ones
+  // (dpu): a backward from Tensor::backward() then queues nothing for the loss.
+  Tensor dpu = grad && pred.requires_grad() ? alloc(pred.shape(), ctx_of(pred)) : Tensor();
+  enqueue(ctx_of(pred), "l2_loss", {&pred, &label}, {&y, &dpu}, dims({rows, cols}), [=](Backend& be, const OpArgs& k) {
+    be.l2_loss(k.in(0), k.in(1), k.out(0), k.out(1), rows, cols);
   });
-  if (detail::any_requires_grad({&pred, &label}))
-    detail::record(y, "l2_loss", {pred, label}, [pred, label, rows, cols](const Tensor& g) {
-      // g: (B).  dpred(r,c) = g(r)·(pred − label)/C;  dlabel = −dpred
-      Tensor dp = alloc(pred.shape(), ctx_of(pred));
-      enqueue(ctx_of(pred), "l2_loss_backward", {&pred, &label, &g}, {&dp}, dims({rows, cols}),
-              [=](Backend& be, const OpArgs& k) {
-        be.l2_loss_backward(k.in(0), k.in(1), k.in(2), k.out(0), rows, cols);
-      });
-      Tensor dl;
-      if (label.requires_grad()) {
-        dl = scale(dp, -1.f);
-        dl.impl()->shape = label.shape();
-      }
-      return std::vector<Tensor>{dp, dl};
-    });
+  if (!grad) return y;
+  // dlabel = −dpred
+  auto label_grad = [label](const Tensor& dp) {
+    Tensor dl;
+    if (label.requires_grad()) {
+      dl = scale(dp, -1.f);
+      dl.impl()->shape = label.shape();
+    }
+    return dl;
+  };
+  auto unit = [dpu, label_grad] { return std::vector<Tensor>{dpu, label_grad(dpu)}; };
+  detail::record(
+      y, "l2_loss", {pred, label},
+      [pred, label, rows, cols, label_grad](const Tensor& g) {
+        // g: (B).  dpred(r,c) = g(r)·(pred − label)/C
+        Tensor dp = alloc(pred.shape(), ctx_of(pred));
+        enqueue(ctx_of(pred), "l2_loss_backward", {&pred, &label, &g}, {&dp}, dims({rows, cols}),
+                [=](Backend& be, const OpArgs& k) {
+          be.l2_loss_backward(k.in(0), k.in(1), k.in(2), k.out(0), rows, cols);
+        });
+        return std::vector<Tensor>{dp, label_grad(dp)};
+      },
+      dpu.defined() ? std::function<std::vector<Tensor>()>(unit) : nullptr);
   return y;
 }
 

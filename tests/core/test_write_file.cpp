@@ -474,6 +474,7 @@ void expect_summary(const nlohmann::json& s) {
                         "blas_threads",
                         "devices",
                         "device_allocs",
+                        "ops_per_batch",
                         "fresh_bytes",
                         "fresh_s_per_gib",
                         "fresh_s",

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <iostream>
@@ -196,6 +197,20 @@ std::vector<OpCase> op_cases() {
                  return grad_of(in[0]);
                },
                Bound::Exact, 0, same_ops});
+  // backward() from the loss takes the gradient its forward wrote (the unit
+  // head); an explicit head runs the backward kernel.
+  c.push_back({"l2_loss_unit_grad_wide", {{100, 300}, {100, 300}}, [](Device, In& in) {
+                 in[0].requires_grad_();
+                 l2_loss(in[0], in[1]).backward();
+                 return grad_of(in[0]);
+               },
+               Bound::Exact, 0, same_ops});
+  c.push_back({"l2_loss_backward_explicit_head", {{100, 7}, {100, 7}, {100}}, [](Device, In& in) {
+                 in[0].requires_grad_();
+                 backward(l2_loss(in[0], in[1]), in[2]);
+                 return grad_of(in[0]);
+               },
+               Bound::Exact, 0, same_ops});
   c.push_back({"sum", {{1000, 37}}, [](Device, In& in) { return sum(in[0]); }, Bound::ElemRel, 1e-6,
                "both accumulate in double, then round to float once"});
   c.push_back({"mean", {{4097}}, [](Device, In& in) { return mean(in[0]); }, Bound::ElemRel, 1e-6,
@@ -257,6 +272,26 @@ std::vector<OpCase> op_cases() {
                Bound::NormRel, 1e-5, gemm});
   c.push_back({"linear_relu_grad_bias", {{256, 512}, {2048, 512}, {2048}, {256, 2048}}, linear_relu_grad(2),
                Bound::NormRel, 2e-5, colsum});
+  // cuBLASLt's epilogues (lt_gemm.h): the d2l output layer (one unit), odd
+  // sizes, no bias; the weight gradient with its bias gradient (BGRADB).
+  c.push_back({"linear_d2l_layer3", {{1024, 512}, {1, 512}, {1}},
+               [](Device, In& in) { return linear(in[0], in[1], in[2]); }, Bound::NormRel, 1e-5, gemm});
+  c.push_back({"linear_relu_odd_sizes", {{37, 13}, {7, 13}, {7}},
+               [](Device, In& in) { return linear_relu(in[0], in[1], in[2]); }, Bound::NormRel, 1e-5, gemm});
+  c.push_back({"linear_relu_no_bias", {{64, 512}, {2048, 512}},
+               [](Device, In& in) { return linear_relu(in[0], in[1], Tensor()); }, Bound::NormRel, 1e-5, gemm});
+  auto grad_weight = [](bool db) {
+    return [db](Device, In& in) {
+      auto [dw, b] = linear_grad_weight(in[0], in[1], db);
+      return db ? b : dw;
+    };
+  };
+  c.push_back({"linear_grad_weight_d2l_layer3", {{1024, 1}, {1024, 512}}, grad_weight(false), Bound::NormRel, 1e-5,
+               gemm});
+  c.push_back({"linear_grad_bias_d2l_layer3", {{1024, 1}, {1024, 512}}, grad_weight(true), Bound::NormRel, 2e-5,
+               colsum});
+  c.push_back({"linear_grad_weight_odd_sizes", {{37, 7}, {37, 13}}, grad_weight(false), Bound::NormRel, 1e-5, gemm});
+  c.push_back({"linear_grad_bias_odd_sizes", {{37, 7}, {37, 13}}, grad_weight(true), Bound::NormRel, 2e-5, colsum});
   c.push_back({"sgd_update", {{2048, 3}, {2048, 3}}, [](Device, In& in) {
                  Tensor none;
                  sgd_update_(in[0], in[1], none, 0.005f, 0.f, 1e-4f, 1.f / 1024);
@@ -412,6 +447,27 @@ TEST_F(CudaTraining, MlpLossesMatchTheCpuFor20StepsWithTf32Off) {
   std::cout << "[   INFO   ] loss step 0: cpu " << want.front() << " cuda " << got.front() << "; step 19: cpu "
             << want.back() << " cuda " << got.back() << "\n";
   EXPECT_LT(want.back(), want.front()) << "the model should learn something in 20 steps";
+}
+
+// Every Dense GEMM of a d2l step runs through cuBLASLt with its epilogue
+// (one launch): three forwards and the output layer's weight-and-bias
+// gradient per step, none composed.
+TEST_F(CudaTraining, EveryDenseGemmOfAStepIsOneCublasLtLaunch) {
+  ScopedTf32 fp32(false);
+  auto* be = dynamic_cast<cuda::CudaBackend*>(context(gpu()).backend.get());
+  ASSERT_NE(be, nullptr);
+  MlpRun run(gpu(), 64, 7);
+  (void)run.step().item();  // initialises; plans are made
+  const cuda::LtGemms::Stats before = be->lt_stats();
+  for (int i = 0; i < 3; ++i) (void)run.step();
+  waitall();
+  const cuda::LtGemms::Stats after = be->lt_stats();
+  if (std::getenv("ASYNCMLP_LT") && std::string(std::getenv("ASYNCMLP_LT")) == "0") {
+    EXPECT_EQ(after.fused, before.fused) << "ASYNCMLP_LT=0 turns cuBLASLt off";
+    return;
+  }
+  EXPECT_EQ(after.composed, before.composed) << "a Dense GEMM found no cuBLASLt plan";
+  EXPECT_EQ(after.fused - before.fused, 3u * 4u) << "3 forwards + 1 weight-and-bias gradient per step";
 }
 
 TEST_F(CudaTraining, Tf32ChangesNothingBeyondOnePercent) {

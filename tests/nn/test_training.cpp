@@ -2,6 +2,8 @@
 // regression, the d2l-shaped MLP's loss falls, a fixed seed gives the same
 // loss trajectory twice, and SGD's update (Gluon semantics, with momentum
 // and weight decay) matches a hand-written reference step for step.
+#include <cstring>
+
 #include "models/mlp.h"
 #include "test_util.h"
 
@@ -158,6 +160,71 @@ TEST_P(Training, SgdStepIsOneOpForEveryParameter) {
   sgd.step(x.dim(0));
   EXPECT_EQ(queue_stats(dev()).pushed - before, 1u);
   waitall();
+}
+
+// A Dense MLP's training step (forward, loss, backward, update) is twelve
+// ops on every device, one kernel launch each on a GPU (cuBLASLt epilogues):
+// three Dense forwards with their bias and ReLU; the loss, which writes its
+// own gradient for the head of ones; the output layer's input gradient and
+// its weight and bias gradients in one op; for each hidden layer the ReLU's
+// backward with its bias gradient, then the two GEMMs (the first layer's
+// input needs none); one SGD update.
+TEST_P(Training, ADenseStepIsTwelveOps) {
+  manual_seed(5);
+  Tensor x = randn({8, 6}, dev()), y = ones({8}, dev());
+  auto net = models::make_mlp(models::LayerSpec{{5, 4}}, 1);
+  (void)mean_loss(*net, x, y);  // initialises the layers
+  SGD sgd(net->parameters(), 0.01f);
+  waitall();
+  const uint64_t before = queue_stats(dev()).pushed;
+  Tensor l = l2_loss((*net)(x), y);
+  EXPECT_EQ(queue_stats(dev()).pushed - before, 4u) << "forward: three Dense and the loss";
+  l.backward();
+  EXPECT_EQ(queue_stats(dev()).pushed - before, 11u) << "backward: 2 + 3 + 2 ops";
+  sgd.step(x.dim(0));
+  EXPECT_EQ(queue_stats(dev()).pushed - before, 12u);
+  waitall();
+}
+
+// Tensor::backward's head of ones is never made for a loss that writes its
+// own unit gradient: two ops fewer (the ones, the loss's backward) than an
+// explicit head of ones, and the same gradients, bitwise.
+TEST_P(Training, AUnitHeadGivesTheExplicitHeadsGradientsBitwise) {
+  std::vector<std::vector<float>> grads[2];
+  uint64_t ops[2];
+  for (int explicit_head = 0; explicit_head < 2; ++explicit_head) {
+    manual_seed(9);
+    Tensor x = randn({16, 6}, dev()), y = randn({16, 1}, dev());
+    auto net = models::make_mlp(models::LayerSpec{{5}}, 1);
+    (void)mean_loss(*net, x, y);
+    waitall();
+    Tensor l = l2_loss((*net)(x), y);
+    const uint64_t before = queue_stats(dev()).pushed;
+    if (explicit_head)
+      backward(l, ones(l.shape(), dev()));
+    else
+      l.backward();
+    ops[explicit_head] = queue_stats(dev()).pushed - before;
+    for (Parameter* p : net->parameters()) grads[explicit_head].push_back(p->value.grad().to_host());
+  }
+  EXPECT_EQ(ops[1] - ops[0], 2u) << "unit head " << ops[0] << " ops, explicit ones " << ops[1];
+  ASSERT_EQ(grads[0].size(), grads[1].size());
+  for (size_t i = 0; i < grads[0].size(); ++i) {
+    ASSERT_EQ(grads[0][i].size(), grads[1][i].size());
+    EXPECT_EQ(std::memcmp(grads[0][i].data(), grads[1][i].data(), grads[0][i].size() * sizeof(float)), 0)
+        << "parameter " << i;
+  }
+}
+
+// backward() from a root whose op has no unit gradient (sum), and from a
+// leaf, still starts from ones.
+TEST_P(Training, AUnitHeadWithoutAFusedLossIsOnes) {
+  Tensor w = from_host({2, 2}, std::vector<float>{1, 2, 3, 4}.data(), dev()).requires_grad_();
+  scale(w, 3.f).backward();
+  EXPECT_EQ(w.grad().to_host(), (std::vector<float>{3, 3, 3, 3}));
+  Tensor v = from_host({3}, std::vector<float>{1, 2, 3}.data(), dev()).requires_grad_();
+  v.backward();
+  EXPECT_EQ(v.grad().to_host(), (std::vector<float>{1, 1, 1}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, Training, ::testing::ValuesIn(test_devices()), device_name);
