@@ -3,7 +3,7 @@
 // a GPU is visible) cuda:0.
 //
 //   BM_OpPush/<dev>      the frontend's time per push, the worker paused (t1)
-//   BM_OpWorker/<dev>    the worker's time per op: a paused backlog of 2048 ops,
+//   BM_OpWorker/<dev>/n  the worker's time per op: a paused backlog of n ops,
 //                        released, until the last was launched (t2) — its
 //                        dependencies, allocation, bookkeeping and, on CUDA,
 //                        the launch and the completion events
@@ -12,13 +12,15 @@
 //                        add_scalar: its stream, grid and launch check), called
 //                        from a bare loop with the queue paused: no queue, no
 //                        per-op hooks (events, NVTX)
-//   BM_RawLaunch/cuda0   the floor: the same kernel launched kBacklog times
+//   BM_RawLaunch/cuda0   the floor: the same kernel launched n times
 //                        from a bare loop (bench/raw_launch.cu), no engine.
 //                        So the worker's time per op splits into the launch
 //                        (RawLaunch), the backend's method around it
 //                        (BackendKernel - RawLaunch) and the queue with the
 //                        per-op hooks (OpWorker - BackendKernel)
-// <dev>: cpu0, cuda0 (skipped without a GPU). per_op: the time per op.
+// <dev>: cpu0, cuda0 (skipped without a GPU). n: 256 (below the GPU's launch
+// queue: the host's cost) and 2048 (past it: the GPU's pace too). per_op: the
+// time per op.
 //
 //   build/bin/bench_op_cost --benchmark_min_time=0.2
 #include <benchmark/benchmark.h>
@@ -43,7 +45,9 @@ using amlp::Device;
 using amlp::Tensor;
 using Clock = std::chrono::steady_clock;
 
-constexpr int kBacklog = 2048;  // ops per measured release
+// Ops per measured release: the benchmark's argument. 256 stays below what
+// a GPU queues before a launch waits for room (its launch queue), so the host's
+// cost per op is measured; 2048 fills it, so the GPU's pace shows through.
 
 bool usable(benchmark::State& state, Device d) {
   if (amlp::blocking()) {
@@ -59,36 +63,38 @@ bool usable(benchmark::State& state, Device d) {
 
 void BM_OpPush(benchmark::State& state, Device d) {
   if (!usable(state, d)) return;
+  const int n = static_cast<int>(state.range(0));
   Tensor x = amlp::ones({1}, d);
   amlp::waitall();
   std::vector<Tensor> keep;
-  keep.reserve(kBacklog);
+  keep.reserve(n);
   for (auto _ : state) {
     state.PauseTiming();
     keep.clear();
     amlp::waitall();
     std::optional<amlp::QueuePause> pause(d);
     state.ResumeTiming();
-    for (int i = 0; i < kBacklog; ++i) keep.push_back(amlp::add_scalar(x, 1.f));
+    for (int i = 0; i < n; ++i) keep.push_back(amlp::add_scalar(x, 1.f));
     state.PauseTiming();
     pause.reset();
     state.ResumeTiming();
   }
   amlp::waitall();
   state.counters["per_op"] =
-      benchmark::Counter(double(state.iterations()) * kBacklog, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+      benchmark::Counter(double(state.iterations()) * n, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 void BM_OpWorker(benchmark::State& state, Device d) {
   if (!usable(state, d)) return;
+  const int n = static_cast<int>(state.range(0));
   amlp::Queue& q = amlp::context(d).queue;
   Tensor x = amlp::ones({1}, d);
   amlp::waitall();
   std::vector<Tensor> ys;
-  ys.reserve(kBacklog);
+  ys.reserve(n);
   for (auto _ : state) {
     std::optional<amlp::QueuePause> pause(std::in_place, d);
-    for (int i = 0; i < kBacklog; ++i) ys.push_back(amlp::add_scalar(x, 1.f));
+    for (int i = 0; i < n; ++i) ys.push_back(amlp::add_scalar(x, 1.f));
     const uint64_t last = q.stats().pushed;
     const auto t0 = Clock::now();
     pause.reset();  // released: the worker runs the backlog
@@ -97,7 +103,7 @@ void BM_OpWorker(benchmark::State& state, Device d) {
     ys.clear();
     amlp::waitall();
   }
-  state.counters["per_op"] = benchmark::Counter(double(state.iterations()) * kBacklog,
+  state.counters["per_op"] = benchmark::Counter(double(state.iterations()) * n,
                                                    benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
@@ -114,6 +120,7 @@ void BM_OpRoundTrip(benchmark::State& state, Device d) {
 
 void BM_BackendKernel(benchmark::State& state, Device d) {
   if (!usable(state, d)) return;
+  const int n = static_cast<int>(state.range(0));
   Tensor x = amlp::ones({1}, d), y = amlp::zeros({1}, d);
   amlp::waitall();
   amlp::Backend& be = *amlp::context(d).backend;
@@ -122,23 +129,24 @@ void BM_BackendKernel(benchmark::State& state, Device d) {
   for (auto _ : state) {
     std::optional<amlp::QueuePause> pause(std::in_place, d);  // the worker stays off the stream meanwhile
     const auto t0 = Clock::now();
-    for (int i = 0; i < kBacklog; ++i) be.add_scalar(xp, 1.f, yp, 1);
+    for (int i = 0; i < n; ++i) be.add_scalar(xp, 1.f, yp, 1);
     state.SetIterationTime(std::chrono::duration<double>(Clock::now() - t0).count());
     pause.reset();
     // An op queued after them on the same stream: waiting for it waits for
     // them, so the next iteration starts with the GPU idle.
     amlp::add_scalar(x, 1.f).wait_to_read();
   }
-  state.counters["per_op"] = benchmark::Counter(double(state.iterations()) * kBacklog,
+  state.counters["per_op"] = benchmark::Counter(double(state.iterations()) * n,
                                                    benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 void BM_RawLaunch(benchmark::State& state) {
   if (!usable(state, Device::cuda(0))) return;
+  const int n = static_cast<int>(state.range(0));
 #if ASYNCMLP_RAW_LAUNCH
   amlp::waitall();
-  for (auto _ : state) state.SetIterationTime(amlp::bench::raw_launch_seconds(kBacklog));
-  state.counters["per_op"] = benchmark::Counter(double(state.iterations()) * kBacklog,
+  for (auto _ : state) state.SetIterationTime(amlp::bench::raw_launch_seconds(n));
+  state.counters["per_op"] = benchmark::Counter(double(state.iterations()) * n,
                                                    benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 #else
   state.SkipWithError("built without the CUDA backend");
@@ -147,13 +155,13 @@ void BM_RawLaunch(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK_CAPTURE(BM_BackendKernel, cpu0, Device::cpu(0))->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_BackendKernel, cuda0, Device::cuda(0))->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_RawLaunch)->Name("BM_RawLaunch/cuda0")->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_OpPush, cpu0, Device::cpu(0))->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_OpPush, cuda0, Device::cuda(0))->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_OpWorker, cpu0, Device::cpu(0))->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_OpWorker, cuda0, Device::cuda(0))->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_BackendKernel, cpu0, Device::cpu(0))->Arg(256)->Arg(2048)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_BackendKernel, cuda0, Device::cuda(0))->Arg(256)->Arg(2048)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RawLaunch)->Name("BM_RawLaunch/cuda0")->Arg(256)->Arg(2048)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_OpPush, cpu0, Device::cpu(0))->Arg(2048)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_OpPush, cuda0, Device::cuda(0))->Arg(2048)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_OpWorker, cpu0, Device::cpu(0))->Arg(256)->Arg(2048)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_OpWorker, cuda0, Device::cuda(0))->Arg(256)->Arg(2048)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_OpRoundTrip, cpu0, Device::cpu(0))->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_OpRoundTrip, cuda0, Device::cuda(0))->Unit(benchmark::kMicrosecond);
 BENCHMARK_MAIN();

@@ -47,7 +47,7 @@ CudaBackend::~CudaBackend() {
   if (runtime_gone()) {  // leak the handles on purpose: their deleters would only fail
     host_blocks_.abandon();
     (void)staging_.release(), (void)host_slot_.release();
-    (void)scratch_.release(), (void)rng_.release(), (void)blas_.release();
+    (void)scratch_.release(), (void)colsum_.release(), (void)rng_.release(), (void)blas_.release();
     (void)blas_workspace_.release(), (void)stream_.release();
     events_.abandon();
     for (StreamGraph& g : graphs_) g.abandon();
@@ -67,6 +67,7 @@ CudaBackend::~CudaBackend() {
   staging_.reset();
   host_slot_.reset();
   scratch_.reset();
+  colsum_.reset();
   rng_.reset();
   lt_.stop();
   blas_.reset();
@@ -140,6 +141,10 @@ void CudaBackend::worker_start() {
     rng_ = make_curand(CURAND_RNG_PSEUDO_PHILOX4_32_10);
     AMLP_CUDA_CHECK(curandSetStream(rng_.get(), stream_.get()));
     scratch_ = device_alloc(kScratchBytes);
+    const size_t colsum_bytes = kColsumPartials * sizeof(double) + kColsumTickets * sizeof(unsigned);
+    colsum_ = device_alloc(colsum_bytes);
+    AMLP_CUDA_CHECK(cudaMemsetAsync(colsum_.get(), 0, colsum_bytes, stream_.get()));  // the tickets start at 0
+    AMLP_CUDA_CHECK(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, index_));
     host_slot_ = pinned_alloc(64);
     (void)staging(kMinStagingBytes);  // item() and small copies never pin memory mid-run
     started_ = true;

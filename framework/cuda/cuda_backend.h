@@ -129,6 +129,9 @@ class CudaBackend final : public Backend {
   static constexpr int kMaxSumBlocks = 1024;
   static constexpr size_t kSumPartialBytes = kMaxSumBlocks * sizeof(double);
   static constexpr size_t kScratchBytes = kSumPartialBytes + 256;
+  // colsum_: relu_backward_sum_rows' per-chunk column sums, then a ticket per column group.
+  static constexpr size_t kColsumPartials = size_t(64) << 10;  // doubles
+  static constexpr int kColsumTickets = 4096;
 
  private:
   void launch_graph(int slot, uint64_t last_seq, const char* what);  // worker: the slot's graph, traced
@@ -158,6 +161,8 @@ class CudaBackend final : public Backend {
   LtGemms lt_;  // the fused Dense GEMMs; shares blas_workspace_
   CurandPtr rng_;
   DeviceBuffer scratch_;          // sum partials (kMaxSumBlocks doubles), then the check_finite slot
+  DeviceBuffer colsum_;           // kColsumPartials doubles, kColsumTickets tickets (zeroed once)
+  int sms_ = 1;                   // the GPU's multiprocessors (grid sizing)
   PinnedBuffer host_slot_;        // check_finite's verdict and value
   PinnedBuffer staging_;
   size_t staging_bytes_ = 0;

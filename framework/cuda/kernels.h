@@ -16,7 +16,7 @@
 
 namespace amlp::cuda {
 
-// elementwise.cu: dx = x > 0 ? dy : 0   (relu_backward_sum_rows in reduce.cu)
+// elementwise.cu: dx = x > 0 ? dy : 0
 void launch_relu_backward(const float* x, const float* dy, float* dx, size_t n, cudaStream_t s);
 // elementwise.cu: y = lo + width * y   (cuRAND's (0,1] uniforms to [lo, hi), random.cu)
 void launch_affine(float* y, size_t n, float lo, float width, cudaStream_t s);

@@ -1,6 +1,9 @@
 // reduce.cu — sum (and mean) of a whole tensor and column sums (bias
-// gradients). Both accumulate in double like the CPU backend and are
-// deterministic: no atomics, a fixed tree per launch configuration.
+// gradients, alone or with the ReLU's backward). All accumulate in double
+// like the CPU backend and are deterministic: no atomics on values, a fixed
+// tree per launch configuration.
+#include <algorithm>
+
 #include "framework/cuda/cuda_backend.h"
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/kernels.h"
@@ -49,6 +52,57 @@ __global__ void __launch_bounds__(32 * 32) sum_rows_kernel(const float* x, float
   }
 }
 
+// relu_backward_sum_rows in one launch: dz = dy * (y > 0) and db(c) = sum_r dz(r,c).
+// A 32x32 block per 32 columns and a chunk of rows (chunks = gridDim.y):
+// thread (tx, ty) masks and sums rows ty, ty+32, ... of its chunk in column
+// blockIdx.x*32 + tx, row ty == 0 adds the 32 sums in order. With one chunk
+// that is the column's sum; with several, each block writes its chunk's
+// sums to partials[chunk][c] and takes a ticket for its column group: the
+// block that takes the last one adds the chunks' sums in chunk order and
+// resets the ticket for the next launch. A fixed order of additions per
+// launch configuration: deterministic, no atomics on values.
+__global__ void __launch_bounds__(32 * 32)
+    relu_backward_sum_rows_kernel(const float* y, const float* dy, float* dz, float* db, int rows, int cols,
+                                  int rows_per_chunk, double* partials, unsigned* tickets) {
+  __shared__ double part[32][33];
+  __shared__ bool last;
+  const int c = blockIdx.x * 32 + threadIdx.x;
+  const int chunks = static_cast<int>(gridDim.y);
+  const int r0 = static_cast<int>(blockIdx.y) * rows_per_chunk;
+  const int r1 = min(rows, r0 + rows_per_chunk);
+  double acc = 0.0;
+  if (c < cols)
+    for (int r = r0 + static_cast<int>(threadIdx.y); r < r1; r += 32) {
+      const size_t i = static_cast<size_t>(r) * cols + c;
+      const float v = y[i] > 0.f ? dy[i] : 0.f;
+      dz[i] = v;
+      acc += v;
+    }
+  if (!db) return;  // the whole block
+  part[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  double sum = 0.0;
+  if (threadIdx.y == 0)
+    for (int k = 0; k < 32; ++k) sum += part[k][threadIdx.x];
+  if (chunks == 1) {
+    if (threadIdx.y == 0 && c < cols) db[c] = static_cast<float>(sum);
+    return;
+  }
+  if (threadIdx.y == 0 && c < cols) partials[static_cast<size_t>(blockIdx.y) * cols + c] = sum;
+  __threadfence();  // the sums are visible to every block before the ticket is taken
+  __syncthreads();
+  if (threadIdx.x == 0 && threadIdx.y == 0)
+    last = atomicAdd(&tickets[blockIdx.x], 1u) == static_cast<unsigned>(chunks - 1);
+  __syncthreads();
+  if (!last) return;
+  if (threadIdx.y == 0 && c < cols) {
+    double total = 0.0;
+    for (int k = 0; k < chunks; ++k) total += __ldcg(&partials[static_cast<size_t>(k) * cols + c]);
+    db[c] = static_cast<float>(total);
+  }
+  if (threadIdx.x == 0 && threadIdx.y == 0) tickets[blockIdx.x] = 0;
+}
+
 }  // namespace
 
 // y[0] = scale * sum(x): per-block double partials (in scratch_), then one
@@ -77,11 +131,27 @@ void launch_sum_rows(const float* x, float* y, int rows, int cols, cudaStream_t 
 
 void CudaBackend::sum_rows(const float* x, float* y, int rows, int cols) { launch_sum_rows(x, y, rows, cols, stream()); }
 
-// Two kernels (the mask, then sum_rows' deterministic column sums).
+// One kernel. Its row chunks give the GPU about two blocks per SM (a d2l
+// layer has only 16-64 column groups), within the partial sums' room.
 void CudaBackend::relu_backward_sum_rows(const float* y, const float* dy, float* dz, float* db, int rows, int cols) {
   cudaStream_t s = stream();
-  launch_relu_backward(y, dy, dz, static_cast<size_t>(rows) * cols, s);
-  if (db) launch_sum_rows(dz, db, rows, cols, s);
+  rows = rows < 0 ? 0 : rows;
+  if (cols <= 0) return;
+  const int groups = (cols + 31) / 32;
+  int chunks = 1;
+  if (db && groups <= kColsumTickets) {
+    const int want = std::max(1, (2 * sms_ + groups - 1) / groups);
+    const int most = static_cast<int>(std::min<size_t>(kColsumPartials / static_cast<size_t>(cols), size_t(1) << 16));
+    chunks = std::max(1, std::min({want, (rows + 63) / 64, most}));
+  }
+  int per_chunk = (rows + chunks - 1) / chunks;
+  per_chunk = std::max(32, (per_chunk + 31) / 32 * 32);
+  chunks = std::max(1, (rows + per_chunk - 1) / per_chunk);
+  auto* partials = static_cast<double*>(colsum_.get());
+  auto* tickets = reinterpret_cast<unsigned*>(partials + kColsumPartials);
+  const dim3 block(32, 32), grid(static_cast<unsigned>(groups), static_cast<unsigned>(chunks));
+  relu_backward_sum_rows_kernel<<<grid, block, 0, s>>>(y, dy, dz, db, rows, cols, per_chunk, partials, tickets);
+  AMLP_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace amlp::cuda

@@ -272,6 +272,13 @@ std::vector<OpCase> op_cases() {
                Bound::NormRel, 1e-5, gemm});
   c.push_back({"linear_relu_grad_bias", {{256, 512}, {2048, 512}, {2048}, {256, 2048}}, linear_relu_grad(2),
                Bound::NormRel, 2e-5, colsum});
+  // relu_backward_sum_rows over many row chunks (rows not a multiple of 32), and over one.
+  c.push_back({"linear_relu_grad_bias_row_chunks", {{1000, 13}, {37, 13}, {37}, {1000, 37}}, linear_relu_grad(2),
+               Bound::NormRel, 2e-5, colsum});
+  c.push_back({"linear_relu_grad_input_row_chunks", {{1000, 13}, {37, 13}, {37}, {1000, 37}}, linear_relu_grad(0),
+               Bound::NormRel, 1e-5, gemm});
+  c.push_back({"linear_relu_grad_bias_one_chunk", {{20, 13}, {37, 13}, {37}, {20, 37}}, linear_relu_grad(2),
+               Bound::NormRel, 2e-5, colsum});
   // cuBLASLt's epilogues (lt_gemm.h): the d2l output layer (one unit), odd
   // sizes, no bias; the weight gradient with its bias gradient (BGRADB).
   c.push_back({"linear_d2l_layer3", {{1024, 512}, {1, 512}, {1}},
