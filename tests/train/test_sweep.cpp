@@ -218,7 +218,8 @@ TEST_F(Sweep, PlotRendersSvgAndPng) {
     std::string id = m;
     id.erase(std::remove(id.begin(), id.end(), '='), id.end());
     for (const char* panel : {"speedup", "memory"})
-      EXPECT_NE(text.find("<g id=\"model-" + std::string(panel) + "-" + id + "\">"), std::string::npos) << m << " " << panel;
+      EXPECT_NE(text.find("<g id=\"model-" + std::string(panel) + "-" + id + "\">"), std::string::npos)
+          << m << " " << panel;
   }
   const size_t none_curve = text.find("<g id=\"model-speedup-none\">");
   ASSERT_NE(none_curve, std::string::npos);
