@@ -140,7 +140,7 @@ def main(argv):
             Line2D([], [], color="0.3", lw=1.3)]
     handles, labels = ax_mem.get_legend_handles_labels()
     ax_mem.legend(handles + keys, labels + ["measured", "predicted from\nthe run's h and d",
-                                            "model at the sweep's d,\nno fresh memory"],
+                                            "model at the sweep's d,\nno fresh memory\n(none's dashed)"],
                   fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0), title="mode")
     title = "asyncmlp: the trade between throughput and memory"
     r0 = runs[0] if runs else {}
