@@ -10,7 +10,8 @@ Two panels over x = h/d (the frontend's time per batch over the device's):
 Measured points (filled, one per run, at its measured h/d) beside each run's
 prediction from its own measured h and d (hollow: the throughput model's
 speed-up; the backlog h and d imply x bytes per batch), over the models' curves at
-the sweep's d (lines), one colour per mode. The curves are the summary's
+the sweep's d (lines; none's dashed, over bounded's, which it meets in the
+speed-up panel), one colour per mode. The curves are the summary's
 "sweep_model" curves and the hollow points its rows' predicted fields, which
 train_mlp computes with the same functions as its predictions
 (train/predict.h): this script draws them and computes none of its own.
@@ -108,10 +109,14 @@ def main(argv):
     for m in modes:
         colors.setdefault(m, next(others, "0.3"))
     fig, (ax_speed, ax_mem) = plt.subplots(1, 2, figsize=(16, 5.4), layout="constrained")
-    for c in sorted(model.get("curves", []), key=lambda c: order(c["mode"])):
+    # none's curves are dashed and drawn last: bounded's speed-up curve is the
+    # same (the model's K is N for both), and solid it would hide none's.
+    for c in sorted(model.get("curves", []), key=lambda c: (c["mode"] == "none", order(c["mode"]))):
         xs = [p["x"] for p in c["points"]]
-        ax_speed.plot(xs, [p["speedup"] for p in c["points"]], color=colors[c["mode"]], lw=1.3, alpha=0.8)
-        ax_mem.plot(xs, [p["increase_bytes"] / MB for p in c["points"]], color=colors[c["mode"]], lw=1.3, alpha=0.8)
+        style = dict(color=colors[c["mode"]], lw=1.3, alpha=0.8, ls="--" if c["mode"] == "none" else "-")
+        gid = re.sub(r"[^A-Za-z0-9_-]", "", c["mode"])  # an SVG id: "every4"
+        ax_speed.plot(xs, [p["speedup"] for p in c["points"]], gid="model-speedup-" + gid, **style)
+        ax_mem.plot(xs, [p["increase_bytes"] / MB for p in c["points"]], gid="model-memory-" + gid, **style)
     for m in modes:
         pts = [r for r in rows if r["mode"] == m]
         marker = "s" if m == "bounded" else "o"
@@ -135,7 +140,7 @@ def main(argv):
             Line2D([], [], color="0.3", lw=1.3)]
     handles, labels = ax_mem.get_legend_handles_labels()
     ax_mem.legend(handles + keys, labels + ["measured", "predicted from\nthe run's h and d",
-                                            "model at the sweep's d,\nno fresh memory"],
+                                            "model at the sweep's d,\nno fresh memory\n(none's dashed)"],
                   fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0), title="mode")
     title = "asyncmlp: the trade between throughput and memory"
     r0 = runs[0] if runs else {}

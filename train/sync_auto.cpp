@@ -86,16 +86,24 @@ AutoChoice choose_sync(int batches, double host_s, double device_s, size_t bytes
   for (const AutoCandidate& k : c.candidates) {
     if (!k.fits) continue;
     const bool faster = k.predicted_wall_s < best->predicted_wall_s * (1 - 1e-9);
-    const bool as_fast_less_memory = k.predicted_wall_s <= best->predicted_wall_s * (1 + 1e-9) &&
-                                     k.predicted_increase_bytes < best->predicted_increase_bytes;
-    if (!best->fits || faster || as_fast_less_memory) best = &k;
+    const bool as_fast = k.predicted_wall_s <= best->predicted_wall_s * (1 + 1e-9);
+    const bool less_memory = k.predicted_increase_bytes < best->predicted_increase_bytes;
+    // As fast and holding alike (h >= d: a batch each), the bound over none:
+    // none's backlog stays at a batch only while the frontend stays slower
+    // than the device, which a few synchronized batches cannot promise; a
+    // frontend a little quicker over the run queues the rest of it, while
+    // the bound holds whatever h and d do.
+    const bool bound_over_none = k.max_pending_bytes && best->sync.policy == SyncPolicy::Never &&
+                                 !best->max_pending_bytes &&
+                                 k.predicted_increase_bytes <= best->predicted_increase_bytes;
+    if (!best->fits || faster || (as_fast && (less_memory || bound_over_none))) best = &k;
   }
   c.chosen = *best;
   const AutoCandidate& base = c.candidates.front();
   char line[320];
   std::snprintf(line, sizeof line,
-                "chose %s%s: the fastest predicted within the budget, then the least memory: %.3f s (%.2fx batch's "
-                "samples/s), %s of the %s budget",
+                "chose %s%s: the fastest predicted within the budget, then the least memory, then a bound: %.3f s "
+                "(%.2fx batch's samples/s), %s of the %s budget",
                 c.chosen.label.c_str(),
                 c.chosen.max_pending_bytes ? (" at " + format_mb(double(c.chosen.max_pending_bytes))).c_str() : "",
                 c.chosen.predicted_wall_s,

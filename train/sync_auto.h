@@ -4,7 +4,8 @@
 // largest every=K whose predicted memory fits, none, and none bounded by
 // --max-pending-bytes — gets its predicted
 // wall time and memory increase, and the fastest that fits the budget wins
-// (on a tie, the one that holds less). The bound is two batches' bytes (or
+// (on a tie, the one that holds less; holding alike, bounded over none, whose
+// backlog only the model holds down). The bound is two batches' bytes (or
 // what the budget leaves, at least one batch): any bound of a batch or more
 // keeps the device as busy as none, so more would only hold more.
 //

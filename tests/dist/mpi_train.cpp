@@ -178,6 +178,39 @@ TEST_F(MpiTrain, EveryModeRunsAcrossTheRanks) {
   EXPECT_GT(b[0]["host_work_s"].get<double>(), 0);
 }
 
+// --sweep across the ranks: every rank sweeps the same fractions of rank 0's
+// d, and rank 0 alone prints the table and writes the summary, its sweep rows
+// and curves beside the runs, each run with both ranks' figures.
+TEST_F(MpiTrain, TheSweepRunsAcrossTheRanksAndRankZeroWritesItsSummary) {
+  if (::access(ASYNCMLP_MPIEXEC, X_OK) != 0) GTEST_SKIP() << "no mpirun at " << ASYNCMLP_MPIEXEC;
+  const Job j = run_script(dir(), "$MPIRUN -np 2 $TRAIN --distributed mpi --device cpu --config " +
+                                      amlp::testing::source_file("configs/quick.ini") +
+                                      " --sweep --sweep-fractions 0,1 --batches 10 --quiet --summary-json s.json");
+  ASSERT_EQ(j.status, 0) << j.output;
+  EXPECT_EQ(count_lines_with(j.output, "sweep: d = "), 1) << "rank 0 alone prints:\n" << j.output;
+  EXPECT_EQ(count_lines_with(j.output, "sweep: 10 batches of 256"), 1) << j.output;
+  std::vector<std::string> written;
+  for (const auto& e : fs::directory_iterator(dir_)) written.push_back(e.path().filename().string());
+  EXPECT_EQ(written, std::vector<std::string>{"s.json"}) << "one summary, rank 0's";
+  const nlohmann::json s = read_json(file("s.json"));
+  ASSERT_TRUE(s.is_object());
+  const nlohmann::json &runs = s["runs"], &rows = s["sweep"];
+  ASSERT_EQ(runs.size(), 10u);  // 2 fractions x batch, none, every=2, every=10, bounded
+  ASSERT_EQ(rows.size(), runs.size());
+  EXPECT_EQ(s["sweep_model"]["curves"].size(), 5u);
+  EXPECT_GT(s["sweep_model"]["device_s"].get<double>(), 0);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i]["fraction"].get<double>(), i < 5 ? 0.0 : 1.0);
+    const nlohmann::json& run = runs.at(rows[i]["run"].get<size_t>());
+    EXPECT_EQ(run["label"], rows[i]["mode"]);
+    EXPECT_TRUE(run["distributed"].get<bool>());
+    EXPECT_EQ(run["ranks"].size(), 2u) << run["label"];
+    EXPECT_EQ(run["batches_done"], 10) << run["label"];
+    EXPECT_EQ(run["status"], "completed") << run["label"];
+  }
+  EXPECT_GT(rows[5]["host_work_s"].get<double>(), 0) << "at h/d = 1 the frontend works";
+}
+
 // Rank 1 cannot write its memory log (/dev/full): it fails with its line,
 // rank 0 prints one line naming rank 1 and its error, and the job ends.
 TEST_F(MpiTrain, ARankThatFailsEndsEveryRank) {

@@ -4,6 +4,7 @@
 // plot tools/plot_sweep.py draws from it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "train/options.h"
@@ -212,6 +213,18 @@ TEST_F(Sweep, PlotRendersSvgAndPng) {
   EXPECT_NE(text.find(">Speed-up over batch</text>"), std::string::npos);
   EXPECT_NE(text.find(">Memory increase</text>"), std::string::npos);
   for (const std::string& m : modes) EXPECT_NE(text.find(">" + m + "</text>"), std::string::npos) << m;
+  // Every mode's model curve in both panels, none's too (dashed: bounded's speed-up curve is the same).
+  for (const std::string& m : modes) {
+    std::string id = m;
+    id.erase(std::remove(id.begin(), id.end(), '='), id.end());
+    for (const char* panel : {"speedup", "memory"})
+      EXPECT_NE(text.find("<g id=\"model-" + std::string(panel) + "-" + id + "\">"), std::string::npos)
+          << m << " " << panel;
+  }
+  const size_t none_curve = text.find("<g id=\"model-speedup-none\">");
+  ASSERT_NE(none_curve, std::string::npos);
+  EXPECT_NE(text.substr(none_curve, text.find("</g>", none_curve) - none_curve).find("stroke-dasharray"),
+            std::string::npos) << "none's curve is dashed";
   Ran png = run_command(tool + dir_->file("s.json") + " -o " + dir_->file("sweep.png"));
   ASSERT_EQ(png.code, 0) << png.err;
   const std::string bytes = read_file(dir_->file("sweep.png"));

@@ -3,6 +3,7 @@
 // what it chose and why, in its summary and in the summary JSON.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "train/options.h"
@@ -72,10 +73,23 @@ TEST(SyncAutoChoice, TheFastestWithinTheBudgetThenTheLeastMemory) {
   EXPECT_FALSE(none_fits.chosen.fits);
   EXPECT_EQ(none_fits.why.rfind("nothing fits", 0), 0u) << none_fits.why;
 
-  // h > d: the device keeps up, none holds one batch and is as fast as any.
-  AutoChoice host_bound = choose_sync(100, 0.003, 0.001, bpb, largest, 1000 * kMB);
-  EXPECT_EQ(host_bound.chosen.label, "none");
-  EXPECT_EQ(host_bound.chosen.predicted_increase_bytes, bpb);
+  // h > d: the device keeps up, none and bounded hold one batch and are as
+  // fast as any; the bound wins, since none's batch lasts only while h > d
+  // does (at h just over d, as measured, a run with h a little under d would
+  // queue the rest of it: over the budget).
+  for (const double host : {0.003, 0.00102}) {
+    AutoChoice host_bound = choose_sync(100, host, 0.001, bpb, largest, 16 * kMB);
+    EXPECT_EQ(host_bound.chosen.label, "bounded") << host_bound.why;
+    EXPECT_EQ(host_bound.chosen.predicted_increase_bytes, bpb);
+    const auto none = std::find_if(host_bound.candidates.begin(), host_bound.candidates.end(),
+                                   [](const AutoCandidate& k) { return k.label == "none"; });
+    ASSERT_NE(none, host_bound.candidates.end());
+    EXPECT_TRUE(none->fits);
+    EXPECT_DOUBLE_EQ(none->predicted_wall_s, host_bound.chosen.predicted_wall_s);
+  }
+  // With no room for a bound of a batch, none is the one that runs ahead.
+  AutoChoice no_bound = choose_sync(100, 0.003, 0.001, bpb, 2 * bpb + 1, 3 * bpb);
+  EXPECT_EQ(no_bound.chosen.label, "none") << no_bound.why;
 }
 
 TEST(SyncAutoRun, TheSummarySaysWhatItChoseAndWhy) {
