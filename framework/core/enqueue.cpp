@@ -5,6 +5,7 @@
 
 #include "framework/core/context.h"
 #include "framework/core/tensor_impl.h"
+#include "framework/error.h"
 
 namespace amlp::detail {
 
@@ -16,18 +17,21 @@ void add_dep(std::vector<QueueDep>& deps, Queue* q, uint64_t seq, const Queue* s
   if (q && q != self && !q->complete(seq)) deps.push_back({q, seq});
 }
 
-// Both overloads of enqueue(): the declared tensors as arrays, so neither
+// Every overload of enqueue(): the declared tensors as arrays, so neither
 // list is copied before its buffers are.
 uint64_t enqueue_arrays(DeviceContext& c, const OpName& name, const Tensor* const* reads, size_t n_reads,
-                        const Tensor* const* writes, size_t n_writes, OpKernel&& k,
-                        std::vector<uint64_t>* scalars = nullptr) {
+                        const Tensor* const* writes, size_t n_writes, OpKernel k, std::vector<uint64_t>&& scalars,
+                        OpPayload&& payload = {}) {
+  if (!k) throw Error(concat("op '", name.name, "' was enqueued without a kernel"));
   check_frontend(c);  // the buffers' writers and uses below are this thread's (framework/asyncmlp.h)
   Queue* self = &current_queue(c);  // the device's queue, or its data queue (DataQueueGuard)
   OpBuffers bufs;
   bufs.refs.reserve(n_reads + n_writes);
   bufs.reads = n_reads;
   bufs.traits = name.traits;
-  if (scalars) bufs.scalars_declared = true, bufs.scalars = std::move(*scalars);
+  bufs.scalars_declared = true;  // the kernel has nothing else (OpKernel)
+  bufs.scalars = std::move(scalars);
+  bufs.payload = std::move(payload);
   std::vector<QueueDep> deps;
   for (size_t i = 0; i < n_reads; ++i) {
     const Tensor* t = reads[i];
@@ -52,7 +56,7 @@ uint64_t enqueue_arrays(DeviceContext& c, const OpName& name, const Tensor* cons
   for (size_t i = 0; i < bufs.refs.size(); ++i) used[i] = bufs.refs[i].get();
   const size_t n_used = bufs.refs.size();
   const uint64_t seq = self->push(
-      name.name, Queue::Kernel([be, k = std::move(k)](const OpArgs& a) { k(*be, a); }), std::move(bufs), std::move(deps));
+      name.name, Queue::Kernel([be, k](const OpArgs& a) { k(*be, a); }), std::move(bufs), std::move(deps));
   for (size_t i = 0; i < n_used; ++i) {
     Storage* s = used[i];
     if (!s) continue;
@@ -68,23 +72,20 @@ uint64_t enqueue_arrays(DeviceContext& c, const OpName& name, const Tensor* cons
 }  // namespace
 
 uint64_t enqueue(DeviceContext& c, OpName name, std::initializer_list<const Tensor*> reads,
-                 std::initializer_list<const Tensor*> writes, OpKernel k) {
-  return enqueue_arrays(c, name, reads.begin(), reads.size(), writes.begin(), writes.size(), std::move(k));
-}
-
-uint64_t enqueue(DeviceContext& c, OpName name, std::initializer_list<const Tensor*> reads,
                  std::initializer_list<const Tensor*> writes, std::vector<uint64_t> scalars, OpKernel k) {
-  return enqueue_arrays(c, name, reads.begin(), reads.size(), writes.begin(), writes.size(), std::move(k), &scalars);
-}
-
-uint64_t enqueue(DeviceContext& c, OpName name, const std::vector<const Tensor*>& reads,
-                 const std::vector<const Tensor*>& writes, OpKernel k) {
-  return enqueue_arrays(c, name, reads.data(), reads.size(), writes.data(), writes.size(), std::move(k));
+  return enqueue_arrays(c, name, reads.begin(), reads.size(), writes.begin(), writes.size(), k, std::move(scalars));
 }
 
 uint64_t enqueue(DeviceContext& c, OpName name, const std::vector<const Tensor*>& reads,
                  const std::vector<const Tensor*>& writes, std::vector<uint64_t> scalars, OpKernel k) {
-  return enqueue_arrays(c, name, reads.data(), reads.size(), writes.data(), writes.size(), std::move(k), &scalars);
+  return enqueue_arrays(c, name, reads.data(), reads.size(), writes.data(), writes.size(), k, std::move(scalars));
+}
+
+uint64_t enqueue(DeviceContext& c, OpName name, std::initializer_list<const Tensor*> reads,
+                 std::initializer_list<const Tensor*> writes, std::vector<uint64_t> scalars, OpPayload payload,
+                 OpKernel k) {
+  return enqueue_arrays(c, name, reads.begin(), reads.size(), writes.begin(), writes.size(), k, std::move(scalars),
+                        std::move(payload));
 }
 
 }  // namespace amlp::detail

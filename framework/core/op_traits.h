@@ -2,7 +2,7 @@
 // the op itself (enqueue.h: its name with its traits) and read by step
 // graphs (step_graph.h) to decide what may be recorded.
 //
-//   enqueue(c, {"to_host", kWaitsForHost}, {&x}, {}, kernel);
+//   enqueue(c, {"to_host", kWaitsForHost}, {&x}, {}, {pointer_bits(dst), bytes}, kernel);
 #pragma once
 
 namespace amlp {

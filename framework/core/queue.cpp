@@ -37,6 +37,14 @@ float* OpArgs::out(size_t i) const {
   return b ? static_cast<float*>(b->data()) : nullptr;
 }
 
+void OpArgs::bad_scalar(size_t i) const {
+  throw Error(detail::concat("op '", op_, "' asked for scalar #", i, " but declared ", scalars()));
+}
+
+void OpArgs::bad_payload() const {
+  throw Error(detail::concat("op '", op_, "' asked for a payload of another type than it declared, or none"));
+}
+
 // --- lifetime -----------------------------------------------------------------------
 
 Queue::Queue(std::string name, StreamSync* sync)
@@ -204,7 +212,8 @@ bool Queue::run(Op& op) {
       }
       if (!failed) {
         if (sync_) sync_->before_op(op.seq, op.name);
-        const OpArgs args(op.bufs.refs.data(), op.bufs.reads, op.bufs.refs.size() - op.bufs.reads, op.name);
+        const OpArgs args(op.bufs.refs.data(), op.bufs.reads, op.bufs.refs.size() - op.bufs.reads, op.name,
+                          &op.bufs.scalars, &op.bufs.payload);
         try {
           op.kernel(args);
         } catch (const DeviceFault& e) {  // the device reported an earlier failure during this op's launch

@@ -55,6 +55,7 @@ bool Queue::hold_locked(const char* name, const OpBuffers& bufs) {
   OpSignature sig;
   sig.name = name;
   sig.traits = bufs.traits;
+  sig.payload = bufs.payload.data != nullptr;
   sig.bytes.reserve(bufs.refs.size());
   sig.addresses.reserve(bufs.refs.size());
   for (const auto& r : bufs.refs) {

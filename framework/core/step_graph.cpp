@@ -61,7 +61,8 @@ bool StepRecogniser::op(const OpSignature& sig) {
   if (m == Match::Different || !sig.recordable()) {
     give_up(detail::concat("op #", i + 1, " of the step ('", sig.name, "') ",
                            !sig.recordable() ? std::string(sig.traits.waits_for_host ? "waits for the host: it cannot be recorded"
-                                                                                   : "cannot be recorded")
+                                                           : sig.payload ? "carries a payload: it cannot be recorded"
+                                                                         : "cannot be recorded")
                            : i < reference_.size() ? detail::concat("differs from '", reference_[i].name, "' or its shapes")
                                                    : std::string("is past the captured step's end")));
     return false;

@@ -52,7 +52,8 @@ struct OpSignature {
   std::vector<const void*> addresses;  // each buffer's address (nullptr: no block yet)
   std::vector<uint64_t> scalars;       // the kernel's other arguments (a draw's seed and offset, lr)
   OpTraits traits;                     // as the op declared them (queue.h)
-  bool recordable() const { return traits.recordable && !traits.waits_for_host; }
+  bool payload = false;                // it carries a payload, which cannot be compared (queue.h OpPayload)
+  bool recordable() const { return traits.recordable && !traits.waits_for_host && !payload; }
 };
 
 enum class StepVerdict { Eager, Capture, Replay, Update };

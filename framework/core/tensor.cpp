@@ -116,11 +116,11 @@ std::vector<float> Tensor::to_host() const {
   std::vector<float> out(static_cast<size_t>(numel()));
   DeviceContext& c = detail::ctx_of(*this);
   Queue& q = current_queue(c);  // where enqueue puts it
-  float* dst = out.data();
-  const size_t bytes = nbytes();
-  // Queued like any op (so it follows the writer), then waited for.
-  const uint64_t seq = detail::enqueue(c, {"to_host", kWaitsForHost}, {this}, {}, [=](Backend& be, const OpArgs& a) {
-    be.copy_to_host(dst, a.in(0), bytes);
+  // Queued like any op (so it follows the writer), then waited for: `out`
+  // outlives it.
+  const uint64_t seq = detail::enqueue(c, {"to_host", kWaitsForHost}, {this}, {},
+                                       {detail::pointer_bits(out.data()), nbytes()}, [](Backend& be, const OpArgs& a) {
+    be.copy_to_host(a.scalar_ptr<void>(0), a.in(0), a.scalar(1));
   });
   q.drain(seq);
   rethrow_upstream(*detail::storage_of(*this), q);
@@ -172,10 +172,10 @@ HostCopy Tensor::to_host_async() const {
   st.outcome = detail::alloc({0}, c, /*now=*/true);
   st.bytes = nbytes();
   st.staging = c.backend->alloc_host(st.bytes);
-  void* dst = st.staging;
-  const size_t bytes = st.bytes;
-  st.seq = detail::enqueue(c, {"to_host_async", kWaitsForHost}, {this}, {&st.outcome}, [=](Backend& be, const OpArgs& a) {
-    be.copy_to_host_async(dst, a.in(0), bytes);
+  // The staging memory outlives the op (State's destructor waits for it).
+  st.seq = detail::enqueue(c, {"to_host_async", kWaitsForHost}, {this}, {&st.outcome},
+                           {detail::pointer_bits(st.staging), st.bytes}, [](Backend& be, const OpArgs& a) {
+    be.copy_to_host_async(a.scalar_ptr<void>(0), a.in(0), a.scalar(1));
   });
   return h;
 }

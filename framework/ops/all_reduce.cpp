@@ -54,10 +54,10 @@ void reduce_on_cpus(const std::vector<Tensor>& xs, std::vector<Tensor>& ys) {
   for (const Tensor& x : xs) reads.push_back(&x);
   const size_t n = count(xs[0]);
   for (size_t i = 0; i < xs.size(); ++i)
-    enqueue(ctx_of(xs[i]), {"all_reduce", kCollective}, reads, {&ys[i]}, {n}, [n](Backend& be, const OpArgs& a) {
+    enqueue(ctx_of(xs[i]), {"all_reduce", kCollective}, reads, {&ys[i]}, {n}, [](Backend& be, const OpArgs& a) {
       std::array<const float*, kMaxCpuDevices> in{};  // distinct CPU devices: at most kMaxCpuDevices
       for (size_t j = 0; j < a.reads(); ++j) in[j] = a.in(j);
-      be.sum_n(in.data(), static_cast<int>(a.reads()), a.out(0), n);
+      be.sum_n(in.data(), static_cast<int>(a.reads()), a.out(0), a.scalar(0));
     });
 }
 
@@ -79,9 +79,9 @@ void reduce_with_nccl(const std::vector<Tensor>& xs, std::vector<Tensor>& ys) {
     Queue::DeferSyncWait defer;  // a rank completes only once every rank is queued
     for (size_t i = 0; i < xs.size(); ++i) {
       DeviceContext& c = ctx_of(xs[i]);
-      void* comm = comms[i];
-      const uint64_t seq = enqueue(c, {"all_reduce", kCollective}, {&xs[i]}, {&ys[i]}, {n, pointer_bits(comm)}, [n, comm](Backend& be, const OpArgs& a) {
-        be.all_reduce_nccl(a.in(0), a.out(0), n, comm);
+      const uint64_t seq = enqueue(c, {"all_reduce", kCollective}, {&xs[i]}, {&ys[i]}, {n, pointer_bits(comms[i])},
+                                   [](Backend& be, const OpArgs& a) {
+        be.all_reduce_nccl(a.in(0), a.out(0), a.scalar(0), a.scalar_ptr<void>(1));
       });
       queued.push_back({&current_queue(c), seq});
     }

@@ -15,10 +15,10 @@ Tensor from_host(const Shape& s, const float* values, Device d) {
   detail::check_shape("from_host", s);
   DeviceContext& c = context(d);
   Tensor y = alloc(s, c);
-  auto host = std::make_shared<std::vector<float>>(values, values + y.numel());
-  const size_t bytes = y.nbytes();
-  enqueue(c, {"from_host", kWaitsForHost}, {}, {&y}, [host, bytes](Backend& be, const OpArgs& k) {
-    be.copy_from_host(k.out(0), host->data(), bytes);
+  // The kernel runs later: the op owns its copy of the values (a payload).
+  enqueue(c, {"from_host", kWaitsForHost}, {}, {&y}, {y.nbytes()},
+          detail::payload(std::vector<float>(values, values + y.numel())), [](Backend& be, const OpArgs& k) {
+    be.copy_from_host(k.out(0), k.payload<std::vector<float>>().data(), k.scalar(0));
   });
   return y;
 }
@@ -40,18 +40,23 @@ Tensor queue_copy(const char* name, const Tensor& a, size_t offset, const Shape&
   const bool to_host = a.device().is_cuda() && !d.is_cuda();
   const bool from_host = !a.device().is_cuda() && d.is_cuda();
   Backend* src_backend = ctx_of(a).backend.get();
-  const Device src_device = a.device();
-  // Between a GPU and the host the copy stages through host memory.
+  // Between a GPU and the host the copy stages through host memory. Scalars:
+  // bytes, offset, the kind (peer | to_host << 1 | from_host << 2), the
+  // source's backend, and both GPUs' indices (for a peer copy's error).
   enqueue(run, {name, to_host || from_host ? kWaitsForHost : OpTraits{}}, {&a}, {&y},
-          {bytes, offset, uint64_t{peer} | uint64_t{to_host} << 1 | uint64_t{from_host} << 2, pointer_bits(src_backend)},
-          [=](Backend& be, const OpArgs& k) {
-    const float* src = k.in(0) + offset;
-    if (peer) {
-      if (!be.copy_from_device(k.out(0), src, bytes, *src_backend))
-        throw Error(detail::concat(d.str(), " cannot copy from ", src_device.str()));
-    } else if (to_host) {
+          {bytes, offset, uint64_t{peer} | uint64_t{to_host} << 1 | uint64_t{from_host} << 2, pointer_bits(src_backend),
+           static_cast<uint64_t>(d.index), static_cast<uint64_t>(a.device().index)},
+          [](Backend& be, const OpArgs& k) {
+    const size_t bytes = k.scalar(0);
+    const float* src = k.in(0) + k.scalar(1);
+    const uint64_t kind = k.scalar(2);
+    if (kind & 1) {
+      if (!be.copy_from_device(k.out(0), src, bytes, *k.scalar_ptr<Backend>(3)))
+        throw Error(detail::concat(Device{DeviceKind::CUDA, k.scalar_int(4)}.str(), " cannot copy from ",
+                                   Device{DeviceKind::CUDA, k.scalar_int(5)}.str()));
+    } else if (kind & 2) {
       be.copy_to_host(k.out(0), src, bytes);
-    } else if (from_host) {
+    } else if (kind & 4) {
       be.copy_from_host(k.out(0), src, bytes);
     } else {
       be.copy(k.out(0), src, bytes);
@@ -89,16 +94,17 @@ void copy_(Tensor& dst, const Tensor& src) {
     throw ShapeError(detail::concat("copy_: shapes ", shape_str(dst.shape()), " and ", shape_str(src.shape()), " differ"));
   same_device("copy_", {&dst, &src});
   const size_t bytes = src.nbytes();
-  enqueue(ctx_of(dst), "copy", {&src}, {&dst}, {bytes}, [=](Backend& be, const OpArgs& k) { be.copy(k.out(0), k.in(0), bytes); });
+  enqueue(ctx_of(dst), "copy", {&src}, {&dst}, {bytes}, [](Backend& be, const OpArgs& k) {
+    be.copy(k.out(0), k.in(0), k.scalar(0));
+  });
 }
 
 void check_finite(const Tensor& a, const std::string& what) {
   need_defined("check_finite", {&a});
   const size_t n = count(a);
-  // The kernel runs later: it owns its copy of the name.
-  enqueue(ctx_of(a), {"check_finite", kWaitsForHost}, {&a}, {}, [n, what](Backend& be, const OpArgs& k) {
-    be.check_finite(k.in(0), n, what.c_str());
-  });
+  // The kernel runs later: the op owns its copy of the name (a payload).
+  enqueue(ctx_of(a), {"check_finite", kWaitsForHost}, {&a}, {}, {n}, detail::payload(what),
+          [](Backend& be, const OpArgs& k) { be.check_finite(k.in(0), k.scalar(0), k.payload<std::string>().c_str()); });
 }
 
 }  // namespace amlp

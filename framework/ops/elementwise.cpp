@@ -17,8 +17,8 @@ Tensor axpby_op(const char* name, const Tensor& a, const Tensor& b, float alpha,
   same_device(name, {&a, &b});
   Tensor y = alloc(a.shape(), ctx_of(a));
   const size_t n = count(a);
-  enqueue(ctx_of(a), name, {&a, &b}, {&y}, {n, scalar_bits(alpha), scalar_bits(beta)}, [=](Backend& be, const OpArgs& k) {
-    be.axpby(alpha, k.in(0), beta, k.in(1), k.out(0), n);
+  enqueue(ctx_of(a), name, {&a, &b}, {&y}, {n, scalar_bits(alpha), scalar_bits(beta)}, [](Backend& be, const OpArgs& k) {
+    be.axpby(k.scalar_float(1), k.in(0), k.scalar_float(2), k.in(1), k.out(0), k.scalar(0));
   });
   return y;
 }
@@ -35,7 +35,9 @@ Tensor full(const Shape& s, float v, Device d) {
   DeviceContext& c = context(d);
   Tensor y = alloc(s, c);
   const size_t n = count(y);
-  enqueue(c, "fill", {}, {&y}, {n, scalar_bits(v)}, [=](Backend& be, const OpArgs& k) { be.fill(k.out(0), n, v); });
+  enqueue(c, "fill", {}, {&y}, {n, scalar_bits(v)}, [](Backend& be, const OpArgs& k) {
+    be.fill(k.out(0), k.scalar(0), k.scalar_float(1));
+  });
   return y;
 }
 
@@ -57,8 +59,8 @@ Tensor scale(const Tensor& a, float s) {
   need_defined("scale", {&a});
   Tensor y = alloc(a.shape(), ctx_of(a));
   const size_t n = count(a);
-  enqueue(ctx_of(a), "scale", {&a}, {&y}, {n, scalar_bits(s)}, [=](Backend& be, const OpArgs& k) {
-    be.axpby(s, k.in(0), 0.f, nullptr, k.out(0), n);
+  enqueue(ctx_of(a), "scale", {&a}, {&y}, {n, scalar_bits(s)}, [](Backend& be, const OpArgs& k) {
+    be.axpby(k.scalar_float(1), k.in(0), 0.f, nullptr, k.out(0), k.scalar(0));
   });
   if (detail::any_requires_grad({&a}))
     detail::record(y, "scale", {a}, [s](const Tensor& g) { return std::vector<Tensor>{scale(g, s)}; });
@@ -69,8 +71,8 @@ Tensor add_scalar(const Tensor& a, float s) {
   need_defined("add_scalar", {&a});
   Tensor y = alloc(a.shape(), ctx_of(a));
   const size_t n = count(a);
-  enqueue(ctx_of(a), "add_scalar", {&a}, {&y}, {n, scalar_bits(s)}, [=](Backend& be, const OpArgs& k) {
-    be.add_scalar(k.in(0), s, k.out(0), n);
+  enqueue(ctx_of(a), "add_scalar", {&a}, {&y}, {n, scalar_bits(s)}, [](Backend& be, const OpArgs& k) {
+    be.add_scalar(k.in(0), k.scalar_float(1), k.out(0), k.scalar(0));
   });
   if (detail::any_requires_grad({&a}))
     detail::record(y, "add_scalar", {a}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
@@ -81,12 +83,12 @@ Tensor relu(const Tensor& x) {
   need_defined("relu", {&x});
   Tensor y = alloc(x.shape(), ctx_of(x));
   const size_t n = count(x);
-  enqueue(ctx_of(x), "relu", {&x}, {&y}, {n}, [=](Backend& be, const OpArgs& k) { be.relu(k.in(0), k.out(0), n); });
+  enqueue(ctx_of(x), "relu", {&x}, {&y}, {n}, [](Backend& be, const OpArgs& k) { be.relu(k.in(0), k.out(0), k.scalar(0)); });
   if (detail::any_requires_grad({&x}))
     detail::record(y, "relu", {x}, [x, n](const Tensor& g) {
       Tensor dx = alloc(x.shape(), ctx_of(x));  // dx = g · (x > 0)
-      enqueue(ctx_of(x), "relu_backward", {&x, &g}, {&dx}, {n}, [n](Backend& be, const OpArgs& k) {
-        be.relu_backward(k.in(0), k.in(1), k.out(0), n);
+      enqueue(ctx_of(x), "relu_backward", {&x, &g}, {&dx}, {n}, [](Backend& be, const OpArgs& k) {
+        be.relu_backward(k.in(0), k.in(1), k.out(0), k.scalar(0));
       });
       return std::vector<Tensor>{dx};
     });

@@ -15,16 +15,15 @@ Tensor all_reduce_sum(const Tensor& x, dist::ProcessGroup& g) {
   if (x.device().is_cuda()) {
     void* comm = g.nccl_comm(x.device().index);  // may throw: before anything is allocated or queued
     Tensor y = alloc(x.shape(), c);
-    enqueue(c, {"nccl_all_reduce", kCollective}, {&x}, {&y}, {n, pointer_bits(comm)}, [n, comm](Backend& be, const OpArgs& a) {
-      be.all_reduce_nccl(a.in(0), a.out(0), n, comm);
+    enqueue(c, {"nccl_all_reduce", kCollective}, {&x}, {&y}, {n, pointer_bits(comm)}, [](Backend& be, const OpArgs& a) {
+      be.all_reduce_nccl(a.in(0), a.out(0), a.scalar(0), a.scalar_ptr<void>(1));
     });
     return y;
   }
   Tensor y = alloc(x.shape(), c);
   DataQueueGuard on_comm_queue(x.device());  // the rank's communication queue
-  dist::ProcessGroup* group = &g;
-  enqueue(c, {"mpi_all_reduce", kCollectiveViaHost}, {&x}, {&y}, [n, group](Backend&, const OpArgs& a) {
-    group->all_reduce_sum(a.in(0), a.out(0), n);
+  enqueue(c, {"mpi_all_reduce", kCollectiveViaHost}, {&x}, {&y}, {n, pointer_bits(&g)}, [](Backend&, const OpArgs& a) {
+    a.scalar_ptr<dist::ProcessGroup>(1)->all_reduce_sum(a.in(0), a.out(0), a.scalar(0));
   });
   return y;
 }

@@ -54,11 +54,10 @@ uint64_t random_offset() {
   return rng().offset;
 }
 
-// One draw of numel(s) numbers at the stream's current (seed, offset);
-// `fill(backend, out, n, seed, offset)` is the backend's generator.
-template <class Fill>
+// One draw of numel(s) numbers at the stream's current (seed, offset):
+// `fill` reads them as scalars 0 (n), 1 (seed), 2 (offset), then `params`.
 static Tensor random_op(const char* op, const char* kernel, const Shape& s, Device d, std::vector<uint64_t> params,
-                        Fill fill) {
+                        detail::OpKernel fill) {
   detail::check_shape(op, s);
   DeviceContext& c = context(d);
   Tensor y = alloc(s, c);
@@ -66,23 +65,23 @@ static Tensor random_op(const char* op, const char* kernel, const Shape& s, Devi
   const auto [seed, off] = draw(n);
   std::vector<uint64_t> scalars{n, seed, off};  // and `fill`'s own: params
   scalars.insert(scalars.end(), params.begin(), params.end());
-  enqueue(c, kernel, {}, {&y}, std::move(scalars), [=, seed = seed, off = off](Backend& be, const OpArgs& k) {
-    fill(be, k.out(0), n, seed, off);
-  });
+  enqueue(c, kernel, {}, {&y}, std::move(scalars), fill);
   return y;
 }
 
 Tensor randn(const Shape& s, Device d, float mean, float sd) {
   return random_op("randn", "random_normal", s, d, {scalar_bits(mean), scalar_bits(sd)},
-                   [=](Backend& be, float* y, size_t n, uint64_t seed, uint64_t off) {
-                     be.random_normal(y, n, seed, off, mean, sd);
+                   [](Backend& be, const OpArgs& k) {
+                     be.random_normal(k.out(0), k.scalar(0), k.scalar(1), k.scalar(2), k.scalar_float(3),
+                                      k.scalar_float(4));
                    });
 }
 
 Tensor rand_uniform(const Shape& s, Device d, float lo, float hi) {
   return random_op("rand_uniform", "random_uniform", s, d, {scalar_bits(lo), scalar_bits(hi)},
-                   [=](Backend& be, float* y, size_t n, uint64_t seed, uint64_t off) {
-                     be.random_uniform(y, n, seed, off, lo, hi);
+                   [](Backend& be, const OpArgs& k) {
+                     be.random_uniform(k.out(0), k.scalar(0), k.scalar(1), k.scalar(2), k.scalar_float(3),
+                                       k.scalar_float(4));
                    });
 }
 

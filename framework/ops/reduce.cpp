@@ -11,8 +11,8 @@ Tensor sum_rows(const Tensor& x) {
   need_2d("sum_rows", x, "x");
   const int rows = dim_int("sum_rows", x, 0), cols = dim_int("sum_rows", x, 1);  // before allocating
   Tensor y = alloc({x.dim(1)}, ctx_of(x));  // y: (C)
-  enqueue(ctx_of(x), "sum_rows", {&x}, {&y}, dims({rows, cols}), [=](Backend& be, const OpArgs& k) {
-    be.sum_rows(k.in(0), k.out(0), rows, cols);
+  enqueue(ctx_of(x), "sum_rows", {&x}, {&y}, dims({rows, cols}), [](Backend& be, const OpArgs& k) {
+    be.sum_rows(k.in(0), k.out(0), k.scalar_int(0), k.scalar_int(1));
   });
   return y;
 }
@@ -21,12 +21,14 @@ static Tensor reduce(const char* name, const Tensor& a, float scale_by) {
   need_defined(name, {&a});
   Tensor y = alloc({}, ctx_of(a));  // shape ()
   const size_t n = count(a);
-  enqueue(ctx_of(a), name, {&a}, {&y}, {n, scalar_bits(scale_by)}, [=](Backend& be, const OpArgs& k) { be.sum(k.in(0), k.out(0), n, scale_by); });
+  enqueue(ctx_of(a), name, {&a}, {&y}, {n, scalar_bits(scale_by)}, [](Backend& be, const OpArgs& k) {
+    be.sum(k.in(0), k.out(0), k.scalar(0), k.scalar_float(1));
+  });
   if (detail::any_requires_grad({&a}))
     detail::record(y, name, {a}, [a, n, scale_by](const Tensor& g) {
       Tensor da = alloc(a.shape(), ctx_of(a));  // da(i) = g · scale
-      enqueue(ctx_of(a), "broadcast_scalar", {&g}, {&da}, {n, scalar_bits(scale_by)}, [=](Backend& be, const OpArgs& k) {
-        be.broadcast_scalar(k.in(0), scale_by, k.out(0), n);
+      enqueue(ctx_of(a), "broadcast_scalar", {&g}, {&da}, {n, scalar_bits(scale_by)}, [](Backend& be, const OpArgs& k) {
+        be.broadcast_scalar(k.in(0), k.scalar_float(1), k.out(0), k.scalar(0));
       });
       return std::vector<Tensor>{da};
     });

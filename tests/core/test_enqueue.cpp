@@ -1,9 +1,17 @@
 // test_enqueue.cpp — an op is one declaration (framework/core/enqueue.h): the
-// tensors it reads and writes. Its kernel gets their addresses when it runs,
-// only those, and the engine keeps exactly those alive; a kernel that keeps
-// an address it did not declare reads freed (poisoned) memory, which
-// AddressSanitizer reports.
+// tensors it reads and writes, and its scalars. Its kernel gets their
+// addresses when it runs, only those, and the engine keeps exactly those
+// alive; a kernel that keeps an address it did not declare reads freed
+// (poisoned) memory, which AddressSanitizer reports. The kernel captures
+// nothing: what it uses besides its buffers it reads from the scalars the
+// op declared, which step graphs compare before replaying it.
 #include <atomic>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+#include <type_traits>
 
 #include "framework/core/enqueue.h"
 #include "sanitized.h"
@@ -19,26 +27,30 @@ TEST(OpDeclaration, TheKernelGetsTheDeclaredBuffersWhenItRuns) {
   const Device d = Device::cpu(0);
   Tensor a = full({4}, 2.f, d), b = full({4}, 3.f, d);
   Tensor y = empty({4}, d);
-  const float* seen_a = nullptr;
-  const float* seen_b = nullptr;
-  float* seen_y = nullptr;
-  size_t reads = 0, writes = 0;
+  struct Seen {
+    const float* a = nullptr;
+    const float* b = nullptr;
+    float* y = nullptr;
+    size_t reads = 0, writes = 0;
+  } seen;
   uint64_t seq = 0;
   {
     PausedQueue paused(d);
-    seq = enqueue(context(d), "test_add", {&a, &b}, {&y}, [&](Backend&, const OpArgs& args) {
-      seen_a = args.in(0), seen_b = args.in(1), seen_y = args.out(0);
-      reads = args.reads(), writes = args.writes();
-      for (int i = 0; i < 4; ++i) seen_y[i] = seen_a[i] + seen_b[i];
+    seq = enqueue(context(d), "test_add", {&a, &b}, {&y}, {detail::pointer_bits(&seen)},
+                  [](Backend&, const OpArgs& args) {
+      Seen& s = *args.scalar_ptr<Seen>(0);
+      s.a = args.in(0), s.b = args.in(1), s.y = args.out(0);
+      s.reads = args.reads(), s.writes = args.writes();
+      for (int i = 0; i < 4; ++i) s.y[i] = s.a[i] + s.b[i];
     });
-    EXPECT_EQ(seen_y, nullptr) << "the kernel ran before the queue was resumed";
+    EXPECT_EQ(seen.y, nullptr) << "the kernel ran before the queue was resumed";
   }
   EXPECT_EQ(y.to_host(), std::vector<float>(4, 5.f));
-  EXPECT_EQ(seen_a, storage(a)->data());
-  EXPECT_EQ(seen_b, storage(b)->data());
-  EXPECT_EQ(seen_y, storage(y)->data());
-  EXPECT_EQ(reads, 2u);
-  EXPECT_EQ(writes, 1u);
+  EXPECT_EQ(seen.a, storage(a)->data());
+  EXPECT_EQ(seen.b, storage(b)->data());
+  EXPECT_EQ(seen.y, storage(y)->data());
+  EXPECT_EQ(seen.reads, 2u);
+  EXPECT_EQ(seen.writes, 1u);
   EXPECT_EQ(writer_seq(y), seq);  // the declared write is tracked
 }
 
@@ -46,8 +58,9 @@ TEST(OpDeclaration, AnUndefinedOptionalTensorReachesTheKernelAsNull) {
   const Device d = Device::cpu(0);
   Tensor a = full({2}, 1.f, d), none, y = empty({2}, d);
   std::atomic<bool> null_seen{false};
-  enqueue(context(d), "test_optional", {&a, &none}, {&y}, [&](Backend&, const OpArgs& args) {
-    null_seen = args.in(1) == nullptr && args.in(0) != nullptr;
+  enqueue(context(d), "test_optional", {&a, &none}, {&y}, {detail::pointer_bits(&null_seen)},
+          [](Backend&, const OpArgs& args) {
+    *args.scalar_ptr<std::atomic<bool>>(0) = args.in(1) == nullptr && args.in(0) != nullptr;
     args.out(0)[0] = args.out(0)[1] = 0.f;
   });
   y.wait_to_read();
@@ -59,9 +72,10 @@ TEST(OpDeclaration, ABufferNotDeclaredIsAKernelErrorNamingTheOp) {
   const Device d = Device::cpu(0);
   Tensor a = full({2}, 1.f, d), y = empty({2}, d);
   std::atomic<bool> reached{false};
-  const uint64_t seq = enqueue(context(d), "test_overreach", {&a}, {&y}, [&](Backend&, const OpArgs& args) {
+  const uint64_t seq = enqueue(context(d), "test_overreach", {&a}, {&y}, {detail::pointer_bits(&reached)},
+                               [](Backend&, const OpArgs& args) {
     (void)args.in(1);  // declared one read
-    reached = true;
+    *args.scalar_ptr<std::atomic<bool>>(0) = true;
   });
   try {
     y.wait_to_read();
@@ -73,7 +87,7 @@ TEST(OpDeclaration, ABufferNotDeclaredIsAKernelErrorNamingTheOp) {
   }
   EXPECT_FALSE(reached);
   // The same for a write.
-  enqueue(context(d), "test_overreach_write", {&a}, {&y}, [&](Backend&, const OpArgs& args) { (void)args.out(1); });
+  enqueue(context(d), "test_overreach_write", {&a}, {&y}, {}, [](Backend&, const OpArgs& args) { (void)args.out(1); });
   EXPECT_THROW(y.wait_to_read(), KernelError);
   expect_no_kernel_error_left();
 }
@@ -87,7 +101,7 @@ TEST(OpDeclaration, DeclaredBuffersOutliveTheirTensorsUntilTheKernelRan) {
     PausedQueue paused(d);
     Tensor x = full({1024}, 7.f, d);
     in_storage = storage(x);
-    enqueue(context(d), "test_copy", {&x}, {&y}, [](Backend&, const OpArgs& args) {
+    enqueue(context(d), "test_copy", {&x}, {&y}, {}, [](Backend&, const OpArgs& args) {
       for (int i = 0; i < 1024; ++i) args.out(0)[i] = args.in(0)[i];
     });
     x = Tensor();  // the frontend lets go; the queued op still holds the buffer
@@ -96,6 +110,143 @@ TEST(OpDeclaration, DeclaredBuffersOutliveTheirTensorsUntilTheKernelRan) {
   EXPECT_EQ(y.to_host(), std::vector<float>(1024, 7.f));
   waitall();
   EXPECT_TRUE(in_storage.expired()) << "the op kept its input alive after it ran";
+}
+
+// A kernel is a function of its op's description (docs/design.md §1): a
+// lambda that captures does not convert to one, and no enqueue() takes a
+// kernel without the op's scalars.
+template <class K, class = void>
+struct EnqueuesWithScalars : std::false_type {};
+template <class K>
+struct EnqueuesWithScalars<K, std::void_t<decltype(enqueue(std::declval<DeviceContext&>(), "op", {}, {},
+                                                            std::vector<uint64_t>{}, std::declval<K>()))>>
+    : std::true_type {};
+template <class K, class = void>
+struct EnqueuesWithoutScalars : std::false_type {};
+template <class K>
+struct EnqueuesWithoutScalars<K, std::void_t<decltype(enqueue(std::declval<DeviceContext&>(), "op", {}, {},
+                                                               std::declval<K>()))>> : std::true_type {};
+
+TEST(OpDeclaration, AKernelCapturesNothing) {
+  int n = 4;
+  auto by_value = [n](Backend&, const OpArgs&) { (void)n; };
+  auto by_reference = [&n](Backend&, const OpArgs&) { ++n; };
+  auto captureless = [](Backend&, const OpArgs& k) { (void)k.scalar(0); };
+  static_assert(!std::is_convertible_v<decltype(by_value), detail::OpKernel>, "a capture is not a kernel");
+  static_assert(!std::is_convertible_v<decltype(by_reference), detail::OpKernel>, "a capture is not a kernel");
+  static_assert(!std::is_convertible_v<std::function<void(Backend&, const OpArgs&)>, detail::OpKernel>,
+                "a closure is not a kernel");
+  static_assert(std::is_convertible_v<decltype(captureless), detail::OpKernel>, "a plain function is");
+  static_assert(!EnqueuesWithScalars<decltype(by_value)>::value, "enqueue() takes no capturing lambda");
+  static_assert(!EnqueuesWithScalars<decltype(by_reference)>::value, "enqueue() takes no capturing lambda");
+  static_assert(EnqueuesWithScalars<decltype(captureless)>::value, "enqueue() takes a plain kernel");
+  static_assert(!EnqueuesWithoutScalars<decltype(captureless)>::value, "every op declares its scalars");
+  (void)by_value, (void)by_reference, (void)captureless;
+}
+
+TEST(OpDeclaration, ScalarAccessorsReadBackWhatWasDeclared) {
+  uint32_t nan_bits = 0x7fc12345u;  // a quiet NaN with a payload
+  float nan;
+  std::memcpy(&nan, &nan_bits, sizeof nan);
+  const float floats[] = {0.f, -0.f, 1.5f, -3.25e-7f, std::numeric_limits<float>::denorm_min(),
+                          std::numeric_limits<float>::max(), std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity(), nan};
+  std::vector<uint64_t> scalars;
+  for (float f : floats) scalars.push_back(detail::scalar_bits(f));
+  const size_t n_floats = scalars.size();
+  int x = 7;
+  scalars.push_back(static_cast<uint64_t>(int64_t{-3}));  // as ops::dims declares a negative int
+  scalars.push_back(true);
+  scalars.push_back(0);
+  scalars.push_back(detail::pointer_bits(&x));
+  scalars.push_back(~uint64_t(0));
+  const OpArgs k(nullptr, 0, 0, "test_scalars", &scalars);
+  ASSERT_EQ(k.scalars(), scalars.size());
+  for (size_t i = 0; i < n_floats; ++i) {
+    const float back = k.scalar_float(i);
+    uint32_t a, b;
+    std::memcpy(&a, &floats[i], sizeof a);
+    std::memcpy(&b, &back, sizeof b);
+    EXPECT_EQ(a, b) << "float #" << i << " did not round-trip bitwise";
+  }
+  EXPECT_TRUE(std::signbit(k.scalar_float(1)));
+  EXPECT_TRUE(std::isnan(k.scalar_float(n_floats - 1)));
+  EXPECT_EQ(k.scalar_int(n_floats), -3);
+  EXPECT_TRUE(k.scalar_bool(n_floats + 1));
+  EXPECT_FALSE(k.scalar_bool(n_floats + 2));
+  EXPECT_EQ(k.scalar_ptr<int>(n_floats + 3), &x);
+  EXPECT_EQ(k.scalar(n_floats + 4), ~uint64_t(0));
+  try {
+    (void)k.scalar(scalars.size());
+    ADD_FAILURE() << "a scalar past those declared was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'test_scalars' asked for scalar #" + std::to_string(scalars.size()) +
+                                         " but declared " + std::to_string(scalars.size())),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW((void)OpArgs(nullptr, 0, 0, "test_none").scalar(0), Error);
+}
+
+TEST(OpDeclaration, APayloadIsReadAsTheTypeItWasDeclaredWith) {
+  const OpPayload p = detail::payload(std::string("what"));
+  const OpArgs k(nullptr, 0, 0, "test_payload", nullptr, &p);
+  EXPECT_EQ(k.payload<std::string>(), "what");
+  EXPECT_THROW((void)k.payload<std::vector<float>>(), Error);
+  EXPECT_THROW((void)OpArgs(nullptr, 0, 0, "test_none").payload<std::string>(), Error);
+}
+
+// The kernel's sizes and values come from the scalars the op declared.
+void fill_kernel(Backend&, const OpArgs& k) {
+  for (size_t i = 0; i < k.scalar(0); ++i) k.out(0)[i] = k.scalar_float(1);
+}
+
+TEST(OpDeclaration, AStepWhoseScalarsChangedIsRecordedAgainNotReplayed) {
+  ScopedBlocking async(false);
+  const Device d = Device::cpu(0);
+  Tensor y = empty({8}, d);  // one buffer every step: only the scalars change
+  StepGraphStats stats;
+  {
+    ScopedStepGraph on({d}, stats);
+    // eager, eager, capture (slot 0), replay, capture (slot 1), replay,
+    // update (slot 0, the least recently launched), replay
+    const float values[] = {1.f, 1.f, 1.f, 1.f, 2.f, 2.f, 3.f, 3.f};
+    for (float v : values) {
+      begin_step(d);
+      enqueue(context(d), "test_fill", {}, {&y}, {4, detail::scalar_bits(v)}, fill_kernel);
+      end_step(d);
+      const std::vector<float> got = y.to_host();
+      EXPECT_EQ(std::vector<float>(got.begin(), got.begin() + 4), std::vector<float>(4, v));
+    }
+  }
+  EXPECT_EQ(stats.eager, 2u);
+  EXPECT_EQ(stats.captured, 2u) << "a step whose scalars changed was replayed as recorded";
+  EXPECT_EQ(stats.replayed, 3u);
+  EXPECT_EQ(stats.updated, 1u) << "a step whose scalars changed was replayed as recorded";
+}
+
+TEST(OpDeclaration, AnOpWithAPayloadIsNeverRecorded) {
+  ScopedBlocking async(false);
+  const Device d = Device::cpu(0);
+  Tensor y = empty({4}, d);
+  StepGraphStats stats;
+  {
+    ScopedStepGraph on({d}, stats);
+    for (int step = 0; step < 5; ++step) {
+      begin_step(d);
+      // Declared recordable (a bare name); the payload, which the recogniser
+      // cannot compare, differs every step.
+      enqueue(context(d), "test_from_payload", {}, {&y}, {4},
+              detail::payload(std::vector<float>(4, static_cast<float>(step))), [](Backend&, const OpArgs& k) {
+        for (size_t i = 0; i < k.scalar(0); ++i) k.out(0)[i] = k.payload<std::vector<float>>()[i];
+      });
+      end_step(d);
+      EXPECT_EQ(y.to_host(), std::vector<float>(4, static_cast<float>(step)));
+    }
+  }
+  EXPECT_EQ(stats.captured, 0u);
+  EXPECT_EQ(stats.replayed, 0u);
+  EXPECT_EQ(stats.updated, 0u);
 }
 
 #if AMLP_ASAN
@@ -110,8 +261,8 @@ void kernel_with_a_stale_pointer() {
     PausedQueue paused(d);
     Tensor x = full({256}, 1.f, d);
     const float* captured = static_cast<const float*>(storage(x)->data());  // not declared
-    enqueue(context(d), "test_stale", {}, {&y}, [captured](Backend&, const OpArgs& args) {
-      for (int i = 0; i < 256; ++i) args.out(0)[i] = captured[i];
+    enqueue(context(d), "test_stale", {}, {&y}, {detail::pointer_bits(captured)}, [](Backend&, const OpArgs& args) {
+      for (int i = 0; i < 256; ++i) args.out(0)[i] = args.scalar_ptr<const float>(0)[i];
     });
     x = Tensor();
   }
@@ -124,7 +275,7 @@ void kernel_that_declares_its_input() {
   {
     PausedQueue paused(d);
     Tensor x = full({256}, 1.f, d);
-    enqueue(context(d), "test_declared", {&x}, {&y}, [](Backend&, const OpArgs& args) {
+    enqueue(context(d), "test_declared", {&x}, {&y}, {}, [](Backend&, const OpArgs& args) {
       for (int i = 0; i < 256; ++i) args.out(0)[i] = args.in(0)[i];
     });
     x = Tensor();

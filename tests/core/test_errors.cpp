@@ -72,7 +72,7 @@ TEST(QueueErrors, OpsDownstreamOfAFailureAreNotCounted) {
   const Device d = Device::cpu(0);
   Tensor a = full({4}, 1.f, d);
   Tensor y = empty({4}, d);
-  enqueue(context(d), "test_fail", {&a}, {&y}, [](Backend&, const OpArgs&) { throw std::runtime_error("once"); });
+  enqueue(context(d), "test_fail", {&a}, {&y}, {}, [](Backend&, const OpArgs&) { throw std::runtime_error("once"); });
   Tensor z = relu(add_scalar(y, 1.f));  // neither runs
   try {
     z.wait_to_read();
@@ -163,7 +163,7 @@ TEST(HostCopyErrors, ACopyThatDidNotRunSaysSoAfterALaterWriteRepairedItsSource) 
   const Device d = Device::cpu(0);
   Tensor a = full({4}, 1.f, d);
   Tensor x = empty({4}, d);
-  enqueue(context(d), "test_fail", {&a}, {&x}, [](Backend&, const OpArgs&) { throw std::runtime_error("x lost"); });
+  enqueue(context(d), "test_fail", {&a}, {&x}, {}, [](Backend&, const OpArgs&) { throw std::runtime_error("x lost"); });
   EXPECT_THROW(x.wait_to_read(), KernelError);  // reported: no queue keeps it now
   HostCopy h = x.to_host_async();                // does not run: x carries the failure
   copy_(x, a);                                   // a later write repairs x

@@ -408,12 +408,13 @@ TEST(QueueErrors, AFailureOnOneQueueFailsEverythingDownstreamOnAnother) {
   Tensor y, z;
   {
     PausedQueue p0(d0);  // everything is queued before anything runs
-    failed_seq = detail::enqueue(context(d0), "test_fault", {&x}, {&bad},
+    failed_seq = detail::enqueue(context(d0), "test_fault", {&x}, {&bad}, {},
                                  [](Backend&, const OpArgs&) { throw std::runtime_error("injected failure"); });
     y = copy_to(bad, d1);      // cpu:1 waits for cpu:0's op
     z = add_scalar(y, 1.f);    // further downstream on cpu:1
     Tensor w = empty({1}, d1);
-    detail::enqueue(context(d1), "test_downstream", {&z}, {&w}, [&](Backend&, const OpArgs&) { ++ran_downstream; });
+    detail::enqueue(context(d1), "test_downstream", {&z}, {&w}, {detail::pointer_bits(&ran_downstream)},
+                    [](Backend&, const OpArgs& k) { ++*k.scalar_ptr<std::atomic<int>>(0); });
     y = Tensor();
   }
   for (const Blocker& b : kBlockers) {
@@ -444,7 +445,7 @@ TEST(QueueErrors, AnUnrelatedTensorOnTheOtherQueueIsNotAffected) {
   ScopedBlocking async(false);
   const Device d0 = Device::cpu(0), d1 = Device::cpu(1);
   Tensor x = full({2}, 1.f, d0), bad = empty({2}, d0);
-  detail::enqueue(context(d0), "test_fault", {&x}, {&bad},
+  detail::enqueue(context(d0), "test_fault", {&x}, {&bad}, {},
                   [](Backend&, const OpArgs&) { throw std::runtime_error("injected failure"); });
   Tensor fine = full({2}, 4.f, d1);
   bad = Tensor();
@@ -598,7 +599,7 @@ TEST(HostCopyCpu, AFailureUpstreamIsRethrownByGet) {
   ScopedBlocking async(false);
   const Device d = Device::cpu(0);
   Tensor x = full({2}, 1.f, d), bad = empty({2}, d);
-  const uint64_t seq = detail::enqueue(context(d), "test_fault", {&x}, {&bad},
+  const uint64_t seq = detail::enqueue(context(d), "test_fault", {&x}, {&bad}, {},
                                        [](Backend&, const OpArgs&) { throw std::runtime_error("injected failure"); });
   HostCopy c = bad.to_host_async();
   try {

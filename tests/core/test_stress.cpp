@@ -278,10 +278,12 @@ class Stress {
     const int fault_no = static_cast<int>(faults_.size());
     std::atomic<uint64_t>* failed = &kernels_failed;
     const uint64_t seq = detail::enqueue(context(d), fail ? kFaultOp : kCrossOp, {&a.t, &b.t}, {&v.t},
-                                         [fail, fault_no, failed](Backend&, const OpArgs& k) {
-                                           if (fail) {
-                                             failed->fetch_add(1);
-                                             throw std::runtime_error(detail::concat("injected fault #", fault_no));
+                                         {fail, static_cast<uint64_t>(fault_no), detail::pointer_bits(failed)},
+                                         [](Backend&, const OpArgs& k) {
+                                           if (k.scalar_bool(0)) {
+                                             k.scalar_ptr<std::atomic<uint64_t>>(2)->fetch_add(1);
+                                             throw std::runtime_error(
+                                                 detail::concat("injected fault #", k.scalar_int(1)));
                                            }
                                            const float* x = k.in(0);
                                            const float* y = k.in(1);
@@ -504,10 +506,10 @@ TEST(QueueStress, WaitallReportsEveryQueuesKeptErrorInTurn) {
   waitall();
   const Device d0 = Device::cpu(0), d1 = Device::cpu(1);
   Tensor y0 = empty({4}, d0), y1 = empty({4}, d1);
-  const uint64_t s0 = detail::enqueue(context(d0), kFaultOp, {}, {&y0}, [](Backend&, const OpArgs&) {
+  const uint64_t s0 = detail::enqueue(context(d0), kFaultOp, {}, {&y0}, {}, [](Backend&, const OpArgs&) {
     throw std::runtime_error("fault on cpu:0");
   });
-  const uint64_t s1 = detail::enqueue(context(d1), kFaultOp, {}, {&y1}, [](Backend&, const OpArgs&) {
+  const uint64_t s1 = detail::enqueue(context(d1), kFaultOp, {}, {&y1}, {}, [](Backend&, const OpArgs&) {
     throw std::runtime_error("fault on cpu:1");
   });
   std::vector<std::string> seen;
@@ -531,7 +533,7 @@ TEST(QueueStress, AFailureReportedDownstreamIsNotReportedAgain) {
   waitall();
   const Device d0 = Device::cpu(0), d1 = Device::cpu(1);
   Tensor bad = empty({4}, d0);
-  const uint64_t s0 = detail::enqueue(context(d0), kFaultOp, {}, {&bad}, [](Backend&, const OpArgs&) {
+  const uint64_t s0 = detail::enqueue(context(d0), kFaultOp, {}, {&bad}, {}, [](Backend&, const OpArgs&) {
     throw std::runtime_error("fault on cpu:0");
   });
   Tensor down = copy_to(bad, d1);  // fails on cpu:1 with cpu:0's error; both queues kept it

@@ -53,7 +53,7 @@ TEST_P(Completion, ASkippedCopyAloneAtTheEndReadsReady) {
   ScopedBlocking async(false);
   Tensor a = full({16}, 1.f, dev());
   Tensor y = empty({16}, dev());
-  enqueue(context(dev()), "test_fail", {&a}, {&y}, [](Backend&, const OpArgs&) {
+  enqueue(context(dev()), "test_fail", {&a}, {&y}, {}, [](Backend&, const OpArgs&) {
     throw std::runtime_error("an injected failure");
   });
   Tensor z = relu(y);  // does not run either

@@ -32,8 +32,9 @@ class NcclFailure : public ::testing::Test {
 // pointer (NCCL refuses it at the launch) when `fail`.
 void queue_rank(Device d, void* comm, const Tensor& x, Tensor& y, bool fail) {
   const size_t n = static_cast<size_t>(x.numel());
-  enqueue(context(d), "test_all_reduce", {&x}, {&y}, [=](Backend& be, const OpArgs& a) {
-    be.all_reduce_nccl(fail ? nullptr : a.in(0), a.out(0), n, comm);
+  enqueue(context(d), "test_all_reduce", {&x}, {&y}, {n, detail::pointer_bits(comm), fail},
+          [](Backend& be, const OpArgs& a) {
+    be.all_reduce_nccl(a.scalar_bool(2) ? nullptr : a.in(0), a.out(0), a.scalar(0), a.scalar_ptr<void>(1));
   });
 }
 

@@ -401,10 +401,10 @@ TEST_F(AllReduceCuda, SumNMatchesTheCpuBitwise) {
     for (const Tensor& x : xs) reads.push_back(&x);
     Tensor y = detail::alloc(shape, context(d));
     const size_t n = static_cast<size_t>(numel(shape));
-    detail::enqueue(context(d), "test_sum_n", reads, {&y}, [n](Backend& be, const OpArgs& a) {
+    detail::enqueue(context(d), "test_sum_n", reads, {&y}, {n}, [](Backend& be, const OpArgs& a) {
       std::vector<const float*> in;
       for (size_t j = 0; j < a.reads(); ++j) in.push_back(a.in(j));
-      be.sum_n(in.data(), static_cast<int>(in.size()), a.out(0), n);
+      be.sum_n(in.data(), static_cast<int>(in.size()), a.out(0), a.scalar(0));
     });
     got.push_back(y.to_host());
   }
