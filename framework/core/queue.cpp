@@ -284,7 +284,7 @@ void Queue::worker_loop() {
     if (op.role == Role::Held) {
       held_.push_back(std::move(op));
     } else if (op.role == Role::StepEnd) {
-      run_step(op.verdict, op.slot);
+      run_step(op.verdict, op.slot, op.seq);  // a StepEnd's seq: the step's number
     } else {
       if (!held_.empty()) run_step(StepVerdict::Eager, 0);  // the step stopped matching: in order
       const BacklogBytes freed = execute(op);

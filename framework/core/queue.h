@@ -266,8 +266,8 @@ class Queue {
   // queue_step.cpp: the frontend's side (under mu_) and the worker's.
   bool hold_locked(const char* name, const OpBuffers& bufs);
   void release_step_locked(const char* why);  // a blocker inside the step: the held ops run eagerly
-  void run_step(StepVerdict v, int slot);     // worker: the held ops, per the verdict
-  bool launch_held_as_graph(std::vector<Op>& ops, StepVerdict v, int slot);
+  void run_step(StepVerdict v, int slot, uint64_t step = 0);  // worker: the held ops, per the verdict
+  bool launch_held_as_graph(std::vector<Op>& ops, StepVerdict v, int slot, uint64_t step);
   void note_graph_failure(std::string reason) noexcept;  // worker: the held ops run one by one
   void take_graph_failure_locked();  // frontend, under mu_: the recogniser learns of it
   BacklogBytes finish(Op& op);  // releases refs; returns this queue's backlog bytes they freed
@@ -330,6 +330,9 @@ class Queue {
   std::atomic<bool> graph_failed_{false};  // worker -> frontend: a capture or replay failed
   std::string graph_failure_;              // under mu_: why (the backend's message)
   uint64_t graph_failures_ = 0;            // under mu_: recordings and replays that failed
+  // The last step launched as one graph (worker; read by exposed_fault on any
+  // thread): its ops' seqs and its number among the steps, for a fault's message.
+  std::atomic<uint64_t> graph_first_{0}, graph_last_{0}, graph_step_{0};
   uint64_t rerecorded_ = 0;                // under mu_: replay verdicts recorded again (an op's scalars undeclared)
   std::thread worker_;
 };

@@ -112,7 +112,16 @@ std::exception_ptr Queue::exposed_fault(const char* op, uint64_t seq, const std:
   // Synchronous mode waited for every earlier op as it was queued: the fault is this op's.
   const auto blame = blocking() ? KernelError::Blame::Culprit : KernelError::Blame::ExposedBy;
   try {
-    return std::make_exception_ptr(KernelError(op ? op : "(an op no longer recorded)", seq, name_, e.what(), blame));
+    std::string what = e.what();
+    // A step launched as one graph before it: its ops ran without a check in
+    // between, so the fault may be any of them; name the step (the batch).
+    const uint64_t step = graph_step_.load(std::memory_order_acquire);
+    const uint64_t first = graph_first_.load(std::memory_order_relaxed), last = graph_last_.load(std::memory_order_relaxed);
+    if (step && seq >= first)
+      what += detail::concat(" [ops #", first, "-#", last, " ran as one step graph: step ", step,
+                             " since step graphs were turned on (the loop's batch); the fault may be in any of them, "
+                             "and without step graphs (--graph off) the op that faulted is named]");
+    return std::make_exception_ptr(KernelError(op ? op : "(an op no longer recorded)", seq, name_, what, blame));
   } catch (...) {  // building the message failed (bad_alloc)
     return std::current_exception();
   }

@@ -90,8 +90,8 @@ StepVerdict Queue::end_step() {
     const bool held = held_in_step_ > 0;
     held_in_step_ = 0;
     v = steps_->end_step();
-    if (held) {
-      pending_.push_back(Op{"(step)", 0, nullptr, {}, {}, Role::StepEnd, v, steps_->slot()});
+    if (held) {  // the marker's seq carries the step's number (1, 2, ...: the loop's batch)
+      pending_.push_back(Op{"(step)", steps_->stats().steps, nullptr, {}, {}, Role::StepEnd, v, steps_->slot()});
       wake = worker_sleeping_ && !paused_;
     }
   }
@@ -99,7 +99,7 @@ StepVerdict Queue::end_step() {
   return v;
 }
 
-void Queue::run_step(StepVerdict v, int slot) {
+void Queue::run_step(StepVerdict v, int slot, uint64_t step) {
   std::vector<Op> ops;
   ops.swap(held_);
   if (ops.empty()) return;
@@ -111,7 +111,7 @@ void Queue::run_step(StepVerdict v, int slot) {
     std::lock_guard<std::mutex> lk(mu_);
     rerecorded_++;  // counted as what it was
   }
-  if (v != StepVerdict::Eager && sync_ && launch_held_as_graph(ops, v, slot)) return;
+  if (v != StepVerdict::Eager && sync_ && launch_held_as_graph(ops, v, slot, step)) return;
   // No device graph: the ops run one by one. A replay runs the kernels the
   // slot recorded (as a device graph keeps its launches' arguments), with
   // this step's buffers, which are the recorded ones (step_graph.h).
@@ -135,7 +135,7 @@ void Queue::run_step(StepVerdict v, int slot) {
 // recorded graph launched again (Replay). False: run them one by one instead
 // (the backend has no graphs, an op waits on another queue, an input carries
 // an earlier failure, the step was dropped).
-bool Queue::launch_held_as_graph(std::vector<Op>& ops, StepVerdict v, int slot) {
+bool Queue::launch_held_as_graph(std::vector<Op>& ops, StepVerdict v, int slot, uint64_t step) {
   for (const Op& op : ops) {
     if (op.bufs.traits.collective) return false;  // joins other queues' ops: launched op by op
     if (!op.deps.empty() || op.seq <= drop_upto_.load(std::memory_order_acquire)) return false;
@@ -204,6 +204,11 @@ bool Queue::launch_held_as_graph(std::vector<Op>& ops, StepVerdict v, int slot) 
                          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - k0)
                              .count()),
                      std::memory_order_relaxed);
+  // Launched as one graph: a device fault found later may be any of its ops (exposed_fault says so).
+  graph_step_.store(0, std::memory_order_relaxed);
+  graph_first_.store(ops.front().seq, std::memory_order_relaxed);
+  graph_last_.store(last, std::memory_order_relaxed);
+  graph_step_.store(step, std::memory_order_release);
   if (t0) {
     try {
       trace::span(track_, v == StepVerdict::Replay ? "graph replay" : "graph capture", t0, trace::now_us(), last);

@@ -39,6 +39,12 @@ struct RecordingSync : StreamSync {
     return true;
   }
   void drop_graph() noexcept override { ++drops; }
+  bool fault_after_op = false;  // the next op's completion finds an earlier kernel faulted
+  void after_op(uint64_t, bool) override {
+    if (!fault_after_op) return;
+    fault_after_op = false;
+    throw DeviceFault("an illegal memory access was encountered");
+  }
 };
 
 struct Step {
@@ -254,6 +260,30 @@ TEST(QueueStep, AFailedReplayRunsTheHeldOpsEagerlyAndSaysWhy) {
   const StepGraphStats st = q.step_graph_stats();
   EXPECT_EQ(st.capture_failures, 1u);
   EXPECT_NE(st.last_reason.find("replaying its 3 ops: graph launch failed"), std::string::npos) << st.last_reason;
+}
+
+// A device fault found after a step ran as one graph names that step (the
+// loop's batch) and its ops: without a check between them, any may have faulted.
+TEST(QueueStep, AFaultFoundAfterAStepGraphNamesTheStep) {
+  RecordingSync sync;
+  Queue q("fake:0", &sync);
+  q.set_step_graph(1);
+  std::vector<int> ran;
+  for (int b = 0; b < 4; ++b) push_step(q, 3, ran, nullptr, &sync, true), q.end_step();  // eager, eager, captured, replayed
+  q.wait_all();
+  ASSERT_EQ(sync.replays, 1);
+  sync.fault_after_op = true;
+  q.push("exposer", [] {});
+  try {
+    q.wait_all();
+    FAIL() << "the fault was not reported";
+  } catch (const KernelError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("ran as one step graph: step 4 "), std::string::npos) << what;
+    EXPECT_NE(what.find("ops #10-#12"), std::string::npos) << what;
+    EXPECT_EQ(e.op, "exposer");
+    EXPECT_EQ(e.blame, KernelError::Blame::ExposedBy);
+  }
 }
 
 // Another queue's worker waits for a held op until its step ends; a frontend
