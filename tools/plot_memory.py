@@ -29,7 +29,6 @@ Panels (each drawn when its data is there):
      against what it costs in memory; the title names the host work.
 Bad input: one line on stderr, exit status 2 (no matplotlib, a failed write: exit 1).
 """
-import argparse
 import csv
 import json
 import math
@@ -37,10 +36,10 @@ import os
 import re
 import sys
 
+import plot_common  # tools/: the script's own folder is on sys.path
+
 MB = 1e6
 PROG = "plot_memory.py"
-FIXED_COLORS = {"batch": "C0", "none": "C3", "bounded": "C2"}
-OTHER_COLORS = ["C1", "C4", "C5", "C6", "C9", "C7", "C8"]
 
 
 class InputError(Exception):
@@ -216,13 +215,7 @@ def draw_memory_vs_throughput(ax, runs, colors):
 
 
 def parse_args(argv):
-    class Parser(argparse.ArgumentParser):
-        def error(self, message):  # one line, exit 2
-            print("%s: error: %s" % (PROG, message), file=sys.stderr)
-            sys.exit(2)
-
-    ap = Parser(prog=PROG, description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n", 1)[1],
-                formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = plot_common.parser(PROG, __doc__)
     ap.add_argument("inputs", nargs="+", help="memory-log CSVs and summary JSONs")
     ap.add_argument("-o", "--output", default="memory.svg", help="file to write, .svg or .png (default memory.svg)")
     ap.add_argument("--title", default=None, help="title above the panels")
@@ -230,10 +223,7 @@ def parse_args(argv):
     for p in a.inputs:
         if not p.endswith((".csv", ".json")):
             ap.error("don't know what %s is (expected .csv memory logs or .json summaries)" % p)
-    if os.path.splitext(a.output)[1].lower() not in (".svg", ".png"):
-        ap.error("-o %s: the output must end in .svg or .png" % a.output)
-    if not os.path.isdir(os.path.dirname(a.output) or "."):
-        ap.error("-o %s: directory '%s' does not exist" % (a.output, os.path.dirname(a.output)))
+    plot_common.check_output(ap, a.output)
     return a
 
 
@@ -255,26 +245,12 @@ def main(argv):
               % PROG, file=sys.stderr)
         return 2
 
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        if tuple(int(v) for v in re.findall(r"\d+", matplotlib.__version__)[:2]) < (3, 6):
-            raise ImportError("matplotlib %s is older than 3.6" % matplotlib.__version__)
-    except ImportError as e:
-        debian = "/usr/bin/python3"  # sees python3-matplotlib, which a python3 earlier on PATH may not
-        if os.path.realpath(sys.executable) != os.path.realpath(debian) and os.access(debian, os.X_OK):
-            os.execv(debian, [debian, os.path.abspath(__file__)] + argv)
-        print("%s: error: no usable matplotlib for %s: %s (Debian: apt-get install python3-matplotlib)"
-              % (PROG, sys.executable, e), file=sys.stderr)
+    plt = plot_common.pyplot(PROG, __file__, argv)
+    if plt is None:
         return 1
-    plt.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "asyncmlp", "axes.grid": True,
-                         "grid.color": "0.9", "axes.axisbelow": True, "font.size": 11})
 
-    colors = dict(FIXED_COLORS)  # the same mode in the same colour in both panels
-    others = iter(OTHER_COLORS * 4)
-    for label in sorted({l for l, _ in logs} | {r["label"] for r in runs}, key=series_order):
-        colors.setdefault(label, next(others, "0.3"))
+    # the same mode in the same colour in both panels
+    colors = plot_common.mode_colors(sorted({l for l, _ in logs} | {r["label"] for r in runs}, key=series_order))
     n = bool(logs) + bool(throughput)
     fig, axes = plt.subplots(1, n, figsize=(7.2 * n, 5.2), squeeze=False, layout="constrained")
     axes = list(axes[0])
@@ -293,13 +269,7 @@ def main(argv):
         fig.canvas.draw()  # lays the figure out, then keeps that layout: labels are placed in pixels
         fig.set_layout_engine("none")
         label_points()
-    try:
-        fig.savefig(a.output, dpi=150, metadata={"Date": None} if a.output.lower().endswith(".svg") else None)
-    except OSError as e:
-        print("%s: error: %s" % (PROG, e), file=sys.stderr)
-        return 1
-    print("wrote %s" % a.output)
-    return 0
+    return plot_common.save(fig, a.output, PROG)
 
 
 if __name__ == "__main__":

@@ -19,16 +19,14 @@ Needs matplotlib 3.6 or newer (Debian 12: python3-matplotlib); run by a python3 
 lacks it, the script runs itself again with /usr/bin/python3.
 Bad input: one line on stderr, exit status 2 (no matplotlib, a failed write: exit 1).
 """
-import argparse
 import json
-import os
 import re
 import sys
 
+import plot_common  # tools/: the script's own folder is on sys.path
+
 MB = 1e6
 PROG = "plot_sweep.py"
-FIXED_COLORS = {"batch": "C0", "none": "C3", "bounded": "C2"}
-OTHER_COLORS = ["C1", "C4", "C5", "C6", "C9", "C7", "C8"]
 
 
 class InputError(Exception):
@@ -60,20 +58,11 @@ def order(mode):
 
 
 def parse_args(argv):
-    class Parser(argparse.ArgumentParser):
-        def error(self, message):  # one line, exit 2
-            print("%s: error: %s" % (PROG, message), file=sys.stderr)
-            sys.exit(2)
-
-    ap = Parser(prog=PROG, description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n", 1)[1],
-                formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = plot_common.parser(PROG, __doc__)
     ap.add_argument("summary", help="train_mlp --sweep --summary-json FILE")
     ap.add_argument("-o", "--output", default="sweep.svg", help="file to write, .svg or .png (default sweep.svg)")
     a = ap.parse_args(argv)
-    if os.path.splitext(a.output)[1].lower() not in (".svg", ".png"):
-        ap.error("-o %s: the output must end in .svg or .png" % a.output)
-    if not os.path.isdir(os.path.dirname(a.output) or "."):
-        ap.error("-o %s: directory '%s' does not exist" % (a.output, os.path.dirname(a.output)))
+    plot_common.check_output(ap, a.output)
     return a
 
 
@@ -87,27 +76,12 @@ def main(argv):
     except (InputError, UnicodeDecodeError) as e:
         print("%s: error: %s" % (PROG, e), file=sys.stderr)
         return 2
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        if tuple(int(v) for v in re.findall(r"\d+", matplotlib.__version__)[:2]) < (3, 6):
-            raise ImportError("matplotlib %s is older than 3.6" % matplotlib.__version__)
-    except ImportError as e:
-        debian = "/usr/bin/python3"
-        if os.path.realpath(sys.executable) != os.path.realpath(debian) and os.access(debian, os.X_OK):
-            os.execv(debian, [debian, os.path.abspath(__file__)] + argv)
-        print("%s: error: no usable matplotlib for %s: %s (Debian: apt-get install python3-matplotlib)"
-              % (PROG, sys.executable, e), file=sys.stderr)
+    plt = plot_common.pyplot(PROG, __file__, argv)
+    if plt is None:
         return 1
-    plt.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "asyncmlp", "axes.grid": True,
-                         "grid.color": "0.9", "axes.axisbelow": True, "font.size": 11})
 
     modes = sorted({r["mode"] for r in rows} | {c["mode"] for c in model.get("curves", [])}, key=order)
-    colors = dict(FIXED_COLORS)
-    others = iter(OTHER_COLORS * 4)
-    for m in modes:
-        colors.setdefault(m, next(others, "0.3"))
+    colors = plot_common.mode_colors(modes)
     fig, (ax_speed, ax_mem) = plt.subplots(1, 2, figsize=(16, 5.4), layout="constrained")
     # none's curves are dashed and drawn last: bounded's speed-up curve is the
     # same (the model's K is N for both), and solid it would hide none's.
@@ -148,13 +122,7 @@ def main(argv):
         title += " (%s, %s batches of %s, d = %.3f ms)" % (r0["device"], r0["batches"], r0["batch_size"],
                                                          model.get("device_s", 0) * 1e3)
     fig.suptitle(title, fontsize="x-large", fontweight="bold")
-    try:
-        fig.savefig(a.output, dpi=150, metadata={"Date": None} if a.output.lower().endswith(".svg") else None)
-    except OSError as e:
-        print("%s: error: %s" % (PROG, e), file=sys.stderr)
-        return 1
-    print("wrote %s" % a.output)
-    return 0
+    return plot_common.save(fig, a.output, PROG)
 
 
 if __name__ == "__main__":
