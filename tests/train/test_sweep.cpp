@@ -16,6 +16,7 @@ namespace amlp::train {
 namespace {
 
 using testing::host_python;
+using testing::expect_bad_input;
 using testing::Ran;
 using testing::read_file;
 using testing::read_json;
@@ -47,7 +48,7 @@ TEST(SweepOptions, IniKeySweepTrue) {
 
 // Bad input: one line naming the option, exit 2, nothing run.
 TEST(SweepOptions, BadFractionsAreOneLineAndExitTwo) {
-  const std::vector<std::pair<std::string, std::string>> cases{
+  expect_bad_input({
       {"--sweep --sweep-fractions 0,abc", "--sweep-fractions"},
       {"--sweep --sweep-fractions -0.5", "--sweep-fractions"},
       {"--sweep --sweep-fractions 0,,1", "--sweep-fractions"},
@@ -56,14 +57,7 @@ TEST(SweepOptions, BadFractionsAreOneLineAndExitTwo) {
       {"--sweep --sweep-fractions nan", "--sweep-fractions"},
       {"--sweep --host-work 2ms", "--sweep sets the host work itself"},
       {"--sweep --compare-policies", "drop --compare-policies"},
-  };
-  for (const auto& [args, says] : cases) {
-    Ran r = run_train_mlp("--device cpu --batches 2 " + args);
-    EXPECT_EQ(r.code, 2) << args;
-    EXPECT_EQ(r.err_lines(), 1) << args << ": " << r.err;
-    EXPECT_NE(r.err.find(says), std::string::npos) << args << ": " << r.err;
-    EXPECT_EQ(r.out, "") << args;
-  }
+  });
 }
 
 // A sleep overshoots: what is requested to spend a target is the target less

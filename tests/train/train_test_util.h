@@ -202,6 +202,18 @@ inline Ran run_program(const std::string& program, const std::string& args) {
 
 inline Ran run_train_mlp(const std::string& args) { return run_program("train_mlp", args); }
 
+// Bad input to train_mlp: each (args, says) exits 2 with one line on stderr
+// that contains `says`, and prints nothing on stdout (nothing ran).
+inline void expect_bad_input(const std::vector<std::pair<std::string, std::string>>& cases) {
+  for (const auto& [args, says] : cases) {
+    Ran r = run_train_mlp("--device cpu --batches 2 " + args);
+    EXPECT_EQ(r.code, 2) << args;
+    EXPECT_EQ(r.err_lines(), 1) << args << ": " << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(r.out, "") << args;
+  }
+}
+
 // Runs a shell command line ending in train_mlp's arguments (after an
 // environment, say), adding --summary-json; the first run's object.
 inline nlohmann::json summary_of(const std::string& command) {
