@@ -116,14 +116,11 @@ void CudaBackend::relu(const float* x, float* y, size_t n) {
   AMLP_CUDA_CHECK_LAUNCH();
 }
 
-void launch_relu_backward(const float* x, const float* dy, float* dx, size_t n, cudaStream_t s) {
+void CudaBackend::relu_backward(const float* x, const float* dy, float* dx, size_t n) {
+  cudaStream_t s = stream();
   if (n == 0) return;
   relu_backward_kernel<<<blocks_for(n), kBlock, 0, s>>>(x, dy, dx, n);
   AMLP_CUDA_CHECK_LAUNCH();
-}
-
-void CudaBackend::relu_backward(const float* x, const float* dy, float* dx, size_t n) {
-  launch_relu_backward(x, dy, dx, n, stream());
 }
 
 void CudaBackend::axpby(float alpha, const float* a, float beta, const float* b, float* y, size_t n) {

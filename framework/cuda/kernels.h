@@ -16,12 +16,8 @@
 
 namespace amlp::cuda {
 
-// elementwise.cu: dx = x > 0 ? dy : 0
-void launch_relu_backward(const float* x, const float* dy, float* dx, size_t n, cudaStream_t s);
 // elementwise.cu: y = lo + width * y   (cuRAND's (0,1] uniforms to [lo, hi), random.cu)
 void launch_affine(float* y, size_t n, float lo, float width, cudaStream_t s);
-// reduce.cu: y(c) = sum_r x(r,c): a 32x32 block per 32 columns, double accumulation, deterministic.
-void launch_sum_rows(const float* x, float* y, int rows, int cols, cudaStream_t s);
 // random.cu: y[i] = mean + stddev * normal number offset + i of cuRAND's
 // Philox stream, bitwise the CPU generator's (box_muller.h); also timed
 // beside curandGenerateNormal by bench/bench_cuda_random.cu.

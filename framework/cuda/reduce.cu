@@ -121,15 +121,14 @@ void CudaBackend::sum(const float* x, float* y, size_t n, float scale) {
   AMLP_CUDA_CHECK_LAUNCH();
 }
 
-void launch_sum_rows(const float* x, float* y, int rows, int cols, cudaStream_t s) {
+void CudaBackend::sum_rows(const float* x, float* y, int rows, int cols) {
+  cudaStream_t s = stream();
   if (cols <= 0) return;
   const dim3 block(32, 32);
   const dim3 grid(static_cast<unsigned>((cols + 31) / 32));
   sum_rows_kernel<<<grid, block, 0, s>>>(x, y, rows < 0 ? 0 : rows, cols);  // rows == 0: y = 0
   AMLP_CUDA_CHECK_LAUNCH();
 }
-
-void CudaBackend::sum_rows(const float* x, float* y, int rows, int cols) { launch_sum_rows(x, y, rows, cols, stream()); }
 
 // One kernel. Its row chunks give the GPU about two blocks per SM (a d2l
 // layer has only 16-64 column groups), within the partial sums' room.
