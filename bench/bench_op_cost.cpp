@@ -18,6 +18,18 @@
 //                        (RawLaunch), the backend's method around it
 //                        (BackendKernel - RawLaunch) and the queue with the
 //                        per-op hooks (OpWorker - BackendKernel)
+//   BM_RecordedStep/<dev>/n  the worker's time per recorded step: a step of n
+//                        chained one-element add_scalar ops under step graphs
+//                        (runtime.h set_step_graph), whose scalar changes every
+//                        step, so that each steady step is recorded again
+//                        (verdict Update: on CUDA a stream capture, the graph
+//                        updated in place and launched; on the CPU the kernels
+//                        kept and run). 32 such steps are queued paused, then
+//                        released, until the last was launched (per_step)
+//   BM_RawCapture/cuda0/n  its floor: the same n kernels recorded from a bare
+//                        loop (cudaStreamBeginCapture, n launches,
+//                        cudaStreamEndCapture, cudaGraphExecUpdate, cudaGraph-
+//                        Launch) per step (bench/raw_launch.cu), no engine
 // <dev>: cpu0, cuda0 (skipped without a GPU). n: 256 (below the GPU's launch
 // queue: the host's cost) and 2048 (past it: the GPU's pace too). per_op: the
 // time per op.
@@ -35,6 +47,7 @@
 #include "framework/core/context.h"
 #include "framework/core/memory.h"
 #include "framework/core/tensor_impl.h"
+#include "framework/scoped_settings.h"
 #if ASYNCMLP_RAW_LAUNCH
 #include "bench/raw_launch.h"
 #endif
@@ -153,8 +166,74 @@ void BM_RawLaunch(benchmark::State& state) {
 #endif
 }
 
+// Steps per measured release of BM_RecordedStep and BM_RawCapture.
+constexpr int kSteps = 32;
+
+void BM_RecordedStep(benchmark::State& state, Device d) {
+  if (!usable(state, d)) return;
+  const int n = static_cast<int>(state.range(0));
+  amlp::Queue& q = amlp::context(d).queue;
+  Tensor x = amlp::ones({1}, d);
+  amlp::waitall();
+  amlp::StepGraphStats stats;
+  uint64_t step = 0, recorded = 0, steps = 0;
+  {
+    amlp::ScopedStepGraph graphs({d}, stats, /*warmup=*/1);
+    // One step: the chain, its buffers the graph slots' (as train_mlp's
+    // --graph on); its scalar moves every step, so a steady step is
+    // recorded again rather than replayed.
+    const auto one_step = [&] {
+      amlp::ScopedStepMemory memory({d});
+      amlp::begin_step(d);
+      Tensor y = x;
+      const float add = 1.f + float(++step % 1024) * 0x1p-10f;
+      for (int i = 0; i < n; ++i) y = amlp::add_scalar(y, add);
+      amlp::end_step(d);
+    };
+    for (int i = 0; i < 4; ++i) one_step();  // learned, armed, both slots recorded
+    amlp::waitall();
+    const amlp::StepGraphStats before = amlp::step_graph_stats(d);
+    for (auto _ : state) {
+      std::optional<amlp::QueuePause> pause(std::in_place, d);
+      for (int i = 0; i < kSteps; ++i) one_step();
+      const uint64_t last = q.stats().pushed;
+      const auto t0 = Clock::now();
+      pause.reset();  // released: the worker records and launches each step
+      while (!q.launched(last)) std::this_thread::yield();
+      state.SetIterationTime(std::chrono::duration<double>(Clock::now() - t0).count());
+      amlp::waitall();
+    }
+    const amlp::StepGraphStats after = amlp::step_graph_stats(d);
+    recorded = (after.updated + after.captured) - (before.updated + before.captured);
+    steps = after.steps - before.steps;
+  }
+  if (recorded != steps || steps == 0) {  // what is timed must be recordings, nothing else
+    state.SkipWithError("the measured steps were not all recorded (see step_graph_stats)");
+    return;
+  }
+  state.counters["per_step"] = benchmark::Counter(double(state.iterations()) * kSteps,
+                                                    benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["recorded"] = double(recorded);
+}
+
+void BM_RawCapture(benchmark::State& state) {
+  if (!usable(state, Device::cuda(0))) return;
+  const int n = static_cast<int>(state.range(0));
+#if ASYNCMLP_RAW_LAUNCH
+  amlp::waitall();
+  for (auto _ : state) state.SetIterationTime(amlp::bench::raw_capture_seconds(n, kSteps));
+  state.counters["per_step"] = benchmark::Counter(double(state.iterations()) * kSteps,
+                                                    benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+#else
+  state.SkipWithError("built without the CUDA backend");
+#endif
+}
+
 }  // namespace
 
+BENCHMARK_CAPTURE(BM_RecordedStep, cpu0, Device::cpu(0))->Arg(12)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_RecordedStep, cuda0, Device::cuda(0))->Arg(12)->Arg(24)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RawCapture)->Name("BM_RawCapture/cuda0")->Arg(12)->Arg(24)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_BackendKernel, cpu0, Device::cpu(0))->Arg(256)->Arg(2048)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_BackendKernel, cuda0, Device::cuda(0))->Arg(256)->Arg(2048)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RawLaunch)->Name("BM_RawLaunch/cuda0")->Arg(256)->Arg(2048)->UseManualTime()->Unit(benchmark::kMicrosecond);

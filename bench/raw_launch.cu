@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <chrono>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -49,6 +50,36 @@ double raw_launch_seconds(int launches) {
   for (int i = 0; i < launches; ++i) {
     add_scalar_kernel<<<1, 256, 0, b.s>>>(b.x, 1.f, b.y, 1);
     check(cudaGetLastError(), "launch");  // the engine checks every launch too
+  }
+  const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  check(cudaStreamSynchronize(b.s), "cudaStreamSynchronize");
+  return t;
+}
+
+double raw_capture_seconds(int kernels, int steps) {
+  static Buffers b;
+  static std::map<int, cudaGraphExec_t> execs;  // per step length, kept across calls as a recorded slot is
+  cudaGraphExec_t& exec = execs[kernels];
+  check(cudaStreamSynchronize(b.s), "cudaStreamSynchronize");
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int s = 0; s < steps; ++s) {
+    const float add = 1.f + float(s % 1024) * 0x1p-10f;
+    check(cudaStreamBeginCapture(b.s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    for (int i = 0; i < kernels; ++i) {
+      add_scalar_kernel<<<1, 256, 0, b.s>>>(i % 2 ? b.y : b.x, add, i % 2 ? b.x : b.y, 1);
+      check(cudaGetLastError(), "launch");
+    }
+    cudaGraph_t g = nullptr;
+    check(cudaStreamEndCapture(b.s, &g), "cudaStreamEndCapture");
+    cudaGraphExecUpdateResultInfo info{};
+    if (!exec || cudaGraphExecUpdate(exec, g, &info) != cudaSuccess) {
+      (void)cudaGetLastError();  // a failed update (another shape) is instantiated anew
+      if (exec) cudaGraphExecDestroy(exec);
+      exec = nullptr;
+      check(cudaGraphInstantiate(&exec, g, 0), "cudaGraphInstantiate");
+    }
+    check(cudaGraphDestroy(g), "cudaGraphDestroy");
+    check(cudaGraphLaunch(exec, b.s), "cudaGraphLaunch");
   }
   const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   check(cudaStreamSynchronize(b.s), "cudaStreamSynchronize");

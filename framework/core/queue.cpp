@@ -22,33 +22,10 @@ thread_local bool worker_thread = false;
 Queue::DeferSyncWait::DeferSyncWait() { ++deferred_sync_waits; }
 Queue::DeferSyncWait::~DeferSyncWait() { --deferred_sync_waits; }
 
-// --- OpArgs ----------------------------------------------------------------------
-
-const float* OpArgs::in(size_t i) const {
-  if (i >= reads_)
-    throw Error(detail::concat("op '", op_, "' asked for read #", i, " but declared ", reads_));
-  return bufs_[i] ? static_cast<const float*>(bufs_[i]->data()) : nullptr;
-}
-
-float* OpArgs::out(size_t i) const {
-  if (i >= writes_)
-    throw Error(detail::concat("op '", op_, "' asked for write #", i, " but declared ", writes_));
-  const auto& b = bufs_[reads_ + i];
-  return b ? static_cast<float*>(b->data()) : nullptr;
-}
-
-void OpArgs::bad_scalar(size_t i) const {
-  throw Error(detail::concat("op '", op_, "' asked for scalar #", i, " but declared ", scalars()));
-}
-
-void OpArgs::bad_payload() const {
-  throw Error(detail::concat("op '", op_, "' asked for a payload of another type than it declared, or none"));
-}
-
 // --- lifetime -----------------------------------------------------------------------
 
 Queue::Queue(std::string name, StreamSync* sync)
-    : name_(std::move(name)), sync_(sync), track_(trace::register_track("queue " + name_)) {
+    : name_(std::move(name)), sync_(sync), track_(trace::register_track("queue " + name_)), steps_(name_, sync_, track_) {
   enlist(this);
   try {
     worker_ = std::thread([this] { worker_loop(); });
@@ -118,9 +95,14 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
     depth = pushed_ - launched_;
     peak_depth_ = std::max(peak_depth_, depth);
     backlog = backlog_.bytes();
-    const bool held = steps_ && in_step_ && hold_locked(name, bufs);
-    held_in_step_ += held;
-    pending_.push_back(Op{name, seq, std::move(k), std::move(bufs), std::move(deps), held ? Role::Held : Role::Op});
+    bool held = false;
+    if (steps_.in_step()) {
+      if (blocking_ || max_ops_ || max_bytes_)  // a held op could keep a bound from ever freeing
+        release_step_locked("back-pressure or synchronous mode inside the step");
+      else
+        held = steps_.hold(name, bufs);
+    }
+    pending_.push_back(Op{name, seq, std::move(k), std::move(bufs), std::move(deps), held ? OpRole::Held : OpRole::Op});
     // Wake the worker only if it sleeps and may run: a busy worker finds the
     // op when it looks next, and a futex wake on every push of a paused (or
     // busy) queue would cost a context switch each.
@@ -275,18 +257,18 @@ void Queue::worker_loop() {
     }
     if (pending_.empty()) {  // stop_ and drained
       lk.unlock();
-      if (!held_.empty()) run_step(StepVerdict::Eager, 0);  // never left behind
+      if (steps_.parked()) steps_.run_parked(*this);  // never left behind
       return;
     }
     Op op = std::move(pending_.front());
     pending_.pop_front();
     lk.unlock();
-    if (op.role == Role::Held) {
-      held_.push_back(std::move(op));
-    } else if (op.role == Role::StepEnd) {
-      run_step(op.verdict, op.slot, op.seq);  // a StepEnd's seq: the step's number
+    if (op.role == OpRole::Held) {
+      steps_.park(std::move(op));
+    } else if (op.role == OpRole::StepEnd) {
+      steps_.run(op, *this);  // the held ops: one by one or one graph launch
     } else {
-      if (!held_.empty()) run_step(StepVerdict::Eager, 0);  // the step stopped matching: in order
+      if (steps_.parked()) steps_.run_parked(*this);  // the step stopped matching: in order
       const BacklogBytes freed = execute(op);
       lk.lock();
       announce_locked(op.seq, freed);  // one lock per op: announced, and the next one taken
@@ -306,6 +288,28 @@ BacklogBytes Queue::execute(Op& op) {
     }
   }
   return finish(op);
+}
+
+void Queue::execute_and_announce(Op& op) {
+  const BacklogBytes freed = execute(op);
+  std::lock_guard<std::mutex> lk(mu_);
+  announce_locked(op.seq, freed);
+}
+
+void Queue::finish_and_announce(Op& op) {
+  const BacklogBytes freed = finish(op);
+  std::lock_guard<std::mutex> lk(mu_);
+  announce_locked(op.seq, freed);
+}
+
+std::exception_ptr Queue::kept_error() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return error_;
+}
+
+void Queue::restore_error(std::exception_ptr e) {
+  std::lock_guard<std::mutex> lk(mu_);
+  error_ = std::move(e);
 }
 
 void Queue::announce_locked(uint64_t seq, BacklogBytes freed) {

@@ -37,7 +37,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <cstring>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -45,14 +44,12 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <typeinfo>
 #include <utility>
 #include <vector>
 
 #include "framework/core/backlog.h"
-#include "framework/core/buffer_state.h"
-#include "framework/core/op_traits.h"
-#include "framework/core/step_graph.h"
+#include "framework/core/op.h"
+#include "framework/core/step_layer.h"
 #include "framework/core/stream_sync.h"
 #include "framework/stats.h"
 
@@ -61,90 +58,9 @@ namespace amlp {
 class Storage;
 class Queue;
 
-// A dependency on another queue's op.
-using QueueDep = OpRef;
-
-// What an op carries beyond its scalars (a host array to copy in, a
-// message), owned by the op and read by its kernel as OpArgs::payload<T>().
-// The step-graph recogniser cannot compare it, so an op with a payload is
-// never recorded (step_graph.h): what a replay needs belongs in the scalars.
-struct OpPayload {
-  std::shared_ptr<const void> data;
-  const std::type_info* type = nullptr;
-  template <class T>
-  static OpPayload of(T value) {
-    return {std::make_shared<const T>(std::move(value)), &typeid(T)};
-  }
-};
-
-// What a kernel is given when its op runs: the buffers the op declared,
-// reads first, and its scalars and payload (docs/design.md §1). A kernel is
-// a function of these alone (enqueue.h), so a replayed step cannot run it
-// with arguments its op did not declare.
-class OpArgs {
+class Queue : private StepHost {
  public:
-  OpArgs(const std::shared_ptr<Storage>* bufs, size_t reads, size_t writes, const char* op,
-         const std::vector<uint64_t>* scalars = nullptr, const OpPayload* payload = nullptr)
-      : bufs_(bufs), reads_(reads), writes_(writes), op_(op), scalars_(scalars), payload_(payload) {}
-  // i-th read / write as declared; nullptr for an optional tensor left undefined.
-  const float* in(size_t i) const;
-  float* out(size_t i) const;
-  size_t reads() const { return reads_; }
-  size_t writes() const { return writes_; }
-  // i-th scalar as declared (enqueue.h), checked: an op's sizes, flags,
-  // seeds, factors (scalar_bits) and addresses (pointer_bits).
-  size_t scalars() const { return scalars_ ? scalars_->size() : 0; }
-  uint64_t scalar(size_t i) const {
-    if (i >= scalars()) bad_scalar(i);
-    return (*scalars_)[i];
-  }
-  int scalar_int(size_t i) const { return static_cast<int>(static_cast<int64_t>(scalar(i))); }
-  bool scalar_bool(size_t i) const { return scalar(i) != 0; }
-  float scalar_float(size_t i) const {  // the inverse of scalar_bits
-    const uint32_t u = static_cast<uint32_t>(scalar(i));
-    float f;
-    std::memcpy(&f, &u, sizeof f);
-    return f;
-  }
-  template <class T>
-  T* scalar_ptr(size_t i) const {  // the inverse of pointer_bits
-    return reinterpret_cast<T*>(static_cast<uintptr_t>(scalar(i)));
-  }
-  // The op's payload, of the type it declared (checked).
-  template <class T>
-  const T& payload() const {
-    if (!payload_ || !payload_->data || !payload_->type || *payload_->type != typeid(T)) bad_payload();
-    return *static_cast<const T*>(payload_->data.get());
-  }
-
- private:
-  [[noreturn]] void bad_scalar(size_t i) const;
-  [[noreturn]] void bad_payload() const;
-  const std::shared_ptr<Storage>* bufs_;
-  size_t reads_, writes_;
-  const char* op_;
-  const std::vector<uint64_t>* scalars_;
-  const OpPayload* payload_;
-};
-
-// An op's buffers: `reads` then `writes` (null entries allowed), kept alive
-// until the op was launched.
-struct OpBuffers {
-  std::vector<std::shared_ptr<Storage>> refs;
-  size_t reads = 0;
-  // The kernel's scalar arguments, for step graphs (step_graph.h): a step
-  // is replayed as recorded only when each of its ops declared them; an op
-  // that did not (a bare Queue::push, whose closure may have changed) is
-  // recorded again every step. Every enqueued op declares them (enqueue.h).
-  bool scalars_declared = false;
-  std::vector<uint64_t> scalars;
-  OpPayload payload;  // an op with one is never recorded (step_graph.h)
-  OpTraits traits;
-};
-
-class Queue {
- public:
-  using Kernel = std::function<void(const OpArgs&)>;
+  using Kernel = OpKernel;
   using Thunk = std::function<void()>;
 
   Queue(std::string name, StreamSync* sync);  // starts the worker
@@ -225,13 +141,12 @@ class Queue {
   void resume();
   void resume_all();
 
-  // Step graphs (step_graph.h; queue_step.cpp): with a warm-up of `warmup`
-  // matching steps (0: off), the ops of a steady step (pushed between
-  // begin_step() and end_step()) are held on the worker until end_step() gives
-  // its verdict; a backend that records graphs
-  // (StreamSync::capture_begin) then launches the step as one graph, the
-  // others run the held ops one by one. Off under back-pressure and in
-  // synchronous mode; a blocker inside a step releases its held ops first.
+  // Step graphs (step_layer.h, a layer of their own): with a warm-up of
+  // `warmup` matching steps (0: off), the ops of a steady step (pushed
+  // between begin_step() and end_step()) are held until end_step() gives its
+  // verdict; the layer then hands the worker the held ops one by one or one
+  // graph launch. Off under back-pressure and in synchronous mode; a blocker
+  // inside a step releases its held ops first.
   void set_step_graph(int warmup);
   void begin_step();       // frontend: the ops pushed from here to end_step() are the step
   StepVerdict end_step();  // frontend: the step's ops were all pushed
@@ -248,30 +163,22 @@ class Queue {
   void note_allocated(size_t bytes);
 
  private:
-  enum class Role : uint8_t { Op, Held, StepEnd };  // StepEnd: a marker with no seq
-  struct Op {
-    const char* name;
-    uint64_t seq;
-    Kernel kernel;
-    OpBuffers bufs;
-    std::vector<QueueDep> deps;
-    Role role = Role::Op;
-    StepVerdict verdict = StepVerdict::Eager;  // StepEnd: what to do with the held ops
-    int slot = 0;                              // StepEnd: in which graph slot
-  };
+  using Op = QueuedOp;
   void worker_loop();
   BacklogBytes execute(Op& op);  // worker: run, trace, finish (the bytes to debit)
   void announce_locked(uint64_t seq, BacklogBytes freed);  // worker, under mu_: op `seq` was launched
-  bool run(Op& op);  // true: its kernel ran and succeeded
-  // queue_step.cpp: the frontend's side (under mu_) and the worker's.
-  bool hold_locked(const char* name, const OpBuffers& bufs);
-  void release_step_locked(const char* why);  // a blocker inside the step: the held ops run eagerly
-  void run_step(StepVerdict v, int slot, uint64_t step = 0);  // worker: the held ops, per the verdict
-  bool launch_held_as_graph(std::vector<Op>& ops, StepVerdict v, int slot, uint64_t step);
-  void note_graph_failure(std::string reason) noexcept;  // worker: the held ops run one by one
-  void take_graph_failure_locked();  // frontend, under mu_: the recogniser learns of it
   BacklogBytes finish(Op& op);  // releases refs; returns this queue's backlog bytes they freed
-  void allocate_outputs(Op& op);  // worker: blocks for the op's writes that have none (throws OutOfMemory)
+  // What the step layer asks of the worker (StepHost, step_layer.h).
+  bool run(Op& op) override;  // true: its kernel ran and succeeded
+  void allocate_outputs(Op& op) override;  // blocks for the op's writes that have none (throws OutOfMemory)
+  void execute_and_announce(Op& op) override;
+  void finish_and_announce(Op& op) override;
+  std::exception_ptr kept_error() override;
+  void restore_error(std::exception_ptr e) override;
+  bool dropped(uint64_t seq) const override { return seq <= drop_upto_.load(std::memory_order_acquire); }
+  void add_busy_ns(uint64_t ns) override { busy_ns_.fetch_add(ns, std::memory_order_relaxed); }
+  // The frontend, under mu_: a blocker inside the step; its held ops run eagerly.
+  void release_step_locked(const char* why);
   // The first error is kept until a blocker takes it; the failures after it
   // are counted. `device_fault`: an asynchronous device fault, which the
   // device reports again at every later call; counted once.
@@ -321,19 +228,7 @@ class Queue {
     std::atomic<const char*> name{nullptr};
   };
   NameSlot names_[kNames];
-  std::unique_ptr<StepRecogniser> steps_;  // under mu_; null: step graphs off
-  std::atomic<bool> steps_on_{false};      // steps_ is set (read without the lock by waiters)
-  uint64_t held_in_step_ = 0;              // under mu_: ops of the current step queued as held
-  bool in_step_ = false;                   // under mu_: between begin_step() and end_step()
-  std::vector<Op> held_;                   // worker only: this step's held ops
-  std::vector<Kernel> recorded_[StepRecogniser::kSlots];  // worker only, no device graphs: each slot's kernels
-  std::atomic<bool> graph_failed_{false};  // worker -> frontend: a capture or replay failed
-  std::string graph_failure_;              // under mu_: why (the backend's message)
-  uint64_t graph_failures_ = 0;            // under mu_: recordings and replays that failed
-  // The last step launched as one graph (worker; read by exposed_fault on any
-  // thread): its ops' seqs and its number among the steps, for a fault's message.
-  std::atomic<uint64_t> graph_first_{0}, graph_last_{0}, graph_step_{0};
-  uint64_t rerecorded_ = 0;                // under mu_: replay verdicts recorded again (an op's scalars undeclared)
+  StepLayer steps_;  // step graphs: frontend side under mu_, worker side on the worker (step_layer.h)
   std::thread worker_;
 };
 

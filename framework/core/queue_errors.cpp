@@ -73,7 +73,7 @@ void Queue::release_steps_everywhere(const char* why) {
   Queues& qs = queues();
   std::lock_guard<std::mutex> lk(qs.mu);
   for (Queue* q : qs.all) {
-    if (!q->steps_on_.load(std::memory_order_acquire)) continue;
+    if (!q->steps_.on()) continue;
     std::lock_guard<std::mutex> qlk(q->mu_);
     q->release_step_locked(why);
   }
@@ -114,13 +114,8 @@ std::exception_ptr Queue::exposed_fault(const char* op, uint64_t seq, const std:
   try {
     std::string what = e.what();
     // A step launched as one graph before it: its ops ran without a check in
-    // between, so the fault may be any of them; name the step (the batch).
-    const uint64_t step = graph_step_.load(std::memory_order_acquire);
-    const uint64_t first = graph_first_.load(std::memory_order_relaxed), last = graph_last_.load(std::memory_order_relaxed);
-    if (step && seq >= first)
-      what += detail::concat(" [ops #", first, "-#", last, " ran as one step graph: step ", step,
-                             " since step graphs were turned on (the loop's batch); the fault may be in any of them, "
-                             "and without step graphs (--graph off) the op that faulted is named]");
+    // between, so the fault may be any of them; the note names the step (the batch).
+    what += steps_.fault_note(seq);
     return std::make_exception_ptr(KernelError(op ? op : "(an op no longer recorded)", seq, name_, what, blame));
   } catch (...) {  // building the message failed (bad_alloc)
     return std::current_exception();

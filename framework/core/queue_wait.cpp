@@ -1,4 +1,5 @@
-// queue_wait.cpp — waiting on a queue's ops, and its statistics (queue.h).
+// queue_wait.cpp — waiting on a queue's ops, its statistics, and the frontend's
+// side of its step graphs (queue.h; the layer itself is step_layer.h).
 #include <algorithm>
 #include <chrono>
 #include <thread>
@@ -28,7 +29,7 @@ bool spin_until(Ready ready) {
 
 void Queue::wait_launched(uint64_t seq) {
   if (launched_seen_.load(std::memory_order_acquire) >= seq) return;
-  if (steps_on_.load(std::memory_order_acquire)) {  // held ops launch only at their step's end
+  if (steps_.on()) {  // held ops launch only at their step's end
     // Another queue's worker waits: an op of an ended step launches with
     // it, one of the step being pushed when the frontend ends that step (a
     // frontend that blocks first releases every step, below). The frontend
@@ -116,6 +117,48 @@ void Queue::reset_peak() {
   std::lock_guard<std::mutex> lk(mu_);
   peak_depth_ = pushed_ - launched_;
   backlog_.reset_peak();
+}
+
+// --- step graphs: the frontend's side -------------------------------------------------
+
+void Queue::set_step_graph(int warmup) {
+  std::lock_guard<std::mutex> lk(mu_);
+  release_step_locked("step graphs turned off");  // nothing stays held
+  steps_.set(warmup);
+}
+
+void Queue::begin_step() {
+  std::lock_guard<std::mutex> lk(mu_);
+  steps_.begin();
+}
+
+StepVerdict Queue::end_step() {
+  bool wake = false;
+  StepVerdict v;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    Op marker{};
+    bool queue_marker = false;
+    v = steps_.end(marker, queue_marker);
+    if (queue_marker) {
+      pending_.push_back(std::move(marker));
+      wake = worker_sleeping_ && !paused_;
+    }
+  }
+  if (wake) work_cv_.notify_one();
+  return v;
+}
+
+void Queue::release_step_locked(const char* why) {
+  Op marker{};
+  if (!steps_.release(why, marker)) return;
+  pending_.push_back(std::move(marker));
+  work_cv_.notify_one();
+}
+
+StepGraphStats Queue::step_graph_stats() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return steps_.stats();
 }
 
 }  // namespace amlp

@@ -51,8 +51,8 @@ struct OpSignature {
   std::vector<size_t> bytes;           // each declared buffer's size, reads then writes (0: undefined)
   std::vector<const void*> addresses;  // each buffer's address (nullptr: no block yet)
   std::vector<uint64_t> scalars;       // the kernel's other arguments (a draw's seed and offset, lr)
-  OpTraits traits;                     // as the op declared them (queue.h)
-  bool payload = false;                // it carries a payload, which cannot be compared (queue.h OpPayload)
+  OpTraits traits;                     // as the op declared them (op_traits.h)
+  bool payload = false;                // it carries a payload, which cannot be compared (op.h OpPayload)
   bool recordable() const { return traits.recordable && !traits.waits_for_host && !payload; }
 };
 

@@ -1,0 +1,110 @@
+// op.h — what the queue runs: an op's buffers, scalars and payload as it
+// declared them, and the arguments its kernel is given (docs/design.md §1).
+//
+// An op is described once, by enqueue (enqueue.h): its name and traits
+// (op_traits.h), the buffers it reads and writes (OpBuffers), its scalar
+// arguments and an optional payload. Its kernel is a function of those
+// alone (OpArgs), so whoever runs it (the queue's worker, queue.h; a step
+// graph recorded or replayed, step_layer.h) runs it with what the op
+// declared and nothing else.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+#include "framework/core/buffer_state.h"
+#include "framework/core/op_traits.h"
+
+namespace amlp {
+
+class Storage;
+
+// A dependency on another queue's op.
+using QueueDep = OpRef;
+
+// What an op carries beyond its scalars (a host array to copy in, a
+// message), owned by the op and read by its kernel as OpArgs::payload<T>().
+// The step-graph recogniser cannot compare it, so an op with a payload is
+// never recorded (step_graph.h): what a replay needs belongs in the scalars.
+struct OpPayload {
+  std::shared_ptr<const void> data;
+  const std::type_info* type = nullptr;
+  template <class T>
+  static OpPayload of(T value) {
+    return {std::make_shared<const T>(std::move(value)), &typeid(T)};
+  }
+};
+
+// What a kernel is given when its op runs: the buffers the op declared,
+// reads first, and its scalars and payload (docs/design.md §1). A kernel is
+// a function of these alone (enqueue.h), so a replayed step cannot run it
+// with arguments its op did not declare.
+class OpArgs {
+ public:
+  OpArgs(const std::shared_ptr<Storage>* bufs, size_t reads, size_t writes, const char* op,
+         const std::vector<uint64_t>* scalars = nullptr, const OpPayload* payload = nullptr)
+      : bufs_(bufs), reads_(reads), writes_(writes), op_(op), scalars_(scalars), payload_(payload) {}
+  // i-th read / write as declared; nullptr for an optional tensor left undefined.
+  const float* in(size_t i) const;
+  float* out(size_t i) const;
+  size_t reads() const { return reads_; }
+  size_t writes() const { return writes_; }
+  // i-th scalar as declared (enqueue.h), checked: an op's sizes, flags,
+  // seeds, factors (scalar_bits) and addresses (pointer_bits).
+  size_t scalars() const { return scalars_ ? scalars_->size() : 0; }
+  uint64_t scalar(size_t i) const {
+    if (i >= scalars()) bad_scalar(i);
+    return (*scalars_)[i];
+  }
+  int scalar_int(size_t i) const { return static_cast<int>(static_cast<int64_t>(scalar(i))); }
+  bool scalar_bool(size_t i) const { return scalar(i) != 0; }
+  float scalar_float(size_t i) const {  // the inverse of scalar_bits
+    const uint32_t u = static_cast<uint32_t>(scalar(i));
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+  }
+  template <class T>
+  T* scalar_ptr(size_t i) const {  // the inverse of pointer_bits
+    return reinterpret_cast<T*>(static_cast<uintptr_t>(scalar(i)));
+  }
+  // The op's payload, of the type it declared (checked).
+  template <class T>
+  const T& payload() const {
+    if (!payload_ || !payload_->data || !payload_->type || *payload_->type != typeid(T)) bad_payload();
+    return *static_cast<const T*>(payload_->data.get());
+  }
+
+ private:
+  [[noreturn]] void bad_scalar(size_t i) const;
+  [[noreturn]] void bad_payload() const;
+  const std::shared_ptr<Storage>* bufs_;
+  size_t reads_, writes_;
+  const char* op_;
+  const std::vector<uint64_t>* scalars_;
+  const OpPayload* payload_;
+};
+
+// An op's buffers: `reads` then `writes` (null entries allowed), kept alive
+// until the op was launched.
+struct OpBuffers {
+  std::vector<std::shared_ptr<Storage>> refs;
+  size_t reads = 0;
+  // The kernel's scalar arguments, for step graphs (step_graph.h): a step
+  // is replayed as recorded only when each of its ops declared them; an op
+  // that did not (a bare Queue::push, whose closure may have changed) is
+  // recorded again every step. Every enqueued op declares them (enqueue.h).
+  bool scalars_declared = false;
+  std::vector<uint64_t> scalars;
+  OpPayload payload;  // an op with one is never recorded (step_graph.h)
+  OpTraits traits;
+};
+
+// A kernel: what the worker runs for an op, given its arguments.
+using OpKernel = std::function<void(const OpArgs&)>;
+
+}  // namespace amlp
