@@ -173,7 +173,12 @@ double DeviceTimer::seconds_since(const DeviceTimer& earlier) const {
   return b.ctx->backend->timer_seconds(a.point, b.point);
 }
 
-QueueStats queue_stats(Device d) { return context(d).queue.stats(); }
+QueueStats queue_stats(Device d) {
+  DeviceContext& c = context(d);
+  QueueStats s = c.queue.stats();
+  s.kernel_s = double(c.kernel_ns.load(std::memory_order_relaxed)) * 1e-9;
+  return s;
+}
 void set_step_graph(Device d, int warmup) {
   DeviceContext& c = context(d);
   c.queue.set_step_graph(warmup);
@@ -190,8 +195,12 @@ StepGraphStats step_graph_stats(Device d) {
   return s;
 }
 QueueStats data_queue_stats(Device d) {
-  const Queue* q = context(d).data_queue_if_made();
-  return q ? q->stats() : QueueStats{};
+  DeviceContext& c = context(d);
+  const Queue* q = c.data_queue_if_made();
+  if (!q) return QueueStats{};
+  QueueStats s = q->stats();
+  s.kernel_s = double(c.data_kernel_ns.load(std::memory_order_relaxed)) * 1e-9;
+  return s;
 }
 void reset_peaks(Device d) {
   DeviceContext& c = context(d);
