@@ -62,8 +62,9 @@ struct QueueStats {
   double busy_s = 0;
   double held_s = 0;
   // The part of busy_s inside the ops' kernel functions themselves (what
-  // queue_stats() adds from core/enqueue.cpp's clock; the rest of busy_s is
-  // the op's allocation, making its outputs resident, and bookkeeping).
+  // queue_stats() adds from core/enqueue.cpp's clock, for ops queued while
+  // set_kernel_clock(true); the rest of busy_s is the op's allocation, making
+  // its outputs resident, and bookkeeping).
   double kernel_s = 0;
 };
 

@@ -27,6 +27,7 @@ void RunMeter::Track::read_timers(bool wait) {
 }
 
 RunMeter::RunMeter(RunResult& r, const std::vector<Device>& devices) : r_(r) {
+  set_kernel_clock(true);  // the kernels' own time, for d taken apart (decompose_d)
   for (const Device& d : devices) tracks_.push_back(Track{d, {}, 0, 0, 0, 0, 0, 0, 0, {}, 0, 0, 0, 0, {}});
 }
 

@@ -8,6 +8,7 @@
 #include "framework/core/context.h"
 #include "framework/core/tensor_impl.h"
 #include "framework/error.h"
+#include "framework/runtime.h"
 
 namespace amlp::detail {
 
@@ -69,13 +70,18 @@ uint64_t enqueue_arrays(DeviceContext& c, const OpName& name, const Tensor* cons
   for (size_t i = 0; i < bufs.refs.size(); ++i) used[i] = bufs.refs[i].get();
   const size_t n_used = bufs.refs.size();
   // The kernel's own time, apart from the queue's busy time around it
-  // (QueueStats::kernel_s): two clock reads an op.
-  std::atomic<uint64_t>* ns = self == &c.queue ? &c.kernel_ns : &c.data_kernel_ns;
-  const uint64_t seq = self->push(name.name, Queue::Kernel([be, k, ns](const OpArgs& a) {
-                                    const KernelClock clock{*ns};
-                                    k(*be, a);
-                                  }),
-                                  std::move(bufs), std::move(deps));
+  // (QueueStats::kernel_s): two clock reads an op, only while asked for.
+  Queue::Kernel run;
+  if (kernel_clock()) {
+    std::atomic<uint64_t>* ns = self == &c.queue ? &c.kernel_ns : &c.data_kernel_ns;
+    run = [be, k, ns](const OpArgs& a) {
+      const KernelClock clock{*ns};
+      k(*be, a);
+    };
+  } else {
+    run = [be, k](const OpArgs& a) { k(*be, a); };
+  }
+  const uint64_t seq = self->push(name.name, std::move(run), std::move(bufs), std::move(deps));
   for (size_t i = 0; i < n_used; ++i) {
     Storage* s = used[i];
     if (!s) continue;

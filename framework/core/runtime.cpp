@@ -23,6 +23,7 @@ struct Settings {
   std::atomic<uint64_t> max_ops{0};
   std::atomic<size_t> max_bytes{0};
   std::atomic<bool> tf32{false};
+  std::atomic<bool> kernel_clock{false};
   std::atomic<AllocPolicy> alloc{AllocPolicy::Enqueue};
   Settings() {
     const char* b = std::getenv("ASYNCMLP_BLOCKING");
@@ -172,6 +173,9 @@ double DeviceTimer::seconds_since(const DeviceTimer& earlier) const {
                                " never reached a timer's op (it was dropped, or failed)"));
   return b.ctx->backend->timer_seconds(a.point, b.point);
 }
+
+void set_kernel_clock(bool on) { settings().kernel_clock.store(on, std::memory_order_relaxed); }
+bool kernel_clock() { return settings().kernel_clock.load(std::memory_order_relaxed); }
 
 QueueStats queue_stats(Device d) {
   DeviceContext& c = context(d);
