@@ -153,6 +153,11 @@ size_t pool_block_bytes(size_t bytes);
 // zero when it was never used).
 QueueStats queue_stats(Device d);
 QueueStats data_queue_stats(Device d);
+// Whether ops queued from now on have their kernels' own time counted
+// (QueueStats::kernel_s): two clock reads an op, so off by default
+// (train_mlp turns it on for its runs).
+void set_kernel_clock(bool on);
+bool kernel_clock();
 void reset_peaks(Device d);  // the pool's and both queues'
 // Free and total memory of a GPU as the driver reports them (cudaMemGetInfo);
 // false for a CPU device or when unavailable.

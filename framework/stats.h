@@ -20,6 +20,15 @@ struct MemoryStats {
   uint64_t device_allocs = 0;    // calls to the device's own allocator (cudaMalloc; fewer with segments)
   uint64_t bytes_allocated_total = 0;  // sum of every allocation (rounded), ever
   size_t limit_bytes = 0;     // 0 = none
+  // Fresh memory made resident so far (a CPU pool's HostArena; 0 elsewhere,
+  // docs/memory-model.md): the device's worker before a kernel writes a
+  // block (populating it, or waiting for the populator: part of
+  // QueueStats::busy_s), of which populating, and the bytes it populated;
+  // the populator thread's own time and bytes, off the worker's clock.
+  double fresh_worker_s = 0, fresh_worker_populate_s = 0;
+  uint64_t fresh_worker_bytes = 0;
+  double fresh_populator_s = 0;
+  uint64_t fresh_populator_bytes = 0;
 };
 
 // A cap on a pool's reserved bytes and where it came from.
@@ -52,6 +61,11 @@ struct QueueStats {
   // back by back-pressure (the frontend waiting for room).
   double busy_s = 0;
   double held_s = 0;
+  // The part of busy_s inside the ops' kernel functions themselves (what
+  // queue_stats() adds from core/enqueue.cpp's clock, for ops queued while
+  // set_kernel_clock(true); the rest of busy_s is the op's allocation, making
+  // its outputs resident, and bookkeeping).
+  double kernel_s = 0;
 };
 
 // A queue's step graphs (runtime.h set_step_graph; core/step_graph.h): the

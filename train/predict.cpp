@@ -78,7 +78,8 @@ double predicted_wall_s(int batches, int every, double host_s, double device_s) 
 double fresh_s(const ThroughputTerms& t) {
   // The worker backs the fresh blocks on the device's clock, so they cannot
   // have cost more than its busy time: a probe that read more was disturbed.
-  return std::min(double(t.fresh_bytes) * t.fresh_s_per_byte, std::max(0, t.batches) * t.device_s);
+  const double f = t.fresh_measured_s >= 0 ? t.fresh_measured_s : double(t.fresh_bytes) * t.fresh_s_per_byte;
+  return std::min(f, std::max(0, t.batches) * t.device_s);
 }
 
 double resident_device_s(const ThroughputTerms& t) {
@@ -126,9 +127,12 @@ std::string throughput_terms(const RunResult& r) {
                          : std::to_string(n) + " x max(h, d) + " +
                                (groups == 1 ? std::string("min(h, d)") : std::to_string(groups) + " x min(h, d)");
   if (r.comm_alpha_s > 0) t += ", d + " + std::to_string(r.comm_exposed_s * 1e3).substr(0, 5) + " ms exposed comm";
-  if (r.fresh_bytes && r.fresh_s_per_gib > 0) {
+  if (r.fresh_counted ? r.fresh_s > 0 : r.fresh_bytes && r.fresh_s_per_gib > 0) {
     char f[96];
-    std::snprintf(f, sizeof f, " + %s fresh x %.2f s/GiB", format_mb(double(r.fresh_bytes)).c_str(), r.fresh_s_per_gib);
+    if (r.fresh_counted)
+      std::snprintf(f, sizeof f, " + fresh %.3f s (measured)", r.fresh_s);
+    else
+      std::snprintf(f, sizeof f, " + %s fresh x %.2f s/GiB", format_mb(double(r.fresh_bytes)).c_str(), r.fresh_s_per_gib);
     t += f;
   }
   return t;
@@ -222,11 +226,13 @@ std::string models_help() {
       "    next batches, so  wall = " + std::string(kThroughputFormula) + ":\n"
       "    N x (h + d) for batch, N x max(h, d) + min(h, d) for none, and for bounded when its\n"
       "    bound holds a batch.\n"
-      "    fresh = the bytes the CPU pools obtained from the system during the run x the seconds\n"
-      "        this machine takes to back a fresh byte (measured once, on fresh mappings made\n"
-      "        resident as the pool does; the summary shows it). The device's worker backs a fresh\n"
-      "        block before writing it, inside its busy time, so with fresh memory d is the busy\n"
-      "        time per batch less fresh / N: the device's time on resident memory\n"
+      "    fresh = the seconds the device's worker spent making fresh blocks resident (populating\n"
+      "        them, or waiting for the pool's populator thread), counted by the CPU pool where it\n"
+      "        pays them; without those counters, the bytes the pools obtained from the system x\n"
+      "        a probe's seconds per byte. The worker backs a fresh block before writing it,\n"
+      "        inside its busy time, so with fresh memory d is the busy time per batch less\n"
+      "        fresh / N: the device's time on resident memory. The summary's 'd per batch' line\n"
+      "        takes d apart: kernels (their own time) + fresh memory + rest (the remainder)\n"
       "  Unsynchronized overlaps the two, so the speed-up over batch is at most 2x, at h = d. With\n"
       "  h > d the device finishes each batch before the next is queued: the backlog stays near one\n"
       "  batch in every mode. On a CPU device the frontend's own work (memory it touches) shares\n"

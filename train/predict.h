@@ -36,11 +36,12 @@
 // synchronized (K = 1): N·(h + d); unsynchronized (K = N): N·max(h, d) +
 // min(h, d); bounded by back-pressure of at least one batch: as
 // unsynchronized (the frontend is held back, never the device starved);
-// where fresh = the bytes the CPU pools had to obtain from the system during
-// the run × what backing one fresh byte costs on this machine (measured once:
-// fresh_s_per_byte()). The device's worker makes a fresh block resident
-// before its op writes it (or waits for the populator to), inside the
-// queue's busy time: so d here is the device's time on resident memory, the
+// where fresh = the seconds the device's worker spent making fresh blocks
+// resident (MemoryStats::fresh_worker_s, counted where it pays them;
+// without those counters, the bytes the CPU pools had to obtain from the
+// system during the run × fresh_s_per_byte(), a probe). The device's
+// worker makes a fresh block resident before its op writes it (or waits for
+// the populator to), inside the queue's busy time: so d here is the device's time on resident memory, the
 // measured d less fresh / N, and the fresh memory is a term of its own that
 // no overlap hides (the backlog's pages are backed one after the other).
 #pragma once
@@ -75,10 +76,14 @@ struct ThroughputTerms {
   double device_s = 0;        // d
   size_t fresh_bytes = 0;     // obtained from the system during the run
   double fresh_s_per_byte = 0;
+  // The worker's measured seconds making fresh blocks resident (within
+  // N·d); below 0: not measured, fresh_bytes × fresh_s_per_byte instead.
+  double fresh_measured_s = -1;
 };
 double predicted_wall_s(const ThroughputTerms& t);
-// The fresh term: fresh_bytes × fresh_s_per_byte, at most N·d (the worker
-// backs fresh blocks on the device's clock).
+// The fresh term: the worker's measured backing time where there is one,
+// else fresh_bytes × fresh_s_per_byte; at most N·d (the worker backs fresh
+// blocks on the device's clock).
 double fresh_s(const ThroughputTerms& t);
 // d on resident memory: the measured d less the fresh term's share per batch (at least 0).
 double resident_device_s(const ThroughputTerms& t);

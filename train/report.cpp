@@ -153,8 +153,36 @@ void print_summary(const RunResult& r, std::ostream& out) {
   std::snprintf(buf, sizeof buf, "h %.3f ms, d %.3f ms per batch (h: the loop's own time; d: the queue's busy time)",
                 r.host_s_per_batch * 1e3, r.device_s_per_batch * 1e3);
   line("frontend, device", buf);
-  if (r.fresh_s_per_gib > 0) {
-    std::snprintf(buf, sizeof buf, "%s obtained from the system, backed at %.3f s per GiB here: %.3f s (%.3f ms of d per batch)",
+  char wide[512];
+  if (r.d_measured) {  // the decomposition: two measured terms and the remainder
+    const double d = r.device_s_per_batch;
+    std::snprintf(wide, sizeof wide,
+                  "%.3f ms = kernels %.3f + fresh memory %.3f (%s backed by the worker, %.3f s of its %.3f s "
+                  "waiting for the populator) + rest %.3f (the remainder: allocation, bookkeeping; kernels + fresh "
+                  "= %.3f of d)",
+                  d * 1e3, r.d_kernels_s * 1e3, r.d_fresh_s * 1e3, format_mb(double(r.fresh_worker_bytes)).c_str(),
+                  std::max(0.0, r.fresh_worker_s - r.fresh_worker_populate_s), r.fresh_worker_s, r.d_rest_s * 1e3,
+                  d > 0 ? (r.d_kernels_s + r.d_fresh_s) / d : 0.0);
+    std::string v = wide;
+    if (r.batches_done && r.fresh_populator_s > 0) {  // off the worker's clock, on the cores the kernels use
+      std::snprintf(wide, sizeof wide, "; beside the kernels the populator backed fresh memory %.3f ms per batch",
+                    r.fresh_populator_s / r.batches_done * 1e3);
+      v += wide;
+    }
+    line("d per batch", v);
+  }
+  if (r.fresh_counted && r.fresh_worker_bytes + r.fresh_populator_bytes > 0) {
+    std::snprintf(wide, sizeof wide,
+                  "%s obtained from the system; backed by the worker (%s in %.3f s) and by the populator thread "
+                  "(%s in %.3f s, off the worker's clock; %.3f ms per batch), %.3f s per GiB as measured: %.3f s "
+                  "of d (%.3f ms per batch)",
+                  format_mb(double(r.fresh_bytes)).c_str(), format_mb(double(r.fresh_worker_bytes)).c_str(),
+                  r.fresh_worker_populate_s, format_mb(double(r.fresh_populator_bytes)).c_str(), r.fresh_populator_s,
+                  r.batches_done ? r.fresh_populator_s / r.batches_done * 1e3 : 0.0, r.fresh_s_per_gib, r.fresh_s,
+                  r.batches_done ? r.fresh_s / r.batches_done * 1e3 : 0.0);
+    line("fresh memory", wide);
+  } else if (!r.fresh_counted && r.fresh_s_per_gib > 0) {
+    std::snprintf(buf, sizeof buf, "%s obtained from the system, backed at %.3f s per GiB here (a probe's): %.3f s (%.3f ms of d per batch)",
                   format_mb(double(r.fresh_bytes)).c_str(), r.fresh_s_per_gib, r.fresh_s,
                   r.batches_done ? r.fresh_s / r.batches_done * 1e3 : 0.0);
     line("fresh memory", buf);
@@ -244,7 +272,7 @@ void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out) {
   }
   out << "h: the frontend's time per batch (host work and queueing, its waits excluded); d: the device's (the\n"
       << "queue's busy time). predicted = " << kThroughputFormula << ", K the sync interval (N for\n"
-      << "none and bounded; fresh: the memory obtained from the system x its cost here): not waiting overlaps\n"
+      << "none and bounded; fresh: the worker's measured time backing fresh memory): not waiting overlaps\n"
       << "the frontend's work with the device's.\n";
   out.flush();
 }

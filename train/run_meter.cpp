@@ -27,7 +27,8 @@ void RunMeter::Track::read_timers(bool wait) {
 }
 
 RunMeter::RunMeter(RunResult& r, const std::vector<Device>& devices) : r_(r) {
-  for (const Device& d : devices) tracks_.push_back(Track{d, {}, 0, 0, 0, 0, 0, 0, 0, {}, 0, 0});
+  set_kernel_clock(true);  // the kernels' own time, for d taken apart (decompose_d)
+  for (const Device& d : devices) tracks_.push_back(Track{d, {}, 0, 0, 0, 0, 0, 0, 0, {}, 0, 0, 0, 0, {}});
 }
 
 void RunMeter::start() {
@@ -45,6 +46,8 @@ void RunMeter::start() {
     t.pushed0 = q.pushed;
     t.busy0 = q.busy_s;
     t.held0 = q.held_s;
+    t.kernel0 = q.kernel_s;
+    t.fresh0 = m;
   }
   r_.start_rss = r_.peak_rss = process_rss_bytes();
   t0_ = Clock::now();
@@ -150,6 +153,30 @@ size_t RunMeter::bytes_per_batch() const {
   return b;
 }
 
+// On a CPU device d is its queue's busy time per batch, and the kernels'
+// own time and the worker's backing time are measured inside it; on CUDA d
+// is the GPU's (a timer), which neither clock sees: not taken apart.
+void RunMeter::decompose_d(const std::vector<double>& kernels_s, const std::vector<MemoryStats>& fresh,
+                           size_t busiest) {
+  RunResult& r = r_;
+  r.fresh_worker_s = r.fresh_worker_populate_s = r.fresh_populator_s = 0;
+  r.fresh_worker_bytes = r.fresh_populator_bytes = 0;
+  for (const MemoryStats& f : fresh) {
+    r.fresh_worker_s += f.fresh_worker_s;
+    r.fresh_worker_populate_s += f.fresh_worker_populate_s;
+    r.fresh_worker_bytes += f.fresh_worker_bytes;
+    r.fresh_populator_s += f.fresh_populator_s;
+    r.fresh_populator_bytes += f.fresh_populator_bytes;
+  }
+  r.d_measured = r.batches_done > 0 && busiest < tracks_.size() && !tracks_[busiest].device.is_cuda();
+  r.d_kernels_s = r.d_fresh_s = r.d_rest_s = 0;
+  if (!r.d_measured) return;
+  const double n = r.batches_done;
+  r.d_kernels_s = std::max(0.0, kernels_s[busiest]) / n;
+  r.d_fresh_s = std::max(0.0, fresh[busiest].fresh_worker_s) / n;
+  r.d_rest_s = r.device_s_per_batch - r.d_kernels_s - r.d_fresh_s;  // may be below 0 by the clocks' grain
+}
+
 void RunMeter::finish(double wall_s) {
   RunResult& r = r_;
   r.wall_s = wall_s;
@@ -165,6 +192,9 @@ void RunMeter::finish(double wall_s) {
   uint64_t pushed = 0;
   double held_s = 0, busy_max = 0;
   uint64_t allocated = 0;
+  size_t busiest = 0;
+  std::vector<double> kernels_s(tracks_.size());
+  std::vector<MemoryStats> fresh(tracks_.size());  // the counters' deltas over the run
   for (size_t i = 0; i < tracks_.size(); ++i) {
     Track& t = tracks_[i];
     DeviceResult& dr = r.per_device[i];
@@ -191,6 +221,13 @@ void RunMeter::finish(double wall_s) {
     // start (its cache was handed back before the run). CUDA pools excluded.
     if (!t.device.is_cuda() && t.peak_reserved > t.reserved0) r.fresh_bytes += t.peak_reserved - t.reserved0;
     held_s += q.held_s - t.held0;
+    kernels_s[i] = q.kernel_s - t.kernel0;
+    fresh[i].fresh_worker_s = m.fresh_worker_s - t.fresh0.fresh_worker_s;
+    fresh[i].fresh_worker_populate_s = m.fresh_worker_populate_s - t.fresh0.fresh_worker_populate_s;
+    fresh[i].fresh_worker_bytes = m.fresh_worker_bytes - t.fresh0.fresh_worker_bytes;
+    fresh[i].fresh_populator_s = m.fresh_populator_s - t.fresh0.fresh_populator_s;
+    fresh[i].fresh_populator_bytes = m.fresh_populator_bytes - t.fresh0.fresh_populator_bytes;
+    if (i == 0 || dr.device_s_per_batch > busy_max) busiest = i;
     busy_max = std::max(busy_max, dr.device_s_per_batch);
     allocated += dr.bytes_per_batch;
     r.peak_bytes += dr.peak_bytes;
@@ -216,15 +253,24 @@ void RunMeter::finish(double wall_s) {
     r.device_s_per_batch = busy_max;
   }
   r.model_every = model_every(r.spec.sync, r.batches_done, r.spec.max_pending_bytes, r.bytes_per_batch);
-  // The cost of fresh memory is measured only for a run that needed some.
-  const double per_byte = r.fresh_bytes >= kFreshWorthMeasuring ? fresh_s_per_byte() : 0;
-  r.fresh_s_per_gib = per_byte * double(size_t(1) << 30);
+  decompose_d(kernels_s, fresh, busiest);
+  // The cost of fresh memory: what the worker spent backing it, counted where
+  // it was paid (a CPU pool that obtained memory and counted its backing);
+  // else the probe's price, only for a run that needed some.
+  r.fresh_counted = r.d_measured && (r.fresh_worker_bytes + r.fresh_populator_bytes > 0 || r.fresh_bytes == 0);
+  const double per_byte = !r.fresh_counted && r.fresh_bytes >= kFreshWorthMeasuring ? fresh_s_per_byte() : 0;
+  const uint64_t backed = r.fresh_worker_bytes + r.fresh_populator_bytes;
+  r.fresh_s_per_gib = r.fresh_counted ? (backed ? (r.fresh_worker_populate_s + r.fresh_populator_s) / double(backed) *
+                                                      double(size_t(1) << 30)
+                                                : 0)
+                                      : per_byte * double(size_t(1) << 30);
   // Across processes the reductions' exposed time adds to the device's.
   r.comm_exposed_s = r.comm_alpha_s > 0 ? exposed_comm_s(r.spec, r.device_s_per_batch,
                                                          CommCost{r.comm_alpha_s, r.comm_beta_s_per_byte})
                                         : 0;
   const ThroughputTerms t{r.batches_done, r.model_every, r.host_s_per_batch, r.device_s_per_batch + r.comm_exposed_s,
-                         per_byte > 0 ? r.fresh_bytes : 0, per_byte};
+                         per_byte > 0 ? r.fresh_bytes : 0, per_byte,
+                         r.fresh_counted ? r.d_fresh_s * r.batches_done : -1};
   r.fresh_s = fresh_s(t);
   r.predicted_wall_s = predicted_wall_s(t);
   // Faults of every thread over the loop and the final waitall(): in all, per

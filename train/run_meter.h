@@ -93,10 +93,14 @@ class RunMeter {
     double timed_s = 0;
     int timed_batches = 0;
     uint64_t pushed0 = 0;  // ops queued on the device before the loop
+    double kernel0 = 0;    // QueueStats::kernel_s at the loop's start
+    MemoryStats fresh0;    // the pool's fresh-memory counters at the loop's start
     void read_timers(bool wait);
   };
 
   void close_batch(size_t i, const MemoryStats& m);
+  // d per batch taken apart, and the backing counters over the run (finish()).
+  void decompose_d(const std::vector<double>& kernels_s, const std::vector<MemoryStats>& fresh, size_t busiest);
 
   RunResult& r_;
   std::vector<Track> tracks_;

@@ -12,7 +12,14 @@
 // interrupted one ("interrupted": true) carry what was measured until they stopped.
 // "sync_auto" is what --sync auto chose and why (null without it).
 // "fresh_bytes", "fresh_s_per_gib" (0: not measured) and "fresh_s" are the
-// throughput model's fresh-memory term (train/predict.h). A run across
+// throughput model's fresh-memory term (train/predict.h); "fresh_counted":
+// fresh_s is the worker's measured backing time (else the probe's price).
+// d per batch taken apart (CPU devices; "d_measured" false and zeros
+// elsewhere): "d_kernels_s" + "d_fresh_s" (both measured) + "d_rest_s" (the
+// remainder) = "device_s_per_batch"; the run's backing counters (seconds,
+// bytes): "fresh_worker_s" (waits included), "fresh_worker_populate_s",
+// "fresh_backed_bytes" (the worker's), "fresh_populator_s",
+// "fresh_populator_bytes". A run across
 // processes (--distributed mpi, rank 0 writes the file) has "ranks": each
 // rank's {"rank", "samples_per_s", "wall_s", "mem_increase_bytes",
 // "predicted_increase_bytes", "host_s_per_batch", "device_s_per_batch"},

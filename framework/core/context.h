@@ -29,6 +29,7 @@ struct ForwardingAllocator : RawAllocator {
   void before_raw_free() noexcept override { to_->before_raw_free(); }
   bool host_memory() const override { return to_->host_memory(); }
   bool prepare_write(void* p) noexcept override { return to_->prepare_write(p); }
+  void add_fresh_stats(MemoryStats& s) const override { to_->add_fresh_stats(s); }
 
  private:
   RawAllocator* to_;
@@ -38,6 +39,10 @@ struct DeviceContext {
   DeviceContext(Device d, std::unique_ptr<Backend> b);
   Device device;
   std::unique_ptr<Backend> backend;
+  // Nanoseconds the queue's and the data queue's kernel functions ran
+  // (enqueue.cpp's clock, QueueStats::kernel_s); before the queues, which
+  // run kernels until they are destroyed.
+  std::atomic<uint64_t> kernel_ns{0}, data_kernel_ns{0};
   Pool pool;    // allocates through backend
   Queue queue;  // destroyed before the pool: it drains and joins first
 

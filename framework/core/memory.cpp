@@ -221,6 +221,7 @@ MemoryStats Pool::stats() const {
   const int64_t calls = raw_->device_allocs();
   s.device_allocs = calls >= 0 ? static_cast<uint64_t>(calls) : s.raw_alloc_count;
   s.bytes_allocated_total = bytes_total_.load();
+  raw_->add_fresh_stats(s);
   std::lock_guard<std::mutex> lk(mu_);
   s.limit_bytes = limit_;
   return s;

@@ -49,6 +49,9 @@ struct RawAllocator {
   // Calls made to the device's own allocator so far; -1: one per raw_alloc
   // (the pool counts them).
   virtual int64_t device_allocs() const { return -1; }
+  // Adds what backing fresh memory has cost so far to s (MemoryStats'
+  // fresh_* fields); a device without such counters leaves them 0.
+  virtual void add_fresh_stats(MemoryStats& s) const { (void)s; }
 };
 
 class Pool;

@@ -41,6 +41,7 @@ class SegmentAllocator final : public RawAllocator {
   bool host_memory() const override { return up_->host_memory(); }
   bool prepare_write(void* p) noexcept override { return up_->prepare_write(p); }
   int64_t device_allocs() const override;  // the segments taken, ever
+  void add_fresh_stats(MemoryStats& s) const override { up_->add_fresh_stats(s); }
 
   struct Stats {
     size_t segment_bytes = 0;  // what the device gave (every segment, carved or not)

@@ -20,6 +20,15 @@ void* CpuBackend::alloc_host(size_t bytes) {
 }
 void CpuBackend::free_host(void* p) noexcept { std::free(p); }
 
+void CpuBackend::add_fresh_stats(MemoryStats& s) const {
+  const HostArena::BackingStats b = arena_.backing_stats();
+  s.fresh_worker_s += double(b.worker_ns) * 1e-9;
+  s.fresh_worker_populate_s += double(b.worker_populate_ns) * 1e-9;
+  s.fresh_worker_bytes += b.worker_bytes;
+  s.fresh_populator_s += double(b.populator_ns) * 1e-9;
+  s.fresh_populator_bytes += b.populator_bytes;
+}
+
 void CpuBackend::timer_record(TimerPoint& p) {
   p.host_s = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   p.recorded = true;

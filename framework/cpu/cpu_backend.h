@@ -31,6 +31,7 @@ class CpuBackend final : public Backend {
   void* raw_alloc(size_t bytes) override { return arena_.allocate(bytes); }
   void raw_free(void* p) noexcept override { arena_.deallocate(p); }
   bool prepare_write(void* p) noexcept override { return arena_.prepare_write(p); }
+  void add_fresh_stats(MemoryStats& s) const override;
   bool host_memory() const override { return true; }
   void* alloc_host(size_t bytes) override;
   void free_host(void* p) noexcept override;

@@ -90,6 +90,19 @@ char* map_huge(size_t len, bool& later) {
   return p;
 }
 
+uint64_t ns_since(std::chrono::steady_clock::time_point t0) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+}
+
+// Adds the time from its making to its end to a counter: the worker's time
+// in prepare_write's slow path, whichever way it returns.
+struct AddElapsed {
+  std::atomic<uint64_t>& to;
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  ~AddElapsed() { to.fetch_add(ns_since(t0), std::memory_order_relaxed); }
+};
+
 }  // namespace
 
 // Large blocks are mappings of their own, the block rounded up to whole
@@ -167,9 +180,12 @@ void HostArena::populator_loop() {
     Mapping* m = job(p, id);
     if (!m || m->resident || m->started) continue;
     m->started = true;
-    const size_t len = m->len;
+    const size_t len = m->len, fresh = len - std::min(len, m->faulted);  // a worker's head start counted there
     lk.unlock();
+    const auto t0 = std::chrono::steady_clock::now();
     const bool ok = populate_write(p, len) == 0;
+    populator_ns_.fetch_add(ns_since(t0), std::memory_order_relaxed);
+    if (ok) populator_bytes_.fetch_add(fresh, std::memory_order_relaxed);
     lk.lock();
     if ((m = job(p, id))) {
       set_resident(*m, ok);  // else the worker tries again, and reports out of memory
@@ -195,6 +211,7 @@ bool HostArena::prepare_write(void* p) noexcept {
   char* base = nullptr;
   Mapping* m = mapping_of(p, &base);
   if (!m || m->resident) return true;
+  const AddElapsed paid{worker_ns_};  // from here on the worker pays for fresh memory (BackingStats)
   while (m->queued && m->started && !held_ && !stopping_) {
     char* piece = nullptr;
     size_t n = 0;
@@ -214,7 +231,9 @@ bool HostArena::prepare_write(void* p) noexcept {
     // Only a head start: the mapping's own populate still covers it whole
     // (and finds these pages present). Freed meanwhile, it meets no mapping
     // or a newer one, whose contents populating leaves as they are.
-    madvise(piece, n, MADV_POPULATE_WRITE);
+    const auto t0 = std::chrono::steady_clock::now();
+    if (madvise(piece, n, MADV_POPULATE_WRITE) == 0) worker_bytes_.fetch_add(n, std::memory_order_relaxed);
+    worker_populate_ns_.fetch_add(ns_since(t0), std::memory_order_relaxed);
     lk.lock();
   }
   if (m->resident) return true;
@@ -223,10 +242,13 @@ bool HostArena::prepare_write(void* p) noexcept {
   // chunk's other blocks may hold data, so no write may populate it). Where
   // that is not known, the kernel's writes fault the pages in.
   m->started = true;
-  const size_t len = m->len;
+  const size_t len = m->len, fresh = len - std::min(len, m->faulted);
   lk.unlock();
+  const auto t0 = std::chrono::steady_clock::now();
   const int rc = populate_write(base, len);
   const int err = errno;
+  worker_populate_ns_.fetch_add(ns_since(t0), std::memory_order_relaxed);
+  if (rc == 0) worker_bytes_.fetch_add(fresh, std::memory_order_relaxed);
   lk.lock();
   set_resident(*m, rc == 0);
   m->queued = m->started = false;
@@ -245,6 +267,16 @@ void HostArena::set_resident(Mapping& m, bool ok) {
 
 void HostArena::forget(const Mapping& m) {
   if (!m.resident) unresident_.fetch_sub(1, std::memory_order_release);
+}
+
+HostArena::BackingStats HostArena::backing_stats() const {
+  BackingStats s;
+  s.worker_ns = worker_ns_.load(std::memory_order_relaxed);
+  s.worker_populate_ns = worker_populate_ns_.load(std::memory_order_relaxed);
+  s.worker_bytes = worker_bytes_.load(std::memory_order_relaxed);
+  s.populator_ns = populator_ns_.load(std::memory_order_relaxed);
+  s.populator_bytes = populator_bytes_.load(std::memory_order_relaxed);
+  return s;
 }
 
 bool HostArena::resident(const void* p) const {

@@ -49,6 +49,18 @@ class HostArena {
   // true; false when the memory cannot be had.
   bool prepare_write(void* p) noexcept;
 
+  // What making blocks resident has cost so far (docs/memory-model.md, fresh
+  // memory): the writers' time inside prepare_write that populated or waited
+  // for the populator (on the worker's clock: a resident block costs no
+  // clock read), of which populating, the bytes they populated, and the
+  // populator thread's own time and bytes. A byte counts once, for whoever
+  // populated it first; a mapping freed mid-way still counts.
+  struct BackingStats {
+    uint64_t worker_ns = 0, worker_populate_ns = 0, worker_bytes = 0;
+    uint64_t populator_ns = 0, populator_bytes = 0;
+  };
+  BackingStats backing_stats() const;
+
   // For tests.
   // Whether a block's pages (a small block's: its chunk's) were all made
   // resident, by the populator or prepare_write.
@@ -102,6 +114,9 @@ class HostArena {
   std::thread populator_;  // started with the first mapping left to it
   // Mappings not (yet) resident; 0 lets prepare_write return without the lock.
   std::atomic<size_t> unresident_{0};
+  // BackingStats, steady_clock ns and bytes.
+  std::atomic<uint64_t> worker_ns_{0}, worker_populate_ns_{0}, worker_bytes_{0};
+  std::atomic<uint64_t> populator_ns_{0}, populator_bytes_{0};
 };
 
 }  // namespace amlp::cpu

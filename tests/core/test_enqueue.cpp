@@ -6,11 +6,13 @@
 // nothing: what it uses besides its buffers it reads from the scalars the
 // op declared, which step graphs compare before replaying it.
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
 #include <string>
+#include <thread>
 #include <type_traits>
 
 #include "framework/core/enqueue.h"
@@ -52,6 +54,32 @@ TEST(OpDeclaration, TheKernelGetsTheDeclaredBuffersWhenItRuns) {
   EXPECT_EQ(seen.reads, 2u);
   EXPECT_EQ(seen.writes, 1u);
   EXPECT_EQ(writer_seq(y), seq);  // the declared write is tracked
+}
+
+// The kernels' own time (QueueStats::kernel_s) counts the ops queued while
+// the kernel clock is on, inside the queue's busy time; queued with it off,
+// a kernel adds to the busy time only.
+TEST(OpDeclaration, TheKernelClockCountsKernelsQueuedWhileItIsOn) {
+  ScopedBlocking async(false);
+  const Device d = Device::cpu(0);
+  const bool was = kernel_clock();
+  Tensor y = empty({4}, d);
+  auto napping = [](Backend&, const OpArgs&) { std::this_thread::sleep_for(std::chrono::milliseconds(2)); };
+  waitall();
+  const QueueStats q0 = queue_stats(d);
+  set_kernel_clock(true);
+  enqueue(context(d), "test_nap", {}, {&y}, {}, napping);
+  waitall();
+  const QueueStats q1 = queue_stats(d);
+  EXPECT_GE(q1.kernel_s - q0.kernel_s, 0.002);  // it slept that long, at least
+  EXPECT_LE(q1.kernel_s - q0.kernel_s, q1.busy_s - q0.busy_s) << "the kernel's time lies inside the op's busy time";
+  set_kernel_clock(false);
+  enqueue(context(d), "test_nap", {}, {&y}, {}, napping);
+  waitall();
+  const QueueStats q2 = queue_stats(d);
+  EXPECT_EQ(q2.kernel_s, q1.kernel_s);
+  EXPECT_GE(q2.busy_s - q1.busy_s, 0.002);
+  set_kernel_clock(was);
 }
 
 TEST(OpDeclaration, AnUndefinedOptionalTensorReachesTheKernelAsNull) {
