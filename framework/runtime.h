@@ -153,8 +153,8 @@ size_t pool_block_bytes(size_t bytes);
 // zero when it was never used).
 QueueStats queue_stats(Device d);
 QueueStats data_queue_stats(Device d);
-// Whether ops queued from now on have their kernels' own time counted
-// (QueueStats::kernel_s): two clock reads an op, so off by default
+// Whether the ops the workers run from now on have their kernels' own time
+// counted (QueueStats::kernel_s): two clock reads an op, so off by default
 // (train_mlp turns it on for its runs).
 void set_kernel_clock(bool on);
 bool kernel_clock();

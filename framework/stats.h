@@ -61,10 +61,10 @@ struct QueueStats {
   // back by back-pressure (the frontend waiting for room).
   double busy_s = 0;
   double held_s = 0;
-  // The part of busy_s inside the ops' kernel functions themselves (what
-  // queue_stats() adds from core/enqueue.cpp's clock, for ops queued while
-  // set_kernel_clock(true); the rest of busy_s is the op's allocation, making
-  // its outputs resident, and bookkeeping).
+  // The part of busy_s inside the ops' kernel functions themselves, for ops
+  // run while the kernel clock is on (runtime.h set_kernel_clock); the rest
+  // of busy_s is the op's allocation, making its outputs resident, the
+  // device's per-op hooks and bookkeeping.
   double kernel_s = 0;
 };
 

@@ -39,10 +39,6 @@ struct DeviceContext {
   DeviceContext(Device d, std::unique_ptr<Backend> b);
   Device device;
   std::unique_ptr<Backend> backend;
-  // Nanoseconds the queue's and the data queue's kernel functions ran
-  // (enqueue.cpp's clock, QueueStats::kernel_s); before the queues, which
-  // run kernels until they are destroyed.
-  std::atomic<uint64_t> kernel_ns{0}, data_kernel_ns{0};
   Pool pool;    // allocates through backend
   Queue queue;  // destroyed before the pool: it drains and joins first
 

@@ -1,29 +1,15 @@
 // enqueue.cpp — how every op reaches its queue, with its cross-queue dependencies.
 #include "framework/core/enqueue.h"
 
-#include <atomic>
-#include <chrono>
 #include <utility>
 
 #include "framework/core/context.h"
 #include "framework/core/tensor_impl.h"
 #include "framework/error.h"
-#include "framework/runtime.h"
 
 namespace amlp::detail {
 
 namespace {
-
-// Adds the time from its making to its end (a kernel's, thrown or not) to a counter.
-struct KernelClock {
-  std::atomic<uint64_t>& ns;
-  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
-  ~KernelClock() {
-    ns.fetch_add(static_cast<uint64_t>(
-                     std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count()),
-                 std::memory_order_relaxed);
-  }
-};
 
 // A dependency on another queue's op counts until that op has *completed*
 // (on CUDA: its event has passed), not merely been launched.
@@ -69,19 +55,8 @@ uint64_t enqueue_arrays(DeviceContext& c, const OpName& name, const Tensor* cons
   if (bufs.refs.size() > kOnStack) on_heap.resize(bufs.refs.size()), used = on_heap.data();
   for (size_t i = 0; i < bufs.refs.size(); ++i) used[i] = bufs.refs[i].get();
   const size_t n_used = bufs.refs.size();
-  // The kernel's own time, apart from the queue's busy time around it
-  // (QueueStats::kernel_s): two clock reads an op, only while asked for.
-  Queue::Kernel run;
-  if (kernel_clock()) {
-    std::atomic<uint64_t>* ns = self == &c.queue ? &c.kernel_ns : &c.data_kernel_ns;
-    run = [be, k, ns](const OpArgs& a) {
-      const KernelClock clock{*ns};
-      k(*be, a);
-    };
-  } else {
-    run = [be, k](const OpArgs& a) { k(*be, a); };
-  }
-  const uint64_t seq = self->push(name.name, std::move(run), std::move(bufs), std::move(deps));
+  const uint64_t seq = self->push(
+      name.name, Queue::Kernel([be, k](const OpArgs& a) { k(*be, a); }), std::move(bufs), std::move(deps));
   for (size_t i = 0; i < n_used; ++i) {
     Storage* s = used[i];
     if (!s) continue;

@@ -16,10 +16,19 @@ namespace {
 thread_local int deferred_sync_waits = 0;
 // Whether this thread is a queue's worker.
 thread_local bool worker_thread = false;
+// Queue::set_kernel_clock: the workers time their kernels.
+std::atomic<bool> kernel_clock_on{false};
+
+uint64_t ns_since(std::chrono::steady_clock::time_point t0) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+}
 
 }  // namespace
 
 Queue::DeferSyncWait::DeferSyncWait() { ++deferred_sync_waits; }
+void Queue::set_kernel_clock(bool on) { kernel_clock_on.store(on, std::memory_order_relaxed); }
+bool Queue::kernel_clock() { return kernel_clock_on.load(std::memory_order_relaxed); }
 Queue::DeferSyncWait::~DeferSyncWait() { --deferred_sync_waits; }
 
 // --- lifetime -----------------------------------------------------------------------
@@ -196,6 +205,8 @@ bool Queue::run(Op& op) {
         if (sync_) sync_->before_op(op.seq, op.name);
         const OpArgs args(op.bufs.refs.data(), op.bufs.reads, op.bufs.refs.size() - op.bufs.reads, op.name,
                           &op.bufs.scalars, &op.bufs.payload);
+        const bool clocked = kernel_clock_on.load(std::memory_order_relaxed);
+        const auto c0 = clocked ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
         try {
           op.kernel(args);
         } catch (const DeviceFault& e) {  // the device reported an earlier failure during this op's launch
@@ -205,6 +216,7 @@ bool Queue::run(Op& op) {
         } catch (...) {
           failed = std::make_exception_ptr(KernelError(op.name, op.seq, name_, "unknown exception"));
         }
+        if (clocked) kernel_ns_.fetch_add(ns_since(c0), std::memory_order_relaxed);
         if (sync_) {
           try {
             sync_->after_op(op.seq, pushed_seen_.load(std::memory_order_relaxed) <= op.seq);
@@ -215,10 +227,7 @@ bool Queue::run(Op& op) {
           }
         }
       }
-      busy_ns_.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                   std::chrono::steady_clock::now() - k0)
-                                                   .count()),
-                         std::memory_order_relaxed);
+      busy_ns_.fetch_add(ns_since(k0), std::memory_order_relaxed);
     }
   } catch (...) {  // building an error (or waiting) failed itself, e.g. bad_alloc
     if (!failed) failed = std::current_exception();

@@ -154,6 +154,10 @@ class Queue : private StepHost {
 
   QueueStats stats() const;
   void reset_peak();
+  // Every queue's worker counts its kernels' own time (QueueStats::kernel_s)
+  // while on: two clock reads an op.
+  static void set_kernel_clock(bool on);
+  static bool kernel_clock();
   const std::string& name() const { return name_; }
   StreamSync* sync() const { return sync_; }
 
@@ -214,6 +218,7 @@ class Queue : private StepHost {
   std::atomic<uint64_t> pushed_seen_{0};    // lock-free mirror of pushed_ for the worker (after_op's tail)
   std::atomic<uint64_t> drop_upto_{0};      // ops up to this seq are dropped, not run
   std::atomic<uint64_t> busy_ns_{0};        // time the worker spent running kernels (QueueStats::busy_s)
+  std::atomic<uint64_t> kernel_ns_{0};      // of which inside the kernel functions (QueueStats::kernel_s)
   uint64_t held_ns_ = 0;                    // time pushes waited for back-pressure (under mu_)
   std::exception_ptr error_;     // under mu_: the first failure no blocker has reported yet
   uint64_t errors_after_ = 0;    // under mu_: failures keep_error met while error_ was set

@@ -98,6 +98,7 @@ QueueStats Queue::stats() const {
     s.held_s = double(held_ns_) * 1e-9;
   }
   s.busy_s = double(busy_ns_.load(std::memory_order_relaxed)) * 1e-9;
+  s.kernel_s = double(kernel_ns_.load(std::memory_order_relaxed)) * 1e-9;
   s.completed = s.launched;
   if (sync_ && sync_->asynchronous()) {  // the last launched op the device has finished
     uint64_t lo = 0, hi = s.launched;    // completion is monotone in seq: bisect

@@ -23,7 +23,6 @@ struct Settings {
   std::atomic<uint64_t> max_ops{0};
   std::atomic<size_t> max_bytes{0};
   std::atomic<bool> tf32{false};
-  std::atomic<bool> kernel_clock{false};
   std::atomic<AllocPolicy> alloc{AllocPolicy::Enqueue};
   Settings() {
     const char* b = std::getenv("ASYNCMLP_BLOCKING");
@@ -174,15 +173,10 @@ double DeviceTimer::seconds_since(const DeviceTimer& earlier) const {
   return b.ctx->backend->timer_seconds(a.point, b.point);
 }
 
-void set_kernel_clock(bool on) { settings().kernel_clock.store(on, std::memory_order_relaxed); }
-bool kernel_clock() { return settings().kernel_clock.load(std::memory_order_relaxed); }
+void set_kernel_clock(bool on) { Queue::set_kernel_clock(on); }
+bool kernel_clock() { return Queue::kernel_clock(); }
 
-QueueStats queue_stats(Device d) {
-  DeviceContext& c = context(d);
-  QueueStats s = c.queue.stats();
-  s.kernel_s = double(c.kernel_ns.load(std::memory_order_relaxed)) * 1e-9;
-  return s;
-}
+QueueStats queue_stats(Device d) { return context(d).queue.stats(); }
 void set_step_graph(Device d, int warmup) {
   DeviceContext& c = context(d);
   c.queue.set_step_graph(warmup);
@@ -199,12 +193,8 @@ StepGraphStats step_graph_stats(Device d) {
   return s;
 }
 QueueStats data_queue_stats(Device d) {
-  DeviceContext& c = context(d);
-  const Queue* q = c.data_queue_if_made();
-  if (!q) return QueueStats{};
-  QueueStats s = q->stats();
-  s.kernel_s = double(c.data_kernel_ns.load(std::memory_order_relaxed)) * 1e-9;
-  return s;
+  const Queue* q = context(d).data_queue_if_made();
+  return q ? q->stats() : QueueStats{};
 }
 void reset_peaks(Device d) {
   DeviceContext& c = context(d);

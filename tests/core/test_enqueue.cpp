@@ -56,9 +56,9 @@ TEST(OpDeclaration, TheKernelGetsTheDeclaredBuffersWhenItRuns) {
   EXPECT_EQ(writer_seq(y), seq);  // the declared write is tracked
 }
 
-// The kernels' own time (QueueStats::kernel_s) counts the ops queued while
-// the kernel clock is on, inside the queue's busy time; queued with it off,
-// a kernel adds to the busy time only.
+// The kernels' own time (QueueStats::kernel_s) counts the ops run while
+// the kernel clock is on, inside the queue's busy time; run with it off, a
+// kernel adds to the busy time only.
 TEST(OpDeclaration, TheKernelClockCountsKernelsQueuedWhileItIsOn) {
   ScopedBlocking async(false);
   const Device d = Device::cpu(0);
