@@ -6,7 +6,7 @@
 //       --benchmark_enable_random_interleaving=true
 //   build/bin/bench_engine --benchmark_filter='Mlp' --benchmark_repetitions=5 ...   # one group
 //   python3 tools/bench_ratio.py build/bin/bench_engine      # the same, plus the two target checks
-// Targets (issue 2): BM_PushNoop median ≤ 1 µs; BM_MlpStep ≤ 1.15 × BM_MlpGemmFloor.
+// Targets: BM_PushNoop median ≤ 1 µs; BM_MlpStep ≤ 1.15 × BM_MlpGemmFloor.
 // Keep OPENBLAS_CORETYPE as the environment sets it: both MLP benchmarks use
 // the same OpenBLAS kernels, so the ratio compares like with like.
 //
@@ -26,9 +26,9 @@
 //                           step/floor per pair: on a shared machine, load drift between the two
 //                           benchmarks above can move their ratio by ±30%, the paired one by a few %.
 //   BM_TrainStepPaired      the driver's whole batch (data drawn, step, zero_grad, item()) paired
-//                           with the same floor: the end-to-end ratio of issue 9's goal 1.
+//                           with the same floor: the end-to-end ratio against the GEMM floor.
 //
-// Random numbers (issue 9: ≥ 1 G numbers/s on 2 cores, a 1024×512 batch in ≤ 0.5 ms), items/s:
+// Random numbers (targets: ≥ 1 G numbers/s on 2 cores, a 1024×512 batch in ≤ 0.5 ms), items/s:
 //   BM_RandomNormal, BM_RandomUniform   randn / rand_uniform (1024, 512) on cpu:0, then waitall():
 //                           the public ops, vectorised Philox on both cores. CPU column: the
 //                           whole process's CPU time (worker + helper), which on a loaded

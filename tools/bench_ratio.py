@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Medians of bench_engine and the two targets of issue 2, as a small table.
+"""Medians of bench_engine and its two targets, as a small table.
 
     python3 tools/bench_ratio.py build/bin/bench_engine            # runs it (5 repetitions)
     python3 tools/bench_ratio.py build/bin/bench_engine --repetitions 9 --filter Mlp
@@ -157,7 +157,7 @@ def main():
     else:
         ok = False
         print(f"{'BM_MlpStep / BM_MlpGemmFloor':<34}{'absent':>10}{RATIO_TARGET:>8.2f}  -")
-    if paired_ratio is not None:  # informational: robust to load drift, not the issue's definition
+    if paired_ratio is not None:  # informational: robust to load drift, not the target's definition
         met = paired_ratio <= RATIO_TARGET
         print(f"{'  same, paired (BM_MlpStepPaired)':<34}{paired_ratio:>10.3f}{RATIO_TARGET:>8.2f}  "
               f"{'met' if met else 'MISSED'}   (median of step/floor, alternated)")

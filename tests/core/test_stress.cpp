@@ -1,4 +1,4 @@
-// test_stress.cpp — the queues under load (issue 8): many interleaved pushes
+// test_stress.cpp — the queues under load: many interleaved pushes
 // on two queues (cpu:0, cpu:1) with random cross-queue dependencies
 // (copy_to between the devices, ops that read tensors the other device
 // wrote, in-place writes of buffers the other queue still reads) and kernels
