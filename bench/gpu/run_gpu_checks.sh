@@ -13,8 +13,8 @@
 #          against the one-process run; the goals table last
 #   deep   (<= 300 s, about 200)  compute-sanitizer memcheck/racecheck/synccheck
 #          on the kernels changed since the last GPU run (SANITIZE below), the
-#          remaining test executables, bench_cuda_random, --compare-policies
-#          and --host-work match on cuda
+#          remaining test executables, bench_cuda_random, --compare-policies,
+#          --host-work match and --sweep on cuda
 #
 #   bench/gpu/run_gpu_checks.sh --plan         every step, its timeout and expected time
 #   bench/gpu/run_gpu_checks.sh quick|deep     from the repository root on the GPU machine
@@ -50,11 +50,11 @@ declare -A BUDGET=([quick]=${KIT_BUDGET:-420} [deep]=${KIT_BUDGET:-300})
 # whether it needs the GPU, and what it does. The bounds add up to more than
 # the budget on purpose: a step gets min(bound, what is left).
 QUICK=(unpack tests perf64 perf1024 floor opcost trace mpi goals)
-DEEP=(sanitize others normals policies hostwork)
+DEEP=(sanitize others normals policies hostwork sweep)
 declare -A EXPECT=([unpack]=15 [tests]=90 [perf64]=75 [perf1024]=85 [floor]=12 [opcost]=40 [trace]=12
-  [mpi]=12 [goals]=3 [sanitize]=110 [others]=60 [normals]=15 [policies]=25 [hostwork]=25)
+  [mpi]=12 [goals]=3 [sanitize]=110 [others]=60 [normals]=15 [policies]=25 [hostwork]=25 [sweep]=30)
 declare -A BOUND=([unpack]=90 [tests]=150 [perf64]=130 [perf1024]=140 [floor]=40 [opcost]=60 [trace]=40
-  [mpi]=60 [goals]=20 [sanitize]=160 [others]=120 [normals]=45 [policies]=60 [hostwork]=60)
+  [mpi]=60 [goals]=20 [sanitize]=160 [others]=120 [normals]=45 [policies]=60 [hostwork]=60 [sweep]=75)
 declare -A WHAT=(
   [unpack]="unpack $ARCHIVE; the commit it was built from; nvidia-smi, nvcc, cuBLAS/cuRAND, PyTorch, NCCL, mpirun"
   [tests]="the CUDA-touching test executables ($BUILD/cuda_tests.txt, listed by pack.sh), one after another"
@@ -69,7 +69,8 @@ declare -A WHAT=(
   [others]="every test executable quick did not pass or reach, 8 at a time"
   [normals]="bench_cuda_random: the device normals beside curandGenerateNormal"
   [policies]="train_mlp --config configs/d2l.ini --device cuda --compare-policies"
-  [hostwork]="train_mlp --config configs/d2l.ini --device cuda --compare --host-work match")
+  [hostwork]="train_mlp --config configs/d2l.ini --device cuda --compare --host-work match"
+  [sweep]="train_mlp --config configs/d2l.ini --device cuda --sweep (the whole trade over h/d), plotted to sweep.png")
 
 # compute-sanitizer runs for `deep`: "tool executable filter bound". Kept to
 # the kernels changed since the last GPU run, each with a filter that keeps it
@@ -409,6 +410,18 @@ compare_run() {  # TAG ARGS...
 }
 step_policies() { compare_run policies --compare-policies; }
 step_hostwork() { compare_run hostwork --compare --host-work match; }
+step_sweep() {
+  if x "$(cap 75)" "$BUILD/bin/train_mlp" --config configs/d2l.ini --device cuda --sweep \
+    --summary-json "$dir/sweep.json" >"$dir/sweep.log" 2>&1; then
+    record PASS "train_mlp --sweep" "$(grep -E '^off by|^  ' "$dir/sweep.log" | tail -4 | tr -s ' \n' ' ')"
+    if [ "$DRY" != 1 ]; then  # the plot, where matplotlib is installed (the table is in sweep.log either way)
+      python3 tools/plot_sweep.py "$dir/sweep.json" -o "$dir/sweep.png" >>"$dir/sweep.log" 2>&1 ||
+        record NOTE "plot_sweep" "no plot (see sweep.log)"
+    fi
+  else
+    record FAIL "train_mlp --sweep" "see sweep.log"
+  fi
+}
 
 # --- main ------------------------------------------------------------------------------------
 
