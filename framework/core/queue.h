@@ -58,7 +58,7 @@ namespace amlp {
 class Storage;
 class Queue;
 
-class Queue : private StepHost {
+class Queue final : private StepHost {
  public:
   using Kernel = OpKernel;
   using Thunk = std::function<void()>;
