@@ -157,15 +157,13 @@ void print_summary(const RunResult& r, std::ostream& out) {
   if (r.d_measured) {  // the decomposition: two measured terms and the remainder
     const double d = r.device_s_per_batch;
     std::snprintf(wide, sizeof wide,
-                  "%.3f ms = kernels %.3f + fresh memory %.3f (%s backed by the worker, %.3f s of its %.3f s "
-                  "waiting for the populator) + rest %.3f (the remainder: allocation, bookkeeping; kernels + fresh "
-                  "= %.3f of d)",
+                  "%.3f ms = kernels %.3f + fresh memory %.3f (%s backed by the worker) + rest %.3f (the "
+                  "remainder: allocation, bookkeeping; kernels + fresh = %.3f of d)",
                   d * 1e3, r.d_kernels_s * 1e3, r.d_fresh_s * 1e3, format_mb(double(r.fresh_worker_bytes)).c_str(),
-                  std::max(0.0, r.fresh_worker_s - r.fresh_worker_populate_s), r.fresh_worker_s, r.d_rest_s * 1e3,
-                  d > 0 ? (r.d_kernels_s + r.d_fresh_s) / d : 0.0);
+                  r.d_rest_s * 1e3, d > 0 ? (r.d_kernels_s + r.d_fresh_s) / d : 0.0);
     std::string v = wide;
-    if (r.batches_done && r.fresh_populator_s > 0) {  // off the worker's clock, on the cores the kernels use
-      std::snprintf(wide, sizeof wide, "; beside the kernels the populator backed fresh memory %.3f ms per batch",
+    if (r.batches_done && r.fresh_populator_s > 0) {  // off the worker's clock, at idle priority
+      std::snprintf(wide, sizeof wide, "; off d, the populator backed fresh memory %.3f ms per batch",
                     r.fresh_populator_s / r.batches_done * 1e3);
       v += wide;
     }

@@ -1,6 +1,8 @@
 // host_arena.cpp — the CPU backend's huge-page arena and its populator (host_arena.h).
 #include "framework/cpu/host_arena.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -171,6 +173,16 @@ HostArena::Mapping* HostArena::job(char* base, uint64_t id) {
 // same address, whose contents MADV_POPULATE_WRITE leaves as they are; the
 // id keeps a newer mapping from being marked resident by it.
 void HostArena::populator_loop() {
+  // Idle priority: the populator takes only what the process's other threads
+  // leave of the cores. Backing memory ahead is worth it only with a spare
+  // core; beside the kernels' threads it would slow them by as much as it
+  // saves (on two cores it did: `none`'s kernels ran 2x slower). The worker
+  // never waits for it (prepare_write), so its priority cannot hold one up.
+  (void)pthread_setname_np(pthread_self(), "amlp-populator");  // as tools such as top and perf show it
+  if (!std::getenv("ASYNCMLP_POPULATOR_NORMAL")) {
+    sched_param sp{};
+    (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);  // where refused, it runs as any thread
+  }
   std::unique_lock<std::mutex> lk(maps_mu_);
   for (;;) {
     populate_cv_.wait(lk, [&] { return stopping_ || (!held_ && !to_populate_.empty()); });
@@ -196,9 +208,12 @@ void HostArena::populator_loop() {
 }
 
 // On the worker, before a kernel writes p (host_arena.h): p's mapping (a small
-// block's: its chunk) is populated here unless the populator is on it, in
-// which case the worker waits, giving newer queued mappings a head start
-// meanwhile (the populator goes oldest first). The mapping's state stays
+// block's: its chunk) is populated here. If the populator is on it, the
+// worker first gives newer queued mappings a head start (the populator goes
+// oldest first) while it may finish, then populates the rest of it
+// itself, beside the populator (populating is idempotent: a page either
+// thread made present is skipped): the worker never waits for the populator,
+// whose priority is the lowest (populator_loop). The mapping's state stays
 // where it is while unlocked: p's writer holds the block, so nobody frees it
 // or its chunk (and unordered_map elements keep their addresses).
 bool HostArena::prepare_write(void* p) noexcept {
@@ -223,10 +238,7 @@ bool HostArena::prepare_write(void* p) noexcept {
       n = std::min(kMapBytes, g->len - g->faulted);
       g->faulted += n;
     }
-    if (!piece) {
-      populated_cv_.wait(lk);
-      continue;
-    }
+    if (!piece) break;  // nothing newer: p's mapping itself, below
     lk.unlock();
     // Only a head start: the mapping's own populate still covers it whole
     // (and finds these pages present). Freed meanwhile, it meets no mapping
@@ -237,12 +249,15 @@ bool HostArena::prepare_write(void* p) noexcept {
     lk.lock();
   }
   if (m->resident) return true;
-  // Nobody is populating it (not started, the populator held or stopped, or
-  // its populate failed): this thread does, with MADV_POPULATE_WRITE only (a
+  // Not resident yet (not started, the populator on it, held or stopped, or
+  // its populate failed): this thread populates it, with MADV_POPULATE_WRITE only (a
   // chunk's other blocks may hold data, so no write may populate it). Where
   // that is not known, the kernel's writes fault the pages in.
+  // Beside the populator, its bytes stay its own (it counts the mapping as it
+  // ends), and its end resets the mapping's state.
+  const bool beside = m->started && m->queued && !held_ && !stopping_;
   m->started = true;
-  const size_t len = m->len, fresh = len - std::min(len, m->faulted);
+  const size_t len = m->len, fresh = beside ? 0 : len - std::min(len, m->faulted);
   lk.unlock();
   const auto t0 = std::chrono::steady_clock::now();
   const int rc = populate_write(base, len);
@@ -250,8 +265,8 @@ bool HostArena::prepare_write(void* p) noexcept {
   worker_populate_ns_.fetch_add(ns_since(t0), std::memory_order_relaxed);
   if (rc == 0) worker_bytes_.fetch_add(fresh, std::memory_order_relaxed);
   lk.lock();
-  set_resident(*m, rc == 0);
-  m->queued = m->started = false;
+  if (rc == 0 || !beside) set_resident(*m, rc == 0);
+  if (!beside) m->queued = m->started = false;
   populated_cv_.notify_all();
   if (rc == 0) return true;
 #ifdef EHWPOISON

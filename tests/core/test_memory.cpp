@@ -3,6 +3,7 @@
 // buffer returns only when no handle and no pending op refers to it, the
 // peak is the maximum, the cache is reused, running out is a clean
 // OutOfMemory, and nothing leaks.
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -11,6 +12,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include "framework/cpu/cpu_backend.h"
@@ -448,6 +452,27 @@ TEST(MemoryCpuPool, TheAllocatingThreadDoesNotPopulateLargeBlocks) {
     GTEST_SKIP() << "checked in the release build: the sanitizer's shadow of the fresh mappings faulted " << faults
                  << " times on the allocating thread";
   EXPECT_LT(faults, 8) << "the allocating thread populated the blocks it queued";
+}
+
+// The populator takes only what the other threads leave of the cores
+// (SCHED_IDLE): beside the kernels' threads it would slow them by as much as
+// it saves. Found by its name among the process's threads.
+TEST(MemoryCpuPool, ThePopulatorRunsAtIdlePriority) {
+  if (!populate_write_supported()) GTEST_SKIP() << "no MADV_POPULATE_WRITE (Linux < 5.14): no populator thread";
+  if (std::getenv("ASYNCMLP_POPULATOR_NORMAL")) GTEST_SKIP() << "ASYNCMLP_POPULATOR_NORMAL is set";
+  empty_cache(Device::cpu(0));
+  full({4 << 20 >> 2}, 1.f, Device::cpu(0)).wait_to_read();  // a fresh large block: the populator started
+  int found = 0, idle = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(e.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name != "amlp-populator") continue;
+    ++found;
+    idle += sched_getscheduler(static_cast<pid_t>(std::stol(e.path().filename().string()))) == SCHED_IDLE;
+  }
+  ASSERT_GE(found, 1) << "no thread named amlp-populator";
+  EXPECT_EQ(idle, found) << "a populator thread at another priority than SCHED_IDLE";
 }
 
 // A block freed before the populator reached it, and a new one mapped at the
