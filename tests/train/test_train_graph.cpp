@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "sanitized.h"
 #include "train_test_util.h"
 
 namespace amlp::testing {
@@ -44,7 +45,15 @@ TEST(TrainGraph, SteadyStepsReplayAfterTheWarmUp) {
       EXPECT_EQ(g.at("steps").get<int>(), 60) << args;
       EXPECT_EQ(held, 58) << args << ": " << g.dump();
       const int steady = held - g.at("captured").get<int>();
-      EXPECT_GE(g.at("replayed").get<int>(), 0.95 * steady) << args << ": " << g.dump();
+      // Whether a slot's buffer is held by queued ops only is read without a
+      // lock and errs on the safe side (framework/core/memory.cpp): while a
+      // worker has unpinned a buffer but not yet dropped it, the batch takes
+      // another block and its graph is updated, not replayed. Under a
+      // sanitizer's slower workers, with two devices, that window met 3 or 4
+      // of 56 steady batches in one run of five: the bound is 95% in the
+      // release build, 85% there (0% without step memory fails both).
+      const double share = kSanitized ? 0.85 : 0.95;
+      EXPECT_GE(g.at("replayed").get<int>(), share * steady) << args << ": " << g.dump();
       EXPECT_EQ(g.at("invalidations").get<int>(), 0) << args << ": " << g.dump();
       EXPECT_GT(g.at("slot_bytes").get<double>(), 0) << args;
     }
