@@ -141,6 +141,15 @@ HostArena::Mapping HostArena::new_mapping(char* base, size_t len, bool later) {
     } catch (const std::system_error&) {
       return m;
     }
+    // Named and at idle priority from here, before this allocation returns:
+    // it takes only what the process's other threads leave of the cores
+    // (beside the BLAS threads it slowed the kernels by as much as it saved),
+    // and the worker never waits for it (prepare_write).
+    (void)pthread_setname_np(populator_.native_handle(), "amlp-populator");  // as top and perf show it
+    if (!std::getenv("ASYNCMLP_POPULATOR_NORMAL")) {
+      sched_param sp{};
+      (void)pthread_setschedparam(populator_.native_handle(), SCHED_IDLE, &sp);  // refused: it runs as any thread
+    }
   }
   to_populate_.emplace_back(base, m.id);
   m.queued = true;
@@ -172,17 +181,7 @@ HostArena::Mapping* HostArena::job(char* base, uint64_t id) {
 // during its populate, populate met no mapping (ENOMEM) or a newer one at the
 // same address, whose contents MADV_POPULATE_WRITE leaves as they are; the
 // id keeps a newer mapping from being marked resident by it.
-void HostArena::populator_loop() {
-  // Idle priority: the populator takes only what the process's other threads
-  // leave of the cores. Backing memory ahead is worth it only with a spare
-  // core; beside the kernels' threads it would slow them by as much as it
-  // saves (on two cores it did: `none`'s kernels ran 2x slower). The worker
-  // never waits for it (prepare_write), so its priority cannot hold one up.
-  (void)pthread_setname_np(pthread_self(), "amlp-populator");  // as tools such as top and perf show it
-  if (!std::getenv("ASYNCMLP_POPULATOR_NORMAL")) {
-    sched_param sp{};
-    (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);  // where refused, it runs as any thread
-  }
+void HostArena::populator_loop() {  // named and at idle priority by its creator (new_mapping)
   std::unique_lock<std::mutex> lk(maps_mu_);
   for (;;) {
     populate_cv_.wait(lk, [&] { return stopping_ || (!held_ && !to_populate_.empty()); });
