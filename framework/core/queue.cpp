@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "framework/core/elapsed.h"
 #include "framework/core/memory.h"
 #include "framework/error.h"
 #include "framework/trace.h"
@@ -19,17 +20,13 @@ thread_local bool worker_thread = false;
 // Queue::set_kernel_clock: the workers time their kernels.
 std::atomic<bool> kernel_clock_on{false};
 
-uint64_t ns_since(std::chrono::steady_clock::time_point t0) {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
-}
-
 }  // namespace
 
 Queue::DeferSyncWait::DeferSyncWait() { ++deferred_sync_waits; }
+Queue::DeferSyncWait::~DeferSyncWait() { --deferred_sync_waits; }
+
 void Queue::set_kernel_clock(bool on) { kernel_clock_on.store(on, std::memory_order_relaxed); }
 bool Queue::kernel_clock() { return kernel_clock_on.load(std::memory_order_relaxed); }
-Queue::DeferSyncWait::~DeferSyncWait() { --deferred_sync_waits; }
 
 // --- lifetime -----------------------------------------------------------------------
 
@@ -94,8 +91,7 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
           lk.lock();
         }
         space_cv_.wait(lk, fits);
-        held_ns_ += static_cast<uint64_t>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - w0).count());
+        held_ns_ += ns_since(w0);
       }
     }
     seq = ++pushed_;

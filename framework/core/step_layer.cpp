@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "framework/core/elapsed.h"
 #include "framework/core/memory.h"
 #include "framework/error.h"
 #include "framework/trace.h"
@@ -11,11 +12,6 @@
 namespace amlp {
 
 namespace {
-
-uint64_t ns_since(std::chrono::steady_clock::time_point t0) {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
-}
 
 QueuedOp step_marker(uint64_t step, StepVerdict v, int slot) {
   return QueuedOp{"(step)", step, nullptr, {}, {}, OpRole::StepEnd, v, slot};

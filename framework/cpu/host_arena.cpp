@@ -16,6 +16,8 @@
 #include <new>
 #include <system_error>
 
+#include "framework/core/elapsed.h"
+
 namespace amlp::cpu {
 
 #ifndef MADV_POPULATE_WRITE
@@ -90,11 +92,6 @@ char* map_huge(size_t len, bool& later) {
     return nullptr;
   }
   return p;
-}
-
-uint64_t ns_since(std::chrono::steady_clock::time_point t0) {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
 }
 
 // Adds the time from its making to its end to a counter: the worker's time
