@@ -22,7 +22,7 @@ struct MemoryStats {
   size_t limit_bytes = 0;     // 0 = none
   // Fresh memory made resident so far (a CPU pool's HostArena; 0 elsewhere,
   // docs/memory-model.md): the device's worker before a kernel writes a
-  // block (populating it, or waiting for the populator: part of
+  // block (populating it, or the rest of one the populator is on: part of
   // QueueStats::busy_s), of which populating, and the bytes it populated;
   // the populator thread's own time and bytes, off the worker's clock.
   double fresh_worker_s = 0, fresh_worker_populate_s = 0;

@@ -40,8 +40,8 @@
 // resident (MemoryStats::fresh_worker_s, counted where it pays them;
 // without those counters, the bytes the CPU pools had to obtain from the
 // system during the run × fresh_s_per_byte(), a probe). The device's
-// worker makes a fresh block resident before its op writes it (or waits for
-// the populator to), inside the queue's busy time: so d here is the device's time on resident memory, the
+// worker makes a fresh block resident before its op writes it (what the
+// populator has not done), inside the queue's busy time: so d here is the device's time on resident memory, the
 // measured d less fresh / N, and the fresh memory is a term of its own that
 // no overlap hides (the backlog's pages are backed one after the other).
 #pragma once

@@ -122,7 +122,7 @@ struct RunResult {
   // worker's time making fresh blocks resident (MemoryStats::fresh_worker_s),
   // both measured, and the rest of d (the ops' allocation and bookkeeping):
   // d less the two. And the CPU pools' backing counters over the run: the
-  // worker's seconds (waits for the populator included), of which
+  // worker's seconds (the lock and lookups included), of which
   // populating, and bytes; the populator thread's, off the worker's clock.
   bool d_measured = false;
   double d_kernels_s = 0, d_fresh_s = 0, d_rest_s = 0;

@@ -17,7 +17,7 @@
 // d per batch taken apart (CPU devices; "d_measured" false and zeros
 // elsewhere): "d_kernels_s" + "d_fresh_s" (both measured) + "d_rest_s" (the
 // remainder) = "device_s_per_batch"; the run's backing counters (seconds,
-// bytes): "fresh_worker_s" (waits included), "fresh_worker_populate_s",
+// bytes): "fresh_worker_s" (the lock and lookups included), "fresh_worker_populate_s",
 // "fresh_backed_bytes" (the worker's), "fresh_populator_s",
 // "fresh_populator_bytes". A run across
 // processes (--distributed mpi, rank 0 writes the file) has "ranks": each

@@ -198,7 +198,6 @@ void HostArena::populator_loop() {  // named and at idle priority by its creator
     if ((m = job(p, id))) {
       set_resident(*m, ok);  // else the worker tries again, and reports out of memory
       m->queued = m->started = false;
-      populated_cv_.notify_all();
     }
   }
 }
@@ -263,7 +262,6 @@ bool HostArena::prepare_write(void* p) noexcept {
   lk.lock();
   if (rc == 0 || !beside) set_resident(*m, rc == 0);
   if (!beside) m->queued = m->started = false;
-  populated_cv_.notify_all();
   if (rc == 0) return true;
 #ifdef EHWPOISON
   if (err == EHWPOISON) return false;

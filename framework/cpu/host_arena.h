@@ -50,11 +50,12 @@ class HostArena {
   bool prepare_write(void* p) noexcept;
 
   // What making blocks resident has cost so far (docs/memory-model.md, fresh
-  // memory): the writers' time inside prepare_write that populated or waited
-  // for the populator (on the worker's clock: a resident block costs no
-  // clock read), of which populating, the bytes they populated, and the
-  // populator thread's own time and bytes. A byte counts once, for whoever
-  // populated it first; a mapping freed mid-way still counts.
+  // memory): the writers' time inside prepare_write making blocks resident
+  // (on the worker's clock: a resident block costs no clock read), of which
+  // populating (the rest: the lock, finding the queued blocks), the bytes
+  // they populated, and the populator thread's own time and bytes. A byte
+  // counts once: a block the worker finishes beside the populator is the
+  // populator's; a mapping freed mid-way still counts.
   struct BackingStats {
     uint64_t worker_ns = 0, worker_populate_ns = 0, worker_bytes = 0;
     uint64_t populator_ns = 0, populator_bytes = 0;
@@ -108,7 +109,6 @@ class HostArena {
   // The populator's work, under maps_mu_: mappings (large blocks, chunks) to make resident, oldest first.
   std::deque<std::pair<char*, uint64_t>> to_populate_;
   std::condition_variable populate_cv_;
-  std::condition_variable populated_cv_;  // the populator finished a block
   uint64_t next_id_ = 0;
   bool held_ = false, stopping_ = false;
   std::thread populator_;  // started with the first mapping left to it
