@@ -61,7 +61,7 @@ class PausedQueue {
 
 // The buffer behind a tensor, and the sequence number of the op that last wrote it.
 inline const std::shared_ptr<Storage>& storage(const Tensor& t) { return detail::storage_of(t); }
-inline uint64_t writer_seq(const Tensor& t) { return storage(t)->writer_seq; }
+inline uint64_t writer_seq(const Tensor& t) { return storage(t)->last_writer().seq; }
 
 // Generous bound on every wait a test makes, so a broken property fails the
 // test instead of hanging it. Never used to assert anything about speed.

@@ -20,8 +20,7 @@ BacklogBytes bytes_of(const Storage& s) {
 BacklogBytes pin(const std::vector<std::shared_ptr<Storage>>& refs, Queue* q) {
   BacklogBytes added;
   for (const auto& r : refs)
-    if (r && r->pending_uses.fetch_add(1, std::memory_order_acq_rel) == 0) {
-      r->backlog_queue = q;
+    if (r && r->pin(q)) {
       const BacklogBytes b = bytes_of(*r);
       added.existing += b.existing;
       added.unallocated += b.unallocated;
@@ -35,11 +34,11 @@ BacklogBytes unpin(const std::vector<std::shared_ptr<Storage>>& refs, Queue* sel
     if (!r) continue;
     // Read which queue counts these bytes, and how, while our pin still holds
     // the buffer: once the count reaches 0, the frontend may push it again
-    // and re-assign backlog_queue (a data race, and the wrong queue debited).
+    // and re-pin it to another queue (a data race, and the wrong queue debited).
     // No other op allocates it meanwhile: its writers run before or after us.
-    Queue* counted_by = r->backlog_queue;
+    Queue* counted_by = r->counted_by();
     const BacklogBytes b = bytes_of(*r);
-    if (r->pending_uses.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    if (r->unpin()) {
       if (counted_by == self) freed.existing += b.existing, freed.unallocated += b.unallocated;
       else if (counted_by) counted_by->debit_backlog(b);
     }
@@ -47,19 +46,21 @@ BacklogBytes unpin(const std::vector<std::shared_ptr<Storage>>& refs, Queue* sel
   return freed;
 }
 
-// Pinned by the op being run, so backlog_queue is the queue that counts it.
+// Pinned by the op being run, so counted_by() is the queue that counts it.
 void count_allocated(const Storage& s) {
-  if (s.backlog_queue) s.backlog_queue->note_allocated(s.bytes());
+  if (Queue* q = s.counted_by()) q->note_allocated(s.bytes());
 }
 
 // The counting queue's side, under its lock.
 
 void Queue::debit_backlog(BacklogBytes bytes) {
+  bool wake;
   {
     std::lock_guard<std::mutex> lk(mu_);
     backlog_.sub(bytes);
+    wake = space_waiters_ > 0;
   }
-  space_cv_.notify_all();  // a push bounded by bytes may fit now
+  if (wake) space_cv_.notify_all();  // a push bounded by bytes may fit now
 }
 
 void Queue::note_allocated(size_t bytes) {

@@ -1,7 +1,7 @@
 // backlog.h — the bytes a queue's pending ops hold (docs/design.md §3, §6).
 //
 // A buffer counts in the backlog of the queue whose op first pins it, once:
-// its pin count (BufferState::pending_uses) rises with every queued op that
+// its pin count (BufferState::pin) rises with every queued op that
 // refers to it and falls as each is launched; at zero its bytes leave that
 // queue's backlog, whichever queue's op let go last. A buffer with no block
 // yet (allocation policy `run`) counts as `unallocated` until the worker

@@ -4,9 +4,11 @@
 // queue's backlog counts its bytes), and the error it carries.
 //
 //   enqueue (frontend):  a read waits for the last writer; a write waits for
-//                        every other queue's last use; then note_use / writer.
+//                        every other queue's last use; then read_queued /
+//                        write_queued.
 //   Queue (worker):      an input carrying an error fails the op unrun; the
-//                        op's outputs carry its error, or none.
+//                        op's outputs carry its error (write_failed), or
+//                        none (write_succeeded).
 //
 // Who touches what: the writer and the uses belong to the device's frontend
 // thread (the one thread that queues ops on it, framework/asyncmlp.h); the
@@ -58,49 +60,74 @@ class ErrorSlot {
   std::atomic<bool> set_{false};
 };
 
-struct BufferState {
-  // The op that last wrote the buffer. The device's frontend thread only.
-  Queue* writer_queue = nullptr;
-  uint64_t writer_seq = 0;
-
+// What the engine knows of one buffer, changed only through the engine's
+// events, each method saying which thread calls it (docs/design.md §1-§5).
+class BufferState {
+ public:
+  // --- queueing: the device's frontend thread (enqueue.cpp) -------------------------
+  // The op that last wrote the buffer ({nullptr, 0}: none yet).
+  OpRef last_writer() const { return writer_; }
   // The last op of each queue that used (read or wrote) the buffer, so a
-  // write on one queue can wait for pending reads on another. Almost always
-  // one queue: kept inline, with an overflow for buffers several queues
-  // touch. The device's frontend thread only.
+  // write on one queue can wait for pending reads on another.
+  template <class F>
+  void for_each_use(F&& f) const {
+    if (first_use_.queue) f(first_use_);
+    for (const OpRef& u : more_uses_) f(u);
+  }
+  void read_queued(Queue* q, uint64_t seq) { note_use(q, seq); }
+  void write_queued(Queue* q, uint64_t seq) {
+    note_use(q, seq);
+    writer_ = {q, seq};
+  }
+
+  // --- pins (backlog.cpp): how many queued-but-unlaunched ops refer to the
+  // buffer, and the queue whose backlog counts its bytes meanwhile ----------------
+  // Frontend, at a push to `q`: one more op pins it. True when it was the
+  // first pin: `q` counts its bytes from now on.
+  bool pin(Queue* q) {
+    if (pins_.fetch_add(1, std::memory_order_acq_rel) != 0) return false;
+    counted_by_ = q;  // no one else reads it while unpinned
+    return true;
+  }
+  // The worker whose op pins it (so no push re-assigns it meanwhile): the
+  // queue counting its bytes.
+  Queue* counted_by() const { return counted_by_; }
+  // The worker, after its op was launched: true when that was the last pin.
+  bool unpin() { return pins_.fetch_sub(1, std::memory_order_acq_rel) == 1; }
+  // Any thread: ops pinning it now.
+  int pins() const { return pins_.load(std::memory_order_acquire); }
+
+  // --- the outcome of its last write: set by the worker that ran (or
+  // skipped) the op writing it; read by workers (an op's inputs) and blockers --
+  // The op that should have written it failed, or did not run because its
+  // own input had failed: the original error, which every op and blocker
+  // downstream reports (§5). Holds for a given op once that op completed and
+  // until the next op writing the buffer starts.
+  void write_failed(std::exception_ptr e) { error_ = std::move(e); }
+  void write_succeeded() { error_ = nullptr; }  // a later successful write clears an old failure
+  std::exception_ptr error() const { return error_.get(); }
+  bool failed() const { return static_cast<bool>(error_); }
+
+ private:
   void note_use(Queue* q, uint64_t seq) {
-    if (!first_use.queue || first_use.queue == q) {
-      first_use = {q, seq};
+    if (!first_use_.queue || first_use_.queue == q) {
+      first_use_ = {q, seq};
       return;
     }
-    for (OpRef& u : more_uses)
+    for (OpRef& u : more_uses_)
       if (u.queue == q) {
         u.seq = seq;
         return;
       }
-    more_uses.push_back({q, seq});
-  }
-  template <class F>
-  void for_each_use(F&& f) const {
-    if (first_use.queue) f(first_use);
-    for (const OpRef& u : more_uses) f(u);
+    more_uses_.push_back({q, seq});
   }
 
-  // Backlog accounting (backlog.h): how many queued-but-unfinished ops refer
-  // to the buffer, and the queue whose backlog counts its bytes meanwhile.
-  std::atomic<int> pending_uses{0};
-  Queue* backlog_queue = nullptr;
-
-  // Set by a worker when the op that should have written the buffer failed
-  // (or did not run because its own input had failed): the original error,
-  // which every op and blocker downstream reports (docs/design.md §5). Cleared by a
-  // later successful write. Safe to read at any time; what it says of a
-  // given op holds once that op completed and until the next op writing the
-  // buffer starts (a HostCopy keeps its own copy's outcome, tensor.cpp).
-  ErrorSlot error;
-
- private:
-  OpRef first_use;
-  std::vector<OpRef> more_uses;
+  OpRef writer_;              // frontend
+  OpRef first_use_;           // frontend; almost always the only queue
+  std::vector<OpRef> more_uses_;  // frontend; buffers several queues touch
+  std::atomic<int> pins_{0};
+  Queue* counted_by_ = nullptr;  // set by the first pin, read while pinned
+  ErrorSlot error_;              // workers write, any thread reads (its own lock)
 };
 
 }  // namespace amlp

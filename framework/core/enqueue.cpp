@@ -37,7 +37,7 @@ uint64_t enqueue_arrays(DeviceContext& c, const OpName& name, const Tensor* cons
     const Tensor* t = reads[i];
     if (t->defined()) check_frontend(ctx_of(*t));
     bufs.refs.push_back(t->defined() ? storage_of(*t) : nullptr);
-    if (const auto& s = bufs.refs.back()) add_dep(deps, s->writer_queue, s->writer_seq, self);
+    if (const auto& s = bufs.refs.back()) add_dep(deps, s->last_writer().queue, s->last_writer().seq, self);
   }
   for (size_t i = 0; i < n_writes; ++i) {
     const Tensor* t = writes[i];
@@ -60,11 +60,8 @@ uint64_t enqueue_arrays(DeviceContext& c, const OpName& name, const Tensor* cons
   for (size_t i = 0; i < n_used; ++i) {
     Storage* s = used[i];
     if (!s) continue;
-    s->note_use(self, seq);
-    if (i >= n_reads) {
-      s->writer_queue = self;
-      s->writer_seq = seq;
-    }
+    if (i < n_reads) s->read_queued(self, seq);
+    else s->write_queued(self, seq);
   }
   return seq;
 }

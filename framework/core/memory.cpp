@@ -89,12 +89,12 @@ size_t Pool::block_size(size_t bytes) const {
 }
 
 // No frontend handle holds `s`, only ops queued earlier (and the caller's
-// `s`). use_count is read before pending_uses: only the worker changes either
+// `s`). use_count is read before the pins: only the worker changes either
 // meanwhile, and it unpins before it drops its reference, so a frontend
-// handle always leaves use_count - 1 above pending_uses.
+// handle always leaves use_count - 1 above the pins.
 static bool held_by_queued_ops_only(const std::shared_ptr<Storage>& s) {
   const long users = s.use_count();
-  return users - 1 == s->pending_uses.load(std::memory_order_acquire);
+  return users - 1 == s->pins();
 }
 
 std::shared_ptr<Storage> Pool::allocate(size_t bytes) {

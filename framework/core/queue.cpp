@@ -1,10 +1,12 @@
-// queue.cpp — the in-order queue: pushing, the worker, and running one op (queue.h).
+// queue.cpp — the in-order queue: pushing, the worker loop, and announcing each
+// op launched (queue.h); how the worker runs one op is run_op.cpp.
 #include "framework/core/queue.h"
 
 #include <algorithm>
 #include <chrono>
 
 #include "framework/core/elapsed.h"
+#include "framework/core/worker_clock.h"
 #include "framework/core/memory.h"
 #include "framework/error.h"
 #include "framework/trace.h"
@@ -31,7 +33,12 @@ bool Queue::kernel_clock() { return kernel_clock_on.load(std::memory_order_relax
 // --- lifetime -----------------------------------------------------------------------
 
 Queue::Queue(std::string name, StreamSync* sync)
-    : name_(std::move(name)), sync_(sync), track_(trace::register_track("queue " + name_)), steps_(name_, sync_, track_) {
+    : name_(std::move(name)),
+      sync_(sync),
+      hooks_(sync && sync->per_op_hooks()),
+      blame_(sync && (sync->asynchronous() || sync->per_op_hooks())),
+      track_(trace::register_track("queue " + name_)),
+      steps_(name_, sync_, track_) {
   enlist(this);
   try {
     worker_ = std::thread([this] { worker_loop(); });
@@ -90,7 +97,9 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
           release_steps_everywhere("a push waited for back-pressure inside the step");
           lk.lock();
         }
+        ++space_waiters_;
         space_cv_.wait(lk, fits);
+        --space_waiters_;
         held_ns_ += ns_since(w0);
       }
     }
@@ -124,119 +133,7 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
   return seq;
 }
 
-// --- the worker ------------------------------------------------------------------------
-
-void Queue::allocate_outputs(Op& op) {
-  for (size_t i = op.bufs.reads; i < op.bufs.refs.size(); ++i) {
-    Storage* r = op.bufs.refs[i].get();
-    if (!r || r->allocated()) continue;
-    r->allocate_now();
-    count_allocated(*r);
-  }
-}
-
-BacklogBytes Queue::finish(Op& op) {
-  note_name(op.seq, op.name);  // for a fault a blocker meets after the op is gone
-  op.kernel = nullptr;  // drop captures before the buffers they may point into
-  const BacklogBytes freed = unpin(op.bufs.refs, this);
-  op.bufs.refs.clear();  // buffers go back to their pools here, before the launch is announced
-  op.deps.clear();
-  return freed;  // the caller debits this queue's backlog under its lock
-}
-
-// Runs one op: its dependencies, then its kernel, unless an input carries an
-// upstream failure. Never throws: every failure becomes the op's error.
-// True when its kernel ran and succeeded.
-bool Queue::run(Op& op) {
-  std::exception_ptr failed;
-  if (op.seq <= drop_upto_.load(std::memory_order_acquire)) {  // drop_pending(): never runs, reports nothing
-    try {
-      failed = std::make_exception_ptr(Dropped(detail::concat("op '", op.name, "' (op #", op.seq, " on ", name_,
-                                                              ") was dropped before it ran: the run stopped")));
-    } catch (...) {
-      failed = std::current_exception();
-    }
-    for (size_t i = op.bufs.reads; i < op.bufs.refs.size(); ++i)
-      if (const auto& r = op.bufs.refs[i]) r->error = failed;
-    return false;
-  }
-  bool upstream = false;  // failed because an input carries an earlier op's failure
-  bool device_fault = false;  // failed because the device reported an asynchronous fault
-  try {
-    for (const QueueDep& d : op.deps) {  // another queue's op this one reads or must not overtake
-      d.queue->wait_launched(d.seq);
-      const bool on_device = sync_ && d.queue->sync_ && d.queue->sync_->asynchronous() &&
-                             sync_->wait_on_device(*d.queue->sync_, d.seq);
-      if (!on_device) {
-        try {
-          d.queue->wait_complete(d.seq);
-        } catch (const DeviceFault& e) {  // the producer's device faulted: blamed on its op as exposer
-          failed = d.queue->exposed_fault(d.queue->name_of(d.seq), d.seq, e), device_fault = true;
-          break;
-        }
-      }
-    }
-    for (size_t i = 0; i < op.bufs.reads && !failed; ++i)
-      if (const auto& r = op.bufs.refs[i]; r && r->error) failed = r->error, upstream = true;  // do not run
-    for (size_t i = 0; i < op.bufs.reads && !failed; ++i)  // an op's writer always allocates it first
-      if (const auto& r = op.bufs.refs[i]; r && !r->allocated())
-        failed = std::make_exception_ptr(
-            KernelError(op.name, op.seq, name_, detail::concat("read #", i, " has no memory: no op has written it")));
-    if (!failed) {
-      const auto k0 = std::chrono::steady_clock::now();  // the op's busy time, allocation to after_op
-      try {
-        allocate_outputs(op);  // allocation policy run: the outputs get their blocks as the op starts
-      } catch (const OutOfMemory& e) {
-        failed = std::make_exception_ptr(e.starting_op(op.name, op.seq, name_));
-      }
-      if (!failed) {
-        try {  // fresh CPU blocks the populator has not reached yet are made resident here
-          for (size_t i = op.bufs.reads; i < op.bufs.refs.size(); ++i)
-            if (Storage* r = op.bufs.refs[i].get()) r->prepare_write();
-        } catch (const OutOfMemory& e) {
-          failed = std::make_exception_ptr(e.starting_op(op.name, op.seq, name_, /*resident=*/true));
-        }
-      }
-      if (!failed) {
-        if (sync_) sync_->before_op(op.seq, op.name);
-        const OpArgs args(op.bufs.refs.data(), op.bufs.reads, op.bufs.refs.size() - op.bufs.reads, op.name,
-                          &op.bufs.scalars, &op.bufs.payload);
-        const bool clocked = kernel_clock_on.load(std::memory_order_relaxed);
-        const auto c0 = clocked ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-        try {
-          op.kernel(args);
-        } catch (const DeviceFault& e) {  // the device reported an earlier failure during this op's launch
-          failed = exposed_fault(op.name, op.seq, e), device_fault = true;
-        } catch (const std::exception& e) {
-          failed = std::make_exception_ptr(KernelError(op.name, op.seq, name_, e.what()));
-        } catch (...) {
-          failed = std::make_exception_ptr(KernelError(op.name, op.seq, name_, "unknown exception"));
-        }
-        if (clocked) kernel_ns_.fetch_add(ns_since(c0), std::memory_order_relaxed);
-        if (sync_) {
-          try {
-            sync_->after_op(op.seq, pushed_seen_.load(std::memory_order_relaxed) <= op.seq);
-          } catch (const DeviceFault& e) {  // seen as this op completed: perhaps an earlier op's
-            if (!failed) failed = exposed_fault(op.name, op.seq, e), device_fault = true;
-          } catch (const std::exception& e) {
-            if (!failed) failed = std::make_exception_ptr(KernelError(op.name, op.seq, name_, e.what()));
-          }
-        }
-      }
-      busy_ns_.fetch_add(ns_since(k0), std::memory_order_relaxed);
-    }
-  } catch (...) {  // building an error (or waiting) failed itself, e.g. bad_alloc
-    if (!failed) failed = std::current_exception();
-  }
-  for (size_t i = op.bufs.reads; i < op.bufs.refs.size(); ++i)
-    if (const auto& r = op.bufs.refs[i]) r->error = failed;  // a successful write clears an old failure
-  // Only the queue whose op failed keeps the error for its next blocker. An
-  // op that did not run because of it carries it in its outputs only: were
-  // it kept here too, a blocker that already reported it (which makes every
-  // queue forget it) could be followed by this keep, and report it twice.
-  if (failed && !upstream) keep_error(failed, device_fault);
-  return !failed;
-}
+// --- the worker: take an op, run it (run_op.cpp), announce it --------------------------
 
 bool Queue::on_worker_thread() { return worker_thread; }
 
@@ -256,43 +153,39 @@ void Queue::worker_loop() {
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
     while (!((!paused_ && !pending_.empty()) || (stop_ && pending_.empty()))) {
+      clock_.sleep();
       worker_sleeping_ = true;
       work_cv_.wait(lk);
       worker_sleeping_ = false;
     }
+    clock_.wake();
     if (pending_.empty()) {  // stop_ and drained
       lk.unlock();
       if (steps_.parked()) steps_.run_parked(*this);  // never left behind
+      lk.lock();
+      clock_.sleep();
       return;
     }
-    Op op = std::move(pending_.front());
-    pending_.pop_front();
+    // The op runs where it is queued (pushes at the back leave it in place)
+    // and leaves the queue once it was announced.
+    Op& op = pending_.front();
+    front_running_ = true;
     lk.unlock();
     if (op.role == OpRole::Held) {
       steps_.park(std::move(op));
+      lk.lock();
     } else if (op.role == OpRole::StepEnd) {
       steps_.run(op, *this);  // the held ops: one by one or one graph launch
+      lk.lock();
     } else {
       if (steps_.parked()) steps_.run_parked(*this);  // the step stopped matching: in order
       const BacklogBytes freed = execute(op);
       lk.lock();
       announce_locked(op.seq, freed);  // one lock per op: announced, and the next one taken
-      continue;
     }
-    lk.lock();
+    pending_.pop_front();  // what it owned was released by finish(), outside the lock
+    front_running_ = false;
   }
-}
-
-BacklogBytes Queue::execute(Op& op) {
-  const uint64_t t0 = trace::enabled() ? trace::now_us() : 0;
-  run(op);
-  if (t0) {
-    try {
-      trace::span(track_, op.name, t0, trace::now_us(), op.seq);
-    } catch (...) {  // a full trace buffer loses a span, never the op
-    }
-  }
-  return finish(op);
 }
 
 void Queue::execute_and_announce(Op& op) {
@@ -321,8 +214,8 @@ void Queue::announce_locked(uint64_t seq, BacklogBytes freed) {
   backlog_.sub(freed);
   launched_ = seq;
   launched_seen_.store(seq, std::memory_order_release);
-  done_cv_.notify_all();
-  space_cv_.notify_all();
+  if (done_waiters_) done_cv_.notify_all();  // counted under mu_: no waiter is missed
+  if (space_waiters_) space_cv_.notify_all();
 }
 
 // --- dropping and settings ----------------------------------------------------------------
@@ -331,7 +224,7 @@ uint64_t Queue::drop_pending() {
   uint64_t n;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    n = pending_.size();
+    n = pending_.size() - (front_running_ ? 1 : 0);
     drop_upto_.store(pushed_, std::memory_order_release);
   }
   work_cv_.notify_all();

@@ -51,6 +51,7 @@
 #include "framework/core/op.h"
 #include "framework/core/step_layer.h"
 #include "framework/core/stream_sync.h"
+#include "framework/core/worker_clock.h"
 #include "framework/stats.h"
 
 namespace amlp {
@@ -172,6 +173,17 @@ class Queue final : private StepHost {
   BacklogBytes execute(Op& op);  // worker: run, trace, finish (the bytes to debit)
   void announce_locked(uint64_t seq, BacklogBytes freed);  // worker, under mu_: op `seq` was launched
   BacklogBytes finish(Op& op);  // releases refs; returns this queue's backlog bytes they freed
+  // Running one op (queue.cpp), part by part: each returns the op's failure, if any.
+  struct Failure {
+    enum Cause { Own, Upstream, DeviceFault };  // its own; an input's (not kept again); the device's, found now
+    std::exception_ptr error;
+    Cause cause = Own;
+  };
+  void drop(Op& op);                              // dropped before it ran: its outputs say so
+  Failure wait_for_producers(const Op& op);       // other queues' ops it depends on
+  Failure check_inputs(const Op& op) const;       // an input failed upstream, or was never written
+  Failure prepare_outputs(Op& op);                // blocks allocated and resident
+  Failure launch(Op& op);                         // the kernel, with the device's per-op hooks
   // What the step layer asks of the worker (StepHost, step_layer.h).
   bool run(Op& op) override;  // true: its kernel ran and succeeded
   void allocate_outputs(Op& op) override;  // blocks for the op's writes that have none (throws OutOfMemory)
@@ -180,7 +192,6 @@ class Queue final : private StepHost {
   std::exception_ptr kept_error() override;
   void restore_error(std::exception_ptr e) override;
   bool dropped(uint64_t seq) const override { return seq <= drop_upto_.load(std::memory_order_acquire); }
-  void add_busy_ns(uint64_t ns) override { busy_ns_.fetch_add(ns, std::memory_order_relaxed); }
   // The frontend, under mu_: a blocker inside the step; its held ops run eagerly.
   void release_step_locked(const char* why);
   // The first error is kept until a blocker takes it; the failures after it
@@ -202,9 +213,12 @@ class Queue final : private StepHost {
 
   std::string name_;
   StreamSync* sync_;
+  const bool hooks_;  // the device has per-op hooks (StreamSync::per_op_hooks)
+  const bool blame_;  // faults surface after the launch: keep recent ops' names to blame
   int track_;
   mutable std::mutex mu_;
   std::condition_variable work_cv_, done_cv_, space_cv_;
+  int done_waiters_ = 0, space_waiters_ = 0;  // threads waiting on done_cv_ / space_cv_ (under mu_)
   std::deque<Op> pending_;
   uint64_t pushed_ = 0, launched_ = 0, peak_depth_ = 0;
   Backlog backlog_;  // the bytes pending ops hold (backlog.h), under mu_
@@ -214,11 +228,12 @@ class Queue final : private StepHost {
   bool stop_ = false;
   std::atomic<bool> blocking_{false};  // set by any thread (set_blocking), read by push
   bool worker_sleeping_ = false;  // waiting on work_cv_ (push wakes it only then)
+  bool front_running_ = false;    // pending_.front() is the op the worker is running
   std::atomic<uint64_t> launched_seen_{0};  // lock-free mirror of launched_ for waiters
   std::atomic<uint64_t> pushed_seen_{0};    // lock-free mirror of pushed_ for the worker (after_op's tail)
   std::atomic<uint64_t> drop_upto_{0};      // ops up to this seq are dropped, not run
-  std::atomic<uint64_t> busy_ns_{0};        // time the worker spent running kernels (QueueStats::busy_s)
-  std::atomic<uint64_t> kernel_ns_{0};      // of which inside the kernel functions (QueueStats::kernel_s)
+  WorkerClock clock_;                       // the worker's busy periods (QueueStats::busy_s), under mu_
+  std::atomic<uint64_t> kernel_ns_{0};      // inside the kernel functions while clocked (QueueStats::kernel_s)
   uint64_t held_ns_ = 0;                    // time pushes waited for back-pressure (under mu_)
   std::exception_ptr error_;     // under mu_: the first failure no blocker has reported yet
   uint64_t errors_after_ = 0;    // under mu_: failures keep_error met while error_ was set

@@ -38,7 +38,9 @@ void Queue::wait_launched(uint64_t seq) {
   }
   if (spin_until([&] { return launched_seen_.load(std::memory_order_acquire) >= seq; })) return;
   std::unique_lock<std::mutex> lk(mu_);
+  ++done_waiters_;
   done_cv_.wait(lk, [&] { return launched_ >= seq; });
+  --done_waiters_;
 }
 
 void Queue::wait_complete(uint64_t seq) {
@@ -96,8 +98,8 @@ QueueStats Queue::stats() const {
     s.peak_backlog_bytes = backlog_.peak();
     s.unallocated_bytes = backlog_.unallocated();
     s.held_s = double(held_ns_) * 1e-9;
+    s.busy_s = double(clock_.busy_ns()) * 1e-9;
   }
-  s.busy_s = double(busy_ns_.load(std::memory_order_relaxed)) * 1e-9;
   s.kernel_s = double(kernel_ns_.load(std::memory_order_relaxed)) * 1e-9;
   s.completed = s.launched;
   if (sync_ && sync_->asynchronous()) {  // the last launched op the device has finished

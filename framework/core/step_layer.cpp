@@ -129,10 +129,8 @@ void StepLayer::run_step(StepVerdict v, int slot, uint64_t step, StepHost& host)
 
 // The held ops' launches recorded into `slot`'s graph, and launched. False:
 // nothing of the step ran (the queue's kept error is as before); they run
-// one by one. The worker's busy time: each op's run counts its own; the
-// blocks, beginning and ending the recording and the launch are added here.
+// one by one. (The worker's busy time covers it all: worker_clock.h.)
 bool StepLayer::record(std::vector<QueuedOp>& ops, int slot, StepHost& host) {
-  auto k0 = std::chrono::steady_clock::now();
   // Blocks are taken before the recording (a fresh one may need the
   // device's allocator, which a stream being recorded must not call).
   try {
@@ -142,9 +140,7 @@ bool StepLayer::record(std::vector<QueuedOp>& ops, int slot, StepHost& host) {
   }
   const std::exception_ptr kept_before = host.kept_error();
   if (!sync_->capture_begin(slot)) return false;
-  host.add_busy_ns(ns_since(k0));
   for (QueuedOp& op : ops) host.run(op);  // launches recorded, not run
-  k0 = std::chrono::steady_clock::now();
   std::string failure;
   try {
     sync_->capture_end(slot, ops.back().seq);
@@ -153,7 +149,6 @@ bool StepLayer::record(std::vector<QueuedOp>& ops, int slot, StepHost& host) {
   } catch (...) {
     failure = "unknown exception";
   }
-  host.add_busy_ns(ns_since(k0));
   if (failure.empty()) return true;
   // The graph never ran: what the recording set (an error kept for a
   // blocker, outputs marked written) is undone by running the ops one by
@@ -175,12 +170,11 @@ bool StepLayer::launch_as_graph(std::vector<QueuedOp>& ops, StepVerdict v, int s
     if (op.bufs.traits.collective) return false;  // joins other queues' ops: launched op by op
     if (!op.deps.empty() || host.dropped(op.seq)) return false;
     for (size_t i = 0; i < op.bufs.reads; ++i)
-      if (const auto& r = op.bufs.refs[i]; r && (r->error || !r->allocated())) return false;
+      if (const auto& r = op.bufs.refs[i]; r && (r->failed() || !r->allocated())) return false;
   }
   const uint64_t last = ops.back().seq;
   const uint64_t t0 = trace::enabled() ? trace::now_us() : 0;
   if (v == StepVerdict::Replay) {
-    const auto k0 = std::chrono::steady_clock::now();
     for (const QueuedOp& op : ops)  // every output has the block it was recorded with
       for (size_t i = op.bufs.reads; i < op.bufs.refs.size(); ++i)
         if (const auto& r = op.bufs.refs[i]; r && !r->allocated()) return false;
@@ -198,8 +192,7 @@ bool StepLayer::launch_as_graph(std::vector<QueuedOp>& ops, StepVerdict v, int s
                                   failure, " (they ran one by one)"));
       return false;
     }
-    host.add_busy_ns(ns_since(k0));
-  } else if (!record(ops, slot, host)) {
+    } else if (!record(ops, slot, host)) {
     return false;
   }
   // Launched as one graph: a device fault found later may be any of its ops (fault_note).
@@ -216,7 +209,7 @@ bool StepLayer::launch_as_graph(std::vector<QueuedOp>& ops, StepVerdict v, int s
   for (QueuedOp& op : ops) {
     if (v == StepVerdict::Replay)
       for (size_t i = op.bufs.reads; i < op.bufs.refs.size(); ++i)
-        if (const auto& r = op.bufs.refs[i]) r->error = nullptr;  // written, as by a run
+        if (const auto& r = op.bufs.refs[i]) r->write_succeeded();  // written, as by a run
     host.finish_and_announce(op);
   }
   return true;

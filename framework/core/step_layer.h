@@ -77,7 +77,6 @@ class StepHost {
   virtual std::exception_ptr kept_error() = 0;
   virtual void restore_error(std::exception_ptr e) = 0;
   virtual bool dropped(uint64_t seq) const = 0;  // the op was dropped (Queue::drop_pending)
-  virtual void add_busy_ns(uint64_t ns) = 0;     // the worker's busy time (QueueStats::busy_s)
 
  protected:
   ~StepHost() = default;

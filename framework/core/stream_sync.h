@@ -20,6 +20,9 @@ struct StreamSync {
   // after_op and wait_complete throw DeviceFault (error.h) for a failure of
   // work launched earlier that the device reports only now.
   virtual void after_op(uint64_t /*seq*/, bool /*tail*/) {}
+  // Whether before_op/after_op do anything: the queue calls them (and keeps
+  // recent ops' names, to blame a fault they report) only then.
+  virtual bool per_op_hooks() const { return true; }
   // Any thread: the synchronous mode of the queue it serves
   // (Queue::set_blocking): every op is waited for as it is queued.
   virtual void set_blocking(bool /*on*/) {}

@@ -100,15 +100,16 @@ Device Tensor::device() const { return checked(impl_).ctx->device; }
 // After waiting for a buffer's writer: its failure, if it failed (or never
 // ran because its own input had failed), is this blocker's error.
 static void rethrow_upstream(const Storage& s, Queue& q) {
-  if (s.error) Queue::report(s.error);  // every queue that kept it forgets it
+  if (s.failed()) Queue::report(s.error());  // every queue that kept it forgets it
   q.rethrow_if_error();
 }
 
 void Tensor::wait_to_read() const {
   detail::check_frontend(detail::ctx_of(*this));  // the buffer's writer is the frontend's state
   const Storage& s = *detail::storage_of(*this);
-  Queue& q = s.writer_queue ? *s.writer_queue : detail::ctx_of(*this).queue;
-  if (s.writer_queue) q.drain(s.writer_seq);  // a device fault met is kept, and reported below
+  const OpRef w = s.last_writer();
+  Queue& q = w.queue ? *w.queue : detail::ctx_of(*this).queue;
+  if (w.queue) q.drain(w.seq);  // a device fault met is kept, and reported below
   rethrow_upstream(s, q);
 }
 

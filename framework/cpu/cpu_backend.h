@@ -33,6 +33,7 @@ class CpuBackend final : public Backend {
   bool prepare_write(void* p) noexcept override { return arena_.prepare_write(p); }
   void add_fresh_stats(MemoryStats& s) const override;
   bool host_memory() const override { return true; }
+  bool per_op_hooks() const override { return false; }  // kernels finish as they return: nothing to mark
   void* alloc_host(size_t bytes) override;
   void free_host(void* p) noexcept override;
   void copy(void* dst, const void* src, size_t bytes) override;

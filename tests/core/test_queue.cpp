@@ -41,7 +41,7 @@ TEST_P(QueueSemantics, PushReturnsBeforeTheKernelRuns) {
     t = full({4}, 1.f, dev());  // a frontend op returns with its output allocated, its kernel queued
     EXPECT_FALSE(ran);
     EXPECT_FALSE(q.complete(seq));
-    EXPECT_FALSE(q.complete(storage(t)->writer_seq));
+    EXPECT_FALSE(q.complete(storage(t)->last_writer().seq));
     EXPECT_EQ(q.stats().depth, 2u);
   }
   q.wait_for(seq);
@@ -68,7 +68,7 @@ TEST_P(QueueSemantics, WaitToReadWaitsForItsProducerAndNoMore) {
   const uint64_t later = q.push("gated", gate.waiter());  // a later op, held shut
   const uint64_t after = q.push("after", [] {});
   t.wait_to_read();
-  EXPECT_TRUE(q.complete(storage(t)->writer_seq));
+  EXPECT_TRUE(q.complete(storage(t)->last_writer().seq));
   EXPECT_FALSE(q.complete(later)) << "wait_to_read waited for an op after the producer";
   EXPECT_FALSE(q.complete(after));
   gate.open();
@@ -108,7 +108,7 @@ TEST_P(QueueSemantics, WaitallDrainsEveryDevice) {
       const QueueStats s = queue_stats(devices[i]);
       EXPECT_EQ(s.depth, 0u);
       EXPECT_EQ(s.completed, s.pushed);
-      EXPECT_TRUE(context(devices[i]).queue.complete(storage(outs[i])->writer_seq));
+      EXPECT_TRUE(context(devices[i]).queue.complete(storage(outs[i])->last_writer().seq));
     }
     opener.join();
   }
@@ -143,7 +143,7 @@ TEST_P(QueueSemantics, EachBlockerBlocksUntilItsProducerRan) {
     OpenLater opener(gate, released);
     b.call(t);
     EXPECT_TRUE(released) << b.name << " returned before its producer could run";
-    EXPECT_TRUE(q.complete(storage(t)->writer_seq));
+    EXPECT_TRUE(q.complete(storage(t)->last_writer().seq));
   }
 }
 
@@ -206,7 +206,7 @@ TEST_P(QueueSemantics, SynchronousModeSurfacesErrorsAtTheCallSite) {
       EXPECT_EQ(e.seq, expected_seq);
     }
     Tensor t = full({2}, 1.f, dev());
-    EXPECT_TRUE(q.complete(storage(t)->writer_seq));
+    EXPECT_TRUE(q.complete(storage(t)->last_writer().seq));
     EXPECT_EQ(sum(t).item(), 2.f);  // still usable
   }
 }
@@ -452,7 +452,7 @@ TEST(QueueErrors, AnUnrelatedTensorOnTheOtherQueueIsNotAffected) {
   // Not downstream of the failure: cpu:1's own tensor reads back normally ...
   const Tensor y = add_scalar(fine, 1.f);
   context(d1).queue.wait_all();
-  EXPECT_EQ(storage(y)->error.get(), nullptr);
+  EXPECT_EQ(storage(y)->error(), nullptr);
   // ... and the failure still surfaces at the global blocker.
   EXPECT_THROW(waitall(), KernelError);
   EXPECT_EQ(y.to_host(), std::vector<float>(2, 5.f));

@@ -54,7 +54,6 @@ struct FakeHost : StepHost {
   std::exception_ptr kept_error() override { return kept; }
   void restore_error(std::exception_ptr e) override { kept = std::move(e); }
   bool dropped(uint64_t) const override { return false; }
-  void add_busy_ns(uint64_t) override {}
 };
 
 // The frontend's and the worker's side of one step of ops "a", "b", "c"

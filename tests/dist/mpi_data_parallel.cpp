@@ -154,8 +154,8 @@ TEST(MpiDataParallel, TheLastLayersReductionCompletesBeforeTheFirstLayersBackwar
   Tensor leaf = pass.next_leaf();  // the last layer's weight or bias
   ASSERT_TRUE(leaf.defined());
   const Tensor reduced = all_reduce_sum(leaf.grad(), group());
-  Queue* comm = static_cast<Queue*>(storage(reduced)->writer_queue);
-  const uint64_t seq = storage(reduced)->writer_seq;
+  Queue* comm = static_cast<Queue*>(storage(reduced)->last_writer().queue);
+  const uint64_t seq = storage(reduced)->last_writer().seq;
   ASSERT_NE(comm, &context(kCpu).queue) << "the reduction went to the device's own queue";
   const uint64_t gate = context(kCpu).queue.push("gate", [comm, seq] {
     const auto until = std::chrono::steady_clock::now() + kHangGuard;
