@@ -6,6 +6,7 @@
 #include <string>
 #include <mutex>
 
+#include "framework/core/queue_registry.h"
 #include "framework/core/segments.h"
 #include "framework/core/settings.h"
 #include "framework/error.h"
@@ -82,6 +83,7 @@ DeviceContext::DeviceContext(Device d, std::unique_ptr<Backend> b)
       queue(d.str(), backend.get()) {
   detail::apply_settings(*backend);
   detail::apply_settings(queue);
+  queue_registry::serve_device(&queue);
   if (d.is_cuda()) {
     pool.set_limit(0, "none: the GPU's own memory");
   } else {  // docs/design.md §3: an allocation past the host's budget is an OutOfMemory, never a kill by the OS
@@ -99,6 +101,7 @@ Queue& DeviceContext::data_queue() {
   if (!data_queue_) {
     auto q = std::make_unique<Queue>(device.str() + " data", backend.get());
     detail::apply_settings(*q);
+    queue_registry::serve_device(q.get());
     data_queue_ = std::move(q);
     data_.store(data_queue_.get(), std::memory_order_release);
   }
@@ -130,12 +133,7 @@ std::vector<DeviceContext*> live_contexts() {
   return r.order;
 }
 
-std::vector<Queue*> live_queues() {
-  std::vector<Queue*> all;
-  for (DeviceContext* c : live_contexts())
-    for (Queue* q : c->queues()) all.push_back(q);
-  return all;
-}
+std::vector<Queue*> live_queues() { return queue_registry::device_queues(); }
 
 void detail::check_frontend(DeviceContext& c) {
   const std::thread::id me = std::this_thread::get_id();

@@ -60,7 +60,7 @@ struct DeviceContext {
 
 DeviceContext& context(Device d);        // throws DeviceError for an absent device
 std::vector<DeviceContext*> live_contexts();
-// Every queue of every live context, in the order the contexts were made.
+// Every queue that serves a device, in the order they were made (queue_registry.h).
 std::vector<Queue*> live_queues();
 // The queue an op this thread queues on `c` goes to (DataQueueGuard).
 Queue& current_queue(DeviceContext& c);

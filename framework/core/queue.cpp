@@ -8,6 +8,7 @@
 #include "framework/core/elapsed.h"
 #include "framework/core/worker_clock.h"
 #include "framework/core/memory.h"
+#include "framework/core/queue_registry.h"
 #include "framework/error.h"
 #include "framework/trace.h"
 
@@ -39,11 +40,11 @@ Queue::Queue(std::string name, StreamSync* sync)
       blame_(sync && (sync->asynchronous() || sync->per_op_hooks())),
       track_(trace::register_track("queue " + name_)),
       steps_(name_, sync_, track_) {
-  enlist(this);
+  queue_registry::add(this);
   try {
     worker_ = std::thread([this] { worker_loop(); });
   } catch (...) {
-    delist(this);
+    queue_registry::remove(this);
     throw;
   }
 }
@@ -62,7 +63,7 @@ Queue::~Queue() {
     } catch (...) {  // a destructor reports nothing; the device is going away
     }
   }
-  delist(this);
+  queue_registry::remove(this);
 }
 
 // --- pushing -----------------------------------------------------------------------

@@ -208,8 +208,6 @@ class Queue final : private StepHost {
   // Every live queue's held step runs eagerly (a frontend blocker: what it
   // waits for may wait on any of them).
   static void release_steps_everywhere(const char* why);
-  static void enlist(Queue* q);  // queue_errors.cpp: the live queues a reported error is cleared on
-  static void delist(Queue* q);
 
   std::string name_;
   StreamSync* sync_;

@@ -3,8 +3,6 @@
 // failures after it; a blocker that reports it makes every live queue forget
 // it, and says how many came after. An asynchronous device fault is blamed
 // on the op whose completion exposed it, as exposing it.
-// The same list of live queues lets a frontend blocker release every queue's
-// held step.
 #include <algorithm>
 #include <mutex>
 #include <stdexcept>
@@ -13,22 +11,12 @@
 #include <vector>
 
 #include "framework/core/queue.h"
+#include "framework/core/queue_registry.h"
 #include "framework/error.h"
 
 namespace amlp {
 
 namespace {
-
-// Every live queue, so a blocker that reports an error can forget it on the
-// other queues that kept the same error (an op downstream of a failure).
-struct Queues {
-  std::mutex mu;
-  std::vector<Queue*> all;
-};
-Queues& queues() {
-  static Queues* q = new Queues;  // leaked: queues may outlive static destruction order
-  return *q;
-}
 
 // A copy of `err`, of its own type, whose message adds the failures counted after it.
 template <class E>
@@ -57,26 +45,12 @@ std::exception_ptr with_more(const std::exception_ptr& e, uint64_t more, const s
 
 }  // namespace
 
-void Queue::enlist(Queue* q) {
-  Queues& qs = queues();
-  std::lock_guard<std::mutex> lk(qs.mu);
-  qs.all.push_back(q);
-}
-
-void Queue::delist(Queue* q) {
-  Queues& qs = queues();
-  std::lock_guard<std::mutex> lk(qs.mu);
-  qs.all.erase(std::remove(qs.all.begin(), qs.all.end(), q), qs.all.end());
-}
-
 void Queue::release_steps_everywhere(const char* why) {
-  Queues& qs = queues();
-  std::lock_guard<std::mutex> lk(qs.mu);
-  for (Queue* q : qs.all) {
-    if (!q->steps_.on()) continue;
-    std::lock_guard<std::mutex> qlk(q->mu_);
-    q->release_step_locked(why);
-  }
+  queue_registry::for_each([why](Queue& q) {
+    if (!q.steps_.on()) return;
+    std::lock_guard<std::mutex> lk(q.mu_);
+    q.release_step_locked(why);
+  });
 }
 
 // Reports `e` once: the queues that kept it forget it, then it is thrown,
@@ -84,12 +58,9 @@ void Queue::release_steps_everywhere(const char* why) {
 void Queue::report(const std::exception_ptr& e) {
   uint64_t more = 0;
   std::string counted_on;
-  {
-    Queues& qs = queues();
-    std::lock_guard<std::mutex> lk(qs.mu);
-    for (Queue* q : qs.all)
-      if (const uint64_t n = q->clear_error(e)) more += n, counted_on = q->name();
-  }
+  queue_registry::for_each([&](Queue& q) {
+    if (const uint64_t n = q.clear_error(e)) more += n, counted_on = q.name();
+  });
   std::rethrow_exception(more ? with_more(e, more, counted_on) : e);
 }
 
