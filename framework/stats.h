@@ -56,15 +56,25 @@ struct QueueStats {
   // start (always 0 under `enqueue`). Back-pressure by bytes bounds
   // backlog_bytes + unallocated_bytes, so it bounds what a queue will hold.
   size_t unallocated_bytes = 0;
-  // Seconds since the queue was made: the worker inside kernels (on the CPU
-  // the device's work itself; on CUDA the time to launch it), and pushes held
-  // back by back-pressure (the frontend waiting for room).
+  // Seconds since the queue was made, summed over its ops.
+  // busy_s: the worker running ops. Per op it runs, from the start of its run
+  // to the end of the backend's after_op hook: allocating its outputs (under
+  // the `run` policy), making fresh CPU blocks resident (MemoryStats::
+  // fresh_worker_s), the backend's before_op hook, the kernel function, then
+  // after_op (on CUDA: its completion event; in synchronous mode the wait for
+  // the stream). With step graphs, also recording and launching a step's
+  // graph. Not counted: waiting for another queue's op before the run, an op
+  // not run (an input carries a failure or has no memory), and the worker's idle time. The
+  // kernel function on the CPU is the device's work itself; on CUDA it only
+  // launches the work, so the GPU's own time is not here.
   double busy_s = 0;
+  // held_s: pushes held back by back-pressure (the frontend waiting for room).
   double held_s = 0;
-  // The part of busy_s inside the ops' kernel functions themselves, for ops
-  // run while the kernel clock is on (runtime.h set_kernel_clock); the rest
-  // of busy_s is the op's allocation, making its outputs resident, the
-  // device's per-op hooks and bookkeeping.
+  // kernel_s: the part of busy_s inside the ops' kernel functions alone, for
+  // ops run while the kernel clock is on (runtime.h set_kernel_clock; 0 while
+  // it is off). The rest of busy_s is each op's allocation, making its outputs
+  // resident, the backend's before_op and after_op hooks, and the step
+  // graphs' recording and launches.
   double kernel_s = 0;
 };
 
