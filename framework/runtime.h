@@ -32,8 +32,9 @@ void waitall();
 // --- settings --------------------------------------------------------------------
 // Synchronous mode for every queue, present and future (like
 // CUDA_LAUNCH_BLOCKING=1 / MXNet's NaiveEngine): each push waits for its op,
-// so an error surfaces at the line that caused it. Also on when the
-// environment has ASYNCMLP_BLOCKING=1.
+// so an error surfaces at the line that caused it. On from the start when
+// the environment has ASYNCMLP_BLOCKING set to anything but "" or "0" (read
+// once per process: core/env.h).
 void set_blocking(bool on);
 bool blocking();
 

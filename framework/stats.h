@@ -56,15 +56,24 @@ struct QueueStats {
   // start (always 0 under `enqueue`). Back-pressure by bytes bounds
   // backlog_bytes + unallocated_bytes, so it bounds what a queue will hold.
   size_t unallocated_bytes = 0;
-  // Seconds since the queue was made: the worker inside kernels (on the CPU
-  // the device's work itself; on CUDA the time to launch it), and pushes held
-  // back by back-pressure (the frontend waiting for room).
+  // Seconds since the queue was made.
+  // busy_s: the worker awake with work (core/worker_clock.h): from waking
+  // with an op to run until it next sleeps or stops, less the time it waited
+  // for another queue's op. That is running its ops, with what each needs
+  // around its kernel: allocating its outputs (under the `run` policy),
+  // making fresh CPU blocks resident (MemoryStats::fresh_worker_s), the
+  // device's per-op hooks (on CUDA: the completion event; in synchronous
+  // mode the wait for the stream), recording and launching step graphs, and
+  // the worker's own bookkeeping between ops. Not counted: idle time, and
+  // waiting for another queue. The kernel function on the CPU is the
+  // device's work itself; on CUDA it only launches the work, so the GPU's
+  // own time is not here.
   double busy_s = 0;
+  // held_s: pushes held back by back-pressure (the frontend waiting for room).
   double held_s = 0;
-  // The part of busy_s inside the ops' kernel functions themselves, for ops
-  // run while the kernel clock is on (runtime.h set_kernel_clock); the rest
-  // of busy_s is the op's allocation, making its outputs resident, the
-  // device's per-op hooks and bookkeeping.
+  // kernel_s: the part of busy_s inside the ops' kernel functions alone, for
+  // ops run while the kernel clock is on (runtime.h set_kernel_clock; 0 while
+  // it is off).
   double kernel_s = 0;
 };
 

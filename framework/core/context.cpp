@@ -6,6 +6,7 @@
 #include <string>
 #include <mutex>
 
+#include "framework/core/env.h"
 #include "framework/core/queue_registry.h"
 #include "framework/core/segments.h"
 #include "framework/core/settings.h"
@@ -55,8 +56,7 @@ Registry& registry() {
 // each block its own cudaMalloc. A CPU pool's blocks come from the host arena.
 std::unique_ptr<RawAllocator> device_allocator(Device d, Backend* backend) {
   std::unique_ptr<RawAllocator> raw(new ForwardingAllocator(backend));
-  const char* seg = std::getenv("ASYNCMLP_SEGMENTS");
-  if (d.is_cuda() && !(seg && std::string(seg) == "0")) raw = std::make_unique<SegmentAllocator>(std::move(raw));
+  if (d.is_cuda() && env_settings().segments) raw = std::make_unique<SegmentAllocator>(std::move(raw));
   return raw;
 }
 

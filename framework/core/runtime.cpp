@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "framework/core/context.h"
+#include "framework/core/env.h"
 #include "framework/core/host_memory.h"
 #include "framework/core/sanitizers.h"
 #include "framework/core/settings.h"
@@ -24,10 +25,7 @@ struct Settings {
   std::atomic<size_t> max_bytes{0};
   std::atomic<bool> tf32{false};
   std::atomic<AllocPolicy> alloc{AllocPolicy::Enqueue};
-  Settings() {
-    const char* b = std::getenv("ASYNCMLP_BLOCKING");
-    blocking = b && std::strcmp(b, "0") != 0 && *b;
-  }
+  Settings() { blocking = env_settings().blocking; }
 };
 
 Settings& settings() {

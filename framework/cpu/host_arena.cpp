@@ -11,12 +11,12 @@
 #include <chrono>
 #include <cerrno>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <system_error>
 
 #include "framework/core/elapsed.h"
+#include "framework/core/env.h"
 
 namespace amlp::cpu {
 
@@ -143,7 +143,7 @@ HostArena::Mapping HostArena::new_mapping(char* base, size_t len, bool later) {
     // (beside the BLAS threads it slowed the kernels by as much as it saved),
     // and the worker never waits for it (prepare_write).
     (void)pthread_setname_np(populator_.native_handle(), "amlp-populator");  // as top and perf show it
-    if (!std::getenv("ASYNCMLP_POPULATOR_NORMAL")) {
+    if (!env_settings().populator_normal_priority) {
       sched_param sp{};
       (void)pthread_setschedparam(populator_.native_handle(), SCHED_IDLE, &sp);  // refused: it runs as any thread
     }

@@ -6,17 +6,23 @@
 //   deallocate(). allocate() only maps them (cheap, so the frontend runs
 //   ahead as fast as it queues); the populator thread then makes them
 //   resident in allocation order (MADV_POPULATE_WRITE: 2 MiB pages, without
-//   touching their contents), ahead of the worker. prepare_write(), as the
-//   writing op starts, populates on the worker a block the populator has
-//   not started (or will not do); for one it is populating, the worker
-//   waits, populating 2 MiB pieces of the newest blocks still queued
-//   meanwhile, so two cores share the work rather than one waiting for the
-//   other. Where the kernel lacks MADV_POPULATE_WRITE (Linux before 5.14),
-//   allocate() populates by one write per page, on the allocating thread.
+//   touching their contents), ahead of the worker, at idle priority
+//   (SCHED_IDLE; normal with ASYNCMLP_POPULATOR_NORMAL, core/env.h).
+//   prepare_write(), as the writing op starts, makes the block resident on
+//   the worker when the populator has not: the worker never waits for the
+//   populator. A block the populator has not started (or will not do, being
+//   held or stopped) the worker populates itself; for one the populator is
+//   on, the worker first populates 2 MiB pieces of the newest blocks still
+//   queued (a head start: the populator goes oldest first), then populates
+//   the block itself beside the populator (a page either made present is
+//   skipped), so two cores share the work. Where the kernel lacks
+//   MADV_POPULATE_WRITE (Linux before 5.14), allocate() populates by one
+//   write per page, on the allocating thread.
 // - Smaller ones are carved (64-byte aligned) from the current 2 MiB chunk,
-//   which is populated the same way (a block's writer waits for its
-//   chunk); a chunk is unmapped once every block carved from it was freed
-//   (the current one is carved again from its start instead).
+//   which is populated the same way (a block's writer makes its whole chunk
+//   resident in prepare_write, unless it already is); a chunk is unmapped
+//   once every block carved from it was freed (the current one is carved
+//   again from its start instead).
 //
 //   HostArena a;  void* p = a.allocate(bytes);   // mapped now, populated later
 //   a.prepare_write(p);                          // on the worker, before a kernel writes p
@@ -83,7 +89,7 @@ class HostArena {
     bool resident;       // every page populated
     bool queued;         // to be populated, or being populated
     bool started;        // being populated whole (by the populator, or by its writer's worker)
-    size_t faulted;      // bytes from the start a waiting worker populated ahead (a head start)
+    size_t faulted;      // bytes from the start a worker populated ahead, as a head start (prepare_write)
   };
   struct Chunk {
     char* base;

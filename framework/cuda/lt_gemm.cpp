@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "framework/core/env.h"
 #include "framework/cuda/cuda_check.h"
 
 namespace amlp::cuda {
@@ -31,8 +32,7 @@ void set_attr(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const
 LtGemms::~LtGemms() { stop(); }
 
 void LtGemms::start(cudaStream_t stream, void* workspace, size_t workspace_bytes) {
-  const char* env = std::getenv("ASYNCMLP_LT");
-  if (env && std::strcmp(env, "0") == 0) return;  // off: the composition everywhere
+  if (!env_settings().lt_epilogues) return;  // ASYNCMLP_LT=0: the composition everywhere
   AMLP_CUDA_CHECK(cublasLtCreate(&handle_));
   stream_ = stream;
   workspace_ = workspace;

@@ -3,11 +3,11 @@
 #include "framework/process_group.h"
 
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
 
+#include "framework/core/env.h"
 #include "framework/runtime.h"
 
 #ifdef ASYNCMLP_WITH_MPI
@@ -87,11 +87,7 @@ bool built_with_mpi() {
 #endif
 }
 
-bool launched_by_mpirun() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
-    if (std::getenv(v)) return true;
-  return false;
-}
+bool launched_by_mpirun() { return env_settings().launched_by_mpirun; }
 
 uint64_t text_hash(const std::string& text) {
   uint64_t h = 1469598103934665603ull;

@@ -1,4 +1,5 @@
-// test_parse.cpp — framework/parse.h, the one parser for the numbers, byte
+// Covers framework/core/parse.cpp, train/options.cpp (the fuzz test).
+// framework/parse.h, the one parser for the numbers, byte
 // sizes and lists people type: ranges named in every message, decimal only
 // (no hex, octal, '+', whitespace or trailing junk), byte units, lists with
 // empty items, overflow; and a deterministic fuzz test that feeds random bytes

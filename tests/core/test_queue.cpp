@@ -1,4 +1,5 @@
-// test_queue.cpp — the execution contract (docs/design.md §1–§5):
+// Covers framework/core/queue.cpp, framework/core/queue_wait.cpp, framework/core/tensor.cpp (blockers, HostCopy), framework/core/runtime.cpp (waitall, DeviceTimer, QueuePause, drop_pending).
+// the execution contract (docs/design.md §1–§5):
 // pushes return before their kernels run, kernels run in push order on the
 // worker, each blocker waits for exactly what it must, kernel errors cross the
 // queue (or surface at the call site in synchronous mode), back-pressure
@@ -662,6 +663,29 @@ TEST(QueuePauseDeathTest, ExitWithAQueueLeftPausedDrainsAndEnds) {
         std::exit(0);
       },
       ::testing::ExitedWithCode(0), "the queued op ran at exit");
+}
+
+// drop_pending(): queued ops never run, their outputs carry Dropped, and
+// waitall() reports nothing; the queue runs new work normally afterwards.
+TEST(DropPending, QueuedOpsNeverRunAndNoBlockerReportsTheDrop) {
+  const Device d = Device::cpu(7);
+  waitall();
+  std::atomic<int> ran{0};
+  Tensor x;
+  {
+    PausedQueue paused(d);
+    x = full({1}, 1.f, d);
+    for (int i = 0; i < 5; ++i) context(d).queue.push("count", [&] { ran++; });
+    EXPECT_EQ(drop_pending(), 6u);
+  }
+  EXPECT_NO_THROW(waitall());
+  EXPECT_EQ(ran.load(), 0);
+  EXPECT_THROW(x.item(), Dropped);
+  Tensor y = full({16}, 2.f, d);
+  EXPECT_EQ(sum(y).item(), 32.f);
+  context(d).queue.push("count", [&] { ran++; });
+  waitall();
+  EXPECT_EQ(ran.load(), 1);
 }
 
 }  // namespace

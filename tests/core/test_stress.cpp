@@ -1,4 +1,5 @@
-// test_stress.cpp — the queues under load: many interleaved pushes
+// Covers framework/core/queue.cpp, framework/core/enqueue.cpp, framework/core/memory.cpp, framework/core/backlog.cpp (under load).
+// the queues under load: many interleaved pushes
 // on two queues (cpu:0, cpu:1) with random cross-queue dependencies
 // (copy_to between the devices, ops that read tensors the other device
 // wrote, in-place writes of buffers the other queue still reads) and kernels

@@ -1,4 +1,5 @@
-// test_write_file.cpp — the one writer of whole files (framework/write_file.h)
+// Covers framework/core/write_file.cpp, framework/core/trace.cpp, train/summary_json.cpp, train/memory_log.cpp.
+// the one writer of whole files (framework/write_file.h)
 // and the two JSON files written through it, parsed back with nlohmann-json:
 // a regular file is replaced whole with no temporary left, a FIFO or a device is
 // written in place and stays what it was, and every failure (a directory that

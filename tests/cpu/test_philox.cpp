@@ -1,4 +1,5 @@
-// test_philox.cpp — the CPU backend's Philox4x32-10 stream (framework/cpu/philox.h):
+// Covers framework/cpu/philox.cpp, framework/cpu/philox_avx2.cpp, framework/cpu/philox_avx512.cpp.
+// the CPU backend's Philox4x32-10 stream (framework/cpu/philox.h):
 // against cuRAND's host generator (uniforms bitwise, normals within the bound
 // tests/cuda/test_cuda_backend.cpp states for host vs device), every ISA
 // against the scalar code, and any split of a draw (across fill calls, or

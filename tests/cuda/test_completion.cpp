@@ -1,4 +1,5 @@
-// test_completion.cpp — every op completes, whether its kernel ran or not
+// Covers framework/cuda/event_ring.cpp, framework/core/queue_wait.cpp, framework/core/tensor.cpp (HostCopy::ready), framework/core/runtime.cpp (DeviceTimer::reached).
+// every op completes, whether its kernel ran or not
 // (cuda/event_ring.h): an op that did not run because its input came from a
 // failed op records no CUDA event, yet HostCopy::ready(), DeviceTimer::reached()
 // and queue_stats().completed must reach it even when it is the last op on its

@@ -1,4 +1,5 @@
-// test_cuda_absent.cpp — with no GPU visible (or no CUDA backend), CUDA is
+// Covers framework/cuda/no_cuda.cpp, framework/cuda/cuda_device.cpp, framework/core/device.cpp ("auto"), framework/core/runtime.cpp (device_absent).
+// with no GPU visible (or no CUDA backend), CUDA is
 // refused cleanly: no crash, no exception from asking, one clear DeviceError
 // for asking to use it, and "auto" falls back to the CPU and says so. Skipped
 // where a GPU is visible (test_cuda_backend.cpp covers that machine).

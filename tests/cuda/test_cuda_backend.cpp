@@ -1,3 +1,4 @@
+// Covers framework/cuda/cuda_backend.cpp and the CUDA backend's kernels and helpers (framework/cuda/*.cu, linalg.cpp, lt_gemm.cpp, event_ring.cpp, cuda_check.cpp, device_guard.h), against the CPU backend.
 // test_cuda_backend.cpp — the CUDA backend against the CPU backend, and the
 // asynchronous contract on a GPU (docs/design.md §1–§7).
 //

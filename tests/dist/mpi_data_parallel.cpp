@@ -1,4 +1,5 @@
-// mpi_data_parallel.cpp — data parallelism across processes, run by CTest as
+// Covers framework/nn/dist_data_parallel.cpp, framework/ops/process_all_reduce.cpp, framework/dist/process_group.cpp (under mpirun).
+// data parallelism across processes, run by CTest as
 // `mpirun -np 2` (tests/CMakeLists.txt): two ranks train as one process with
 // the same global batch, their replicas stay bitwise equal, the reduced
 // gradient is the whole batch's (finite differences through the reduction

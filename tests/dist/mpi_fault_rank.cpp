@@ -1,4 +1,5 @@
-// mpi_fault_rank.cpp — one rank of a small distributed training run with a
+// Covers framework/dist/failure.cpp, framework/dist/process_group.cpp (the rank program of mpi_faults).
+// one rank of a small distributed training run with a
 // fault injected on its last rank, started by mpi_faults.cpp under mpirun:
 //   ok       every rank trains 8 steps and exits 0
 //   throw    the last rank throws at step 3, prints its line and calls

@@ -1,4 +1,5 @@
-// mpi_faults.cpp — a failed rank ends every rank: each case starts
+// Covers framework/dist/failure.cpp, framework/dist/process_group.cpp (jobs of mpi_fault_rank under mpirun).
+// a failed rank ends every rank: each case starts
 // `mpirun -np 2 mpi_fault_rank CASE` (the rank program, mpi_fault_rank.cpp)
 // and checks how the job ended, what it printed, and that it ended within
 // 30 s (a job that hangs is killed at 60 s and fails the case).

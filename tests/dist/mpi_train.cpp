@@ -1,4 +1,5 @@
-// mpi_train.cpp — train_mlp --distributed mpi under `mpirun -np 2`: the same
+// Covers train/distributed_run.cpp, framework/dist/process_group.cpp, framework/dist/failure.cpp (train_mlp --distributed mpi under mpirun).
+// train_mlp --distributed mpi under `mpirun -np 2`: the same
 // losses as one process, each rank's memory log and rank 0's summary and
 // trace with both ranks, and every way a job ends: a rank that fails, a rank
 // killed outright, SIGINT to mpirun, options that differ between ranks. Each

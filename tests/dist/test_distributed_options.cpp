@@ -1,4 +1,5 @@
-// test_distributed_options.cpp — --distributed through the option parser:
+// Covers train/options.cpp, train/distributed_run.cpp (--distributed).
+// --distributed through the option parser:
 // its values, the refusal in a build without MPI (read_distributed, the
 // parser's reader, told the build has none) and with --devices; each one
 // line, exit 2. The runs under mpirun are tests/dist/mpi_train.cpp.

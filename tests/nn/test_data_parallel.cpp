@@ -1,4 +1,5 @@
-// test_data_parallel.cpp — one replica per device, gradients all-reduced by
+// Covers framework/nn/data_parallel.cpp, framework/nn/autograd.cpp (BackwardPassOrder).
+// one replica per device, gradients all-reduced by
 // queued ops: replicas stay bitwise identical, training on two CPU devices
 // follows training on one (same seed, same data, the batch split), the
 // reduced gradient is the whole batch's (f64 finite differences through the

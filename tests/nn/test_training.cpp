@@ -1,4 +1,5 @@
-// test_training.cpp — the pieces train together: SGD solves a linear
+// Covers framework/nn/sgd.cpp, framework/nn/dense.cpp, framework/nn/autograd.cpp, models/mlp.cpp.
+// the pieces train together: SGD solves a linear
 // regression, the d2l-shaped MLP's loss falls, a fixed seed gives the same
 // loss trajectory twice, and SGD's update (Gluon semantics, with momentum
 // and weight decay) matches a hand-written reference step for step.

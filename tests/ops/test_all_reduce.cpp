@@ -1,4 +1,5 @@
-// test_all_reduce.cpp — the data-parallel ops: all_reduce_sum over CPU
+// Covers framework/ops/all_reduce.cpp, framework/ops/copy.cpp (slice_rows).
+// the data-parallel ops: all_reduce_sum over CPU
 // devices (values, bitwise-equal results, the cross-queue waits for the
 // producers and for later writers of the inputs, the checks) and slice_rows
 // (ranges, devices, checks); then the same on GPUs (NCCL, one GPU and two),

@@ -1,4 +1,5 @@
-// test_gradcheck.cpp — every op with a backward, the Dense layer and the whole
+// Covers framework/ops/elementwise.cpp, framework/ops/linalg.cpp, framework/ops/loss.cpp (their backward functions), framework/nn/autograd.cpp, framework/nn/dense.cpp.
+// every op with a backward, the Dense layer and the whole
 // MLP against central finite differences over the full Jacobian (see
 // gradcheck.h for the method, the step and the tolerances), on several random
 // shapes drawn from fixed seeds; and the checker's own test: it must fail a

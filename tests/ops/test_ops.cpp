@@ -1,4 +1,5 @@
-// test_ops.cpp — every op's forward values against naive double-precision
+// Covers framework/ops/elementwise.cpp, framework/ops/linalg.cpp, framework/ops/loss.cpp, framework/ops/reduce.cpp, framework/ops/random.cpp, framework/ops/copy.cpp, framework/ops/op.cpp, framework/core/device.cpp (parse_device).
+// every op's forward values against naive double-precision
 // references; creation, copies and random numbers; and the frontend's checks:
 // a bad shape or a device mismatch throws at the call site, names what does
 // not fit, and queues nothing.

@@ -1,4 +1,5 @@
-// test_errors.cpp — what an error does (docs/design.md, section 5): a queue
+// Covers framework/core/queue_errors.cpp, framework/core/tensor.cpp (HostCopy).
+// what an error does (docs/design.md, section 5): a queue
 // keeps its first failure and counts the independent ones after it; an
 // asynchronous device fault is blamed on the op whose completion exposed it,
 // saying it may not be the culprit, in every path; a HostCopy reports its

@@ -1,4 +1,4 @@
-// test_nccl_failure.cpp — a rank of an NCCL all-reduce that fails does not
+// test_nccl_comms.cpp — a rank of an NCCL all-reduce that fails does not
 // leave the others spinning (cuda/nccl_comms.h): its clique is aborted, the
 // other ranks' waits end in the usual one-line error, and the next
 // all_reduce_sum makes new communicators. On a GPU machine built with NCCL;

@@ -1,4 +1,5 @@
-// test_sgd_multi.cpp — sgd_update_multi_, every parameter's SGD step as one
+// Covers framework/ops/optimizer.cpp, framework/cpu/optimizer.cpp, framework/cuda/optimizer.cu (sgd_update_multi_).
+// sgd_update_multi_, every parameter's SGD step as one
 // op (one launch on CUDA): bitwise the per-parameter sgd_update_ on each
 // device the machine has (cpu:0; cuda:0 on a GPU), with and without momentum,
 // over more parameters than one CUDA launch takes and chunks of every length;

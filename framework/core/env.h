@@ -1,0 +1,55 @@
+// env.h — every environment variable the library reads, read in one place,
+// once per process (the first call of env_settings(), from any thread), and
+// never again: setting a variable later changes nothing. docs/cli.md lists
+// them for users.
+//
+//   if (env_settings().blocking) ...           // ASYNCMLP_BLOCKING, as the process started
+//
+// Each field says what its variable means, the values it takes and its value
+// when the variable is unset. read_env_settings() is the parsing alone, over
+// any lookup, so a test can check each value without touching the process's
+// environment.
+#pragma once
+#include <functional>
+
+namespace amlp {
+
+struct EnvSettings {
+  // ASYNCMLP_BLOCKING: synchronous mode for every queue from the start, like
+  // `--blocking` and set_blocking(true) (runtime.h). On when set to anything
+  // but "" or "0"; off when unset, "" or "0".
+  bool blocking = false;
+
+  // ASYNCMLP_SEGMENTS: a GPU's pool carves its blocks out of growing segments
+  // (segments.h). Off only when set to exactly "0": then every block is its
+  // own cudaMalloc. Any other value, "" included, or unset: on. CPU pools
+  // never use segments.
+  bool segments = true;
+
+  // ASYNCMLP_POPULATOR_NORMAL: the CPU arena's populator (the thread that
+  // backs fresh memory ahead of the worker, cpu/host_arena.h) runs at normal
+  // priority. On when the variable is set at all, to any value, "" and "0"
+  // included; unset: the populator runs at idle priority (SCHED_IDLE).
+  bool populator_normal_priority = false;
+
+  // ASYNCMLP_LT: a Dense layer's GEMMs go through cuBLASLt with the bias and
+  // ReLU fused as epilogues (cuda/lt_gemm.h). Off only when set to exactly
+  // "0": then a GEMM and a separate pass. Any other value or unset: on.
+  bool lt_epilogues = true;
+
+  // OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK: the process was started by an
+  // MPI launcher (mpirun, srun, ...) when any of them is set, to any value;
+  // none set: a process alone, rank 0 of 1 (process_group.h).
+  bool launched_by_mpirun = false;
+};
+
+// The process's settings, read from its environment at the first call
+// (thread-safe: a function-local static).
+const EnvSettings& env_settings();
+
+// The parsing alone: each variable's value from `lookup` (null for unset),
+// e.g. std::getenv. env_settings() is read_env_settings(std::getenv).
+using EnvLookup = std::function<const char*(const char* name)>;
+EnvSettings read_env_settings(const EnvLookup& lookup);
+
+}  // namespace amlp
