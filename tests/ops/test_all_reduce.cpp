@@ -404,7 +404,7 @@ TEST_F(AllReduceCuda, SumNMatchesTheCpuBitwise) {
     detail::enqueue(context(d), "test_sum_n", reads, {&y}, {n}, [](Backend& be, const OpArgs& a) {
       std::vector<const float*> in;
       for (size_t j = 0; j < a.reads(); ++j) in.push_back(a.in(j));
-      be.sum_n(in.data(), static_cast<int>(in.size()), a.out(0), a.scalar(0));
+      be.kernels.sum_n(be, in.data(), static_cast<int>(in.size()), a.out(0), a.scalar(0));
     });
     got.push_back(y.to_host());
   }
