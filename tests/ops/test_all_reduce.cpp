@@ -216,6 +216,18 @@ TEST_F(AllReduce, BadInputsThrowAtTheCallSiteAndQueueNothing) {
   }
 }
 
+// A CPU device has no collectives (backend.h): its reduction is a kernel
+// that reads every device's tensor, and the backend says so by a null
+// collectives() rather than by methods that only throw.
+TEST_F(AllReduce, CpuDevicesHaveNoCollectivesButEveryKernelTheyNeed) {
+  Backend& be = *context(Device::cpu(0)).backend;
+  EXPECT_EQ(be.collectives(), nullptr);
+  EXPECT_NE(be.kernels.sum_n, nullptr);
+  EXPECT_NE(be.kernels.dense_forward, nullptr) << "the composed default (core/kernels.h)";
+  EXPECT_NE(be.kernels.dense_grad_weight, nullptr);
+  EXPECT_NE(be.kernels.sgd_update_multi, nullptr);
+}
+
 TEST_F(AllReduce, SupportedSaysWhyNot) {
   std::string why = "stale";
   EXPECT_TRUE(all_reduce_supported({Device::cpu(0), Device::cpu(1), Device::cpu(2)}, &why));
