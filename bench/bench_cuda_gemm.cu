@@ -1,7 +1,7 @@
 // bench_cuda_gemm.cu — the GEMM floor of one d2l MLP training step on a GPU:
 // the eight GEMMs the framework issues for Dense(2048, relu) -> Dense(512,
 // relu) -> Dense(1) at 512 features and batch 64, 256 or 1024, through the very
-// row-major cuBLAS call the backend makes (framework/cuda/gemm.h), on one
+// row-major cuBLAS call the backend makes (framework/cuda/sgemm.h), on one
 // stream, timed alone with CUDA events. A training step can approach this
 // time but not beat it; train_mlp's steps/s is quoted against it.
 //
@@ -24,7 +24,7 @@
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/cuda_handles.h"
 #include "cuda_bench.h"
-#include "framework/cuda/gemm.h"
+#include "framework/cuda/sgemm.h"
 
 namespace {
 

@@ -8,8 +8,8 @@
 //                        dependencies, allocation, bookkeeping and, on CUDA,
 //                        the launch and the completion events
 //   BM_OpRoundTrip/<dev> push and wait for each op (t3: one barrier per op)
-//   BM_BackendKernel/<dev> the backend's kernel method alone (CudaBackend::
-//                        add_scalar: its stream, grid and launch check), called
+//   BM_BackendKernel/<dev> the backend's kernel alone (be.kernels.scalar_add,
+//                        core/kernels.h: its stream, grid and launch check), called
 //                        from a bare loop with the queue paused: no queue, no
 //                        per-op hooks (events, NVTX)
 //   BM_RawLaunch/cuda0   the floor: the same kernel launched n times
@@ -142,7 +142,7 @@ void BM_BackendKernel(benchmark::State& state, Device d) {
   for (auto _ : state) {
     std::optional<amlp::QueuePause> pause(std::in_place, d);  // the worker stays off the stream meanwhile
     const auto t0 = Clock::now();
-    for (int i = 0; i < n; ++i) be.add_scalar(xp, 1.f, yp, 1);
+    for (int i = 0; i < n; ++i) be.kernels.scalar_add(be, xp, 1.f, yp, 1);
     state.SetIterationTime(std::chrono::duration<double>(Clock::now() - t0).count());
     pause.reset();
     // An op queued after them on the same stream: waiting for it waits for

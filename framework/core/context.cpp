@@ -81,7 +81,6 @@ DeviceContext::DeviceContext(Device d, std::unique_ptr<Backend> b)
       backend(std::move(b)),
       pool(d.str(), device_allocator(d, backend.get())),
       queue(d.str(), backend.get()) {
-  detail::apply_settings(*backend);
   detail::apply_settings(queue);
   queue_registry::serve_device(&queue);
   if (d.is_cuda()) {

@@ -14,8 +14,8 @@
 // complete, and a write waits for every other queue's last use of it.
 //
 //   Tensor y = detail::alloc(x.shape(), c);
-//   enqueue(c, "relu", {&x}, {&y}, {n}, [](Backend& be, const OpArgs& k) {
-//     be.relu(k.in(0), k.out(0), k.scalar(0));
+//   enqueue(c, "copy", {&x}, {&y}, {bytes}, [](Backend& be, const OpArgs& k) {
+//     be.copy(k.out(0), k.in(0), k.scalar(0));  // math: be.kernels.NAME(be, ...), core/kernels.h
 //   });
 #pragma once
 #include <cstdint>

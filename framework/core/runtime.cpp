@@ -42,7 +42,6 @@ void apply_settings(Queue& q) {
   q.set_max_pending(settings().max_ops, settings().max_bytes);
 }
 
-void apply_settings(Backend& b) { b.set_tf32(settings().tf32); }
 
 std::string device_absent(const std::string& name) {
   std::string why;
@@ -123,8 +122,7 @@ uint64_t drop_pending() {
 void empty_cache(Device d) { context(d).pool.empty_cache(); }
 
 void set_tf32(bool on) {
-  settings().tf32 = on;
-  for (DeviceContext* c : live_contexts()) c->backend->set_tf32(on);
+  settings().tf32 = on;  // read by the CUDA GEMMs as each is launched (cuda/linalg.cpp)
 }
 bool tf32() { return settings().tf32; }
 

@@ -1,5 +1,5 @@
 // stream_sync.h — how a backend finishes an op after the queue's worker ran
-// it, beside the kernel table (backend.h) that every backend fills too. The
+// it: the part of the stream concept (stream.h, backend.h) the queue asks. The
 // CPU backend's kernels are done when they return; the CUDA backend's are
 // only launched, so it records an event after each and answers completion
 // from it.

@@ -1,5 +1,6 @@
 // cpu_backend.cpp — the CPU backend's host memory, copies and timers
-// (cpu_backend.h); its device memory is the HostArena.
+// (cpu_backend.h), and its kernel table, filled by each kernel file; its
+// device memory is the HostArena.
 #include "framework/cpu/cpu_backend.h"
 
 #include <chrono>
@@ -11,7 +12,15 @@
 
 namespace amlp::cpu {
 
-CpuBackend::CpuBackend(int index) : name_("cpu:" + std::to_string(index)) {}
+CpuBackend::CpuBackend(int /*index*/) {
+  add_linalg_kernels(kernels);
+  add_elementwise_kernels(kernels);
+  add_reduce_kernels(kernels);
+  add_loss_kernels(kernels);
+  add_optimizer_kernels(kernels);
+  add_random_kernels(kernels);
+  complete_kernels(kernels);  // the Dense layer's GEMMs and the SGD steps: composed
+}
 
 void* CpuBackend::alloc_host(size_t bytes) {
   void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);

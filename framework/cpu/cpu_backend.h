@@ -1,10 +1,14 @@
-// cpu_backend.h — the CPU kernel table (private to framework/cpu).
+// cpu_backend.h — the CPU device (private to framework/cpu): its memory, its
+// stream and its kernels; no collectives (its devices reduce with a kernel
+// and copy through host memory).
 //
 // Kernels run on the device's worker thread and have finished when they
-// return. Each concept's kernels are in the file of its name: elementwise.cpp,
-// linalg.cpp (GEMM through OpenBLAS's CBLAS), reduce.cpp, loss.cpp,
+// return. Each concept's kernels are in the file of its name, which ends with
+// the function that puts them into the table (core/kernels.h):
+// elementwise.cpp, linalg.cpp (OpenBLAS's CBLAS), reduce.cpp, loss.cpp,
 // optimizer.cpp, random.cpp (cuRAND's Philox4x32-10 stream, philox.h, on two
-// cores through split_two.h); memory in host_arena.h; copies and timers in
+// cores through split_two.h). The table's composed entries (kernels.h) are
+// the CPU's fused kernels. Memory in host_arena.h; copies and timers in
 // cpu_backend.cpp.
 #pragma once
 #include <cstddef>
@@ -41,43 +45,21 @@ class CpuBackend final : public Backend {
   void copy_from_host(void* dst, const void* host_src, size_t bytes) override;
   void copy_to_host_async(void* host_dst, const void* src, size_t bytes) override;
 
-  // linalg.cpp
-  void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
-            int ldb, float beta, float* C, int ldc) override;
-  // elementwise.cpp
-  void fill(float* y, size_t n, float value) override;
-  void add_bias(const float* x, const float* b, float* y, int rows, int cols) override;
-  void relu(const float* x, float* y, size_t n) override;
-  void relu_backward(const float* x, const float* dy, float* dx, size_t n) override;
-  void bias_relu(float* y, const float* b, int rows, int cols) override;
-  void relu_backward_sum_rows(const float* y, const float* dy, float* dz, float* db, int rows, int cols) override;
-  void axpby(float alpha, const float* a, float beta, const float* b, float* y, size_t n) override;
-  void add_scalar(const float* x, float s, float* y, size_t n) override;
-  void sum_n(const float* const* xs, int k, float* y, size_t n) override;
-  void all_reduce_nccl(const float* x, float* y, size_t n, void* comm) override;  // throws: CPU devices use sum_n
-  void check_finite(const float* x, size_t n, const char* what) override;
   // cpu_backend.cpp: the worker's clock
   void timer_record(TimerPoint& p) override;
   double timer_seconds(const TimerPoint& from, const TimerPoint& to) override;
   void timer_release(TimerPoint&) noexcept override {}
-  // reduce.cpp
-  void sum_rows(const float* x, float* y, int rows, int cols) override;
-  void sum(const float* x, float* y, size_t n, float scale) override;
-  void broadcast_scalar(const float* x, float scale, float* y, size_t n) override;
-  // loss.cpp
-  void l2_loss(const float* pred, const float* label, float* loss, float* dpred, int rows, int cols) override;
-  void l2_loss_backward(const float* pred, const float* label, const float* dloss, float* dpred, int rows,
-                        int cols) override;
-  // optimizer.cpp
-  void sgd_update(float* w, const float* g, float* mom, size_t n, float lr, float momentum, float wd,
-                  float rescale) override;
-  // random.cpp
-  void random_normal(float* y, size_t n, uint64_t seed, uint64_t offset, float mean, float stddev) override;
-  void random_uniform(float* y, size_t n, uint64_t seed, uint64_t offset, float lo, float hi) override;
 
  private:
-  std::string name_;  // "cpu:N", for messages
   HostArena arena_;
 };
+
+// Each kernel file's filler: puts that file's kernels into the table.
+void add_linalg_kernels(KernelTable& t);       // linalg.cpp
+void add_elementwise_kernels(KernelTable& t);  // elementwise.cpp
+void add_reduce_kernels(KernelTable& t);       // reduce.cpp
+void add_loss_kernels(KernelTable& t);         // loss.cpp
+void add_optimizer_kernels(KernelTable& t);    // optimizer.cpp
+void add_random_kernels(KernelTable& t);       // random.cpp
 
 }  // namespace amlp::cpu

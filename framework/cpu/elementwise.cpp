@@ -8,12 +8,14 @@
 
 namespace amlp::cpu {
 
-void CpuBackend::fill(float* y, size_t n, float v) {
+namespace {
+
+void fill_value(Backend&, float* y, size_t n, float v) {
   for (size_t i = 0; i < n; ++i) y[i] = v;
 }
 
 // y(r,c) = x(r,c) + b(c); x == nullptr broadcasts b into every row.
-void CpuBackend::add_bias(const float* x, const float* b, float* y, int rows, int cols) {
+void add_bias(Backend&, const float* x, const float* b, float* y, int rows, int cols) {
   for (int r = 0; r < rows; ++r) {
     float* yr = y + static_cast<size_t>(r) * cols;
     if (!x) {
@@ -25,11 +27,11 @@ void CpuBackend::add_bias(const float* x, const float* b, float* y, int rows, in
   }
 }
 
-void CpuBackend::relu(const float* x, float* y, size_t n) {
+void relu_forward(Backend&, const float* x, float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : 0.f;
 }
 
-void CpuBackend::relu_backward(const float* x, const float* dy, float* dx, size_t n) {
+void relu_backward(Backend&, const float* x, const float* dy, float* dx, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     const float g = dy[i];  // unconditional load: the select vectorises, a branch would not
     dx[i] = x[i] > 0.f ? g : 0.f;
@@ -37,7 +39,7 @@ void CpuBackend::relu_backward(const float* x, const float* dy, float* dx, size_
 }
 
 // One pass over the GEMM's output instead of two (bias, then ReLU).
-void CpuBackend::bias_relu(float* y, const float* b, int rows, int cols) {
+void bias_relu(Backend&, float* y, const float* b, int rows, int cols) {
   for (int r = 0; r < rows; ++r) {
     float* yr = y + static_cast<size_t>(r) * cols;
     if (b)
@@ -51,7 +53,7 @@ void CpuBackend::bias_relu(float* y, const float* b, int rows, int cols) {
 }
 
 // dz and the bias gradient in one pass (db's sums in sum_rows' order).
-void CpuBackend::relu_backward_sum_rows(const float* y, const float* dy, float* dz, float* db, int rows, int cols) {
+void relu_backward_sum_rows(Backend&, const float* y, const float* dy, float* dz, float* db, int rows, int cols) {
   if (db) std::memset(db, 0, sizeof(float) * static_cast<size_t>(cols));
   for (int r = 0; r < rows; ++r) {
     const size_t o = static_cast<size_t>(r) * cols;
@@ -64,20 +66,20 @@ void CpuBackend::relu_backward_sum_rows(const float* y, const float* dy, float* 
   }
 }
 
-void CpuBackend::axpby(float alpha, const float* a, float beta, const float* b, float* y, size_t n) {
+void axpby(Backend&, float alpha, const float* a, float beta, const float* b, float* y, size_t n) {
   if (b)
     for (size_t i = 0; i < n; ++i) y[i] = alpha * a[i] + beta * b[i];
   else
     for (size_t i = 0; i < n; ++i) y[i] = alpha * a[i];
 }
 
-void CpuBackend::add_scalar(const float* x, float s, float* y, size_t n) {
+void scalar_add(Backend&, const float* x, float s, float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] = x[i] + s;
 }
 
 // Chunk by chunk, so each chunk of y stays in cache while the inputs stream
 // past it; per element the additions run left to right all the same.
-void CpuBackend::sum_n(const float* const* xs, int k, float* y, size_t n) {
+void sum_n(Backend&, const float* const* xs, int k, float* y, size_t n) {
   constexpr size_t kChunk = 4096;  // 16 KiB of y
   for (size_t o = 0; o < n; o += kChunk) {
     const size_t m = std::min(kChunk, n - o);
@@ -91,13 +93,24 @@ void CpuBackend::sum_n(const float* const* xs, int k, float* y, size_t n) {
   }
 }
 
-void CpuBackend::all_reduce_nccl(const float*, float*, size_t, void*) {
-  throw Error(name_ + " cannot run an NCCL all-reduce: CPU devices reduce with sum_n");
-}
-
-void CpuBackend::check_finite(const float* x, size_t n, const char* what) {
+void require_finite(Backend&, const float* x, size_t n, const char* what) {
   for (size_t i = 0; i < n; ++i)
     if (!std::isfinite(x[i])) throw Error(detail::concat("non-finite value ", x[i], " at index ", i, " of ", what));
+}
+
+}  // namespace
+
+void add_elementwise_kernels(KernelTable& t) {
+  t.fill_value = fill_value;
+  t.add_bias = add_bias;
+  t.relu_forward = relu_forward;
+  t.relu_backward = relu_backward;
+  t.bias_relu = bias_relu;
+  t.relu_backward_sum_rows = relu_backward_sum_rows;
+  t.axpby = axpby;
+  t.scalar_add = scalar_add;
+  t.sum_n = sum_n;
+  t.require_finite = require_finite;
 }
 
 }  // namespace amlp::cpu

@@ -9,10 +9,18 @@
 
 namespace amlp::cpu {
 
-void CpuBackend::gemm(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
-                      int ldb, float beta, float* C, int ldc) {
+namespace {
+
+void gemm(Backend&, bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
+          int ldb, float beta, float* C, int ldc) {
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda,
               B, ldb, beta, C, ldc);
+}
+
+}  // namespace
+
+void add_linalg_kernels(KernelTable& t) {
+  t.gemm = gemm;
 }
 
 }  // namespace amlp::cpu

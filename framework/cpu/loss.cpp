@@ -3,8 +3,10 @@
 
 namespace amlp::cpu {
 
+namespace {
+
 // loss(r) = 0.5 · mean_c (p(r,c) − l(r,c))²
-void CpuBackend::l2_loss(const float* p, const float* l, float* loss, float* dp, int rows, int cols) {
+void l2_loss_forward(Backend&, const float* p, const float* l, float* loss, float* dp, int rows, int cols) {
   for (int r = 0; r < rows; ++r) {
     float s = 0.f;
     for (int c = 0; c < cols; ++c) {
@@ -18,12 +20,19 @@ void CpuBackend::l2_loss(const float* p, const float* l, float* loss, float* dp,
 }
 
 // dp(r,c) = dloss(r) · (p(r,c) − l(r,c)) / cols
-void CpuBackend::l2_loss_backward(const float* p, const float* l, const float* dloss, float* dp, int rows, int cols) {
+void l2_loss_backward(Backend&, const float* p, const float* l, const float* dloss, float* dp, int rows, int cols) {
   for (int r = 0; r < rows; ++r)
     for (int c = 0; c < cols; ++c) {
       size_t i = static_cast<size_t>(r) * cols + c;
       dp[i] = dloss[r] * (p[i] - l[i]) / cols;
     }
+}
+
+}  // namespace
+
+void add_loss_kernels(KernelTable& t) {
+  t.l2_loss_forward = l2_loss_forward;
+  t.l2_loss_backward = l2_loss_backward;
 }
 
 }  // namespace amlp::cpu

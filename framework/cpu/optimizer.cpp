@@ -1,9 +1,11 @@
-// optimizer.cpp — the CPU SGD step (Gluon semantics, backend.h in core/).
+// optimizer.cpp — the CPU SGD step (Gluon semantics, core/kernels.h).
 #include "framework/cpu/cpu_backend.h"
 
 namespace amlp::cpu {
 
-void CpuBackend::sgd_update(float* w, const float* g, float* mom, size_t n, float lr, float momentum, float wd,
+namespace {
+
+void sgd_update(Backend&, float* w, const float* g, float* mom, size_t n, float lr, float momentum, float wd,
                             float rescale) {
   if (momentum == 0.f || !mom) {
     for (size_t i = 0; i < n; ++i) w[i] -= lr * (rescale * g[i] + wd * w[i]);
@@ -13,6 +15,12 @@ void CpuBackend::sgd_update(float* w, const float* g, float* mom, size_t n, floa
       w[i] += mom[i];
     }
   }
+}
+
+}  // namespace
+
+void add_optimizer_kernels(KernelTable& t) {
+  t.sgd_update = sgd_update;
 }
 
 }  // namespace amlp::cpu

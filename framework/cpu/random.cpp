@@ -25,14 +25,19 @@ void draw(float* y, size_t n, uint64_t offset, Fill fill) {
   });
 }
 
-}  // namespace
-
-void CpuBackend::random_normal(float* y, size_t n, uint64_t seed, uint64_t offset, float mean, float sd) {
+void random_normal(Backend&, float* y, size_t n, uint64_t seed, uint64_t offset, float mean, float sd) {
   draw(y, n, offset, [=](float* out, uint64_t b, uint64_t e) { philox::fill_normal(out, seed, b, e, mean, sd); });
 }
 
-void CpuBackend::random_uniform(float* y, size_t n, uint64_t seed, uint64_t offset, float lo, float hi) {
+void random_uniform(Backend&, float* y, size_t n, uint64_t seed, uint64_t offset, float lo, float hi) {
   draw(y, n, offset, [=](float* out, uint64_t b, uint64_t e) { philox::fill_uniform(out, seed, b, e, lo, hi); });
+}
+
+}  // namespace
+
+void add_random_kernels(KernelTable& t) {
+  t.random_normal = random_normal;
+  t.random_uniform = random_uniform;
 }
 
 }  // namespace amlp::cpu

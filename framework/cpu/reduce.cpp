@@ -5,7 +5,9 @@
 
 namespace amlp::cpu {
 
-void CpuBackend::sum_rows(const float* x, float* y, int rows, int cols) {
+namespace {
+
+void column_sums(Backend&, const float* x, float* y, int rows, int cols) {
   std::memset(y, 0, sizeof(float) * cols);
   for (int r = 0; r < rows; ++r) {
     const float* xr = x + static_cast<size_t>(r) * cols;
@@ -13,15 +15,23 @@ void CpuBackend::sum_rows(const float* x, float* y, int rows, int cols) {
   }
 }
 
-void CpuBackend::sum(const float* x, float* y, size_t n, float scale) {
+void sum_scaled(Backend&, const float* x, float* y, size_t n, float scale) {
   double s = 0.0;
   for (size_t i = 0; i < n; ++i) s += x[i];
   y[0] = static_cast<float>(s * scale);
 }
 
-void CpuBackend::broadcast_scalar(const float* x, float scale, float* y, size_t n) {
+void broadcast_scalar(Backend&, const float* x, float scale, float* y, size_t n) {
   const float v = x[0] * scale;
   for (size_t i = 0; i < n; ++i) y[i] = v;
+}
+
+}  // namespace
+
+void add_reduce_kernels(KernelTable& t) {
+  t.column_sums = column_sums;
+  t.sum_scaled = sum_scaled;
+  t.broadcast_scalar = broadcast_scalar;
 }
 
 }  // namespace amlp::cpu

@@ -12,13 +12,13 @@ __global__ void find_non_finite_kernel(const float* x, size_t n, unsigned long l
     if (!isfinite(x[i])) atomicMin(first, static_cast<unsigned long long>(i));
 }
 
-}  // namespace
-
 // Waits for the verdict: the op fails here, naming the first non-finite value.
-void CudaBackend::check_finite(const float* x, size_t n, const char* what) {
-  cudaStream_t s = stream();
-  auto* first = reinterpret_cast<unsigned long long*>(static_cast<char*>(scratch_.get()) + kSumPartialBytes);
-  auto* verdict = static_cast<unsigned long long*>(host_slot_.get());
+void require_finite(Backend& dev, const float* x, size_t n, const char* what) {
+  auto& be = static_cast<CudaBackend&>(dev);
+  cudaStream_t s = be.stream();
+  auto* first =
+      reinterpret_cast<unsigned long long*>(static_cast<char*>(be.scratch()) + CudaBackend::kSumPartialBytes);
+  auto* verdict = static_cast<unsigned long long*>(be.host_slot());
   auto* value = reinterpret_cast<float*>(verdict + 1);
   AMLP_CUDA_CHECK(cudaMemsetAsync(first, 0xff, sizeof(*first), s));  // ~0ull: none found
   if (n > 0) {
@@ -33,5 +33,9 @@ void CudaBackend::check_finite(const float* x, size_t n, const char* what) {
   AMLP_CUDA_CHECK(cudaStreamSynchronize(s));
   throw Error(detail::concat("non-finite value ", *value, " at index ", i, " of ", what));
 }
+
+}  // namespace
+
+void add_check_finite_kernels(KernelTable& t) { t.require_finite = require_finite; }
 
 }  // namespace amlp::cuda

@@ -9,7 +9,7 @@
 
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/device_guard.h"
-#include "framework/cuda/gemm.h"  // math_mode
+#include "framework/cuda/sgemm.h"  // math_mode
 #include "framework/error.h"
 #include "framework/runtime.h"
 #include "framework/trace.h"
@@ -39,7 +39,17 @@ CudaBackend::CudaBackend(int index)
     : index_(index),
       name_("cuda:" + std::to_string(index)),
       times_(name_),
-      host_blocks_([this](size_t bytes) { return pin(bytes); }, [](void* p) { unpin(p); }, kMaxCachedPinnedBytes) {}
+      host_blocks_([this](size_t bytes) { return pin(bytes); }, [](void* p) { unpin(p); }, kMaxCachedPinnedBytes),
+      collectives_(make_collectives(*this)) {
+  add_linalg_kernels(kernels);
+  add_elementwise_kernels(kernels);
+  add_reduce_kernels(kernels);
+  add_loss_kernels(kernels);
+  add_optimizer_kernels(kernels);
+  add_random_kernels(kernels);
+  add_check_finite_kernels(kernels);
+  complete_kernels(kernels);
+}
 
 CudaBackend::~CudaBackend() {
   if (!stream_ && !blas_ && !rng_ && !scratch_ && host_blocks_.stats().allocations == 0)
@@ -229,6 +239,15 @@ bool CudaBackend::wait_on_device(StreamSync& producer, uint64_t seq) {
   return other->events_.stream_wait(seq, stream_.get());  // on this (the worker's) device
 }
 
+// The handle's math mode follows what the GEMM asks (the worker's view of it).
+cublasHandle_t CudaBackend::blas(bool tf32) {
+  if (tf32 != tf32_) {
+    AMLP_CUDA_CHECK(cublasSetMathMode(blas_.get(), math_mode(tf32)));
+    tf32_ = tf32;
+  }
+  return blas_.get();
+}
+
 cudaStream_t CudaBackend::stream() const {
   if (!started_)
     throw Error(name_ + " cannot run kernels: its worker failed to start (" +
@@ -236,47 +255,12 @@ cudaStream_t CudaBackend::stream() const {
   return stream_.get();
 }
 
-// --- kernels (worker thread: launch and return) ---------------------------------------------
+// --- stream copies (worker thread) ----------------------------------------------------------
 
 void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
   cudaStream_t s = stream();
   if (bytes == 0 || dst == src) return;
   AMLP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
-}
-
-// From another GPU, on this GPU's stream (the queue made it wait for the
-// producer's event). With peer access on, the copy goes over NVLink/PCIe
-// directly; without it, cudaMemcpyPeerAsync stages through the host itself.
-// The source block goes back to its pool once this op is launched, and the
-// pool hands it out again in the *source's* stream order: so the source
-// stream waits for this copy before any later work of its own.
-bool CudaBackend::copy_from_device(void* dst, const void* src, size_t bytes, Backend& src_backend) {
-  auto* from = dynamic_cast<CudaBackend*>(&src_backend);
-  if (!from) return false;
-  cudaStream_t s = stream();
-  if (bytes == 0) return true;
-  if (from == this) {
-    AMLP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
-    return true;
-  }
-  cudaStream_t src_stream = from->stream();
-  if (peer_checked_.insert(from->index_).second) {  // once per source GPU (worker thread only)
-    int can = 0;
-    AMLP_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, index_, from->index_));
-    if (can) {
-      const cudaError_t e = cudaDeviceEnablePeerAccess(from->index_, 0);
-      if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
-      else AMLP_CUDA_CHECK(e);
-    }
-  }
-  AMLP_CUDA_CHECK(cudaMemcpyPeerAsync(dst, index_, src, from->index_, bytes, s));
-  cudaEvent_t done = nullptr;
-  AMLP_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-  const cudaError_t rec = cudaEventRecord(done, s);
-  const cudaError_t wait = rec == cudaSuccess ? cudaStreamWaitEvent(src_stream, done, 0) : rec;
-  AMLP_CUDA_CHECK_LOG(cudaEventDestroy(done));  // released once the GPU passed it
-  AMLP_CUDA_CHECK(wait);
-  return true;
 }
 
 void* CudaBackend::staging(size_t bytes) {

@@ -1,4 +1,7 @@
-// cuda_backend.h — the kernel table for one GPU (private to framework/cuda).
+// cuda_backend.h — one GPU as a device (private to framework/cuda): its
+// memory, its stream and its collectives; its kernels are in the file of
+// their concept (elementwise.cu, reduce.cu, ..., linalg.cpp), each ending
+// with the function that puts them into the table (core/kernels.h).
 //
 // One non-blocking CUDA stream per device. The device's queue worker calls
 // worker_start() once (binds the device, makes the stream, the cuBLAS handle,
@@ -9,8 +12,9 @@
 // event every kEventEvery ops and after the last op queued). Completion is
 // answered from the first event at or after the op: is_complete(seq) and
 // wait_complete(seq) on any thread; another GPU's worker makes its stream
-// wait on it (wait_on_device). copy_to_host/copy_from_host and check_finite are the exceptions
-// that wait for the GPU: they must hand back host data or a verdict.
+// wait on it (wait_on_device). copy_to_host/copy_from_host and the finiteness
+// check are the exceptions that wait for the GPU: they must hand back host
+// data or a verdict.
 //
 // raw_alloc/raw_free come from whichever thread draws on the Pool — the
 // frontend as it queues an op (allocation policy enqueue), the worker as it
@@ -21,6 +25,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -64,59 +69,39 @@ class CudaBackend final : public Backend {
   void capture_end(int slot, uint64_t last_seq) override;
   bool replay(int slot, uint64_t last_seq) override;
   void drop_graph() noexcept override;
-  // Settings its queue and the runtime tell it (any thread): synchronous
-  // mode (an event and a stream synchronisation after every op, no graphs)
-  // and TF32 for the next GEMM.
+  // Synchronous mode, set by its queue (any thread): an event and a stream
+  // synchronisation after every op, no graphs.
   void set_blocking(bool on) override { blocking_.store(on, std::memory_order_release); }
-  void set_tf32(bool on) override { want_tf32_.store(on, std::memory_order_release); }
 
-  // Kernels — worker thread; they launch and return.
-  void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
-            int ldb, float beta, float* C, int ldc) override;
-  void fill(float* y, size_t n, float value) override;
-  // linalg.cpp: through cuBLASLt with the epilogue fused (lt_gemm.h), or
-  // composed as Backend's where it has no plan.
-  void linear(const float* x, const float* w, const float* b, float* y, int B, int in, int out, bool relu) override;
-  void linear_grad_weight(const float* dz, const float* x, float* dw, float* db, int B, int in, int out) override;
-  LtGemms::Stats lt_stats() const { return lt_.stats(); }
-  void add_bias(const float* x, const float* b, float* y, int rows, int cols) override;
-  void relu(const float* x, float* y, size_t n) override;
-  void relu_backward(const float* x, const float* dy, float* dx, size_t n) override;
-  void bias_relu(float* y, const float* b, int rows, int cols) override;
-  void relu_backward_sum_rows(const float* y, const float* dy, float* dz, float* db, int rows, int cols) override;
-  void l2_loss(const float* pred, const float* label, float* loss, float* dpred, int rows, int cols) override;
-  void l2_loss_backward(const float* pred, const float* label, const float* dloss, float* dpred, int rows,
-                        int cols) override;
-  void axpby(float alpha, const float* a, float beta, const float* b, float* y, size_t n) override;
-  void add_scalar(const float* x, float s, float* y, size_t n) override;
-  void sum_n(const float* const* xs, int k, float* y, size_t n) override;  // xs on this GPU
-  // collectives.cpp: ncclAllReduce on the stream (a failed launch aborts
-  // every rank of the clique); throws in a build without NCCL.
-  void all_reduce_nccl(const float* x, float* y, size_t n, void* comm) override;
-  std::vector<void*> collective_comms(const std::vector<int>& devices) override;
-  void sum_rows(const float* x, float* y, int rows, int cols) override;
-  void sum(const float* x, float* y, size_t n, float scale) override;
-  void broadcast_scalar(const float* x, float scale, float* y, size_t n) override;
-  void random_normal(float* y, size_t n, uint64_t seed, uint64_t offset, float mean, float stddev) override;
-  void random_uniform(float* y, size_t n, uint64_t seed, uint64_t offset, float lo, float hi) override;
-  void sgd_update(float* w, const float* g, float* mom, size_t n, float lr, float momentum, float wd,
-                  float rescale) override;
-  void sgd_update_multi(const SgdParam* ps, int k, float lr, float momentum, float wd, float rescale) override;
+  // Stream copies — worker thread. copy and copy_to_host_async only launch;
+  // copy_to_host and copy_from_host return only when the host buffer was
+  // fully written / read (through pinned staging, in chunks of at most
+  // kMaxStagingBytes).
   void copy(void* dst, const void* src, size_t bytes) override;
-  // From another GPU's memory: cudaMemcpyPeerAsync on this stream; the
-  // source's stream then waits for it (its pool reuses blocks in its order).
-  bool copy_from_device(void* dst, const void* src, size_t bytes, Backend& src_backend) override;
-  // Both return only when the host buffer was fully written / read (through
-  // pinned staging, in chunks of at most kMaxStagingBytes).
   void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
   void copy_from_host(void* dst, const void* host_src, size_t bytes) override;
-  // Into alloc_host() memory: launched on the stream, complete with the op.
   void copy_to_host_async(void* host_dst, const void* src, size_t bytes) override;
-  void check_finite(const float* x, size_t n, const char* what) override;
   // A timing event recorded on the stream (worker); read and released on any thread.
   void timer_record(TimerPoint& p) override;
   double timer_seconds(const TimerPoint& from, const TimerPoint& to) override;
   void timer_release(TimerPoint& p) noexcept override;
+
+  // collectives.cpp: NCCL all-reduces on the stream and peer copies.
+  Collectives* collectives() override { return collectives_.get(); }
+
+  // For the kernel bodies (worker thread; each .cu file casts the Backend& it
+  // gets to this type): the device state they launch with. stream() throws
+  // if worker_start() failed, so a kernel calls it first.
+  cudaStream_t stream() const;
+  // The cuBLAS handle, its math mode set to TF32 or full FP32 first.
+  cublasHandle_t blas(bool tf32);
+  curandGenerator_t rng() const { return rng_.get(); }
+  LtGemms& lt() { return lt_; }  // the fused Dense GEMMs (lt_gemm.h)
+  LtGemms::Stats lt_stats() const { return lt_.stats(); }
+  void* scratch() const { return scratch_.get(); }  // see kScratchBytes
+  void* colsum() const { return colsum_.get(); }    // see kColsumPartials
+  void* host_slot() const { return host_slot_.get(); }  // 64 pinned bytes
+  int sms() const { return sms_; }  // the GPU's multiprocessors (grid sizing)
 
   // An op's completion event is recorded every kEventEvery ops, after the
   // last op queued (a blocker waits there) and in synchronous mode; a waiter
@@ -129,13 +114,13 @@ class CudaBackend final : public Backend {
   static constexpr int kMaxSumBlocks = 1024;
   static constexpr size_t kSumPartialBytes = kMaxSumBlocks * sizeof(double);
   static constexpr size_t kScratchBytes = kSumPartialBytes + 256;
-  // colsum_: relu_backward_sum_rows' per-chunk column sums, then a ticket per column group.
+  // colsum_: the fused ReLU backward's per-chunk column sums (reduce.cu), then a ticket per column group.
   static constexpr size_t kColsumPartials = size_t(64) << 10;  // doubles
   static constexpr int kColsumTickets = 4096;
 
  private:
+  friend class CudaCollectives;  // collectives.cpp
   void launch_graph(int slot, uint64_t last_seq, const char* what);  // worker: the slot's graph, traced
-  cudaStream_t stream() const;  // throws if worker_start() failed
   void* pin(size_t bytes) const;        // cudaHostAlloc, portable
   static void unpin(void* p) noexcept;  // cudaFreeHost
   // Once this device launched a collective: waits by polling its event and
@@ -150,7 +135,6 @@ class CudaBackend final : public Backend {
   std::string start_error_;
   bool nvtx_open_ = false;
   bool tf32_ = false;       // worker: the handle's current math mode
-  std::atomic<bool> want_tf32_{false};  // set_tf32
   std::atomic<bool> blocking_{false};   // set_blocking: the queue's synchronous mode
   std::set<int> peer_checked_;  // source GPUs whose peer access was looked at (worker thread)
 
@@ -181,6 +165,20 @@ class CudaBackend final : public Backend {
   std::mutex timer_mu_;                  // timer_release may come from any thread
   std::vector<EventPtr> timer_events_;   // every timing event made, destroyed with the stream
   std::vector<cudaEvent_t> timer_free_;  // released, ready to be recorded again
+  std::unique_ptr<Collectives> collectives_;  // a CudaCollectives (collectives.cpp)
 };
+
+// collectives.cpp: the device's collectives (NCCL where the build has it).
+std::unique_ptr<Collectives> make_collectives(CudaBackend& be);
+
+// Each kernel file's filler: puts that file's kernels into the table
+// (core/kernels.h).
+void add_linalg_kernels(KernelTable& t);        // linalg.cpp: cuBLAS, cuBLASLt
+void add_elementwise_kernels(KernelTable& t);   // elementwise.cu
+void add_reduce_kernels(KernelTable& t);        // reduce.cu
+void add_loss_kernels(KernelTable& t);          // loss.cu
+void add_optimizer_kernels(KernelTable& t);     // optimizer.cu
+void add_random_kernels(KernelTable& t);        // random.cu
+void add_check_finite_kernels(KernelTable& t);  // check_finite.cu
 
 }  // namespace amlp::cuda

@@ -86,12 +86,10 @@ bool is_positive_zero(float v) {
   return bits == 0;
 }
 
-}  // namespace
+// --- the kernels (worker thread: launch and return) ---------------------------------------
 
-// --- the backend's members (worker thread: launch and return) ---------------------------
-
-void CudaBackend::fill(float* y, size_t n, float value) {
-  cudaStream_t s = stream();
+void fill_value(Backend& dev, float* y, size_t n, float value) {
+  cudaStream_t s = static_cast<CudaBackend&>(dev).stream();
   if (n == 0) return;
   if (is_positive_zero(value)) {
     AMLP_CUDA_CHECK(cudaMemsetAsync(y, 0, n * sizeof(float), s));
@@ -101,30 +99,30 @@ void CudaBackend::fill(float* y, size_t n, float value) {
   AMLP_CUDA_CHECK_LAUNCH();
 }
 
-void CudaBackend::add_bias(const float* x, const float* b, float* y, int rows, int cols) {
-  cudaStream_t s = stream();
+void add_bias(Backend& dev, const float* x, const float* b, float* y, int rows, int cols) {
+  cudaStream_t s = static_cast<CudaBackend&>(dev).stream();
   const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cols);
   if (n == 0) return;
   add_bias_kernel<<<blocks_for(n), kBlock, 0, s>>>(x, b, y, n, static_cast<size_t>(cols));
   AMLP_CUDA_CHECK_LAUNCH();
 }
 
-void CudaBackend::relu(const float* x, float* y, size_t n) {
-  cudaStream_t s = stream();
+void relu_forward(Backend& dev, const float* x, float* y, size_t n) {
+  cudaStream_t s = static_cast<CudaBackend&>(dev).stream();
   if (n == 0) return;
   relu_kernel<<<blocks_for(n), kBlock, 0, s>>>(x, y, n);
   AMLP_CUDA_CHECK_LAUNCH();
 }
 
-void CudaBackend::relu_backward(const float* x, const float* dy, float* dx, size_t n) {
-  cudaStream_t s = stream();
+void relu_backward(Backend& dev, const float* x, const float* dy, float* dx, size_t n) {
+  cudaStream_t s = static_cast<CudaBackend&>(dev).stream();
   if (n == 0) return;
   relu_backward_kernel<<<blocks_for(n), kBlock, 0, s>>>(x, dy, dx, n);
   AMLP_CUDA_CHECK_LAUNCH();
 }
 
-void CudaBackend::axpby(float alpha, const float* a, float beta, const float* b, float* y, size_t n) {
-  cudaStream_t s = stream();
+void axpby(Backend& dev, float alpha, const float* a, float beta, const float* b, float* y, size_t n) {
+  cudaStream_t s = static_cast<CudaBackend&>(dev).stream();
   if (n == 0) return;
   if (b)
     axpby_kernel<<<blocks_for(n), kBlock, 0, s>>>(alpha, a, beta, b, y, n);
@@ -133,16 +131,16 @@ void CudaBackend::axpby(float alpha, const float* a, float beta, const float* b,
   AMLP_CUDA_CHECK_LAUNCH();
 }
 
-void CudaBackend::add_scalar(const float* x, float add, float* y, size_t n) {
-  cudaStream_t s = stream();
+void scalar_add(Backend& dev, const float* x, float add, float* y, size_t n) {
+  cudaStream_t s = static_cast<CudaBackend&>(dev).stream();
   if (n == 0) return;
   add_scalar_kernel<<<blocks_for(n), kBlock, 0, s>>>(x, add, y, n);
   AMLP_CUDA_CHECK_LAUNCH();
 }
 
 // One launch per kSumNBatch inputs (xs: a host array of device pointers on this GPU).
-void CudaBackend::sum_n(const float* const* xs, int k, float* y, size_t n) {
-  cudaStream_t s = stream();
+void sum_n(Backend& dev, const float* const* xs, int k, float* y, size_t n) {
+  cudaStream_t s = static_cast<CudaBackend&>(dev).stream();
   if (n == 0) return;
   for (int first = 0; first < k; first += kSumNBatch) {
     SumNInputs in{};
@@ -153,19 +151,33 @@ void CudaBackend::sum_n(const float* const* xs, int k, float* y, size_t n) {
   }
 }
 
-void CudaBackend::broadcast_scalar(const float* x, float scale, float* y, size_t n) {
-  cudaStream_t s = stream();
+void broadcast_scalar(Backend& dev, const float* x, float scale, float* y, size_t n) {
+  cudaStream_t s = static_cast<CudaBackend&>(dev).stream();
   if (n == 0) return;
   broadcast_scalar_kernel<<<blocks_for(n), kBlock, 0, s>>>(x, scale, y, n);
   AMLP_CUDA_CHECK_LAUNCH();
 }
 
-void CudaBackend::bias_relu(float* y, const float* b, int rows, int cols) {
-  cudaStream_t s = stream();
+void bias_relu(Backend& dev, float* y, const float* b, int rows, int cols) {
+  cudaStream_t s = static_cast<CudaBackend&>(dev).stream();
   const size_t n = static_cast<size_t>(rows) * cols;
   if (n == 0) return;
   bias_relu_kernel<<<blocks_for(n), kBlock, 0, s>>>(y, b, n, static_cast<size_t>(cols));
   AMLP_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void add_elementwise_kernels(KernelTable& t) {
+  t.fill_value = fill_value;
+  t.add_bias = add_bias;
+  t.relu_forward = relu_forward;
+  t.relu_backward = relu_backward;
+  t.bias_relu = bias_relu;
+  t.axpby = axpby;
+  t.scalar_add = scalar_add;
+  t.sum_n = sum_n;
+  t.broadcast_scalar = broadcast_scalar;
 }
 
 void launch_affine(float* y, size_t n, float lo, float width, cudaStream_t s) {

@@ -1,7 +1,7 @@
 // kernels.h — the few launchers one .cu file shares with another. The
-// backend's kernel members are defined in the .cu file of their concept
-// (elementwise.cu, loss.cu, optimizer.cu, reduce.cu, random.cu,
-// check_finite.cu; the GEMM in linalg.cpp), as the CPU side's are in cpu/.
+// table's kernels (core/kernels.h) are defined in the .cu file of their
+// concept (elementwise.cu, loss.cu, optimizer.cu, reduce.cu, random.cu,
+// check_finite.cu; the GEMMs in linalg.cpp), as the CPU side's are in cpu/.
 // Each launcher only launches onto `s`, checks the launch, and returns at once
 // for n == 0.
 //
@@ -23,7 +23,7 @@ void launch_affine(float* y, size_t n, float lo, float width, cudaStream_t s);
 // beside curandGenerateNormal by bench/bench_cuda_random.cu.
 void launch_normal(float* y, size_t n, uint64_t seed, uint64_t offset, float mean, float stddev, cudaStream_t s);
 
-// Inputs per launch of sum_n (elementwise.cu).
+// Inputs per launch of the sum of k tensors (elementwise.cu).
 constexpr int kSumNBatch = 8;
 // Up to this many columns, l2_loss runs one thread per row in the CPU's order
 // (bitwise); above it, one warp per row (a tree sum). loss.cu.

@@ -1,36 +1,48 @@
-// linalg.cpp — the CUDA GEMMs: cuBLAS SGEMM, row-major (gemm.h), and a Dense
-// layer's fused GEMMs through cuBLASLt (lt_gemm.h); TF32 only when asked
-// (set_tf32). The CPU's are cpu/linalg.cpp and core/backend.cpp.
+// linalg.cpp — the CUDA GEMMs: cuBLAS SGEMM, row-major (sgemm.h), and a Dense
+// layer's fused GEMMs through cuBLASLt (lt_gemm.h). TF32 is a setting of
+// these GEMMs: each reads tf32() (runtime.h) as it is launched. The CPU's
+// are cpu/linalg.cpp and the compositions of core/kernels.h.
 #include "framework/cuda/cuda_backend.h"
 #include "framework/cuda/cuda_check.h"
-#include "framework/cuda/gemm.h"
+#include "framework/cuda/sgemm.h"
+#include "framework/runtime.h"
 
 namespace amlp::cuda {
 
-// The cuBLAS handle's math mode follows set_tf32 (the worker's view of it).
-void CudaBackend::gemm(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
-                       int ldb, float beta, float* C, int ldc) {
-  (void)stream();
+namespace {
+
+void gemm(Backend& dev, bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
+          int ldb, float beta, float* C, int ldc) {
+  auto& be = static_cast<CudaBackend&>(dev);
+  (void)be.stream();
   if (M <= 0 || N <= 0) return;
-  const bool want_tf32 = want_tf32_.load(std::memory_order_acquire);
-  if (want_tf32 != tf32_) {
-    AMLP_CUDA_CHECK(cublasSetMathMode(blas_.get(), math_mode(want_tf32)));
-    tf32_ = want_tf32;
-  }
-  AMLP_CUDA_CHECK(sgemm_row_major(blas_.get(), ta, tb, M, N, K, &alpha, A, lda, B, ldb, &beta, C, ldc));
+  AMLP_CUDA_CHECK(sgemm_row_major(be.blas(tf32()), ta, tb, M, N, K, &alpha, A, lda, B, ldb, &beta, C, ldc));
 }
 
-void CudaBackend::linear(const float* x, const float* w, const float* b, float* y, int B, int in, int out,
-                         bool relu) {
-  (void)stream();
-  if (lt_.linear(x, w, b, y, B, in, out, relu, want_tf32_.load(std::memory_order_acquire))) return;
-  Backend::linear(x, w, b, y, B, in, out, relu);
+// One cuBLASLt matmul with the bias (and the ReLU) in its epilogue; composed
+// (core/kernels.h) where it has no plan.
+void dense_forward(Backend& dev, const float* x, const float* w, const float* bias, float* y, int B, int in, int out,
+                   bool relu) {
+  auto& be = static_cast<CudaBackend&>(dev);
+  (void)be.stream();
+  if (be.lt().linear(x, w, bias, y, B, in, out, relu, tf32())) return;
+  composed::dense_forward(dev, x, w, bias, y, B, in, out, relu);
 }
 
-void CudaBackend::linear_grad_weight(const float* dz, const float* x, float* dw, float* db, int B, int in, int out) {
-  (void)stream();
-  if (lt_.grad_weight(dz, x, dw, db, B, in, out, want_tf32_.load(std::memory_order_acquire))) return;
-  Backend::linear_grad_weight(dz, x, dw, db, B, in, out);
+// One cuBLASLt matmul whose epilogue reduces the bias gradient; composed where it has no plan.
+void dense_grad_weight(Backend& dev, const float* dz, const float* x, float* dw, float* db, int B, int in, int out) {
+  auto& be = static_cast<CudaBackend&>(dev);
+  (void)be.stream();
+  if (be.lt().grad_weight(dz, x, dw, db, B, in, out, tf32())) return;
+  composed::dense_grad_weight(dev, dz, x, dw, db, B, in, out);
+}
+
+}  // namespace
+
+void add_linalg_kernels(KernelTable& t) {
+  t.gemm = gemm;
+  t.dense_forward = dense_forward;
+  t.dense_grad_weight = dense_grad_weight;
 }
 
 }  // namespace amlp::cuda

@@ -56,12 +56,10 @@ __global__ void l2_loss_backward_kernel(const float* p, const float* l, const fl
   }
 }
 
-}  // namespace
-
 // One thread per row in the CPU's order (bitwise) for cols <= kL2RowThreadMaxCols,
 // one warp per row (a tree sum) above it.
-void CudaBackend::l2_loss(const float* p, const float* l, float* loss, float* dp, int rows, int cols) {
-  cudaStream_t s = stream();
+void l2_loss_forward(Backend& dev, const float* p, const float* l, float* loss, float* dp, int rows, int cols) {
+  cudaStream_t s = static_cast<CudaBackend&>(dev).stream();
   if (rows <= 0) return;
   const size_t r = static_cast<size_t>(rows);
   if (cols <= kL2RowThreadMaxCols)
@@ -71,12 +69,19 @@ void CudaBackend::l2_loss(const float* p, const float* l, float* loss, float* dp
   AMLP_CUDA_CHECK_LAUNCH();
 }
 
-void CudaBackend::l2_loss_backward(const float* p, const float* l, const float* dloss, float* dp, int rows, int cols) {
-  cudaStream_t s = stream();
+void l2_loss_backward(Backend& dev, const float* p, const float* l, const float* dloss, float* dp, int rows, int cols) {
+  cudaStream_t s = static_cast<CudaBackend&>(dev).stream();
   const size_t n = static_cast<size_t>(rows > 0 ? rows : 0) * static_cast<size_t>(cols > 0 ? cols : 0);
   if (n == 0) return;
   l2_loss_backward_kernel<<<blocks_for(n), kBlock, 0, s>>>(p, l, dloss, dp, n, cols);
   AMLP_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void add_loss_kernels(KernelTable& t) {
+  t.l2_loss_forward = l2_loss_forward;
+  t.l2_loss_backward = l2_loss_backward;
 }
 
 }  // namespace amlp::cuda

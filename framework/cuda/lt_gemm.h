@@ -4,7 +4,7 @@
 // with the bias gradient reduced in the same kernel (BGRADB). One launch
 // where the composition takes two: an op stays one kernel (docs/design.md §1).
 //
-// Row-major through column-major as in gemm.h: y(B,out) = x·Wᵀ is, read
+// Row-major through column-major as in sgemm.h: y(B,out) = x·Wᵀ is, read
 // column-major, yᵀ(out,B) = W(out,in)·xᵀ(in,B) with W stored as its
 // transpose; the bias runs along D's rows (out), as the epilogue wants.
 // dW(out,in) = dzᵀ·x is column-major dWᵀ(in,out) = xᵀ(in,B)·dz(B,out), and
@@ -14,7 +14,7 @@
 // per shape, math mode and pointer alignment, on the worker thread, and
 // reused: a launch sets the pointers and calls cublasLtMatmul. A shape for
 // which cuBLASLt offers no algorithm returns false and the caller composes
-// (backend.h's Backend::linear). ASYNCMLP_LT=0 turns the fusion off, for
+// (core/kernels.h's compositions). ASYNCMLP_LT=0 turns the fusion off, for
 // comparison. Worker thread only.
 //
 //   LtGemms lt;  lt.start(stream, workspace, bytes);

@@ -1,4 +1,4 @@
-// optimizer.cu — the SGD step (Gluon semantics, core/backend.h), of one
+// optimizer.cu — the SGD step (Gluon semantics, core/kernels.h), of one
 // parameter or of many in one launch, in the CPU's
 // float order with round-to-nearest intrinsics, so it is bitwise equal to
 // cpu/optimizer.cpp.
@@ -36,7 +36,7 @@ __global__ void sgd_momentum_kernel(float* w, const float* g, float* mom, size_t
 constexpr int kMaxMulti = 24;
 constexpr size_t kChunk = 4096;
 struct MultiTable {
-  Backend::SgdParam p[kMaxMulti];
+  SgdParam p[kMaxMulti];
   size_t first_block[kMaxMulti + 1];
   int k;
 };
@@ -44,7 +44,7 @@ struct MultiTable {
 __global__ void sgd_multi_kernel(MultiTable t, float lr, float momentum, float wd, float rescale) {
   int j = 0;
   while (j + 1 < t.k && blockIdx.x >= t.first_block[j + 1]) ++j;
-  const Backend::SgdParam p = t.p[j];
+  const SgdParam p = t.p[j];
   const size_t begin = (blockIdx.x - t.first_block[j]) * kChunk;
   const size_t end = begin + kChunk < p.n ? begin + kChunk : p.n;
   for (size_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
@@ -59,10 +59,8 @@ __global__ void sgd_multi_kernel(MultiTable t, float lr, float momentum, float w
   }
 }
 
-}  // namespace
-
-void CudaBackend::sgd_update_multi(const SgdParam* ps, int k, float lr, float momentum, float wd, float rescale) {
-  cudaStream_t s = stream();
+void sgd_update_multi(Backend& dev, const SgdParam* ps, int k, float lr, float momentum, float wd, float rescale) {
+  cudaStream_t s = static_cast<CudaBackend&>(dev).stream();
   for (int done = 0; done < k;) {
     MultiTable t{};
     t.k = 0;
@@ -81,15 +79,22 @@ void CudaBackend::sgd_update_multi(const SgdParam* ps, int k, float lr, float mo
   }
 }
 
-void CudaBackend::sgd_update(float* w, const float* g, float* mom, size_t n, float lr, float momentum, float wd,
+void sgd_update(Backend& dev, float* w, const float* g, float* mom, size_t n, float lr, float momentum, float wd,
                              float rescale) {
-  cudaStream_t s = stream();
+  cudaStream_t s = static_cast<CudaBackend&>(dev).stream();
   if (n == 0) return;
   if (momentum == 0.f || !mom)
     sgd_kernel<<<blocks_for(n), kBlock, 0, s>>>(w, g, n, lr, wd, rescale);
   else
     sgd_momentum_kernel<<<blocks_for(n), kBlock, 0, s>>>(w, g, mom, n, lr, momentum, wd, rescale);
   AMLP_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void add_optimizer_kernels(KernelTable& t) {
+  t.sgd_update = sgd_update;
+  t.sgd_update_multi = sgd_update_multi;
 }
 
 }  // namespace amlp::cuda

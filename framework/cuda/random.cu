@@ -56,18 +56,28 @@ void launch_normal(float* y, size_t n, uint64_t seed, uint64_t offset, float mea
   AMLP_CUDA_CHECK_LAUNCH();
 }
 
-void CudaBackend::random_normal(float* y, size_t n, uint64_t seed_value, uint64_t offset, float mean, float stddev) {
-  launch_normal(y, n, seed_value, offset, mean, stddev, stream());
+namespace {
+
+void random_normal(Backend& dev, float* y, size_t n, uint64_t seed_value, uint64_t offset, float mean, float stddev) {
+  launch_normal(y, n, seed_value, offset, mean, stddev, static_cast<CudaBackend&>(dev).stream());
 }
 
-void CudaBackend::random_uniform(float* y, size_t n, uint64_t seed_value, uint64_t offset, float lo, float hi) {
-  cudaStream_t s = stream();
+void random_uniform(Backend& dev, float* y, size_t n, uint64_t seed_value, uint64_t offset, float lo, float hi) {
+  auto& be = static_cast<CudaBackend&>(dev);
+  cudaStream_t s = be.stream();
   if (n == 0) return;
-  AMLP_CUDA_CHECK(curandSetPseudoRandomGeneratorSeed(rng_.get(), seed_value));
-  AMLP_CUDA_CHECK(curandSetGeneratorOffset(rng_.get(), offset));
-  AMLP_CUDA_CHECK(curandGenerateUniform(rng_.get(), y, n));  // (0, 1]
+  AMLP_CUDA_CHECK(curandSetPseudoRandomGeneratorSeed(be.rng(), seed_value));
+  AMLP_CUDA_CHECK(curandSetGeneratorOffset(be.rng(), offset));
+  AMLP_CUDA_CHECK(curandGenerateUniform(be.rng(), y, n));  // (0, 1]
   const float width = hi - lo;
   if (!(lo == 0.f && width == 1.f)) launch_affine(y, n, lo, width, s);  // lo + width*y, as on the CPU
+}
+
+}  // namespace
+
+void add_random_kernels(KernelTable& t) {
+  t.random_normal = random_normal;
+  t.random_uniform = random_uniform;
 }
 
 }  // namespace amlp::cuda

@@ -103,13 +103,12 @@ __global__ void __launch_bounds__(32 * 32)
   if (threadIdx.x == 0 && threadIdx.y == 0) tickets[blockIdx.x] = 0;
 }
 
-}  // namespace
-
-// y[0] = scale * sum(x): per-block double partials (in scratch_), then one
+// y[0] = scale * sum(x): per-block double partials (in the backend's scratch), then one
 // block sums those; deterministic (no atomics), double accumulation as on the CPU.
-void CudaBackend::sum(const float* x, float* y, size_t n, float scale) {
-  cudaStream_t s = stream();
-  auto* partials = static_cast<double*>(scratch_.get());
+void sum_scaled(Backend& dev, const float* x, float* y, size_t n, float scale) {
+  auto& be = static_cast<CudaBackend&>(dev);
+  cudaStream_t s = be.stream();
+  auto* partials = static_cast<double*>(be.scratch());
   int blocks = 0;
   if (n > 0) {
     blocks = static_cast<int>(std::min<size_t>((n + kSumThreads * kSumPerThread - 1) / (kSumThreads * kSumPerThread),
@@ -121,8 +120,8 @@ void CudaBackend::sum(const float* x, float* y, size_t n, float scale) {
   AMLP_CUDA_CHECK_LAUNCH();
 }
 
-void CudaBackend::sum_rows(const float* x, float* y, int rows, int cols) {
-  cudaStream_t s = stream();
+void column_sums(Backend& dev, const float* x, float* y, int rows, int cols) {
+  cudaStream_t s = static_cast<CudaBackend&>(dev).stream();
   if (cols <= 0) return;
   const dim3 block(32, 32);
   const dim3 grid(static_cast<unsigned>((cols + 31) / 32));
@@ -132,25 +131,34 @@ void CudaBackend::sum_rows(const float* x, float* y, int rows, int cols) {
 
 // One kernel. Its row chunks give the GPU about two blocks per SM (a d2l
 // layer has only 16-64 column groups), within the partial sums' room.
-void CudaBackend::relu_backward_sum_rows(const float* y, const float* dy, float* dz, float* db, int rows, int cols) {
-  cudaStream_t s = stream();
+void relu_backward_sum_rows(Backend& dev, const float* y, const float* dy, float* dz, float* db, int rows, int cols) {
+  auto& be = static_cast<CudaBackend&>(dev);
+  cudaStream_t s = be.stream();
   rows = rows < 0 ? 0 : rows;
   if (cols <= 0) return;
   const int groups = (cols + 31) / 32;
   int chunks = 1;
-  if (db && groups <= kColsumTickets) {
-    const int want = std::max(1, (2 * sms_ + groups - 1) / groups);
-    const int most = static_cast<int>(std::min<size_t>(kColsumPartials / static_cast<size_t>(cols), size_t(1) << 16));
+  if (db && groups <= CudaBackend::kColsumTickets) {
+    const int want = std::max(1, (2 * be.sms() + groups - 1) / groups);
+    const int most = static_cast<int>(std::min<size_t>(CudaBackend::kColsumPartials / static_cast<size_t>(cols), size_t(1) << 16));
     chunks = std::max(1, std::min({want, (rows + 63) / 64, most}));
   }
   int per_chunk = (rows + chunks - 1) / chunks;
   per_chunk = std::max(32, (per_chunk + 31) / 32 * 32);
   chunks = std::max(1, (rows + per_chunk - 1) / per_chunk);
-  auto* partials = static_cast<double*>(colsum_.get());
-  auto* tickets = reinterpret_cast<unsigned*>(partials + kColsumPartials);
+  auto* partials = static_cast<double*>(be.colsum());
+  auto* tickets = reinterpret_cast<unsigned*>(partials + CudaBackend::kColsumPartials);
   const dim3 block(32, 32), grid(static_cast<unsigned>(groups), static_cast<unsigned>(chunks));
   relu_backward_sum_rows_kernel<<<grid, block, 0, s>>>(y, dy, dz, db, rows, cols, per_chunk, partials, tickets);
   AMLP_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void add_reduce_kernels(KernelTable& t) {
+  t.sum_scaled = sum_scaled;
+  t.column_sums = column_sums;
+  t.relu_backward_sum_rows = relu_backward_sum_rows;
 }
 
 }  // namespace amlp::cuda

@@ -1,8 +1,8 @@
 // all_reduce.cpp — all_reduce_sum and all_reduce_supported (ops.h), the sum
 // across devices for data parallelism. CPU devices: one op per device that
 // reads every input (the backends' sum_n); CUDA devices: one NCCL rank per
-// device, launched by its worker (the backend's collective_comms and
-// all_reduce_nccl).
+// device, launched by its worker (the backend's collectives: collective_comms
+// and all_reduce_nccl, core/collectives.h).
 #include <array>
 #include <mutex>
 #include <string>
@@ -57,7 +57,7 @@ void reduce_on_cpus(const std::vector<Tensor>& xs, std::vector<Tensor>& ys) {
     enqueue(ctx_of(xs[i]), {"all_reduce", kCollective}, reads, {&ys[i]}, {n}, [](Backend& be, const OpArgs& a) {
       std::array<const float*, kMaxCpuDevices> in{};  // distinct CPU devices: at most kMaxCpuDevices
       for (size_t j = 0; j < a.reads(); ++j) in[j] = a.in(j);
-      be.sum_n(in.data(), static_cast<int>(a.reads()), a.out(0), a.scalar(0));
+      be.kernels.sum_n(be, in.data(), static_cast<int>(a.reads()), a.out(0), a.scalar(0));
     });
 }
 
@@ -67,7 +67,9 @@ void reduce_on_cpus(const std::vector<Tensor>& xs, std::vector<Tensor>& ys) {
 void reduce_with_nccl(const std::vector<Tensor>& xs, std::vector<Tensor>& ys) {
   std::vector<int> gpus;
   for (const Tensor& x : xs) gpus.push_back(x.device().index);
-  const std::vector<void*> comms = ctx_of(xs[0]).backend->collective_comms(gpus);
+  Collectives* col = ctx_of(xs[0]).backend->collectives();
+  if (!col) throw DeviceError("all_reduce_sum: " + xs[0].device().str() + " has no collectives");
+  const std::vector<void*> comms = col->collective_comms(gpus);
   if (comms.size() != gpus.size()) throw DeviceError("all_reduce_sum: " + xs[0].device().str() + " has no NCCL communicators");
   const size_t n = count(xs[0]);
   // Every communicator must see its collectives in one order: the ranks of
@@ -81,7 +83,7 @@ void reduce_with_nccl(const std::vector<Tensor>& xs, std::vector<Tensor>& ys) {
       DeviceContext& c = ctx_of(xs[i]);
       const uint64_t seq = enqueue(c, {"all_reduce", kCollective}, {&xs[i]}, {&ys[i]}, {n, pointer_bits(comms[i])},
                                    [](Backend& be, const OpArgs& a) {
-        be.all_reduce_nccl(a.in(0), a.out(0), a.scalar(0), a.scalar_ptr<void>(1));
+        be.collectives()->all_reduce_nccl(a.in(0), a.out(0), a.scalar(0), a.scalar_ptr<void>(1));  // a GPU's: never null
       });
       queued.push_back({&current_queue(c), seq});
     }

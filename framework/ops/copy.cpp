@@ -1,7 +1,9 @@
 // copy.cpp — data in and out of devices: from_host, copy_to (across
 // devices), slice_rows (rows of a tensor onto any device), copy_ (same
-// device), and check_finite. Kernels: the backends' copy functions
-// (cpu/cpu_backend.cpp, cuda/cuda_backend.cpp), and copy_from_device between GPUs.
+// device), and check_finite. Kernels: the backends' stream copies
+// (core/stream.h: cpu/cpu_backend.cpp, cuda/cuda_backend.cpp), the peer copy
+// of their collectives between GPUs (cuda/collectives.cpp), and the
+// finiteness check (cpu/elementwise.cpp, cuda/check_finite.cu).
 #include <memory>
 #include <vector>
 
@@ -29,8 +31,8 @@ namespace {
 // a from element `offset` on: one op, on the CUDA side when one side is a
 // GPU, else on the destination. Between two GPUs it runs on the consumer:
 // its stream waits on the producer's event (a cross-queue dependency), then
-// the backend's copy_from_device (cudaMemcpyPeerAsync) copies; a backend that
-// cannot is staged through the host by the callers.
+// the backend's collectives copy (copy_from_device: cudaMemcpyPeerAsync); a
+// backend that cannot is staged through the host by the callers.
 Tensor queue_copy(const char* name, const Tensor& a, size_t offset, const Shape& s, DeviceContext& dst_ctx) {
   const Device d = dst_ctx.device;
   Tensor y = alloc(s, dst_ctx);
@@ -51,7 +53,8 @@ Tensor queue_copy(const char* name, const Tensor& a, size_t offset, const Shape&
     const float* src = k.in(0) + k.scalar(1);
     const uint64_t kind = k.scalar(2);
     if (kind & 1) {
-      if (!be.copy_from_device(k.out(0), src, bytes, *k.scalar_ptr<Backend>(3)))
+      Collectives* col = be.collectives();  // none: no peer copies
+      if (!col || !col->copy_from_device(k.out(0), src, bytes, *k.scalar_ptr<Backend>(3)))
         throw Error(detail::concat(Device{DeviceKind::CUDA, k.scalar_int(4)}.str(), " cannot copy from ",
                                    Device{DeviceKind::CUDA, k.scalar_int(5)}.str()));
     } else if (kind & 2) {
@@ -104,7 +107,7 @@ void check_finite(const Tensor& a, const std::string& what) {
   const size_t n = count(a);
   // The kernel runs later: the op owns its copy of the name (a payload).
   enqueue(ctx_of(a), {"check_finite", kWaitsForHost}, {&a}, {}, {n}, detail::payload(what),
-          [](Backend& be, const OpArgs& k) { be.check_finite(k.in(0), k.scalar(0), k.payload<std::string>().c_str()); });
+          [](Backend& be, const OpArgs& k) { be.kernels.require_finite(be, k.in(0), k.scalar(0), k.payload<std::string>().c_str()); });
 }
 
 }  // namespace amlp

@@ -18,7 +18,7 @@ Tensor axpby_op(const char* name, const Tensor& a, const Tensor& b, float alpha,
   Tensor y = alloc(a.shape(), ctx_of(a));
   const size_t n = count(a);
   enqueue(ctx_of(a), name, {&a, &b}, {&y}, {n, scalar_bits(alpha), scalar_bits(beta)}, [](Backend& be, const OpArgs& k) {
-    be.axpby(k.scalar_float(1), k.in(0), k.scalar_float(2), k.in(1), k.out(0), k.scalar(0));
+    be.kernels.axpby(be, k.scalar_float(1), k.in(0), k.scalar_float(2), k.in(1), k.out(0), k.scalar(0));
   });
   return y;
 }
@@ -36,7 +36,7 @@ Tensor full(const Shape& s, float v, Device d) {
   Tensor y = alloc(s, c);
   const size_t n = count(y);
   enqueue(c, "fill", {}, {&y}, {n, scalar_bits(v)}, [](Backend& be, const OpArgs& k) {
-    be.fill(k.out(0), k.scalar(0), k.scalar_float(1));
+    be.kernels.fill_value(be, k.out(0), k.scalar(0), k.scalar_float(1));
   });
   return y;
 }
@@ -60,7 +60,7 @@ Tensor scale(const Tensor& a, float s) {
   Tensor y = alloc(a.shape(), ctx_of(a));
   const size_t n = count(a);
   enqueue(ctx_of(a), "scale", {&a}, {&y}, {n, scalar_bits(s)}, [](Backend& be, const OpArgs& k) {
-    be.axpby(k.scalar_float(1), k.in(0), 0.f, nullptr, k.out(0), k.scalar(0));
+    be.kernels.axpby(be, k.scalar_float(1), k.in(0), 0.f, nullptr, k.out(0), k.scalar(0));
   });
   if (detail::any_requires_grad({&a}))
     detail::record(y, "scale", {a}, [s](const Tensor& g) { return std::vector<Tensor>{scale(g, s)}; });
@@ -72,7 +72,7 @@ Tensor add_scalar(const Tensor& a, float s) {
   Tensor y = alloc(a.shape(), ctx_of(a));
   const size_t n = count(a);
   enqueue(ctx_of(a), "add_scalar", {&a}, {&y}, {n, scalar_bits(s)}, [](Backend& be, const OpArgs& k) {
-    be.add_scalar(k.in(0), k.scalar_float(1), k.out(0), k.scalar(0));
+    be.kernels.scalar_add(be, k.in(0), k.scalar_float(1), k.out(0), k.scalar(0));
   });
   if (detail::any_requires_grad({&a}))
     detail::record(y, "add_scalar", {a}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
@@ -83,12 +83,14 @@ Tensor relu(const Tensor& x) {
   need_defined("relu", {&x});
   Tensor y = alloc(x.shape(), ctx_of(x));
   const size_t n = count(x);
-  enqueue(ctx_of(x), "relu", {&x}, {&y}, {n}, [](Backend& be, const OpArgs& k) { be.relu(k.in(0), k.out(0), k.scalar(0)); });
+  enqueue(ctx_of(x), "relu", {&x}, {&y}, {n}, [](Backend& be, const OpArgs& k) {
+    be.kernels.relu_forward(be, k.in(0), k.out(0), k.scalar(0));
+  });
   if (detail::any_requires_grad({&x}))
     detail::record(y, "relu", {x}, [x, n](const Tensor& g) {
       Tensor dx = alloc(x.shape(), ctx_of(x));  // dx = g · (x > 0)
       enqueue(ctx_of(x), "relu_backward", {&x, &g}, {&dx}, {n}, [](Backend& be, const OpArgs& k) {
-        be.relu_backward(k.in(0), k.in(1), k.out(0), k.scalar(0));
+        be.kernels.relu_backward(be, k.in(0), k.in(1), k.out(0), k.scalar(0));
       });
       return std::vector<Tensor>{dx};
     });

@@ -29,7 +29,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
                                       static_cast<uint64_t>(K), static_cast<uint64_t>(lda), static_cast<uint64_t>(ldb)};
   enqueue(ctx_of(a), "matmul", {&a, &b}, {&y}, scalars, [](Backend& be, const OpArgs& k) {
     const int N = k.scalar_int(3);
-    be.gemm(k.scalar_bool(0), k.scalar_bool(1), k.scalar_int(2), N, k.scalar_int(4), 1.f, k.in(0), k.scalar_int(5),
+    be.kernels.gemm(be, k.scalar_bool(0), k.scalar_bool(1), k.scalar_int(2), N, k.scalar_int(4), 1.f, k.in(0), k.scalar_int(5),
             k.in(1), k.scalar_int(6), 0.f, k.out(0), N);
   });
   if (detail::any_requires_grad({&a, &b}))
@@ -53,7 +53,7 @@ Tensor bias_add(const Tensor& x, const Tensor& b) {
   const int rows = dim_int("bias_add", x, 0), cols = dim_int("bias_add", x, 1);  // before allocating
   Tensor y = alloc(x.shape(), ctx_of(x));
   enqueue(ctx_of(x), "bias_add", {&x, &b}, {&y}, dims({rows, cols}), [](Backend& be, const OpArgs& k) {
-    be.add_bias(k.in(0), k.in(1), k.out(0), k.scalar_int(0), k.scalar_int(1));
+    be.kernels.add_bias(be, k.in(0), k.in(1), k.out(0), k.scalar_int(0), k.scalar_int(1));
   });
   if (detail::any_requires_grad({&x, &b}))
     detail::record(y, "bias_add", {x, b}, [](const Tensor& g) {
@@ -77,7 +77,7 @@ std::pair<Tensor, Tensor> linear_grad_weight(const Tensor& dz, const Tensor& x, 
   if (bias) db = alloc({out}, ctx_of(dz));
   enqueue(ctx_of(dz), "linear_grad_weight", {&dz, &x}, {&dw, &db}, dims({B, in, out, bias}),
           [](Backend& be, const OpArgs& k) {
-    be.linear_grad_weight(k.in(0), k.in(1), k.out(0), k.out(1), k.scalar_int(0), k.scalar_int(1), k.scalar_int(2));
+    be.kernels.dense_grad_weight(be, k.in(0), k.in(1), k.out(0), k.out(1), k.scalar_int(0), k.scalar_int(1), k.scalar_int(2));
   });
   return {dw, db};
 }
@@ -109,7 +109,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   const auto [B, in, out] = check_linear("linear", x, w, b);
   Tensor y = alloc({B, out}, ctx_of(x));  // y: (B, out)
   enqueue(ctx_of(x), "linear", {&x, &w, &b}, {&y}, dims({B, in, out}), [](Backend& be, const OpArgs& k) {
-    be.linear(k.in(0), k.in(1), k.in(2), k.out(0), k.scalar_int(0), k.scalar_int(1), k.scalar_int(2), /*relu=*/false);
+    be.kernels.dense_forward(be, k.in(0), k.in(1), k.in(2), k.out(0), k.scalar_int(0), k.scalar_int(1), k.scalar_int(2), /*relu=*/false);
   });
   if (detail::any_requires_grad({&x, &w, &b}))
     detail::record(y, "linear", {x, w, b}, [x, w, b](const Tensor& g) {
@@ -131,7 +131,7 @@ Tensor linear_relu(const Tensor& x, const Tensor& w, const Tensor& b) {
   const auto [B, in, out] = check_linear("linear_relu", x, w, b);
   Tensor y = alloc({B, out}, ctx_of(x));
   enqueue(ctx_of(x), "linear_relu", {&x, &w, &b}, {&y}, dims({B, in, out}), [](Backend& be, const OpArgs& k) {
-    be.linear(k.in(0), k.in(1), k.in(2), k.out(0), k.scalar_int(0), k.scalar_int(1), k.scalar_int(2),
+    be.kernels.dense_forward(be, k.in(0), k.in(1), k.in(2), k.out(0), k.scalar_int(0), k.scalar_int(1), k.scalar_int(2),
               /*relu=*/true);  // y = max(x·Wᵀ + b, 0)
   });
   if (detail::any_requires_grad({&x, &w, &b}))
@@ -141,7 +141,7 @@ Tensor linear_relu(const Tensor& x, const Tensor& w, const Tensor& b) {
       Tensor dz = alloc({B, out}, c), db;
       if (b.defined() && b.requires_grad()) db = alloc({out}, c);
       enqueue(c, "relu_backward_sum_rows", {&yv, &g}, {&dz, &db}, dims({B, out}), [](Backend& be, const OpArgs& k) {
-        be.relu_backward_sum_rows(k.in(0), k.in(1), k.out(0), k.out(1), k.scalar_int(0), k.scalar_int(1));
+        be.kernels.relu_backward_sum_rows(be, k.in(0), k.in(1), k.out(0), k.out(1), k.scalar_int(0), k.scalar_int(1));
       });
       Tensor dx, dw;
       if (x.requires_grad()) dx = matmul(dz, w);

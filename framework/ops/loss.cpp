@@ -23,7 +23,7 @@ Tensor l2_loss(const Tensor& pred, const Tensor& label) {
   // (dpu): a backward from Tensor::backward() then queues nothing for the loss.
   Tensor dpu = grad && pred.requires_grad() ? alloc(pred.shape(), ctx_of(pred)) : Tensor();
   enqueue(ctx_of(pred), "l2_loss", {&pred, &label}, {&y, &dpu}, dims({rows, cols}), [](Backend& be, const OpArgs& k) {
-    be.l2_loss(k.in(0), k.in(1), k.out(0), k.out(1), k.scalar_int(0), k.scalar_int(1));
+    be.kernels.l2_loss_forward(be, k.in(0), k.in(1), k.out(0), k.out(1), k.scalar_int(0), k.scalar_int(1));
   });
   if (!grad) return y;
   // dlabel = −dpred
@@ -43,7 +43,7 @@ Tensor l2_loss(const Tensor& pred, const Tensor& label) {
         Tensor dp = alloc(pred.shape(), ctx_of(pred));
         enqueue(ctx_of(pred), "l2_loss_backward", {&pred, &label, &g}, {&dp}, dims({rows, cols}),
                 [](Backend& be, const OpArgs& k) {
-          be.l2_loss_backward(k.in(0), k.in(1), k.in(2), k.out(0), k.scalar_int(0), k.scalar_int(1));
+          be.kernels.l2_loss_backward(be, k.in(0), k.in(1), k.in(2), k.out(0), k.scalar_int(0), k.scalar_int(1));
         });
         return std::vector<Tensor>{dp, label_grad(dp)};
       },

@@ -28,7 +28,7 @@ void sgd_update_(Tensor& w, const Tensor& g, Tensor& mom, float lr, float moment
   // In place: w (and the momentum) are read and written.
   const std::vector<uint64_t> scalars{n, scalar_bits(lr), scalar_bits(momentum), scalar_bits(wd), scalar_bits(rescale)};
   enqueue(ctx_of(w), "sgd_update", {&g, &w, &mom}, {&w, &mom}, scalars, [](Backend& be, const OpArgs& k) {
-    be.sgd_update(k.out(0), k.in(0), k.out(1), k.scalar(0), k.scalar_float(1), k.scalar_float(2), k.scalar_float(3),
+    be.kernels.sgd_update(be, k.out(0), k.in(0), k.out(1), k.scalar(0), k.scalar_float(1), k.scalar_float(2), k.scalar_float(3),
                   k.scalar_float(4));
   });
 }
@@ -59,9 +59,9 @@ void sgd_update_multi_(const std::vector<Tensor*>& ws, const std::vector<const T
   scalars.insert(scalars.end(), ns.begin(), ns.end());
   enqueue(ctx_of(*ws[0]), op, reads, writes, std::move(scalars), [](Backend& be, const OpArgs& a) {
     const size_t k = a.scalar(0);
-    std::vector<Backend::SgdParam> ps(k);
+    std::vector<SgdParam> ps(k);
     for (size_t i = 0; i < k; ++i) ps[i] = {a.out(i), a.in(i), a.out(k + i), a.scalar(5 + i)};
-    be.sgd_update_multi(ps.data(), static_cast<int>(k), a.scalar_float(1), a.scalar_float(2), a.scalar_float(3),
+    be.kernels.sgd_update_multi(be, ps.data(), static_cast<int>(k), a.scalar_float(1), a.scalar_float(2), a.scalar_float(3),
                         a.scalar_float(4));
   });
 }

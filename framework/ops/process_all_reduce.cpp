@@ -13,10 +13,11 @@ Tensor all_reduce_sum(const Tensor& x, dist::ProcessGroup& g) {
   DeviceContext& c = ctx_of(x);
   const size_t n = count(x);
   if (x.device().is_cuda()) {
+    if (!c.backend->collectives()) throw DeviceError("all_reduce_sum: " + x.device().str() + " has no collectives");
     void* comm = g.nccl_comm(x.device().index);  // may throw: before anything is allocated or queued
     Tensor y = alloc(x.shape(), c);
     enqueue(c, {"nccl_all_reduce", kCollective}, {&x}, {&y}, {n, pointer_bits(comm)}, [](Backend& be, const OpArgs& a) {
-      be.all_reduce_nccl(a.in(0), a.out(0), a.scalar(0), a.scalar_ptr<void>(1));
+      be.collectives()->all_reduce_nccl(a.in(0), a.out(0), a.scalar(0), a.scalar_ptr<void>(1));  // checked above
     });
     return y;
   }

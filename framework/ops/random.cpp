@@ -72,7 +72,7 @@ static Tensor random_op(const char* op, const char* kernel, const Shape& s, Devi
 Tensor randn(const Shape& s, Device d, float mean, float sd) {
   return random_op("randn", "random_normal", s, d, {scalar_bits(mean), scalar_bits(sd)},
                    [](Backend& be, const OpArgs& k) {
-                     be.random_normal(k.out(0), k.scalar(0), k.scalar(1), k.scalar(2), k.scalar_float(3),
+                     be.kernels.random_normal(be, k.out(0), k.scalar(0), k.scalar(1), k.scalar(2), k.scalar_float(3),
                                       k.scalar_float(4));
                    });
 }
@@ -80,7 +80,7 @@ Tensor randn(const Shape& s, Device d, float mean, float sd) {
 Tensor rand_uniform(const Shape& s, Device d, float lo, float hi) {
   return random_op("rand_uniform", "random_uniform", s, d, {scalar_bits(lo), scalar_bits(hi)},
                    [](Backend& be, const OpArgs& k) {
-                     be.random_uniform(k.out(0), k.scalar(0), k.scalar(1), k.scalar(2), k.scalar_float(3),
+                     be.kernels.random_uniform(be, k.out(0), k.scalar(0), k.scalar(1), k.scalar(2), k.scalar_float(3),
                                        k.scalar_float(4));
                    });
 }

@@ -12,7 +12,7 @@ Tensor sum_rows(const Tensor& x) {
   const int rows = dim_int("sum_rows", x, 0), cols = dim_int("sum_rows", x, 1);  // before allocating
   Tensor y = alloc({x.dim(1)}, ctx_of(x));  // y: (C)
   enqueue(ctx_of(x), "sum_rows", {&x}, {&y}, dims({rows, cols}), [](Backend& be, const OpArgs& k) {
-    be.sum_rows(k.in(0), k.out(0), k.scalar_int(0), k.scalar_int(1));
+    be.kernels.column_sums(be, k.in(0), k.out(0), k.scalar_int(0), k.scalar_int(1));
   });
   return y;
 }
@@ -22,13 +22,13 @@ static Tensor reduce(const char* name, const Tensor& a, float scale_by) {
   Tensor y = alloc({}, ctx_of(a));  // shape ()
   const size_t n = count(a);
   enqueue(ctx_of(a), name, {&a}, {&y}, {n, scalar_bits(scale_by)}, [](Backend& be, const OpArgs& k) {
-    be.sum(k.in(0), k.out(0), k.scalar(0), k.scalar_float(1));
+    be.kernels.sum_scaled(be, k.in(0), k.out(0), k.scalar(0), k.scalar_float(1));
   });
   if (detail::any_requires_grad({&a}))
     detail::record(y, name, {a}, [a, n, scale_by](const Tensor& g) {
       Tensor da = alloc(a.shape(), ctx_of(a));  // da(i) = g · scale
       enqueue(ctx_of(a), "broadcast_scalar", {&g}, {&da}, {n, scalar_bits(scale_by)}, [](Backend& be, const OpArgs& k) {
-        be.broadcast_scalar(k.in(0), k.scalar_float(1), k.out(0), k.scalar(0));
+        be.kernels.broadcast_scalar(be, k.in(0), k.scalar_float(1), k.out(0), k.scalar(0));
       });
       return std::vector<Tensor>{da};
     });

@@ -34,12 +34,12 @@ void queue_rank(Device d, void* comm, const Tensor& x, Tensor& y, bool fail) {
   const size_t n = static_cast<size_t>(x.numel());
   enqueue(context(d), "test_all_reduce", {&x}, {&y}, {n, detail::pointer_bits(comm), fail},
           [](Backend& be, const OpArgs& a) {
-    be.all_reduce_nccl(a.scalar_bool(2) ? nullptr : a.in(0), a.out(0), a.scalar(0), a.scalar_ptr<void>(1));
+    be.collectives()->all_reduce_nccl(a.scalar_bool(2) ? nullptr : a.in(0), a.out(0), a.scalar(0), a.scalar_ptr<void>(1));
   });
 }
 
 TEST_F(NcclFailure, AFailedLaunchAbortsItsCliqueAndTheNextAllReduceMakesANewOne) {
-  const std::vector<void*> comms = context(Device::cuda(0)).backend->collective_comms({0});
+  const std::vector<void*> comms = context(Device::cuda(0)).backend->collectives()->collective_comms({0});
   ASSERT_EQ(comms.size(), 1u);
   Tensor x = full({1024}, 1.f, Device::cuda(0));
   Tensor y = empty({1024}, Device::cuda(0));
@@ -58,7 +58,7 @@ TEST_F(NcclFailure, AFailedLaunchAbortsItsCliqueAndTheNextAllReduceMakesANewOne)
 
 TEST_F(NcclFailure, WhenOneRankFailsTheOtherRanksWaitEndsInAnErrorNotAHang) {
   if (cuda_device_count() < 2) GTEST_SKIP() << "one GPU visible: two ranks need two";
-  const std::vector<void*> comms = context(Device::cuda(0)).backend->collective_comms({0, 1});
+  const std::vector<void*> comms = context(Device::cuda(0)).backend->collectives()->collective_comms({0, 1});
   ASSERT_EQ(comms.size(), 2u);
   Tensor x0 = full({1 << 20}, 1.f, Device::cuda(0)), x1 = full({1 << 20}, 2.f, Device::cuda(1));
   Tensor y0 = empty({1 << 20}, Device::cuda(0)), y1 = empty({1 << 20}, Device::cuda(1));

@@ -217,6 +217,18 @@ TEST_F(AllReduce, BadInputsThrowAtTheCallSiteAndQueueNothing) {
   }
 }
 
+// A CPU device has no collectives (backend.h): its reduction is a kernel
+// that reads every device's tensor, and the backend says so by a null
+// collectives() rather than by methods that only throw.
+TEST_F(AllReduce, CpuDevicesHaveNoCollectivesButEveryKernelTheyNeed) {
+  Backend& be = *context(Device::cpu(0)).backend;
+  EXPECT_EQ(be.collectives(), nullptr);
+  EXPECT_NE(be.kernels.sum_n, nullptr);
+  EXPECT_NE(be.kernels.dense_forward, nullptr) << "the composed default (core/kernels.h)";
+  EXPECT_NE(be.kernels.dense_grad_weight, nullptr);
+  EXPECT_NE(be.kernels.sgd_update_multi, nullptr);
+}
+
 TEST_F(AllReduce, SupportedSaysWhyNot) {
   std::string why = "stale";
   EXPECT_TRUE(all_reduce_supported({Device::cpu(0), Device::cpu(1), Device::cpu(2)}, &why));
@@ -405,7 +417,7 @@ TEST_F(AllReduceCuda, SumNMatchesTheCpuBitwise) {
     detail::enqueue(context(d), "test_sum_n", reads, {&y}, {n}, [](Backend& be, const OpArgs& a) {
       std::vector<const float*> in;
       for (size_t j = 0; j < a.reads(); ++j) in.push_back(a.in(j));
-      be.sum_n(in.data(), static_cast<int>(in.size()), a.out(0), a.scalar(0));
+      be.kernels.sum_n(be, in.data(), static_cast<int>(in.size()), a.out(0), a.scalar(0));
     });
     got.push_back(y.to_host());
   }

@@ -1,4 +1,4 @@
-// gemm.h — row-major SGEMM through column-major cuBLAS.
+// sgemm.h — row-major SGEMM through column-major cuBLAS.
 //
 // A row-major matrix read column-major is its transpose. So row-major
 //   C(M,N) = op(A)(M,K) · op(B)(K,N)
