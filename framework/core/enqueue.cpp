@@ -20,7 +20,7 @@ void add_dep(std::vector<QueueDep>& deps, Queue* q, uint64_t seq, const Queue* s
 // Every overload of enqueue(): the declared tensors as arrays, so neither
 // list is copied before its buffers are.
 uint64_t enqueue_arrays(DeviceContext& c, const OpName& name, const Tensor* const* reads, size_t n_reads,
-                        const Tensor* const* writes, size_t n_writes, OpKernel k, std::vector<uint64_t>&& scalars,
+                        const Tensor* const* writes, size_t n_writes, OpKernel k, OpScalars&& scalars,
                         OpPayload&& payload = {}) {
   if (!k) throw Error(concat("op '", name.name, "' was enqueued without a kernel"));
   check_frontend(c);  // the buffers' writers and uses below are this thread's (framework/asyncmlp.h)
@@ -69,17 +69,17 @@ uint64_t enqueue_arrays(DeviceContext& c, const OpName& name, const Tensor* cons
 }  // namespace
 
 uint64_t enqueue(DeviceContext& c, OpName name, std::initializer_list<const Tensor*> reads,
-                 std::initializer_list<const Tensor*> writes, std::vector<uint64_t> scalars, OpKernel k) {
+                 std::initializer_list<const Tensor*> writes, OpScalars scalars, OpKernel k) {
   return enqueue_arrays(c, name, reads.begin(), reads.size(), writes.begin(), writes.size(), k, std::move(scalars));
 }
 
 uint64_t enqueue(DeviceContext& c, OpName name, const std::vector<const Tensor*>& reads,
-                 const std::vector<const Tensor*>& writes, std::vector<uint64_t> scalars, OpKernel k) {
+                 const std::vector<const Tensor*>& writes, OpScalars scalars, OpKernel k) {
   return enqueue_arrays(c, name, reads.data(), reads.size(), writes.data(), writes.size(), k, std::move(scalars));
 }
 
 uint64_t enqueue(DeviceContext& c, OpName name, std::initializer_list<const Tensor*> reads,
-                 std::initializer_list<const Tensor*> writes, std::vector<uint64_t> scalars, OpPayload payload,
+                 std::initializer_list<const Tensor*> writes, OpScalars scalars, OpPayload payload,
                  OpKernel k) {
   return enqueue_arrays(c, name, reads.begin(), reads.size(), writes.begin(), writes.size(), k, std::move(scalars),
                         std::move(payload));

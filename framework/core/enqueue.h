@@ -53,16 +53,16 @@ struct OpName {
 // none): a step graph replays the op as recorded while they and its buffers
 // are unchanged (step_graph.h).
 uint64_t enqueue(DeviceContext& c, OpName name, std::initializer_list<const Tensor*> reads,
-                 std::initializer_list<const Tensor*> writes, std::vector<uint64_t> scalars, OpKernel k);
+                 std::initializer_list<const Tensor*> writes, OpScalars scalars, OpKernel k);
 // The same for lists whose length is known only at run time (an op over every
 // tensor of a list, like all_reduce_sum on CPU devices).
 uint64_t enqueue(DeviceContext& c, OpName name, const std::vector<const Tensor*>& reads,
-                 const std::vector<const Tensor*>& writes, std::vector<uint64_t> scalars, OpKernel k);
+                 const std::vector<const Tensor*>& writes, OpScalars scalars, OpKernel k);
 // The same with a payload (payload(v); the kernel reads k.payload<T>()): data
 // that is not a handful of scalars (a host array, a message). The recogniser
 // cannot compare it, so the op is never recorded: its steps run op by op.
 uint64_t enqueue(DeviceContext& c, OpName name, std::initializer_list<const Tensor*> reads,
-                 std::initializer_list<const Tensor*> writes, std::vector<uint64_t> scalars, OpPayload payload,
+                 std::initializer_list<const Tensor*> writes, OpScalars scalars, OpPayload payload,
                  OpKernel k);
 
 template <class T>

@@ -10,7 +10,9 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <algorithm>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <typeinfo>
 #include <utility>
@@ -39,6 +41,36 @@ struct OpPayload {
   }
 };
 
+// An op's scalar arguments (enqueue.h): a handful, kept inline so that
+// queueing an op and running it allocates nothing for them; more go to the heap.
+class OpScalars {
+ public:
+  static constexpr size_t kInline = 6;
+  OpScalars() = default;
+  OpScalars(std::initializer_list<uint64_t> v) { assign(v.begin(), v.size()); }  // NOLINT: {n, bits} at call sites
+  OpScalars(const std::vector<uint64_t>& v) { assign(v.data(), v.size()); }      // NOLINT
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  const uint64_t* data() const { return n_ <= kInline ? inline_ : heap_.data(); }
+  const uint64_t* begin() const { return data(); }
+  const uint64_t* end() const { return data() + n_; }
+  uint64_t operator[](size_t i) const { return data()[i]; }
+  void clear() {
+    n_ = 0;
+    std::vector<uint64_t>().swap(heap_);
+  }
+
+ private:
+  void assign(const uint64_t* v, size_t n) {
+    n_ = n;
+    if (n <= kInline) std::copy(v, v + n, inline_);
+    else heap_.assign(v, v + n);
+  }
+  uint64_t inline_[kInline] = {};
+  size_t n_ = 0;
+  std::vector<uint64_t> heap_;  // when n_ > kInline
+};
+
 // What a kernel is given when its op runs: the buffers the op declared,
 // reads first, and its scalars and payload (docs/design.md §1). A kernel is
 // a function of these alone (enqueue.h), so a replayed step cannot run it
@@ -46,7 +78,7 @@ struct OpPayload {
 class OpArgs {
  public:
   OpArgs(const std::shared_ptr<Storage>* bufs, size_t reads, size_t writes, const char* op,
-         const std::vector<uint64_t>* scalars = nullptr, const OpPayload* payload = nullptr)
+         const OpScalars* scalars = nullptr, const OpPayload* payload = nullptr)
       : bufs_(bufs), reads_(reads), writes_(writes), op_(op), scalars_(scalars), payload_(payload) {}
   // i-th read / write as declared; nullptr for an optional tensor left undefined.
   const float* in(size_t i) const;
@@ -85,7 +117,7 @@ class OpArgs {
   const std::shared_ptr<Storage>* bufs_;
   size_t reads_, writes_;
   const char* op_;
-  const std::vector<uint64_t>* scalars_;
+  const OpScalars* scalars_;
   const OpPayload* payload_;
 };
 
@@ -99,7 +131,7 @@ struct OpBuffers {
   // that did not (a bare Queue::push, whose closure may have changed) is
   // recorded again every step. Every enqueued op declares them (enqueue.h).
   bool scalars_declared = false;
-  std::vector<uint64_t> scalars;
+  OpScalars scalars;
   OpPayload payload;  // an op with one is never recorded (step_graph.h)
   OpTraits traits;
 };

@@ -27,7 +27,7 @@ BacklogBytes Queue::finish(Op& op) {
   // Buffers go back to their pools here, before the launch is announced; the
   // op's own memory is freed here too, not under the queue's lock.
   std::vector<std::shared_ptr<Storage>>().swap(op.bufs.refs);
-  std::vector<uint64_t>().swap(op.bufs.scalars);
+  op.bufs.scalars.clear();
   std::vector<QueueDep>().swap(op.deps);
   op.bufs.payload = {};
   return freed;  // the caller debits this queue's backlog under its lock

@@ -61,7 +61,7 @@ bool StepLayer::hold(const char* name, const OpBuffers& bufs) {
     sig.bytes.push_back(r ? r->bytes() : 0);
     sig.addresses.push_back(r ? r->data() : nullptr);
   }
-  sig.scalars = bufs.scalars;
+  sig.scalars.assign(bufs.scalars.begin(), bufs.scalars.end());
   const bool held = recogniser_->op(sig);
   held_in_step_ += held;
   return held;

@@ -188,7 +188,9 @@ TEST(OpDeclaration, ScalarAccessorsReadBackWhatWasDeclared) {
   scalars.push_back(0);
   scalars.push_back(detail::pointer_bits(&x));
   scalars.push_back(~uint64_t(0));
-  const OpArgs k(nullptr, 0, 0, "test_scalars", &scalars);
+  const OpScalars declared(scalars);  // more than OpScalars keeps inline: on the heap
+  ASSERT_GT(scalars.size(), OpScalars::kInline);
+  const OpArgs k(nullptr, 0, 0, "test_scalars", &declared);
   ASSERT_EQ(k.scalars(), scalars.size());
   for (size_t i = 0; i < n_floats; ++i) {
     const float back = k.scalar_float(i);
@@ -214,6 +216,25 @@ TEST(OpDeclaration, ScalarAccessorsReadBackWhatWasDeclared) {
         << e.what();
   }
   EXPECT_THROW((void)OpArgs(nullptr, 0, 0, "test_none").scalar(0), Error);
+}
+
+// Scalars up to OpScalars::kInline are kept in the op, more on the heap;
+// either way they read back in order, and clearing forgets them.
+TEST(OpDeclaration, ScalarsReadBackInlineOrOnTheHeap) {
+  for (size_t n : {size_t(0), size_t(1), OpScalars::kInline, OpScalars::kInline + 1, size_t(40)}) {
+    std::vector<uint64_t> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = 1000 + i * 7;
+    OpScalars s(v);
+    ASSERT_EQ(s.size(), n);
+    EXPECT_EQ(std::vector<uint64_t>(s.begin(), s.end()), v) << n << " scalars";
+    const OpScalars moved(std::move(s));
+    EXPECT_EQ(std::vector<uint64_t>(moved.begin(), moved.end()), v) << n << " scalars, moved";
+    OpScalars cleared(v);
+    cleared.clear();
+    EXPECT_TRUE(cleared.empty());
+  }
+  const OpScalars listed{5, 6, 7};
+  EXPECT_EQ(std::vector<uint64_t>(listed.begin(), listed.end()), (std::vector<uint64_t>{5, 6, 7}));
 }
 
 TEST(OpDeclaration, APayloadIsReadAsTheTypeItWasDeclaredWith) {
