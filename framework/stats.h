@@ -46,7 +46,7 @@ struct QueueStats {
   uint64_t completed = 0;   // ops the device has finished
   uint64_t depth = 0;       // pushed − completed
   uint64_t unlaunched = 0;  // pushed − launched: what the worker has not reached yet
-  uint64_t peak_depth = 0;  // max of pushed − launched since reset_peaks()
+  uint64_t peak_unlaunched = 0;  // max of pushed − launched since reset_peaks()
   // Bytes referenced by ops not yet launched, counting only blocks that exist:
   // under the `run` allocation policy an output counts once the worker has
   // allocated it (as its op starts), not while it waits in the queue.

@@ -204,7 +204,7 @@ void RunMeter::finish(double wall_s) {
     r.device_allocs += m.device_allocs - t.device_allocs0;
     pushed += q.pushed - t.pushed0;
     dr.mem_increase_bytes = m.peak_bytes > dr.start_bytes ? m.peak_bytes - dr.start_bytes : 0;
-    dr.peak_queue_depth = q.peak_depth;
+    dr.peak_queue_depth = q.peak_unlaunched;
     dr.peak_backlog_bytes = q.peak_backlog_bytes;
     // Under run the worker allocates, long after the frontend queued the batch:
     // what a batch allocates is the run's allocations over its batches.

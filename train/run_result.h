@@ -52,7 +52,7 @@ struct DeviceResult {
   size_t start_bytes = 0, peak_bytes = 0, mem_increase_bytes = 0;
   size_t bytes_per_batch = 0;     // what one batch allocates on it
   int peak_backlog_batches = 0;   // its queue's most batches alive at once
-  uint64_t peak_queue_depth = 0;
+  uint64_t peak_queue_depth = 0;  // the most ops queued and not yet launched (QueueStats::peak_unlaunched)
   size_t peak_backlog_bytes = 0;
   size_t working_set_bytes = 0;   // under run
   size_t predicted_increase_bytes = 0;
@@ -81,7 +81,7 @@ struct RunResult {
   size_t mem_increase_bytes = 0;                          // peak − start
   size_t start_rss = 0, peak_rss = 0, end_rss = 0;
   size_t rss_increase_bytes = 0;  // peak sampled RSS − start
-  uint64_t peak_queue_depth = 0;  // ops
+  uint64_t peak_queue_depth = 0;  // ops queued and not yet launched, at most (QueueStats::peak_unlaunched)
   int peak_backlog_batches = 0;   // most batches alive at once
   size_t peak_backlog_bytes = 0;  // bytes referenced by pending ops (QueueStats)
   size_t bytes_per_batch = 0;

@@ -5,7 +5,7 @@
 // (op_traits.h), the buffers it reads and writes (OpBuffers), its scalar
 // arguments and an optional payload. Its kernel is a function of those
 // alone (OpArgs), so whoever runs it (the queue's worker, queue.h; a step
-// graph recorded or replayed, step_layer.h) runs it with what the op
+// graph recorded or replayed, step_capture.h) runs it with what the op
 // declared and nothing else.
 #pragma once
 #include <cstdint>
@@ -136,7 +136,8 @@ struct OpBuffers {
   OpTraits traits;
 };
 
-// A kernel: what the worker runs for an op, given its arguments.
-using OpKernel = std::function<void(const OpArgs&)>;
+// What the worker runs for an op, given its arguments: the op's kernel
+// (enqueue.h OpKernel) bound to its device's backend.
+using BoundKernel = std::function<void(const OpArgs&)>;
 
 }  // namespace amlp

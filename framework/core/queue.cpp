@@ -108,7 +108,7 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
     pushed_seen_.store(seq, std::memory_order_relaxed);
     backlog_.add(added);
     depth = pushed_ - launched_;
-    peak_depth_ = std::max(peak_depth_, depth);
+    peak_unlaunched_ = std::max(peak_unlaunched_, depth);
     backlog = backlog_.bytes();
     bool held = false;
     if (steps_.in_step()) {

@@ -49,7 +49,7 @@
 
 #include "framework/core/backlog.h"
 #include "framework/core/op.h"
-#include "framework/core/step_layer.h"
+#include "framework/core/step_capture.h"
 #include "framework/core/stream_sync.h"
 #include "framework/core/worker_clock.h"
 #include "framework/stats.h"
@@ -61,7 +61,7 @@ class Queue;
 
 class Queue final : private StepHost {
  public:
-  using Kernel = OpKernel;
+  using Kernel = BoundKernel;
   using Thunk = std::function<void()>;
 
   Queue(std::string name, StreamSync* sync);  // starts the worker
@@ -142,10 +142,10 @@ class Queue final : private StepHost {
   void resume();
   void resume_all();
 
-  // Step graphs (step_layer.h, a layer of their own): with a warm-up of
+  // Step graphs (step_capture.h, a part of their own): with a warm-up of
   // `warmup` matching steps (0: off), the ops of a steady step (pushed
   // between begin_step() and end_step()) are held until end_step() gives its
-  // verdict; the layer then hands the worker the held ops one by one or one
+  // verdict; the step capture then hands the worker the held ops one by one or one
   // graph launch. Off under back-pressure and in synchronous mode; a blocker
   // inside a step releases its held ops first.
   void set_step_graph(int warmup);
@@ -184,7 +184,7 @@ class Queue final : private StepHost {
   Failure check_inputs(const Op& op) const;       // an input failed upstream, or was never written
   Failure prepare_outputs(Op& op);                // blocks allocated and resident
   Failure launch(Op& op);                         // the kernel, with the device's per-op hooks
-  // What the step layer asks of the worker (StepHost, step_layer.h).
+  // What the step capture asks of the worker (StepHost, step_capture.h).
   bool run(Op& op) override;  // true: its kernel ran and succeeded
   void allocate_outputs(Op& op) override;  // blocks for the op's writes that have none (throws OutOfMemory)
   void execute_and_announce(Op& op) override;
@@ -218,7 +218,7 @@ class Queue final : private StepHost {
   std::condition_variable work_cv_, done_cv_, space_cv_;
   int done_waiters_ = 0, space_waiters_ = 0;  // threads waiting on done_cv_ / space_cv_ (under mu_)
   std::deque<Op> pending_;
-  uint64_t pushed_ = 0, launched_ = 0, peak_depth_ = 0;
+  uint64_t pushed_ = 0, launched_ = 0, peak_unlaunched_ = 0;
   Backlog backlog_;  // the bytes pending ops hold (backlog.h), under mu_
   uint64_t max_ops_ = 0;
   size_t max_bytes_ = 0;
@@ -246,7 +246,7 @@ class Queue final : private StepHost {
     std::atomic<const char*> name{nullptr};
   };
   NameSlot names_[kNames];
-  StepLayer steps_;  // step graphs: frontend side under mu_, worker side on the worker (step_layer.h)
+  StepCapture steps_;  // step graphs: frontend side under mu_, worker side on the worker (step_capture.h)
   std::thread worker_;
 };
 

@@ -1,5 +1,5 @@
 // queue_wait.cpp — waiting on a queue's ops, its statistics, and the frontend's
-// side of its step graphs (queue.h; the layer itself is step_layer.h).
+// side of its step graphs (queue.h; the step capture itself is step_capture.h).
 #include <algorithm>
 #include <chrono>
 #include <thread>
@@ -93,7 +93,7 @@ QueueStats Queue::stats() const {
     std::lock_guard<std::mutex> lk(mu_);
     s.pushed = pushed_;
     s.launched = launched_;
-    s.peak_depth = peak_depth_;
+    s.peak_unlaunched = peak_unlaunched_;
     s.backlog_bytes = backlog_.bytes();
     s.peak_backlog_bytes = backlog_.peak();
     s.unallocated_bytes = backlog_.unallocated();
@@ -118,7 +118,7 @@ QueueStats Queue::stats() const {
 
 void Queue::reset_peak() {
   std::lock_guard<std::mutex> lk(mu_);
-  peak_depth_ = pushed_ - launched_;
+  peak_unlaunched_ = pushed_ - launched_;
   backlog_.reset_peak();
 }
 

@@ -1,8 +1,8 @@
 // random.cpp — CPU random numbers: cuRAND's Philox4x32-10 stream (philox.h),
 // so both backends draw the same numbers from one (seed, offset); vectorised,
-// and split over two cores (split_two.h) from kSplitAt numbers on.
+// and split over two cores (two_cores.h) from kSplitAt numbers on.
 #include "framework/cpu/cpu_backend.h"
-#include "framework/cpu/split_two.h"
+#include "framework/cpu/two_cores.h"
 #include "framework/cpu/philox.h"
 
 namespace amlp::cpu {
@@ -19,7 +19,7 @@ template <class Fill>
 void draw(float* y, size_t n, uint64_t offset, Fill fill) {
   if (n < kSplitAt) return fill(y, offset, offset + n);
   const uint64_t cut = (offset + n / 2) / 32 * 32;
-  split_two([&](int part) {
+  on_two_cores([&](int part) {
     if (part == 0) fill(y, offset, cut);
     else fill(y + (cut - offset), cut, offset + n);
   });

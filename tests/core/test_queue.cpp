@@ -261,7 +261,7 @@ TEST_P(QueueSemantics, SequenceNumbersAndCounters) {
   q.reset_peak();
   const QueueStats s0 = q.stats();
   EXPECT_EQ(s0.depth, 0u);
-  EXPECT_EQ(s0.peak_depth, 0u);
+  EXPECT_EQ(s0.peak_unlaunched, 0u);
   EXPECT_EQ(s0.completed, s0.pushed);
   Tensor t = empty({256}, dev());
   uint64_t a, b, c;
@@ -277,7 +277,7 @@ TEST_P(QueueSemantics, SequenceNumbersAndCounters) {
     EXPECT_EQ(s.pushed, c);
     EXPECT_EQ(s.completed, s0.completed);
     EXPECT_EQ(s.depth, 3u);
-    EXPECT_EQ(s.peak_depth, 3u);
+    EXPECT_EQ(s.peak_unlaunched, 3u);
     EXPECT_EQ(s.backlog_bytes, storage(t)->bytes());
     EXPECT_EQ(queue_stats(dev()).pushed, c);  // the runtime reports the same queue
   }
@@ -285,12 +285,12 @@ TEST_P(QueueSemantics, SequenceNumbersAndCounters) {
   QueueStats s = q.stats();
   EXPECT_EQ(s.completed, c);
   EXPECT_EQ(s.depth, 0u);
-  EXPECT_EQ(s.peak_depth, 3u);  // a peak outlives the backlog
+  EXPECT_EQ(s.peak_unlaunched, 3u);  // a peak outlives the backlog
   EXPECT_EQ(s.backlog_bytes, 0u);
   EXPECT_EQ(s.peak_backlog_bytes, storage(t)->bytes());
   reset_peaks(dev());
   s = q.stats();
-  EXPECT_EQ(s.peak_depth, 0u);
+  EXPECT_EQ(s.peak_unlaunched, 0u);
   EXPECT_EQ(s.peak_backlog_bytes, 0u);
 }
 

@@ -1,4 +1,4 @@
-// Covers framework/core/queue.cpp, framework/core/step_layer.cpp, framework/core/step_graph.cpp (step graphs on a queue).
+// Covers framework/core/queue.cpp, framework/core/step_capture.cpp, framework/core/step_graph.cpp (step graphs on a queue).
 // step graphs on a queue: a steady step's ops are held
 // until the step ends, then run one by one (no graph: the CPU) or launched as
 // one recorded graph (a fake backend that records, standing for CUDA); any

@@ -1,11 +1,12 @@
-// step_layer.h — step graphs: a layer between the ops and their queue.
+// step_capture.h — step graphs: the part of a queue that holds a training
+// loop's steady step and launches it as one recorded graph.
 //
-// The queue (queue.h) pushes, runs and completes ops in order; this layer
+// The queue (queue.h) pushes, runs and completes ops in order; this part
 // decides how a training loop's steady step reaches the device. The
 // frontend marks a step (Queue::begin_step / end_step); each op pushed inside
 // it is shown to the recogniser (step_graph.h), which says whether to hold
 // it. A held op is queued as Held and parked here by the worker; the step's
-// end queues a StepEnd marker with the recogniser's verdict, and the layer
+// end queues a StepEnd marker with the recogniser's verdict, and the part
 // hands its host (the queue's worker, through StepHost) either the held ops
 // one by one or one graph launch:
 //
@@ -26,9 +27,9 @@
 // under the owning queue's lock; the worker side (park, run, run_parked)
 // on the queue's worker only; on() and fault_note() on any thread.
 //
-//   if (layer.in_step() && layer.hold(name, bufs)) role = OpRole::Held;
-//   ...                        // worker: a Held op -> layer.park(op)
-//   layer.run(marker, host);   // worker: the StepEnd marker
+//   if (steps.in_step() && steps.hold(name, bufs)) role = OpRole::Held;
+//   ...                        // worker: a Held op -> steps.park(op)
+//   steps.run(marker, host);   // worker: the StepEnd marker
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -53,7 +54,7 @@ enum class OpRole : uint8_t { Op, Held, StepEnd };
 struct QueuedOp {
   const char* name;
   uint64_t seq;  // a StepEnd marker's: the step's number (1, 2, ...: the loop's batch)
-  OpKernel kernel;
+  BoundKernel kernel;
   OpBuffers bufs;
   std::vector<QueueDep> deps;
   OpRole role = OpRole::Op;
@@ -61,7 +62,7 @@ struct QueuedOp {
   int slot = 0;                              // StepEnd: in which graph slot
 };
 
-// What the layer needs of the queue's worker to run held ops.
+// What the step capture needs of the queue's worker to run held ops.
 class StepHost {
  public:
   // Runs one op as the queue does (its kernel, trace span, completion) and announces it launched.
@@ -82,9 +83,9 @@ class StepHost {
   ~StepHost() = default;
 };
 
-class StepLayer {
+class StepCapture {
  public:
-  StepLayer(std::string queue_name, StreamSync* sync, int track)
+  StepCapture(std::string queue_name, StreamSync* sync, int track)
       : name_(std::move(queue_name)), sync_(sync), track_(track) {}
 
   // --- frontend, under the owning queue's lock ---------------------------------------
@@ -136,7 +137,7 @@ class StepLayer {
 
   // Worker only.
   std::vector<QueuedOp> held_;                             // this step's parked ops
-  std::vector<OpKernel> recorded_[StepRecogniser::kSlots];  // no device graphs: each slot's kernels
+  std::vector<BoundKernel> recorded_[StepRecogniser::kSlots];  // no device graphs: each slot's kernels
 
   // Worker -> frontend (fail_mu_).
   mutable std::mutex fail_mu_;

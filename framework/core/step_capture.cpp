@@ -1,5 +1,5 @@
-// step_layer.cpp — step graphs between the ops and their queue (step_layer.h).
-#include "framework/core/step_layer.h"
+// step_capture.cpp — step graphs between the ops and their queue (step_capture.h).
+#include "framework/core/step_capture.h"
 
 #include <algorithm>
 #include <chrono>
@@ -21,14 +21,14 @@ QueuedOp step_marker(uint64_t step, StepVerdict v, int slot) {
 
 // --- frontend ---------------------------------------------------------------------------
 
-void StepLayer::set(int warmup) {
+void StepCapture::set(int warmup) {
   recogniser_ = warmup > 0 ? std::make_unique<StepRecogniser>(warmup) : nullptr;
   held_in_step_ = 0;
   in_step_ = false;
   on_.store(warmup > 0, std::memory_order_release);
 }
 
-StepGraphStats StepLayer::stats() const {
+StepGraphStats StepCapture::stats() const {
   StepGraphStats s = recogniser_ ? recogniser_->stats() : StepGraphStats{};
   std::lock_guard<std::mutex> lk(fail_mu_);
   s.capture_failures = failures_;
@@ -38,7 +38,7 @@ StepGraphStats StepLayer::stats() const {
   return s;
 }
 
-void StepLayer::take_failure() {
+void StepCapture::take_failure() {
   if (!failed_.exchange(false) || !recogniser_) return;
   std::string why;
   {
@@ -48,7 +48,7 @@ void StepLayer::take_failure() {
   recogniser_->interrupt(why);
 }
 
-bool StepLayer::hold(const char* name, const OpBuffers& bufs) {
+bool StepCapture::hold(const char* name, const OpBuffers& bufs) {
   if (!recogniser_) return false;
   take_failure();
   OpSignature sig;
@@ -67,7 +67,7 @@ bool StepLayer::hold(const char* name, const OpBuffers& bufs) {
   return held;
 }
 
-StepVerdict StepLayer::end(QueuedOp& marker, bool& queue_marker) {
+StepVerdict StepCapture::end(QueuedOp& marker, bool& queue_marker) {
   in_step_ = false;
   queue_marker = false;
   if (!recogniser_) return StepVerdict::Eager;
@@ -82,7 +82,7 @@ StepVerdict StepLayer::end(QueuedOp& marker, bool& queue_marker) {
   return v;
 }
 
-bool StepLayer::release(const char* why, QueuedOp& marker) {
+bool StepCapture::release(const char* why, QueuedOp& marker) {
   if (!recogniser_ || !held_in_step_) return false;
   held_in_step_ = 0;
   recogniser_->interrupt(why);
@@ -92,14 +92,14 @@ bool StepLayer::release(const char* why, QueuedOp& marker) {
 
 // --- worker -----------------------------------------------------------------------------
 
-void StepLayer::note_failure(std::string reason) noexcept {
+void StepCapture::note_failure(std::string reason) noexcept {
   std::lock_guard<std::mutex> lk(fail_mu_);
   failures_++;
   failure_.swap(reason);
   failed_ = true;
 }
 
-void StepLayer::run_step(StepVerdict v, int slot, uint64_t step, StepHost& host) {
+void StepCapture::run_step(StepVerdict v, int slot, uint64_t step, StepHost& host) {
   std::vector<QueuedOp> ops;
   ops.swap(held_);
   if (ops.empty()) return;
@@ -115,14 +115,14 @@ void StepLayer::run_step(StepVerdict v, int slot, uint64_t step, StepHost& host)
   // No device graph: the ops run one by one. A replay runs the kernels the
   // slot recorded (as a device graph keeps its launches' arguments), with
   // this step's buffers, which are the recorded ones (step_graph.h).
-  std::vector<OpKernel>& rec = recorded_[slot];
+  std::vector<BoundKernel>& rec = recorded_[slot];
   if (v == StepVerdict::Capture || v == StepVerdict::Update) {
     rec.clear();
     for (const QueuedOp& op : ops) rec.push_back(op.kernel);
   } else if (v == StepVerdict::Replay && rec.size() == ops.size()) {
     for (size_t i = 0; i < ops.size(); ++i) ops[i].kernel = rec[i];
   } else {
-    for (std::vector<OpKernel>& r : recorded_) r.clear();
+    for (std::vector<BoundKernel>& r : recorded_) r.clear();
   }
   for (QueuedOp& op : ops) host.execute_and_announce(op);
 }
@@ -130,7 +130,7 @@ void StepLayer::run_step(StepVerdict v, int slot, uint64_t step, StepHost& host)
 // The held ops' launches recorded into `slot`'s graph, and launched. False:
 // nothing of the step ran (the queue's kept error is as before); they run
 // one by one. (The worker's busy time covers it all: worker_clock.h.)
-bool StepLayer::record(std::vector<QueuedOp>& ops, int slot, StepHost& host) {
+bool StepCapture::record(std::vector<QueuedOp>& ops, int slot, StepHost& host) {
   // Blocks are taken before the recording (a fresh one may need the
   // device's allocator, which a stream being recorded must not call).
   try {
@@ -164,7 +164,7 @@ bool StepLayer::record(std::vector<QueuedOp>& ops, int slot, StepHost& host) {
 // recorded graph launched again (Replay). False: run them one by one instead
 // (the backend has no graphs, an op waits on another queue, an input carries
 // an earlier failure, the step was dropped, the recording or replay failed).
-bool StepLayer::launch_as_graph(std::vector<QueuedOp>& ops, StepVerdict v, int slot, uint64_t step,
+bool StepCapture::launch_as_graph(std::vector<QueuedOp>& ops, StepVerdict v, int slot, uint64_t step,
                                 StepHost& host) {
   for (const QueuedOp& op : ops) {
     if (op.bufs.traits.collective) return false;  // joins other queues' ops: launched op by op
@@ -217,7 +217,7 @@ bool StepLayer::launch_as_graph(std::vector<QueuedOp>& ops, StepVerdict v, int s
 
 // --- any thread ---------------------------------------------------------------------------
 
-std::string StepLayer::fault_note(uint64_t seq) const {
+std::string StepCapture::fault_note(uint64_t seq) const {
   const uint64_t step = graph_step_.load(std::memory_order_acquire);
   const uint64_t first = graph_first_.load(std::memory_order_relaxed), last = graph_last_.load(std::memory_order_relaxed);
   if (!step || seq < first) return {};
