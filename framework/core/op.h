@@ -4,9 +4,11 @@
 // An op is described once, by enqueue (enqueue.h): its name and traits
 // (op_traits.h), the buffers it reads and writes (OpBuffers), its scalar
 // arguments and an optional payload. Its kernel is a function of those
-// alone (OpArgs), so whoever runs it (the queue's worker, queue.h; a step
-// graph recorded or replayed, step_capture.h) runs it with what the op
-// declared and nothing else.
+// alone (OpArgs; enqueue.h's OpKernel is a plain function pointer), so
+// whoever runs it (the queue's worker, queue.h; a step graph recorded or
+// replayed, step_capture.h) runs it with what the op declared and nothing
+// else. (Queue::push also takes a bare closure, for engine tests and demos:
+// that one declares nothing and is never replayed from a record.)
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -72,9 +74,9 @@ class OpScalars {
 };
 
 // What a kernel is given when its op runs: the buffers the op declared,
-// reads first, and its scalars and payload (docs/design.md §1). A kernel is
-// a function of these alone (enqueue.h), so a replayed step cannot run it
-// with arguments its op did not declare.
+// reads first, and its scalars and payload (docs/design.md §1). An
+// enqueued op's kernel is a function of these alone (enqueue.h), so a
+// replayed step cannot run it with arguments its op did not declare.
 class OpArgs {
  public:
   OpArgs(const std::shared_ptr<Storage>* bufs, size_t reads, size_t writes, const char* op,

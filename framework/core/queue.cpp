@@ -219,6 +219,43 @@ void Queue::announce_locked(uint64_t seq, BacklogBytes freed) {
   if (space_waiters_) space_cv_.notify_all();
 }
 
+// --- statistics ---------------------------------------------------------------------------
+
+QueueStats Queue::stats() const {
+  QueueStats s;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    s.pushed = pushed_;
+    s.launched = launched_;
+    s.peak_unlaunched = peak_unlaunched_;
+    s.backlog_bytes = backlog_.bytes();
+    s.peak_backlog_bytes = backlog_.peak();
+    s.unallocated_bytes = backlog_.unallocated();
+    s.held_s = double(held_ns_) * 1e-9;
+    s.busy_s = double(clock_.busy_ns()) * 1e-9;
+  }
+  s.kernel_s = double(kernel_ns_.load(std::memory_order_relaxed)) * 1e-9;
+  s.completed = s.launched;
+  if (sync_ && sync_->asynchronous()) {  // the last launched op the device has finished
+    uint64_t lo = 0, hi = s.launched;    // completion is monotone in seq: bisect
+    while (lo < hi) {
+      const uint64_t mid = lo + (hi - lo + 1) / 2;
+      if (sync_->is_complete(mid)) lo = mid;
+      else hi = mid - 1;
+    }
+    s.completed = lo;
+  }
+  s.depth = s.pushed - s.completed;
+  s.unlaunched = s.pushed - s.launched;
+  return s;
+}
+
+void Queue::reset_peak() {
+  std::lock_guard<std::mutex> lk(mu_);
+  peak_unlaunched_ = pushed_ - launched_;
+  backlog_.reset_peak();
+}
+
 // --- dropping and settings ----------------------------------------------------------------
 
 uint64_t Queue::drop_pending() {

@@ -1,9 +1,12 @@
 // queue.h — an in-order asynchronous queue with one backend worker thread.
 //
 // The frontend pushes ops and goes on; the worker runs them one by one, in
-// order (docs/design.md §2). An op declares the buffers it reads and writes; its
-// kernel receives their addresses when it runs (OpArgs), so it cannot reach
-// a buffer it did not declare. A kernel's exception is kept with the op's
+// order (docs/design.md §2). An op queued by enqueue (enqueue.h) declares the
+// buffers it reads and writes, and its kernel, a plain function, receives
+// their addresses when it runs (OpArgs): it cannot reach a buffer it did not
+// declare. The queue itself runs any closure (push(name, Thunk): engine
+// tests and demos), which may capture anything; such an op declares no
+// scalars, so a step graph records it again every step. A kernel's exception is kept with the op's
 // name and sequence number and rethrown by the next blocker (§5); the
 // buffers it should have written carry the error, so every op downstream of
 // it, on any queue, fails with the same error instead of running. A queue
@@ -16,9 +19,12 @@
 //
 // A declared write with no block yet (allocation policy `run`) is allocated
 // by the worker just before the kernel runs; failing that is the op's error.
-// What the pending ops hold is counted in backlog.h; errors are reported
-// once across queues (queue_errors.cpp); the waits and statistics are in
-// queue_wait.cpp.
+// Where each part lives: pushing, the worker loop, announcing, statistics
+// and settings in queue.cpp; running one op in run_op.cpp; the waits in
+// queue_wait.cpp; errors, reported once across queues, in queue_errors.cpp;
+// the step-graph side in queue_steps.cpp (the step capture itself is
+// step_capture.h); the live queues in queue_registry.h; what the pending ops
+// hold in backlog.h; the worker's clocks in worker_clock.h.
 //
 // Threads: push, the waits, the settings and the statistics may be called
 // from any thread. The frontend's one-thread rule (framework/asyncmlp.h)
@@ -73,8 +79,9 @@ class Queue final : private StepHost {
   // or synchronous mode makes it wait). `deps` are ops on other queues that
   // must complete before it runs.
   uint64_t push(const char* name, Kernel k, OpBuffers bufs, std::vector<QueueDep> deps = {});
-  // A kernel that takes no buffer arguments (engine tests, demos); `refs` are
-  // only kept alive and counted in the backlog.
+  // Any closure (engine tests, demos): it may capture what it likes, so the
+  // engine knows only `refs`, which are kept alive and counted in the
+  // backlog, and never replays it from a record (OpBuffers::scalars_declared).
   uint64_t push(const char* name, Thunk k, std::vector<std::shared_ptr<Storage>> refs = {},
                 std::vector<QueueDep> deps = {}, OpTraits traits = {});
 

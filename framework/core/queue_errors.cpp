@@ -45,14 +45,6 @@ std::exception_ptr with_more(const std::exception_ptr& e, uint64_t more, const s
 
 }  // namespace
 
-void Queue::release_steps_everywhere(const char* why) {
-  queue_registry::for_each([why](Queue& q) {
-    if (!q.steps_.on()) return;
-    std::lock_guard<std::mutex> lk(q.mu_);
-    q.release_step_locked(why);
-  });
-}
-
 // Reports `e` once: the queues that kept it forget it, then it is thrown,
 // with the failures its queue counted after it.
 void Queue::report(const std::exception_ptr& e) {

@@ -1,5 +1,5 @@
-// queue_wait.cpp — waiting on a queue's ops, its statistics, and the frontend's
-// side of its step graphs (queue.h; the step capture itself is step_capture.h).
+// queue_wait.cpp — waiting on a queue's ops: launched, completed, and the
+// blockers' waits with what they do with errors (queue.h).
 #include <algorithm>
 #include <chrono>
 #include <thread>
@@ -85,83 +85,6 @@ bool Queue::launched(uint64_t seq) const { return launched_seen_.load(std::memor
 bool Queue::complete(uint64_t seq) const {
   if (!launched(seq)) return false;
   return !sync_ || !sync_->asynchronous() || sync_->is_complete(seq);
-}
-
-QueueStats Queue::stats() const {
-  QueueStats s;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    s.pushed = pushed_;
-    s.launched = launched_;
-    s.peak_unlaunched = peak_unlaunched_;
-    s.backlog_bytes = backlog_.bytes();
-    s.peak_backlog_bytes = backlog_.peak();
-    s.unallocated_bytes = backlog_.unallocated();
-    s.held_s = double(held_ns_) * 1e-9;
-    s.busy_s = double(clock_.busy_ns()) * 1e-9;
-  }
-  s.kernel_s = double(kernel_ns_.load(std::memory_order_relaxed)) * 1e-9;
-  s.completed = s.launched;
-  if (sync_ && sync_->asynchronous()) {  // the last launched op the device has finished
-    uint64_t lo = 0, hi = s.launched;    // completion is monotone in seq: bisect
-    while (lo < hi) {
-      const uint64_t mid = lo + (hi - lo + 1) / 2;
-      if (sync_->is_complete(mid)) lo = mid;
-      else hi = mid - 1;
-    }
-    s.completed = lo;
-  }
-  s.depth = s.pushed - s.completed;
-  s.unlaunched = s.pushed - s.launched;
-  return s;
-}
-
-void Queue::reset_peak() {
-  std::lock_guard<std::mutex> lk(mu_);
-  peak_unlaunched_ = pushed_ - launched_;
-  backlog_.reset_peak();
-}
-
-// --- step graphs: the frontend's side -------------------------------------------------
-
-void Queue::set_step_graph(int warmup) {
-  std::lock_guard<std::mutex> lk(mu_);
-  release_step_locked("step graphs turned off");  // nothing stays held
-  steps_.set(warmup);
-}
-
-void Queue::begin_step() {
-  std::lock_guard<std::mutex> lk(mu_);
-  steps_.begin();
-}
-
-StepVerdict Queue::end_step() {
-  bool wake = false;
-  StepVerdict v;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    Op marker{};
-    bool queue_marker = false;
-    v = steps_.end(marker, queue_marker);
-    if (queue_marker) {
-      pending_.push_back(std::move(marker));
-      wake = worker_sleeping_ && !paused_;
-    }
-  }
-  if (wake) work_cv_.notify_one();
-  return v;
-}
-
-void Queue::release_step_locked(const char* why) {
-  Op marker{};
-  if (!steps_.release(why, marker)) return;
-  pending_.push_back(std::move(marker));
-  work_cv_.notify_one();
-}
-
-StepGraphStats Queue::step_graph_stats() const {
-  std::lock_guard<std::mutex> lk(mu_);
-  return steps_.stats();
 }
 
 }  // namespace amlp
