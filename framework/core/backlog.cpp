@@ -28,9 +28,9 @@ BacklogBytes pin(const std::vector<std::shared_ptr<Storage>>& refs, Queue* q) {
   return added;
 }
 
-BacklogBytes unpin(const std::vector<std::shared_ptr<Storage>>& refs, Queue* self) {
+BacklogBytes unpin_and_release(std::vector<std::shared_ptr<Storage>>& refs, Queue* self) {
   BacklogBytes freed;
-  for (const auto& r : refs) {
+  for (auto& r : refs) {
     if (!r) continue;
     // Read which queue counts these bytes, and how, while our pin still holds
     // the buffer: once the count reaches 0, the frontend may push it again
@@ -42,6 +42,7 @@ BacklogBytes unpin(const std::vector<std::shared_ptr<Storage>>& refs, Queue* sel
       if (counted_by == self) freed.existing += b.existing, freed.unallocated += b.unallocated;
       else if (counted_by) counted_by->debit_backlog(b);
     }
+    r.reset();
   }
   return freed;
 }

@@ -9,7 +9,7 @@
 // a bound holds what the queue will come to hold, whichever policy.
 //
 //   push (frontend):  BacklogBytes added = pin(refs, this);   backlog_.add(added) under the lock
-//   worker, launched: BacklogBytes freed = unpin(refs, this); backlog_.sub(freed) under the lock
+//   worker, launched: BacklogBytes freed = unpin_and_release(refs, this); backlog_.sub(freed) under the lock
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -32,7 +32,10 @@ BacklogBytes pin(const std::vector<std::shared_ptr<Storage>>& refs, Queue* q);
 // `self`'s worker, after its op ran: unpins each buffer. Returns the bytes
 // `self` counted whose last pin this was (the caller debits them under its
 // lock); those another queue counted are debited there.
-BacklogBytes unpin(const std::vector<std::shared_ptr<Storage>>& refs, Queue* self);
+// Each reference is dropped right after its buffer is unpinned, so the
+// frontend's check that only queued ops hold a buffer (memory.cpp) finds it
+// unpinned but still referenced for as short a time as can be.
+BacklogBytes unpin_and_release(std::vector<std::shared_ptr<Storage>>& refs, Queue* self);
 // Worker: `s`, pinned by the op being run, just got its block.
 void count_allocated(const Storage& s);
 

@@ -23,7 +23,7 @@ void Queue::allocate_outputs(Op& op) {
 BacklogBytes Queue::finish(Op& op) {
   if (blame_) note_name(op.seq, op.name);  // for a fault a blocker meets after the op is gone
   op.kernel = nullptr;  // drop captures before the buffers they may point into
-  const BacklogBytes freed = unpin(op.bufs.refs, this);
+  const BacklogBytes freed = unpin_and_release(op.bufs.refs, this);
   // Buffers go back to their pools here, before the launch is announced; the
   // op's own memory is freed here too, not under the queue's lock.
   std::vector<std::shared_ptr<Storage>>().swap(op.bufs.refs);
