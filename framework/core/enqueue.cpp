@@ -56,7 +56,7 @@ uint64_t enqueue_arrays(DeviceContext& c, const OpName& name, const Tensor* cons
   for (size_t i = 0; i < bufs.refs.size(); ++i) used[i] = bufs.refs[i].get();
   const size_t n_used = bufs.refs.size();
   const uint64_t seq = self->push(
-      name.name, Queue::Kernel([be, k](const OpArgs& a) { k(*be, a); }), std::move(bufs), std::move(deps));
+      name.name, Queue::Kernel(k, be), std::move(bufs), std::move(deps));
   for (size_t i = 0; i < n_used; ++i) {
     Storage* s = used[i];
     if (!s) continue;

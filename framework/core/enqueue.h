@@ -34,7 +34,7 @@ namespace detail {
 
 // A kernel: a function of its op's description alone (captureless lambdas
 // convert to it).
-using OpKernel = void (*)(Backend&, const OpArgs&);
+using OpKernel = BoundKernel::Fn;
 
 // An op's name with what it needs beyond its device's stream (op_traits.h),
 // declared by the op: a bare name is a plain device kernel, recordable.

@@ -10,12 +10,14 @@
 // else. (Queue::push also takes a bare closure, for engine tests and demos:
 // that one declares nothing and is never replayed from a record.)
 #pragma once
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <algorithm>
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <type_traits>
 #include <typeinfo>
 #include <utility>
 #include <vector>
@@ -138,8 +140,31 @@ struct OpBuffers {
   OpTraits traits;
 };
 
-// What the worker runs for an op, given its arguments: the op's kernel
-// (enqueue.h OpKernel) bound to its device's backend.
-using BoundKernel = std::function<void(const OpArgs&)>;
+struct Backend;
+
+// What the worker runs for an op, given its arguments: an enqueued op's
+// kernel (enqueue.h OpKernel, a plain function) bound to its device's
+// backend, one call; or any closure pushed to the queue itself
+// (Queue::push, engine tests and demos).
+class BoundKernel {
+ public:
+  using Fn = void (*)(Backend&, const OpArgs&);
+  BoundKernel() = default;
+  BoundKernel(std::nullptr_t) {}  // NOLINT: `kernel = nullptr` drops it
+  BoundKernel(Fn fn, Backend* backend) : fn_(fn), backend_(backend) {}
+  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, BoundKernel> &&
+                                              std::is_invocable_v<F&, const OpArgs&>>>
+  BoundKernel(F&& f) : closure_(std::forward<F>(f)) {}  // NOLINT: a closure converts
+  void operator()(const OpArgs& a) const {
+    if (fn_) fn_(*backend_, a);
+    else closure_(a);
+  }
+  explicit operator bool() const { return fn_ != nullptr || static_cast<bool>(closure_); }
+
+ private:
+  Fn fn_ = nullptr;
+  Backend* backend_ = nullptr;
+  std::function<void(const OpArgs&)> closure_;
+};
 
 }  // namespace amlp
