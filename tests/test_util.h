@@ -21,6 +21,18 @@
 
 namespace amlp::testing {
 
+// A suite that registers it (AddGlobalTestEnvironment) checks, after the
+// last test of its binary (or the one test ctest runs in it), that every
+// tensor is gone: every device's pool has nothing in use.
+class NoBytesInUseAtExit : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    waitall();
+    for (DeviceContext* c : live_contexts())
+      EXPECT_EQ(c->pool.stats().bytes_in_use, 0u) << "bytes still in use on " << c->device.str() << " at exit";
+  }
+};
+
 // cpu:0 always; cuda:0 when a GPU is visible. Suites parameterised over this
 // run the same checks on every backend the machine has.
 inline std::vector<Device> test_devices() {

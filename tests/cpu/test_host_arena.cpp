@@ -26,17 +26,7 @@
 namespace amlp::testing {
 namespace {
 
-// After the last test of this binary (or the one test ctest runs in it),
-// every tensor is gone: every device's pool must have nothing in use.
-class NoBytesInUseAtExit : public ::testing::Environment {
- public:
-  void TearDown() override {
-    waitall();
-    for (DeviceContext* c : live_contexts())
-      EXPECT_EQ(c->pool.stats().bytes_in_use, 0u) << "bytes still in use on " << c->device.str() << " at exit";
-  }
-};
-::testing::Environment* const kNoBytesInUseAtExit = ::testing::AddGlobalTestEnvironment(new NoBytesInUseAtExit);
+::testing::Environment* const kNoBytesInUseAtExit = ::testing::AddGlobalTestEnvironment(new NoBytesInUseAtExit);  // test_util.h
 
 TEST(MemoryCpuPool, BuffersAre64ByteAligned) {
   for (int64_t n : {1, 3, 17, 1000, 4097}) {
