@@ -11,7 +11,7 @@
 #include <ostream>
 #include <sstream>
 
-#include "train/byte_size.h"
+#include "framework/parse.h"
 #include "train/distributed_run.h"
 #include "train/experiment.h"
 #include "train/interrupt.h"

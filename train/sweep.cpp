@@ -7,7 +7,6 @@
 #include <ostream>
 
 #include "framework/parse.h"
-#include "train/byte_size.h"
 #include "train/distributed_run.h"
 #include "train/experiment.h"
 #include "train/host_work.h"
@@ -23,7 +22,6 @@ constexpr int kDeviceBatches = 16;  // the synchronized batches d is measured ov
 constexpr int kDeviceRepeats = 3;   // this many times (the quickest counts)
 constexpr int kHostBatches = 16;     // the synchronized batches a fraction's h is checked over
 constexpr int kCurvePoints = 61;
-
 
 int64_t same_on_every_rank(const Options& o, int64_t v) {
   if (dist::ProcessGroup* g = rank_group(o)) return rank0_value(*g, v);
@@ -46,29 +44,6 @@ size_t increase_for(const RunResult& r, int backlog) {
 }
 
 }  // namespace
-
-std::vector<double> parse_sweep_fractions(const std::string& t) {
-  constexpr double kMaxFraction = 10;
-  const std::string must = "must be a comma-separated list of fractions of d in [0, 10] (got " + quote(t) + ")";
-  std::vector<double> out;
-  for (std::string_view item : split_list(t)) {
-    if (item.empty()) throw ParseError("", must);
-    const double f = parse_float(item, "");
-    if (!(f >= 0 && f <= kMaxFraction)) throw ParseError("", must);
-    if (std::find(out.begin(), out.end(), f) != out.end())
-      throw ParseError("", "names " + std::string(item) + " twice (got " + quote(t) + ")");
-    out.push_back(f);
-  }
-  return out;
-}
-
-std::string sweep_options_problem(const Options& o) {
-  if (!o.sweep) return "";
-  if (o.compare_policies) return "--sweep runs --compare's modes, not the allocation policies: drop --compare-policies";
-  if (o.host_work.ns || o.host_work.match_device)
-    return "--sweep sets the host work itself, at each of --sweep-fractions x d: drop --host-work";
-  return "";
-}
 
 std::string fraction_tag(double f) {
   char t[32];

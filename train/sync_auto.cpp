@@ -6,37 +6,11 @@
 #include <ostream>
 
 #include "framework/parse.h"
-#include "train/byte_size.h"
 #include "train/distributed_run.h"
 #include "train/predict.h"
 #include "train/run_plan.h"
 
 namespace amlp::train {
-
-SyncChoice parse_sync_choice(const std::string& text) {
-  if (text == "auto") return {SyncMode{SyncPolicy::EveryBatch, 1}, true};
-  try {
-    return {parse_sync_mode(text), false};
-  } catch (const ParseError&) {  // the option's own name, and auto beside the modes
-    throw ParseError("", "must be auto, batch, none or every=K with K in [1, " + std::to_string(kMaxSyncEvery) +
-                             "] (got " + quote(text) + ")");
-  }
-}
-
-std::string sync_auto_options_problem(const Options& o) {
-  if (!o.sync_auto) {
-    if (o.memory_budget) return "--memory-budget is the budget --sync auto chooses within: add --sync auto";
-    return "";
-  }
-  if (!o.memory_budget) return "--sync auto needs --memory-budget BYTES, the memory it may hold for queued batches";
-  if (o.compare || o.sweep || o.compare_policies)
-    return "--sync auto chooses one run's mode; --compare, --sweep and --compare-policies run modes of their own";
-  if (o.max_pending_bytes || o.max_pending_ops)
-    return "--sync auto chooses the pending-bytes bound itself: drop --max-pending-bytes and --max-pending";
-  if (o.alloc == AllocPolicy::Run || o.graph)
-    return "--sync auto predicts with the enqueue memory model: not with --alloc run or --graph on";
-  return "";
-}
 
 namespace {
 
