@@ -13,6 +13,8 @@
 #include "train/interrupt.h"
 #include "train/predict.h"
 #include "train/run_plan.h"
+#include "train/study.h"
+#include "train/summary_json.h"
 
 namespace amlp::train {
 
@@ -234,5 +236,31 @@ void print_sweep_table(const SweepResult& s, std::ostream& out) {
   }
   out.flush();
 }
+
+namespace {
+
+// Its own loop (d measured, host work calibrated per fraction), one table,
+// and the summary's "sweep" and "sweep_model" sections once it has started.
+class Sweep : public Study {
+ public:
+  void run(const Options& o, std::ostream& out, std::vector<RunResult>& results) override {
+    started_ = true;
+    run_sweep(o, out, results, sweep_);
+  }
+  void report(const Options&, const std::vector<RunResult>&, std::ostream& out) const override {
+    print_sweep_table(sweep_, out);
+  }
+  void write_summary(const std::string& path, const std::vector<RunResult>& results) const override {
+    write_summary_json(path, results, started_ ? &sweep_ : nullptr);
+  }
+
+ private:
+  bool started_ = false;
+  SweepResult sweep_;
+};
+
+}  // namespace
+
+std::unique_ptr<Study> sweep_study() { return std::make_unique<Sweep>(); }
 
 }  // namespace amlp::train

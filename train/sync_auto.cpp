@@ -9,6 +9,7 @@
 #include "train/distributed_run.h"
 #include "train/predict.h"
 #include "train/run_plan.h"
+#include "train/study.h"
 
 namespace amlp::train {
 
@@ -111,5 +112,22 @@ AutoChoice resolve_sync_auto(const Options& o, std::ostream& out) {
   out << "sync auto: " << c.why << " (over " << r.spec.batches << " synchronized batches)" << std::endl;
   return c;
 }
+
+namespace {
+
+// The models choose the mode from the first synchronized batches; the run is
+// the single run, reported as one.
+struct SyncAuto : Study {
+  void settle(Options& o, std::ostream& out) const override {
+    const AutoChoice c = resolve_sync_auto(o, out);
+    o.sync = c.chosen.sync;
+    o.max_pending_bytes = c.chosen.max_pending_bytes;
+    o.sync_chosen = c.why;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Study> sync_auto_study() { return std::make_unique<SyncAuto>(); }
 
 }  // namespace amlp::train
