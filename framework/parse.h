@@ -1,5 +1,6 @@
 // parse.h — the one parser for numbers, byte sizes and lists people type:
-// options, config values, device indices, layer specs, sync modes.
+// options, config values, device indices, layer specs, sync modes; and byte
+// sizes written back the way the summaries print them.
 //
 //   parse_int("1024", "--batch-size", 1, 1 << 20)   == 1024
 //   parse_int("0x10", "--batches", 1, 100)          throws "--batches must be an integer in [1, 100] (got '0x10')"
@@ -8,6 +9,7 @@
 //   parse_duration_ns("1.5ms", "--host-work", 60000000000) == 1500000
 //   split_list("2048,,512", ',')                     == {"2048", "", "512"}
 //   parse_int_list("8,4", "--hidden", 1, 1 << 20)    == {8, 4}
+//   format_mb(1.5e6) == "1.5 MB"                   format_mib(3 << 20) == "3.0 MiB"
 //
 // Numbers are decimal only: no hex (0x10), no octal (010 is ten), no '+', no
 // whitespace, no trailing junk. Every failure is a ParseError whose message
@@ -45,6 +47,11 @@ double parse_float(std::string_view text, std::string_view what);
 // G, GiB; T, TiB; KB, MB, GB, TB (powers of 1000). At most `max` bytes.
 constexpr uint64_t kMaxByteSize = uint64_t(1) << 50;  // 1024TiB: byte arithmetic stays far from overflow
 uint64_t parse_byte_size(std::string_view text, std::string_view what, uint64_t max = kMaxByteSize);
+
+// A byte count as the summaries print it: "123.4 MB" (10^6 bytes, the book's
+// unit) and "117.7 MiB".
+std::string format_mb(double bytes);
+std::string format_mib(double bytes);
 
 // A duration: a non-negative decimal number and a unit, ns, us, ms or s
 // ("2ms", "1.5ms", "250us", "0.01s"); "0" needs no unit. Returns whole

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Checks the source layout: no include points up a layer, no source file is long.
+"""Checks the source layout: no include points up a layer, no framework file is long.
 
   check_layout.py [--root DIR] [--max-lines N] FOLDER...
 
@@ -10,7 +10,9 @@ framework and train). Every .h .cpp .cu .cuh file under them is checked:
   - a public header (framework/*.h) includes only public headers, except the
     umbrella asyncmlp.h, which also includes the layers of nn/;
   - no framework file includes the umbrella framework/asyncmlp.h;
-  - a file over N lines (400) is an error.
+  - a framework file over N lines (400) is an error. train/ has no cap: its
+    files are by concept (one stage, one study), and a file long because it
+    is one thing is fine; its arrows are the layers below.
 Prints one line per error and exits 1 if there was any, 0 otherwise; bad
 arguments exit 2.
 """
@@ -68,7 +70,7 @@ def check_file(root, path, max_lines):
     errors = []
     with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
         lines = f.readlines()
-    if len(lines) > max_lines:
+    if max_lines and path.startswith("framework/") and len(lines) > max_lines:
         errors.append(f"{path}: {len(lines)} lines, over {max_lines}: split it")
     src_folder = folder_of(path)
     for n, line in enumerate(lines, 1):
@@ -121,7 +123,7 @@ def main():
     if errors:
         print(f"layout: {len(errors)} error(s) in {len(files)} files under {folders}")
         return 1
-    print(f"layout: {len(files)} files under {folders}: no upward include, none over {args.max_lines} lines")
+    print(f"layout: {len(files)} files under {folders}: no upward include, no framework file over {args.max_lines} lines")
     return 0
 
 

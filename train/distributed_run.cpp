@@ -12,7 +12,6 @@
 #include "framework/asyncmlp.h"
 #include "framework/parse.h"
 #include "framework/write_file.h"
-#include "train/byte_size.h"
 
 namespace amlp::train {
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <new>
+#include <memory>
 #include <optional>
 #include <ostream>
 
@@ -10,10 +11,7 @@
 #include "train/distributed_run.h"
 #include "train/experiment.h"
 #include "train/interrupt.h"
-#include "train/run_plan.h"
-#include "train/summary_json.h"
-#include "train/sweep.h"
-#include "train/sync_auto.h"
+#include "train/study.h"
 
 namespace amlp::train {
 
@@ -109,7 +107,8 @@ int run_driver(const Options& given, std::ostream& rank0_out, std::ostream& err,
   std::ostream quiet_rank(nullptr);  // the other ranks' lines would repeat rank 0's
   std::ostream& out = group && group->rank() != 0 ? quiet_rank : rank0_out;
   std::vector<RunResult> results;
-  std::optional<SweepResult> sweep;  // --sweep: its rows and curves
+  const std::vector<std::unique_ptr<Study>> studies = studies_for(o);  // train/study.h
+  Study& study = *studies.back();  // the one whose runs are made
   bool ok = true;
   std::string failure;  // the one line reported
   const auto fail = [&](const std::string& what) {
@@ -131,34 +130,11 @@ int run_driver(const Options& given, std::ostream& rank0_out, std::ostream& err,
                   : "")
         << std::endl;
     if (!o.trace.empty()) trace::start();
-    if (o.sweep) {
-      sweep.emplace();
-      run_sweep(o, out, results, *sweep);
-      gather_rank_figures(results);  // collective, as below
-      print_sweep_table(*sweep, out);
-    } else {
-      Options resolved = o;
-      resolved.host_work = resolve_host_work(o, out);  // --host-work match: measured once, for every mode
-      if (o.sync_auto) {  // the models choose the mode from the first synchronized batches
-        const AutoChoice c = resolve_sync_auto(resolved, out);
-        resolved.sync = c.chosen.sync;
-        resolved.max_pending_bytes = c.chosen.max_pending_bytes;
-        resolved.sync_chosen = c.why;
-      }
-      run_plan(plan_runs(resolved), out, results);
-      gather_rank_figures(results);  // collective: rank 0's results gain every rank's figures
-      switch (plan_kind(o)) {
-        case PlanKind::Compare:
-          print_compare_table(results, out);
-          break;
-        case PlanKind::Policies:
-          print_policy_table(resolved, results, out);
-          break;
-        case PlanKind::Single:
-          print_summary(results.back(), out);
-          break;
-      }
-    }
+    Options resolved = o;
+    for (const std::unique_ptr<Study>& s : studies) s->settle(resolved, out);  // --host-work match, --sync auto
+    study.run(resolved, out, results);
+    gather_rank_figures(results);  // collective: rank 0's results gain every rank's figures
+    study.report(resolved, results, out);
   } catch (const RunFailed& e) {  // the run dropped its queued work and measured what it did (in `results`)
     fail(e.what());
   } catch (const std::bad_alloc&) {
@@ -180,7 +156,7 @@ int run_driver(const Options& given, std::ostream& rank0_out, std::ostream& err,
   // gets here: fail() ends every rank (abort_all) first.
   if (!o.summary_json.empty() && (!group || group->rank() == 0)) {
     try {
-      write_summary_json(o.summary_json, results, sweep ? &*sweep : nullptr);
+      study.write_summary(o.summary_json, results);
     } catch (const std::exception& e) {
       if (ok) write_line(err, std::string("train_mlp: error: ") + e.what());
       ok = false;

@@ -11,27 +11,7 @@
 
 namespace amlp::train {
 
-HostWorkKind parse_host_work_kind(const std::string& text) {
-  if (text == "wait") return HostWorkKind::Wait;
-  if (text == "compute") return HostWorkKind::Compute;
-  throw ParseError("", "must be wait or compute (got " + quote(text) + ")");
-}
-
 std::string to_string(HostWorkKind k) { return k == HostWorkKind::Wait ? "wait" : "compute"; }
-
-HostWork parse_host_work(const std::string& text) {
-  HostWork w;
-  if (text == "match") {
-    w.match_device = true;
-    return w;
-  }
-  try {
-    w.ns = parse_duration_ns(text, "", kMaxHostWorkNs);
-  } catch (const ParseError& e) {  // name the word too
-    rethrow_naming_words(e, "a duration", "'match'");
-  }
-  return w;
-}
 
 namespace {
 

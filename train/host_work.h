@@ -27,12 +27,7 @@ struct HostWork {
 
 constexpr int64_t kMaxHostWorkNs = int64_t(60) * 1000000000;  // a minute per batch
 
-// "wait" | "compute"; throws amlp::ParseError naming both.
-HostWorkKind parse_host_work_kind(const std::string& text);
 std::string to_string(HostWorkKind k);  // "wait", "compute"
-
-// DURATION ("2ms", "250us", "0"; framework/parse.h) or "match".
-HostWork parse_host_work(const std::string& text);
 
 // Does `w` on the calling thread: sleeps until, or spins on the core until,
 // w.ns have passed since the call. Returns at once for 0.

@@ -7,7 +7,7 @@
 #include <cstdio>
 
 #include "framework/runtime.h"
-#include "train/byte_size.h"
+#include "framework/parse.h"
 
 namespace amlp::train {
 

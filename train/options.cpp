@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -11,17 +12,14 @@
 #include <sstream>
 
 #include "framework/error.h"
+#include "framework/device.h"
 #include "framework/ops.h"
 #include "framework/parse.h"
 #include "framework/process_group.h"
 #include "train/distributed_run.h"
-#include "train/help_text.h"
+#include "train/predict.h"
 #include "train/program_options.h"
 #include "train/run_plan.h"
-#include "train/option_checks.h"
-#include "train/sweep.h"
-#include "train/sync_auto.h"
-#include "train/version.h"
 
 namespace amlp::train {
 
@@ -34,6 +32,39 @@ constexpr int64_t kMaxFeatures = int64_t(1) << 24;
 constexpr uint64_t kMaxPendingOps = uint64_t(1) << 40;
 constexpr int64_t kMaxCompareEvery = 1000000;
 constexpr double kMaxStatusEvery_s = 86400;
+
+// --sync: a mode, or auto.
+struct SyncChoice {
+  SyncMode mode;
+  bool automatic = false;
+};
+// "auto", or what parse_sync_mode reads; throws amlp::ParseError naming auto too.
+SyncChoice parse_sync_choice(const std::string& text) {
+  if (text == "auto") return {SyncMode{SyncPolicy::EveryBatch, 1}, true};
+  try {
+    return {parse_sync_mode(text), false};
+  } catch (const ParseError&) {  // the option's own name, and auto beside the modes
+    throw ParseError("", "must be auto, batch, none or every=K with K in [1, " + std::to_string(kMaxSyncEvery) +
+                             "] (got " + quote(text) + ")");
+  }
+}
+
+// --sweep-fractions: "0,0.25,1.5", each in [0, 10], none twice; throws
+// amlp::ParseError naming what it must be.
+std::vector<double> parse_sweep_fractions(const std::string& t) {
+  constexpr double kMaxFraction = 10;
+  const std::string must = "must be a comma-separated list of fractions of d in [0, 10] (got " + quote(t) + ")";
+  std::vector<double> out;
+  for (std::string_view item : split_list(t)) {
+    if (item.empty()) throw ParseError("", must);
+    const double f = parse_float(item, "");
+    if (!(f >= 0 && f <= kMaxFraction)) throw ParseError("", must);
+    if (std::find(out.begin(), out.end(), f) != out.end())
+      throw ParseError("", "names " + std::string(item) + " twice (got " + quote(t) + ")");
+    out.push_back(f);
+  }
+  return out;
+}
 
 Parser<int> int_in(int64_t min, int64_t max) {
   return [=](const std::string& t) { return static_cast<int>(parse_int(t, "", min, max)); };
@@ -290,6 +321,120 @@ Options to_options(const po::variables_map& vm) {
 
 
 }  // namespace
+
+// --- --help's prose around the option table: what the program does, and after
+// the options the models (train/predict.h), what --compare and --sweep run and
+// the exit statuses; --version ---------------------------------------------------
+
+namespace {
+
+const char* const kUsage =
+    "Usage: train_mlp [options]\n"
+    "Trains the d2l MLP (Dense(h1, relu) -> ... -> Dense(1)) on random data and shows what\n"
+    "synchronizing every minibatch trades: memory held by queued work against throughput.\n"
+    "Options come from the command line and from an INI file (--config; keys are the long\n"
+    "option names, e.g. 'batches = 60'); the command line wins, the file beats the defaults.\n";
+
+const char* const kCompareAndExit =
+    "\n--compare runs, back to back on one device with the same seed: batch, none, every=K for\n"
+    "  each K in --compare-every, and 'bounded' (none with --max-pending-bytes, by default two\n"
+    "  batches' footprint). --sync is ignored; --max-pending/--max-pending-bytes apply to the\n"
+    "  bounded mode only. With --memory-log out/mem.csv it writes one log per mode:\n"
+    "  out/mem.batch.csv, out/mem.none.csv, out/mem.every2.csv, out/mem.every10.csv,\n"
+    "  out/mem.bounded.csv. --summary-json writes one object per mode.\n"
+    "\n--sweep first measures d, the device's time per batch, and h0, the frontend's with no host work,\n"
+    "  over 16 synchronized batches (the quickest of 3), then runs --compare's modes at each fraction f\n"
+    "  of --sweep-fractions with the frontend's time per batch h = f x d: the host work\n"
+    "  (--host-work-kind) is timed alone, then in 16 synchronized batches, and corrected by the miss\n"
+    "  (at most 2 x h0 or f x d / 4). One table: per (f, mode) samples/s, speed-up over batch, peak\n"
+    "  backlog and memory increase, each beside the models' predictions. --memory-log out/mem.csv\n"
+    "  writes out/mem.h0.5d.none.csv ...;\n"
+    "  --summary-json writes {\"runs\": [...], \"sweep\": [one row per (f, mode)], \"sweep_model\": {the\n"
+    "  models' curves over h/d}} (tools/plot_sweep.py draws it).\n"
+    "\nExit status: 0 done, 1 the run failed (out of memory, a kernel error, a full disk), 2 bad input,\n"
+    "  130/143 interrupted by SIGINT/SIGTERM: the first signal stops queueing batches, lets the queues\n"
+    "  finish what was queued and writes every output marked interrupted; a second one exits at once\n"
+    "  (the memory log keeps its whole rows; no summary or trace).\n";
+
+}  // namespace
+
+static std::string usage_text() { return kUsage; }
+
+static std::string help_footer() { return models_help() + kCompareAndExit; }
+
+// "asyncmlp 0.1.0 (CUDA backend: yes|no)"
+static std::string version_string() {
+  return std::string("asyncmlp ") + ASYNCMLP_VERSION + " (CUDA backend: " + (built_with_cuda() ? "yes" : "no") + ")";
+}
+
+// --- the checks across the options, once each value has parsed: options that do
+// not combine, a value another one rules out. One line each, for
+// "train_mlp: error: " and exit 2 ------------------------------------------------
+
+// --sweep: what it does not combine with.
+static std::string sweep_options_problem(const Options& o) {
+  if (!o.sweep) return "";
+  if (o.compare_policies) return "--sweep runs --compare's modes, not the allocation policies: drop --compare-policies";
+  if (o.host_work.ns || o.host_work.match_device)
+    return "--sweep sets the host work itself, at each of --sweep-fractions x d: drop --host-work";
+  return "";
+}
+
+// --sync auto and --memory-budget: what they need, and what they do not combine with.
+static std::string sync_auto_options_problem(const Options& o) {
+  if (!o.sync_auto) {
+    if (o.memory_budget) return "--memory-budget is the budget --sync auto chooses within: add --sync auto";
+    return "";
+  }
+  if (!o.memory_budget) return "--sync auto needs --memory-budget BYTES, the memory it may hold for queued batches";
+  if (o.compare || o.sweep || o.compare_policies)
+    return "--sync auto chooses one run's mode; --compare, --sweep and --compare-policies run modes of their own";
+  if (o.max_pending_bytes || o.max_pending_ops)
+    return "--sync auto chooses the pending-bytes bound itself: drop --max-pending-bytes and --max-pending";
+  if (o.alloc == AllocPolicy::Run || o.graph)
+    return "--sync auto predicts with the enqueue memory model: not with --alloc run or --graph on";
+  return "";
+}
+
+std::string options_problem(const Options& o) {
+  if (o.compare && o.compare_policies)
+    return "--compare and --compare-policies each print a table of their own: choose one";
+  if (std::string why = sweep_options_problem(o); !why.empty()) return why;
+  if (std::string why = sync_auto_options_problem(o); !why.empty()) return why;
+  if (o.distributed && !o.devices.empty())
+    return "--devices and --distributed mpi do not combine: under mpirun each rank trains one replica on its --device";
+  if (o.devices.size() > static_cast<size_t>(o.batch_size))
+    return "--devices: " + std::to_string(o.devices.size()) + " devices cannot split a batch of " +
+           std::to_string(o.batch_size) + " (--batch-size): each needs at least one row";
+  for (const Device& d : o.devices)
+    if (o.data_queue && d.is_cuda())
+      return "--data-queue needs CPU devices: on " + d.str() +
+             " every kernel launches onto the device's one stream (use --devices cpu:0,cpu:1)";
+  if (o.data_queue && o.device.is_cuda())
+    return "--data-queue needs a CPU device: on " + o.device.str() +
+           " every kernel launches onto the device's one stream (use --device cpu)";
+  return "";
+}
+
+HostWorkKind parse_host_work_kind(const std::string& text) {
+  if (text == "wait") return HostWorkKind::Wait;
+  if (text == "compute") return HostWorkKind::Compute;
+  throw ParseError("", "must be wait or compute (got " + quote(text) + ")");
+}
+
+HostWork parse_host_work(const std::string& text) {
+  HostWork w;
+  if (text == "match") {
+    w.match_device = true;
+    return w;
+  }
+  try {
+    w.ns = parse_duration_ns(text, "", kMaxHostWorkNs);
+  } catch (const ParseError& e) {  // name the word too
+    rethrow_naming_words(e, "a duration", "'match'");
+  }
+  return w;
+}
 
 std::vector<Device> run_devices(const RunSettings& s) {
   return s.devices.empty() ? std::vector<Device>{s.device} : s.devices;

@@ -103,6 +103,15 @@ constexpr int kExitBadInput = 2;
 constexpr int kExitRunFailed = 1;
 
 ParseOutcome parse_options(int argc, const char* const argv[]);
+
+// --host-work-kind: "wait" | "compute"; throws amlp::ParseError naming both.
+HostWorkKind parse_host_work_kind(const std::string& text);
+// --host-work: DURATION ("2ms", "250us", "0"; framework/parse.h) or "match".
+HostWork parse_host_work(const std::string& text);
+
+// "" when the parsed options combine, else why not (one line); parse_options
+// calls it after every value has parsed.
+std::string options_problem(const Options& o);
 ParseOutcome parse_options(const std::vector<std::string>& args);  // args without argv[0]
 
 }  // namespace amlp::train

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "framework/core/step_memory.h"
-#include "train/byte_size.h"
+#include "framework/parse.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23  // Linux 5.14

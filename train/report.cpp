@@ -5,7 +5,7 @@
 #include <cstring>
 #include <ostream>
 
-#include "train/byte_size.h"
+#include "framework/parse.h"
 #include "train/experiment.h"
 #include "train/predict.h"
 #include "train/run_plan.h"

@@ -11,10 +11,11 @@
 #include <ostream>
 #include <sstream>
 
-#include "train/byte_size.h"
+#include "framework/parse.h"
 #include "train/distributed_run.h"
 #include "train/experiment.h"
 #include "train/interrupt.h"
+#include "train/study.h"
 #include "train/sweep.h"
 
 namespace amlp::train {
@@ -218,5 +219,35 @@ std::string output_path_problem(const std::string& path) {
   if (::access(dir.c_str(), W_OK | X_OK) != 0) return "directory '" + dir + "': " + std::strerror(errno);
   return "";
 }
+
+// --- the studies whose runs plan_runs lists, and --host-work match -----------------
+
+namespace {
+
+struct SingleRun : Study {};  // the defaults: the plan's one run, its summary
+
+struct Compare : Study {
+  void report(const Options&, const std::vector<RunResult>& results, std::ostream& out) const override {
+    print_compare_table(results, out);
+  }
+};
+
+struct ComparePolicies : Study {
+  void report(const Options& o, const std::vector<RunResult>& results, std::ostream& out) const override {
+    print_policy_table(o, results, out);
+  }
+};
+
+// Measured once, before the runs, for every mode.
+struct HostWorkMatch : Study {
+  void settle(Options& o, std::ostream& out) const override { o.host_work = resolve_host_work(o, out); }
+};
+
+}  // namespace
+
+std::unique_ptr<Study> single_run_study() { return std::make_unique<SingleRun>(); }
+std::unique_ptr<Study> compare_study() { return std::make_unique<Compare>(); }
+std::unique_ptr<Study> compare_policies_study() { return std::make_unique<ComparePolicies>(); }
+std::unique_ptr<Study> host_work_match_study() { return std::make_unique<HostWorkMatch>(); }
 
 }  // namespace amlp::train

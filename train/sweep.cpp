@@ -7,13 +7,14 @@
 #include <ostream>
 
 #include "framework/parse.h"
-#include "train/byte_size.h"
 #include "train/distributed_run.h"
 #include "train/experiment.h"
 #include "train/host_work.h"
 #include "train/interrupt.h"
 #include "train/predict.h"
 #include "train/run_plan.h"
+#include "train/study.h"
+#include "train/summary_json.h"
 
 namespace amlp::train {
 
@@ -23,7 +24,6 @@ constexpr int kDeviceBatches = 16;  // the synchronized batches d is measured ov
 constexpr int kDeviceRepeats = 3;   // this many times (the quickest counts)
 constexpr int kHostBatches = 16;     // the synchronized batches a fraction's h is checked over
 constexpr int kCurvePoints = 61;
-
 
 int64_t same_on_every_rank(const Options& o, int64_t v) {
   if (dist::ProcessGroup* g = rank_group(o)) return rank0_value(*g, v);
@@ -46,29 +46,6 @@ size_t increase_for(const RunResult& r, int backlog) {
 }
 
 }  // namespace
-
-std::vector<double> parse_sweep_fractions(const std::string& t) {
-  constexpr double kMaxFraction = 10;
-  const std::string must = "must be a comma-separated list of fractions of d in [0, 10] (got " + quote(t) + ")";
-  std::vector<double> out;
-  for (std::string_view item : split_list(t)) {
-    if (item.empty()) throw ParseError("", must);
-    const double f = parse_float(item, "");
-    if (!(f >= 0 && f <= kMaxFraction)) throw ParseError("", must);
-    if (std::find(out.begin(), out.end(), f) != out.end())
-      throw ParseError("", "names " + std::string(item) + " twice (got " + quote(t) + ")");
-    out.push_back(f);
-  }
-  return out;
-}
-
-std::string sweep_options_problem(const Options& o) {
-  if (!o.sweep) return "";
-  if (o.compare_policies) return "--sweep runs --compare's modes, not the allocation policies: drop --compare-policies";
-  if (o.host_work.ns || o.host_work.match_device)
-    return "--sweep sets the host work itself, at each of --sweep-fractions x d: drop --host-work";
-  return "";
-}
 
 std::string fraction_tag(double f) {
   char t[32];
@@ -259,5 +236,31 @@ void print_sweep_table(const SweepResult& s, std::ostream& out) {
   }
   out.flush();
 }
+
+namespace {
+
+// Its own loop (d measured, host work calibrated per fraction), one table,
+// and the summary's "sweep" and "sweep_model" sections once it has started.
+class Sweep : public Study {
+ public:
+  void run(const Options& o, std::ostream& out, std::vector<RunResult>& results) override {
+    started_ = true;
+    run_sweep(o, out, results, sweep_);
+  }
+  void report(const Options&, const std::vector<RunResult>&, std::ostream& out) const override {
+    print_sweep_table(sweep_, out);
+  }
+  void write_summary(const std::string& path, const std::vector<RunResult>& results) const override {
+    write_summary_json(path, results, started_ ? &sweep_ : nullptr);
+  }
+
+ private:
+  bool started_ = false;
+  SweepResult sweep_;
+};
+
+}  // namespace
+
+std::unique_ptr<Study> sweep_study() { return std::make_unique<Sweep>(); }
 
 }  // namespace amlp::train

@@ -76,12 +76,6 @@ int64_t calibrated_host_work_ns(HostWorkKind kind, double target_s);
 // predictions, speed-ups and curves, from train/predict.h.
 void fill_predictions(SweepResult& s, const std::vector<RunResult>& runs);
 
-// --sweep-fractions: "0,0.25,1.5", each in [0, 10], none twice; throws
-// amlp::ParseError naming what it must be.
-std::vector<double> parse_sweep_fractions(const std::string& text);
-// "" when --sweep combines with the other options, else why not (one line).
-std::string sweep_options_problem(const Options& o);
-
 // The memory-log tag of fraction f: "h0.5d".
 std::string fraction_tag(double f);
 

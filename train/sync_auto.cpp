@@ -6,37 +6,12 @@
 #include <ostream>
 
 #include "framework/parse.h"
-#include "train/byte_size.h"
 #include "train/distributed_run.h"
 #include "train/predict.h"
 #include "train/run_plan.h"
+#include "train/study.h"
 
 namespace amlp::train {
-
-SyncChoice parse_sync_choice(const std::string& text) {
-  if (text == "auto") return {SyncMode{SyncPolicy::EveryBatch, 1}, true};
-  try {
-    return {parse_sync_mode(text), false};
-  } catch (const ParseError&) {  // the option's own name, and auto beside the modes
-    throw ParseError("", "must be auto, batch, none or every=K with K in [1, " + std::to_string(kMaxSyncEvery) +
-                             "] (got " + quote(text) + ")");
-  }
-}
-
-std::string sync_auto_options_problem(const Options& o) {
-  if (!o.sync_auto) {
-    if (o.memory_budget) return "--memory-budget is the budget --sync auto chooses within: add --sync auto";
-    return "";
-  }
-  if (!o.memory_budget) return "--sync auto needs --memory-budget BYTES, the memory it may hold for queued batches";
-  if (o.compare || o.sweep || o.compare_policies)
-    return "--sync auto chooses one run's mode; --compare, --sweep and --compare-policies run modes of their own";
-  if (o.max_pending_bytes || o.max_pending_ops)
-    return "--sync auto chooses the pending-bytes bound itself: drop --max-pending-bytes and --max-pending";
-  if (o.alloc == AllocPolicy::Run || o.graph)
-    return "--sync auto predicts with the enqueue memory model: not with --alloc run or --graph on";
-  return "";
-}
 
 namespace {
 
@@ -137,5 +112,22 @@ AutoChoice resolve_sync_auto(const Options& o, std::ostream& out) {
   out << "sync auto: " << c.why << " (over " << r.spec.batches << " synchronized batches)" << std::endl;
   return c;
 }
+
+namespace {
+
+// The models choose the mode from the first synchronized batches; the run is
+// the single run, reported as one.
+struct SyncAuto : Study {
+  void settle(Options& o, std::ostream& out) const override {
+    const AutoChoice c = resolve_sync_auto(o, out);
+    o.sync = c.chosen.sync;
+    o.max_pending_bytes = c.chosen.max_pending_bytes;
+    o.sync_chosen = c.why;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Study> sync_auto_study() { return std::make_unique<SyncAuto>(); }
 
 }  // namespace amlp::train

@@ -23,16 +23,6 @@
 
 namespace amlp::train {
 
-// --sync: a mode, or auto.
-struct SyncChoice {
-  SyncMode mode;
-  bool automatic = false;
-};
-// "auto", or what parse_sync_mode reads; throws amlp::ParseError naming auto too.
-SyncChoice parse_sync_choice(const std::string& text);
-// "" when --sync auto and --memory-budget combine with the other options, else why not.
-std::string sync_auto_options_problem(const Options& o);
-
 struct AutoCandidate {
   std::string label;             // "batch", "every=12", "none", "bounded"
   SyncMode sync;

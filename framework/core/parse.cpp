@@ -1,6 +1,7 @@
 #include "framework/parse.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -297,5 +298,16 @@ std::vector<int64_t> parse_int_list(std::string_view text, std::string_view what
   }
   return out;
 }
+
+namespace {
+std::string with_unit(double v, const char* unit) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f %s", v, unit);
+  return buf;
+}
+}  // namespace
+
+std::string format_mb(double bytes) { return with_unit(bytes / 1e6, "MB"); }
+std::string format_mib(double bytes) { return with_unit(bytes / (1024.0 * 1024.0), "MiB"); }
 
 }  // namespace amlp

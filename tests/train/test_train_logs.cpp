@@ -107,10 +107,12 @@ TEST(TrainMlpLogs, OneRowPerBatchLossOnlyWhereSynchronized) {
   ScratchDir dir;
   Ran r =
       run_train_mlp("--device cpu --sync every=3 --batches 7 --batch-size 16 --features 8 --hidden 8 --memory-log " +
-                    dir.file("m.csv"));
+                    dir.file("m.csv") + " --summary-json " + dir.file("s.json"));
   ASSERT_EQ(r.code, 0) << r.err;
   auto rows = read_memory_log(dir.file("m.csv"));
   ASSERT_EQ(rows.size(), 7u);
+  const unsigned long long run_faults = read_json(dir.file("s.json")).at(0).at("minor_faults").get<unsigned long long>();
+  unsigned long long row_faults = 0;
   double last_t = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
     const int batch = static_cast<int>(i) + 1;
@@ -125,8 +127,12 @@ TEST(TrainMlpLogs, OneRowPerBatchLossOnlyWhereSynchronized) {
     EXPECT_GE(std::stoull(rows[i]["reserved_bytes"]), std::stoull(rows[i]["bytes_in_use"]));
     EXPECT_GT(std::stoull(rows[i]["rss_bytes"]), 0u);
     EXPECT_GE(std::stoi(rows[i]["backlog_batches"]), 0);
-    EXPECT_GE(std::stoll(rows[i]["minor_faults"]), 0);
+    // Each row counts the faults since the previous one: a whole number, and
+    // the rows together no more than the run's (which counts on past the last row).
+    EXPECT_EQ(rows[i]["minor_faults"].find_first_not_of("0123456789"), std::string::npos) << rows[i]["minor_faults"];
+    row_faults += std::stoull(rows[i]["minor_faults"]);
   }
+  EXPECT_LE(row_faults, run_faults);
 }
 
 TEST(TrainMlpLogs, CompareWritesOneLogAndOneSummaryPerMode) {
@@ -188,8 +194,12 @@ TEST(TrainMlpLogs, FreshMemoryDoesNotFaultPageByPage) {
   ASSERT_EQ(r.code, 0) << r.err;
   auto rows = read_memory_log(dir.file("m.csv"));  // checks the header, minor_faults included
   ASSERT_EQ(rows.size(), 16u);
-  for (auto& row : rows) EXPECT_GE(std::stoll(row["minor_faults"]), 0);
   const nlohmann::json run = read_json(dir.file("s.json")).at(0);
+  // Each row counts the faults since the previous one, so the rows together
+  // are no more than the run's total (which counts on past the last row).
+  unsigned long long row_faults = 0;
+  for (auto& row : rows) row_faults += std::stoull(row["minor_faults"]);
+  EXPECT_LE(row_faults, run.at("minor_faults").get<unsigned long long>());
   const double steady = run.at("minor_faults_steady_per_batch").get<double>();
   EXPECT_GE(run.at("minor_faults").get<double>(), steady);
   const double tracked = run.at("mem_increase_bytes").get<double>(), rss = run.at("rss_increase_bytes").get<double>();
