@@ -17,7 +17,7 @@ BacklogBytes bytes_of(const Storage& s) {
 }  // namespace
 
 // No worker can allocate a buffer before its first pin: only an op holding it does.
-BacklogBytes pin(const std::vector<std::shared_ptr<Storage>>& refs, Queue* q) {
+BacklogBytes pin(const OpRefs& refs, Queue* q) {
   BacklogBytes added;
   for (const auto& r : refs)
     if (r && r->pin(q)) {
@@ -28,7 +28,7 @@ BacklogBytes pin(const std::vector<std::shared_ptr<Storage>>& refs, Queue* q) {
   return added;
 }
 
-BacklogBytes unpin_and_release(std::vector<std::shared_ptr<Storage>>& refs, Queue* self) {
+BacklogBytes unpin_and_release(OpRefs& refs, Queue* self) {
   BacklogBytes freed;
   for (auto& r : refs) {
     if (!r) continue;

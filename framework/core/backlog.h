@@ -18,6 +18,7 @@
 
 namespace amlp {
 
+class OpRefs;
 class Queue;
 class Storage;
 
@@ -28,14 +29,14 @@ struct BacklogBytes {
 
 // Frontend, at a push to `q`: pins each buffer for one more op and returns the
 // bytes of those pinned for the first time, which `q` counts from now on.
-BacklogBytes pin(const std::vector<std::shared_ptr<Storage>>& refs, Queue* q);
+BacklogBytes pin(const OpRefs& refs, Queue* q);
 // `self`'s worker, after its op ran: unpins each buffer. Returns the bytes
 // `self` counted whose last pin this was (the caller debits them under its
 // lock); those another queue counted are debited there.
 // Each reference is dropped right after its buffer is unpinned, so the
 // frontend's check that only queued ops hold a buffer (memory.cpp) finds it
 // unpinned but still referenced for as short a time as can be.
-BacklogBytes unpin_and_release(std::vector<std::shared_ptr<Storage>>& refs, Queue* self);
+BacklogBytes unpin_and_release(OpRefs& refs, Queue* self);
 // Worker: `s`, pinned by the op being run, just got its block.
 void count_allocated(const Storage& s);
 

@@ -125,10 +125,77 @@ class OpArgs {
   const OpPayload* payload_;
 };
 
+// The buffers an op refers to: a few kept in the op itself (most ops read
+// and write four or fewer), more on the heap, so that queueing and running
+// an op allocates nothing for them.
+class OpRefs {
+ public:
+  using Ref = std::shared_ptr<Storage>;
+  static constexpr size_t kInline = 4;
+  OpRefs() = default;
+  OpRefs(std::vector<Ref> v) {  // NOLINT: Queue::push's refs convert
+    if (v.size() > kInline) heap_ = std::move(v), on_heap_ = true;
+    else for (Ref& r : v) inline_[n_++] = std::move(r);
+  }
+  OpRefs(OpRefs&& o) noexcept { take(o); }
+  OpRefs& operator=(OpRefs&& o) noexcept {
+    if (this != &o) clear(), take(o);
+    return *this;
+  }
+  OpRefs(const OpRefs&) = delete;
+  OpRefs& operator=(const OpRefs&) = delete;
+  ~OpRefs() { clear(); }
+
+  void reserve(size_t n) {
+    if (n > kInline && !on_heap_ && n_ == 0) heap_.reserve(n), on_heap_ = true;
+  }
+  void push_back(Ref r) {
+    if (!on_heap_ && n_ < kInline) {
+      inline_[n_++] = std::move(r);
+      return;
+    }
+    if (!on_heap_) {  // the fifth: every ref moves to the heap
+      heap_.reserve(2 * kInline);
+      for (size_t i = 0; i < n_; ++i) heap_.push_back(std::move(inline_[i]));
+      n_ = 0, on_heap_ = true;
+    }
+    heap_.push_back(std::move(r));
+  }
+  size_t size() const { return on_heap_ ? heap_.size() : n_; }
+  bool empty() const { return size() == 0; }
+  Ref* data() { return on_heap_ ? heap_.data() : inline_; }
+  const Ref* data() const { return on_heap_ ? heap_.data() : inline_; }
+  Ref* begin() { return data(); }
+  Ref* end() { return data() + size(); }
+  const Ref* begin() const { return data(); }
+  const Ref* end() const { return data() + size(); }
+  Ref& operator[](size_t i) { return data()[i]; }
+  const Ref& operator[](size_t i) const { return data()[i]; }
+  Ref& back() { return data()[size() - 1]; }
+  // Drops every ref and gives the heap's memory back.
+  void clear() {
+    for (size_t i = 0; i < n_; ++i) inline_[i].reset();
+    n_ = 0;
+    std::vector<Ref>().swap(heap_);
+    on_heap_ = false;
+  }
+
+ private:
+  void take(OpRefs& o) {
+    for (size_t i = 0; i < o.n_; ++i) inline_[i] = std::move(o.inline_[i]);
+    n_ = o.n_, heap_ = std::move(o.heap_), on_heap_ = o.on_heap_;
+    o.n_ = 0, o.on_heap_ = false;
+  }
+  Ref inline_[kInline];
+  size_t n_ = 0;          // refs in inline_ (while not on the heap)
+  std::vector<Ref> heap_;
+  bool on_heap_ = false;  // every ref is in heap_
+};
+
 // An op's buffers: `reads` then `writes` (null entries allowed), kept alive
 // until the op was launched.
 struct OpBuffers {
-  std::vector<std::shared_ptr<Storage>> refs;
+  OpRefs refs;
   size_t reads = 0;
   // The kernel's scalar arguments, for step graphs (step_graph.h): a step
   // is replayed as recorded only when each of its ops declared them; an op

@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "framework/core/backlog.h"
+#include "framework/core/block_cache.h"
 #include "framework/core/op.h"
 #include "framework/core/step_capture.h"
 #include "framework/core/stream_sync.h"
@@ -224,7 +225,8 @@ class Queue final : private StepHost {
   mutable std::mutex mu_;
   std::condition_variable work_cv_, done_cv_, space_cv_;
   int done_waiters_ = 0, space_waiters_ = 0;  // threads waiting on done_cv_ / space_cv_ (under mu_)
-  std::deque<Op> pending_;
+  BlockCache pending_blocks_;  // pending_'s memory, reused (under mu_); declared before it
+  std::deque<Op, BlockCache::Allocator<Op>> pending_{BlockCache::Allocator<Op>(&pending_blocks_)};
   uint64_t pushed_ = 0, launched_ = 0, peak_unlaunched_ = 0;
   Backlog backlog_;  // the bytes pending ops hold (backlog.h), under mu_
   uint64_t max_ops_ = 0;

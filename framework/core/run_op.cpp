@@ -26,7 +26,7 @@ BacklogBytes Queue::finish(Op& op) {
   const BacklogBytes freed = unpin_and_release(op.bufs.refs, this);
   // Buffers go back to their pools here, before the launch is announced; the
   // op's own memory is freed here too, not under the queue's lock.
-  std::vector<std::shared_ptr<Storage>>().swap(op.bufs.refs);
+  op.bufs.refs.clear();
   op.bufs.scalars.clear();
   std::vector<QueueDep>().swap(op.deps);
   op.bufs.payload = {};

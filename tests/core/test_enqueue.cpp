@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -235,6 +236,37 @@ TEST(OpDeclaration, ScalarsReadBackInlineOrOnTheHeap) {
   }
   const OpScalars listed{5, 6, 7};
   EXPECT_EQ(std::vector<uint64_t>(listed.begin(), listed.end()), (std::vector<uint64_t>{5, 6, 7}));
+}
+
+// An op's buffers up to OpRefs::kInline are kept in the op, more on the heap;
+// either way in the order declared, each held until the refs are cleared.
+// Host memory from malloc, for a pool of the test's own.
+struct MallocAllocator : RawAllocator {
+  void* raw_alloc(size_t bytes) override { return std::malloc(bytes); }
+  void raw_free(void* p) noexcept override { std::free(p); }
+};
+
+TEST(OpDeclaration, RefsKeepTheirOrderInlineOrOnTheHeap) {
+  Pool pool("test", std::make_unique<MallocAllocator>());
+  for (size_t n : {size_t(0), size_t(1), OpRefs::kInline, OpRefs::kInline + 1, size_t(9)}) {
+    std::vector<std::shared_ptr<Storage>> made;
+    OpRefs refs;
+    for (size_t i = 0; i < n; ++i) {
+      made.push_back(i == 2 ? nullptr : pool.allocate(64));  // an undefined optional tensor among them
+      refs.push_back(made.back());
+    }
+    ASSERT_EQ(refs.size(), n);
+    for (size_t i = 0; i < n; ++i) EXPECT_EQ(refs[i], made[i]) << i << " of " << n;
+    OpRefs moved(std::move(refs));
+    EXPECT_TRUE(refs.empty());
+    ASSERT_EQ(moved.size(), n);
+    for (size_t i = 0; i < n; ++i) EXPECT_EQ(moved[i], made[i]) << i << " of " << n << ", moved";
+    for (const auto& m : made) if (m) EXPECT_EQ(m.use_count(), 2) << "held by made and the refs";
+    moved.clear();
+    for (const auto& m : made) if (m) EXPECT_EQ(m.use_count(), 1) << "cleared refs hold nothing";
+    const OpRefs from_vector{std::vector<std::shared_ptr<Storage>>(made)};
+    EXPECT_EQ(from_vector.size(), n);
+  }
 }
 
 TEST(OpDeclaration, APayloadIsReadAsTheTypeItWasDeclaredWith) {
