@@ -4,7 +4,7 @@
 //
 //   RunSpec s{options, "none"};                    // or a run of plan_runs(options)
 //   RunResult r = run_experiment(s, std::cout);    // prints the book's lines
-//   print_summary(r, std::cout);
+//   print_summary(r, std::cout);                  // train/report.h
 #pragma once
 #include <iosfwd>
 #include <vector>
@@ -28,11 +28,5 @@ RunResult run_experiment(const RunSpec& spec, std::ostream& out);
 // glibc's free lists trimmed, so the RSS figures of back-to-back runs stand
 // alone), peaks reset.
 void fresh_device(Device d);
-
-// What a run prints: the summary, the --compare table and the
-// --compare-policies table (train/report.cpp).
-void print_summary(const RunResult& r, std::ostream& out);
-void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out);
-void print_policy_table(const Options& o, const std::vector<RunResult>& rs, std::ostream& out);
 
 }  // namespace amlp::train

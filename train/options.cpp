@@ -17,6 +17,7 @@
 #include "framework/parse.h"
 #include "framework/process_group.h"
 #include "train/distributed_run.h"
+#include "train/outputs.h"
 #include "train/predict.h"
 #include "train/program_options.h"
 #include "train/run_plan.h"

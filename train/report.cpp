@@ -1,5 +1,7 @@
 // report.cpp — what a run prints: the summary, the --compare tables and the
 // --compare-policies table, with the memory and throughput models' terms.
+#include "train/report.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>

@@ -1,11 +1,10 @@
-// run_plan.h — the runs train_mlp makes for its options, in order, and the
-// files they write: one run (--sync), the sync modes back to back
+// run_plan.h — the runs train_mlp makes for its options, in order (the
+// files they write: train/outputs.h): one run (--sync), the sync modes back to back
 // (--compare), or the allocation policies (--compare-policies); with
 // --devices each run trains on every device.
 //
 //   std::vector<PlannedRun> plan = plan_runs(options);
 //   run_plan(plan, std::cout, results);            // each run's lines, its result appended as it ends
-//   for (const OutputFile& f : output_files(options)) check(f.path);
 #pragma once
 #include <iosfwd>
 #include <string>
@@ -52,18 +51,5 @@ RunResult measure_synchronized(const RunSettings& s, int batches, const HostWork
 // synchronized batches of the run `s` describes, after 3 not measured
 // (printed to `out`); any other setting is returned as it is.
 HostWork resolve_host_work(const RunSettings& s, std::ostream& out);
-
-// The memory-log path of one run of a comparison: "out/mem.csv" + "none" → "out/mem.none.csv".
-std::string tagged_path(const std::string& path, const std::string& tag);
-
-// Every file the options will write (one memory log per run of a comparison).
-struct OutputFile {
-  std::string option;  // "memory-log"
-  std::string path;
-};
-std::vector<OutputFile> output_files(const Options& o);
-
-// "" when `path` can be created or overwritten, else why not (nothing is created).
-std::string output_path_problem(const std::string& path);
 
 }  // namespace amlp::train

@@ -1,3 +1,4 @@
+#include "train/report.h"
 #include "train/study.h"
 
 #include "train/experiment.h"

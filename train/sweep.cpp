@@ -1,3 +1,4 @@
+#include "train/outputs.h"
 #include "train/sweep.h"
 
 #include <algorithm>

@@ -11,6 +11,7 @@
 
 #include "framework/runtime.h"
 #include "train/options.h"
+#include "train/outputs.h"
 #include "train/run_plan.h"
 #include "train_test_util.h"
 

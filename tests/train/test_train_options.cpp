@@ -8,6 +8,7 @@
 #include "framework/device.h"
 #include "framework/parse.h"
 #include "train/options.h"
+#include "train/outputs.h"
 #include "train/run_plan.h"
 #include "train/sync_policy.h"
 #include "train_test_util.h"
