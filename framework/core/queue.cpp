@@ -6,7 +6,6 @@
 #include <chrono>
 
 #include "framework/core/elapsed.h"
-#include "framework/core/worker_clock.h"
 #include "framework/core/memory.h"
 #include "framework/core/queue_registry.h"
 #include "framework/error.h"

@@ -181,7 +181,7 @@ class Queue final : private StepHost {
   BacklogBytes execute(Op& op);  // worker: run, trace, finish (the bytes to debit)
   void announce_locked(uint64_t seq, BacklogBytes freed);  // worker, under mu_: op `seq` was launched
   BacklogBytes finish(Op& op);  // releases refs; returns this queue's backlog bytes they freed
-  // Running one op (queue.cpp), part by part: each returns the op's failure, if any.
+  // Running one op (run_op.cpp), part by part: each returns the op's failure, if any.
   struct Failure {
     enum Cause { Own, Upstream, DeviceFault };  // its own; an input's (not kept again); the device's, found now
     std::exception_ptr error;

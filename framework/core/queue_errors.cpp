@@ -3,12 +3,10 @@
 // failures after it; a blocker that reports it makes every live queue forget
 // it, and says how many came after. An asynchronous device fault is blamed
 // on the op whose completion exposed it, as exposing it.
-#include <algorithm>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "framework/core/queue.h"
 #include "framework/core/queue_registry.h"

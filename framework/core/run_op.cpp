@@ -33,7 +33,6 @@ BacklogBytes Queue::finish(Op& op) {
   return freed;  // the caller debits this queue's backlog under its lock
 }
 
-
 namespace {
 // Builds an error without letting a failure to build it (bad_alloc) escape.
 template <class Make>
@@ -63,7 +62,7 @@ void Queue::drop(Op& op) {
 Queue::Failure Queue::wait_for_producers(const Op& op) {
   for (const QueueDep& d : op.deps) {
     if (d.queue->complete(d.seq)) continue;
-    const uint64_t t0 = WorkerClock::now_ns();
+    const uint64_t t0 = steady_ns();
     d.queue->wait_launched(d.seq);
     const bool on_device = sync_ && d.queue->sync_ && d.queue->sync_->asynchronous() &&
                            sync_->wait_on_device(*d.queue->sync_, d.seq);
@@ -75,7 +74,7 @@ Queue::Failure Queue::wait_for_producers(const Op& op) {
         f = {d.queue->exposed_fault(d.queue->name_of(d.seq), d.seq, e), Failure::DeviceFault};
       }
     }
-    clock_.blocked(WorkerClock::now_ns() - t0);
+    clock_.blocked(steady_ns() - t0);
     if (f.error) return f;
   }
   return {};
@@ -119,7 +118,7 @@ Queue::Failure Queue::launch(Op& op) {
   const OpArgs args(op.bufs.refs.data(), op.bufs.reads, op.bufs.refs.size() - op.bufs.reads, op.name,
                     &op.bufs.scalars, &op.bufs.payload);
   const bool clocked = kernel_clock();
-  const uint64_t c0 = clocked ? WorkerClock::now_ns() : 0;
+  const uint64_t c0 = clocked ? steady_ns() : 0;
   try {
     op.kernel(args);
   } catch (const DeviceFault& e) {  // the device reported an earlier failure during this op's launch
@@ -129,7 +128,7 @@ Queue::Failure Queue::launch(Op& op) {
   } catch (...) {
     f = {std::make_exception_ptr(KernelError(op.name, op.seq, name_, "unknown exception"))};
   }
-  if (clocked) kernel_ns_.fetch_add(WorkerClock::now_ns() - c0, std::memory_order_relaxed);
+  if (clocked) kernel_ns_.fetch_add(steady_ns() - c0, std::memory_order_relaxed);
   if (hooks_) {
     try {
       sync_->after_op(op.seq, pushed_seen_.load(std::memory_order_relaxed) <= op.seq);

@@ -2,9 +2,7 @@
 #include "framework/core/step_capture.h"
 
 #include <algorithm>
-#include <chrono>
 
-#include "framework/core/elapsed.h"
 #include "framework/core/memory.h"
 #include "framework/error.h"
 #include "framework/trace.h"

@@ -12,29 +12,25 @@
 //   any thread, under the lock:      busy_ns()
 #pragma once
 #include <atomic>
-#include <chrono>
 #include <cstdint>
+
+#include "framework/core/elapsed.h"
 
 namespace amlp {
 
 class WorkerClock {
  public:
-  static uint64_t now_ns() {
-    return static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-            .count());
-  }
   void wake() {
-    if (!since_) since_ = now_ns();
+    if (!since_) since_ = steady_ns();
   }
   void sleep() {
-    if (since_) busy_ += now_ns() - since_;
+    if (since_) busy_ += steady_ns() - since_;
     since_ = 0;
   }
   void blocked(uint64_t ns) { blocked_.fetch_add(ns, std::memory_order_relaxed); }
   // The worker's busy time so far, the current period included.
   uint64_t busy_ns() const {
-    const uint64_t b = busy_ + (since_ ? now_ns() - since_ : 0), w = blocked_.load(std::memory_order_relaxed);
+    const uint64_t b = busy_ + (since_ ? steady_ns() - since_ : 0), w = blocked_.load(std::memory_order_relaxed);
     return b > w ? b - w : 0;
   }
 
