@@ -59,6 +59,15 @@ class OpScalars {
   const uint64_t* begin() const { return data(); }
   const uint64_t* end() const { return data() + n_; }
   uint64_t operator[](size_t i) const { return data()[i]; }
+  void push_back(uint64_t v) {
+    if (n_ < kInline) {
+      inline_[n_++] = v;
+      return;
+    }
+    if (n_ == kInline) heap_.assign(inline_, inline_ + kInline);  // the seventh: all move to the heap
+    heap_.push_back(v);
+    ++n_;
+  }
   void clear() {
     n_ = 0;
     std::vector<uint64_t>().swap(heap_);

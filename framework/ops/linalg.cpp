@@ -25,8 +25,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   dim_int("matmul", a, 0, &b, "b"), dim_int("matmul", b, 0, &a, "a");
   detail::check_shape("matmul", {M, N});
   Tensor y = alloc({M, N}, ctx_of(a));  // y: (M, N)
-  const std::vector<uint64_t> scalars{ta, tb, static_cast<uint64_t>(M), static_cast<uint64_t>(N),
-                                      static_cast<uint64_t>(K), static_cast<uint64_t>(lda), static_cast<uint64_t>(ldb)};
+  const OpScalars scalars{ta, tb, static_cast<uint64_t>(M), static_cast<uint64_t>(N),
+                          static_cast<uint64_t>(K), static_cast<uint64_t>(lda), static_cast<uint64_t>(ldb)};
   enqueue(ctx_of(a), "matmul", {&a, &b}, {&y}, scalars, [](Backend& be, const OpArgs& k) {
     const int N = k.scalar_int(3);
     be.kernels.gemm(be, k.scalar_bool(0), k.scalar_bool(1), k.scalar_int(2), N, k.scalar_int(4), 1.f, k.in(0), k.scalar_int(5),

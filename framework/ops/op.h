@@ -22,8 +22,8 @@ using detail::scalar_bits;
 using detail::pointer_bits;
 
 // An op's integer sizes as the scalars it declares (detail::enqueue).
-inline std::vector<uint64_t> dims(std::initializer_list<int64_t> ds) {
-  std::vector<uint64_t> v;
+inline OpScalars dims(std::initializer_list<int64_t> ds) {
+  OpScalars v;
   for (int64_t d : ds) v.push_back(static_cast<uint64_t>(d));
   return v;
 }

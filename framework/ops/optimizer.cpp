@@ -26,7 +26,7 @@ void sgd_update_(Tensor& w, const Tensor& g, Tensor& mom, float lr, float moment
   check_param("sgd_update", w, g, mom, momentum);
   const size_t n = count(w);
   // In place: w (and the momentum) are read and written.
-  const std::vector<uint64_t> scalars{n, scalar_bits(lr), scalar_bits(momentum), scalar_bits(wd), scalar_bits(rescale)};
+  const OpScalars scalars{n, scalar_bits(lr), scalar_bits(momentum), scalar_bits(wd), scalar_bits(rescale)};
   enqueue(ctx_of(w), "sgd_update", {&g, &w, &mom}, {&w, &mom}, scalars, [](Backend& be, const OpArgs& k) {
     be.kernels.sgd_update(be, k.out(0), k.in(0), k.out(1), k.scalar(0), k.scalar_float(1), k.scalar_float(2), k.scalar_float(3),
                   k.scalar_float(4));
@@ -54,9 +54,8 @@ void sgd_update_multi_(const std::vector<Tensor*>& ws, const std::vector<const T
   for (size_t i = 0; i < ws.size(); ++i) reads.push_back(moms.empty() ? &none : moms[i]);
   for (size_t i = 0; i < ws.size(); ++i) writes.push_back(moms.empty() ? &none : moms[i]);
   // Scalars: the count, the four factors, then each parameter's size.
-  std::vector<uint64_t> scalars{ws.size(), scalar_bits(lr), scalar_bits(momentum), scalar_bits(wd),
-                                scalar_bits(rescale)};
-  scalars.insert(scalars.end(), ns.begin(), ns.end());
+  OpScalars scalars{ws.size(), scalar_bits(lr), scalar_bits(momentum), scalar_bits(wd), scalar_bits(rescale)};
+  for (uint64_t n : ns) scalars.push_back(n);
   enqueue(ctx_of(*ws[0]), op, reads, writes, std::move(scalars), [](Backend& be, const OpArgs& a) {
     const size_t k = a.scalar(0);
     std::vector<SgdParam> ps(k);

@@ -63,8 +63,8 @@ static Tensor random_op(const char* op, const char* kernel, const Shape& s, Devi
   Tensor y = alloc(s, c);
   const size_t n = count(y);
   const auto [seed, off] = draw(n);
-  std::vector<uint64_t> scalars{n, seed, off};  // and `fill`'s own: params
-  scalars.insert(scalars.end(), params.begin(), params.end());
+  OpScalars scalars{n, seed, off};  // and `fill`'s own: params
+  for (uint64_t p : params) scalars.push_back(p);
   enqueue(c, kernel, {}, {&y}, std::move(scalars), fill);
   return y;
 }

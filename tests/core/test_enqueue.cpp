@@ -228,6 +228,10 @@ TEST(OpDeclaration, ScalarsReadBackInlineOrOnTheHeap) {
     OpScalars s(v);
     ASSERT_EQ(s.size(), n);
     EXPECT_EQ(std::vector<uint64_t>(s.begin(), s.end()), v) << n << " scalars";
+    OpScalars pushed;
+    for (uint64_t x : v) pushed.push_back(x);
+    ASSERT_EQ(pushed.size(), n);
+    EXPECT_EQ(std::vector<uint64_t>(pushed.begin(), pushed.end()), v) << n << " scalars, pushed one by one";
     const OpScalars moved(std::move(s));
     EXPECT_EQ(std::vector<uint64_t>(moved.begin(), moved.end()), v) << n << " scalars, moved";
     OpScalars cleared(v);
