@@ -8,7 +8,13 @@
 //   BM_CudaMlpGemmFloor/tf32:0/batch:B   all eight, per step (FP32, the default)
 //   BM_CudaMlpGemmFloor/tf32:1/batch:B   the same with TF32 tensor cores
 //   BM_CudaMlpGemm/<i>                   one GEMM at a time at batch 1024 (the label names it)
-// The GPU kit runs only the floor: --benchmark_filter=Floor --benchmark_min_time=0.1.
+//   BM_SgdUpdate                         the step's SGD update of its six parameters (the
+//                                        backend's launcher, cuda/kernels.h), one launch
+//   BM_DeviceCopy                        cudaMemcpyAsync device to device, reading and writing
+//                                        as many bytes as the update does
+// Both report GBps: bytes read and written per second; the update's share of
+// the copy's is how near it runs to what the memory gives.
+// The GPU kit runs the floor and the pair: --benchmark_filter='Floor|Sgd|Copy'.
 //
 // Each timed iteration runs kRepeat steps back to back between two events,
 // after a warm-up, so the launch cost of the small GEMMs is hidden as it is
@@ -23,6 +29,7 @@
 
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/cuda_handles.h"
+#include "framework/cuda/kernels.h"
 #include "cuda_bench.h"
 #include "framework/cuda/sgemm.h"
 
@@ -186,6 +193,84 @@ void BM_CudaMlpGemm(benchmark::State& state) {
   state.SetLabel(kStep[i].name);
 }
 BENCHMARK(BM_CudaMlpGemm)->DenseRange(0, kGemms - 1)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+// The d2l MLP's parameters, each in a buffer of its own as the model holds
+// them: W1 (2048,512), b1, W2 (512,2048), b2, W3 (1,512), b3.
+struct Params {
+  std::vector<DeviceBuffer> w, g;
+  std::vector<amlp::SgdParam> table;
+  size_t floats = 0;
+  DeviceBuffer copy_src, copy_dst;
+  Params(Floor& f) {
+    for (size_t n : {size_t(kH1) * kIn, size_t(kH1), size_t(kH2) * kH1, size_t(kH2), size_t(kOut) * kH2, size_t(kOut)}) {
+      w.push_back(device_alloc(n * sizeof(float)));
+      g.push_back(device_alloc(n * sizeof(float)));
+      for (DeviceBuffer* b : {&w.back(), &g.back()}) {
+        init_kernel<<<256, 256, 0, f.stream.get()>>>(static_cast<float*>(b->get()), n, unsigned(n));
+        AMLP_CUDA_CHECK_LAUNCH();
+      }
+      table.push_back({static_cast<float*>(w.back().get()), static_cast<const float*>(g.back().get()), nullptr, n});
+      floats += n;
+    }
+    copy_src = device_alloc(copy_bytes());
+    copy_dst = device_alloc(copy_bytes());
+    AMLP_CUDA_CHECK(cudaMemsetAsync(copy_src.get(), 0, copy_bytes(), f.stream.get()));
+    AMLP_CUDA_CHECK(cudaStreamSynchronize(f.stream.get()));
+  }
+  size_t update_bytes() const { return 3 * floats * sizeof(float); }  // w and g read, w written
+  size_t copy_bytes() const { return update_bytes() / 2; }           // read once, written once
+};
+
+Params& params_state(Floor& f) {
+  static Params* p = new Params(f);
+  return *p;
+}
+
+template <class Body>
+void measure_bytes(benchmark::State& state, Floor& f, Body body, size_t bytes) {
+  for (int i = 0; i < kWarmUp; ++i) body();
+  AMLP_CUDA_CHECK(cudaStreamSynchronize(f.stream.get()));
+  double total = 0;
+  for (auto _ : state) {
+    const double s = f.timed(body);
+    state.SetIterationTime(s);
+    total += s;
+  }
+  if (total > 0) {
+    const double per = total / static_cast<double>(state.iterations());
+    state.counters["us_per_call"] = per * 1e6;
+    state.counters["GBps"] = double(bytes) / per / 1e9;
+  }
+}
+
+void BM_SgdUpdate(benchmark::State& state) {
+  Floor& f = floor_state();
+  if (!f.no_gpu.empty()) {
+    state.SkipWithError(f.no_gpu.c_str());
+    return;
+  }
+  Params& p = params_state(f);
+  measure_bytes(state, f, [&] {
+    launch_sgd_multi(p.table.data(), static_cast<int>(p.table.size()), 1e-6f, 0.f, 0.f, 1.f, f.stream.get());
+  }, p.update_bytes());
+  state.SetLabel("the d2l step's 6 parameters, " + std::to_string(p.floats) + " floats");
+}
+BENCHMARK(BM_SgdUpdate)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+void BM_DeviceCopy(benchmark::State& state) {
+  Floor& f = floor_state();
+  if (!f.no_gpu.empty()) {
+    state.SkipWithError(f.no_gpu.c_str());
+    return;
+  }
+  Params& p = params_state(f);
+  measure_bytes(state, f, [&] {
+    AMLP_CUDA_CHECK(cudaMemcpyAsync(p.copy_dst.get(), p.copy_src.get(), p.copy_bytes(), cudaMemcpyDeviceToDevice,
+                                    f.stream.get()));
+  }, 2 * p.copy_bytes());
+  state.SetLabel("as many bytes read and written as BM_SgdUpdate");
+}
+BENCHMARK(BM_DeviceCopy)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

@@ -39,12 +39,21 @@ Tensor bias_add(const Tensor& x, const Tensor& b);
 // Dense layer in one kernel: y = x·Wᵀ + b;  x (B,in), W (out,in), b (out) or undefined.
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b);
 // relu(linear(x, w, b)) with the bias and the ReLU in one pass after the GEMM,
-// and the ReLU's backward fused with the bias gradient (a Dense with ReLU).
+// and the ReLU's backward fused with the bias gradient (a Dense with ReLU):
+// into the input-gradient GEMM of the linear or linear_relu that consumes
+// its output (linear_grad_input_relu), or one pass of its own.
 Tensor linear_relu(const Tensor& x, const Tensor& w, const Tensor& b);
 // A Dense layer's weight gradient dW = dzᵀ·x (out, in) and, with `bias`, its
 // bias gradient db = Σ_r dz (out) in one op (one cuBLASLt launch on CUDA);
 // dz (B, out), x (B, in). Not differentiable (linear's backward uses it).
 std::pair<Tensor, Tensor> linear_grad_weight(const Tensor& dz, const Tensor& x, bool bias);
+// The input gradient of a Dense layer (g (B,out), W (out,in)) whose input
+// was y = linear_relu(...) (B,in), through that ReLU: dz = (g·W)·(y > 0), and
+// with `bias` db = Σ_r dz (in), in one op (one cuBLASLt launch on CUDA,
+// reading `mask`: the bits linear_relu's forward kept, or undefined). Not
+// differentiable (linear's and linear_relu's backward use it).
+std::pair<Tensor, Tensor> linear_grad_input_relu(const Tensor& g, const Tensor& w, const Tensor& y,
+                                                 const Tensor& mask, bool bias);
 // Column sums: x (R,C) → (C)   (the bias gradient)
 Tensor sum_rows(const Tensor& x);
 Tensor relu(const Tensor& x);

@@ -2,8 +2,9 @@
 """Where a run's time goes, from train_mlp --trace FILE.
 
 For each device queue: every kernel's count, total and per-batch time and
-share of the window, grouped into GEMM ops (matmul, linear, linear_relu: the
-GEMM and the bias/ReLU pass fused after it), the rest, and idle (the window
+share of the window, grouped into GEMM ops (matmul, linear, linear_relu,
+linear_grad_weight, linear_grad_input_relu: the GEMM with the bias, ReLU or
+their gradients fused in), the rest, and idle (the window
 minus the kernels). The window runs from the first kernel of the first batch
 kept to the last kernel's end; --skip N drops the first N batches (warm-up).
 
@@ -20,7 +21,7 @@ import collections
 import json
 import sys
 
-GEMM_OPS = {"matmul", "linear", "linear_relu"}
+GEMM_OPS = {"matmul", "linear", "linear_relu", "linear_grad_weight", "linear_grad_input_relu"}
 
 
 def fail(msg):

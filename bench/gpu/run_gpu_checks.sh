@@ -5,9 +5,12 @@
 #   quick  (<= 420 s, about 300)  unpack the carried archive (pack.sh), print the
 #          machine and the commit the build came from; the CUDA-touching test
 #          executables; train_mlp at batch 64 and 1024 in every mode (batch, none,
-#          none --alloc run, bounded, --graph on in both sync modes), two rounds
-#          alternated with PyTorch eager and PyTorch's whole-step CUDA graph; the
-#          cuBLAS floor at both sizes; bench_op_cost with the raw-launch floor;
+#          none --alloc run, bounded, --graph on in both sync modes, TF32), two
+#          rounds alternated with PyTorch eager and PyTorch's whole-step CUDA
+#          graph (FP32 and TF32); cuBLASLt on/off at batch 64 in more
+#          alternated rounds (lt64); the cuBLAS floor at both sizes, FP32 and
+#          TF32, and the SGD update beside a device copy of its bytes;
+#          bench_op_cost with the raw-launch and raw-capture floors;
 #          a traced `none` run (and a `--graph on` one) through
 #          tools/trace_summary.py; mpirun -np 1 train_mlp --distributed mpi
 #          against the one-process run; the goals table last
@@ -43,24 +46,26 @@ ARCHIVE=${ARCHIVE:-build-gpu.tar.xz}
 LOGS=${LOGS:-$PWD/out/gpu}
 OUT=${OUT:-$LOGS/back}
 ROUNDS=${ROUNDS:-2}
+LT_ROUNDS=${LT_ROUNDS:-5}
 DRY=${ASYNCMLP_KIT_DRY:-0}
 declare -A BUDGET=([quick]=${KIT_BUDGET:-420} [deep]=${KIT_BUDGET:-300})
 
 # Each command's steps: name, expected seconds on an H100, timeout (bound),
 # whether it needs the GPU, and what it does. The bounds add up to more than
 # the budget on purpose: a step gets min(bound, what is left).
-QUICK=(unpack tests perf64 perf1024 floor opcost trace mpi goals)
+QUICK=(unpack tests perf64 perf1024 lt64 floor opcost trace mpi goals)
 DEEP=(sanitize others normals policies hostwork sweep)
-declare -A EXPECT=([unpack]=15 [tests]=90 [perf64]=75 [perf1024]=85 [floor]=12 [opcost]=40 [trace]=12
+declare -A EXPECT=([unpack]=15 [tests]=90 [perf64]=95 [perf1024]=105 [lt64]=30 [floor]=15 [opcost]=40 [trace]=12
   [mpi]=12 [goals]=3 [sanitize]=110 [others]=60 [normals]=15 [policies]=25 [hostwork]=25 [sweep]=30)
-declare -A BOUND=([unpack]=90 [tests]=150 [perf64]=130 [perf1024]=140 [floor]=40 [opcost]=60 [trace]=40
+declare -A BOUND=([unpack]=90 [tests]=150 [perf64]=150 [perf1024]=160 [lt64]=60 [floor]=40 [opcost]=60 [trace]=40
   [mpi]=60 [goals]=20 [sanitize]=160 [others]=120 [normals]=45 [policies]=60 [hostwork]=60 [sweep]=75)
 declare -A WHAT=(
   [unpack]="unpack $ARCHIVE; the commit it was built from; nvidia-smi, nvcc, cuBLAS/cuRAND, PyTorch, NCCL, mpirun"
   [tests]="the CUDA-touching test executables ($BUILD/cuda_tests.txt, listed by pack.sh), one after another"
-  [perf64]="$ROUNDS rounds at batch 64 (300 batches): train_mlp batch, none (segments, and a cudaMalloc per block), none --alloc run, bounded, graph batch/none, batch and graph none without cuBLASLt | torch_mlp.py eager+graph"
+  [perf64]="$ROUNDS rounds at batch 64 (300 batches): train_mlp batch, none (segments, and a cudaMalloc per block), none --alloc run, bounded, graph batch/none, batch and graph none without cuBLASLt, graph none TF32 | torch_mlp.py eager+graph, graph TF32"
   [perf1024]="the same at batch 1024 (100 batches)"
-  [floor]="bench_cuda_gemm: the eight GEMMs of one step (cuBLAS alone) at 64 and 1024, FP32 and TF32"
+  [lt64]="$LT_ROUNDS alternated rounds at batch 64 (1000 batches): --graph on --sync none with cuBLASLt's epilogues on and off (ASYNCMLP_LT)"
+  [floor]="bench_cuda_gemm: the eight GEMMs of one step (cuBLAS alone) at 64 and 1024, FP32 and TF32; the SGD update of the step's parameters beside a device copy of as many bytes"
   [opcost]="bench_op_cost on cuda0: push, worker per op, round trip, BM_RawLaunch (the bare-loop floor), a recorded step against BM_RawCapture"
   [trace]="train_mlp --sync none (and --graph on) at 1024 with --trace, summarised by tools/trace_summary.py"
   [mpi]="mpirun -np 1 train_mlp --distributed mpi --device cuda (bundled OpenMPI, NCCL over MPI) vs one process"
@@ -77,8 +82,10 @@ declare -A WHAT=(
 # within its bound (memcheck serialises every launch: a whole training suite
 # takes minutes).
 SANITIZE=(
-  "memcheck test_cuda_backend Ops/CudaVsCpu.*/*linear*:Ops/CudaVsCpu.*/*l2*:CudaTraining.EveryDenseGemm* 60"  # cuBLASLt epilogues, the fused loss
-  "racecheck test_cuda_backend Ops/CudaVsCpu.*/*linear_relu*:Ops/CudaVsCpu.*/*l2*:CudaTraining.EveryDenseGemm* 40"
+  "memcheck test_cuda_backend Ops/CudaVsCpu.*/*relu*:CudaTraining.EveryDenseGemm*:CudaTraining.TheMaskPass* 60"  # RELU_AUX_BIAS, DRELU_BGRAD, the mask pass
+  "racecheck test_cuda_backend Ops/CudaVsCpu.*/*over_relu*:CudaTraining.TheMaskPass* 40"
+  "memcheck test_optimizer SgdMultiCuda.* 30"  # the vectorised SGD update
+  "synccheck test_optimizer SgdMultiCuda.* 30"
   "memcheck test_cuda_graph CudaGraph.HeldStepsTrainLikeEagerLaunches 90"  # step graphs with the fused ops
 )
 
@@ -247,9 +254,11 @@ step_tests() {
 # pool's segments' effect measured beside them; *_nolt: cuBLASLt's fused
 # epilogues off (ASYNCMLP_LT=0: the GEMM and a pass each), the fusion's
 # effect measured beside them.
+# graph_none_tf32: the best mode with TF32 GEMMs, beside PyTorch's graph with TF32.
 MODES=("batch:--sync batch" "none:--sync none" "none_malloc:--sync none" "none_run:--sync none --alloc run"
   "bounded:--sync none --max-pending-bytes 128MiB" "graph_batch:--sync batch --graph on"
-  "graph_none:--sync none --graph on" "batch_nolt:--sync batch" "graph_none_nolt:--sync none --graph on")
+  "graph_none:--sync none --graph on" "batch_nolt:--sync batch" "graph_none_nolt:--sync none --graph on"
+  "graph_none_tf32:--sync none --graph on --tf32")
 
 perf() {  # BATCH STEPS
   local batch=$1 steps=$2 r m tag opts
@@ -274,14 +283,36 @@ perf() {  # BATCH STEPS
     x "$(cap 60)" python3 bench/gpu/torch_mlp.py --sync batch,none --capture eager,graph --batches "$steps" \
       --batch-size "$batch" --repeats 2 --json "$dir/perf$batch/torch_$r.json" >"$dir/perf$batch/torch_$r.log" 2>&1 ||
       record FAIL "torch_mlp.py batch $batch #$r" "see perf$batch/torch_$r.log"
+    x "$(cap 40)" python3 bench/gpu/torch_mlp.py --tf32 --sync batch,none --capture graph --batches "$steps" \
+      --batch-size "$batch" --repeats 2 --json "$dir/perf$batch/torch_tf32_$r.json" >"$dir/perf$batch/torch_tf32_$r.log" 2>&1 ||
+      record FAIL "torch_mlp.py --tf32 batch $batch #$r" "see perf$batch/torch_tf32_$r.log"
   done
   grep -q "FAIL.*batch $batch" "$results" || record PASS "perf$batch" "$ROUNDS rounds x ${#MODES[@]} modes + 2 PyTorch peers"
 }
 step_perf64() { perf 64 300; }
 step_perf1024() { perf 1024 100; }
 
+# cuBLASLt's epilogues on and off at batch 64, alternated, in more rounds
+# than perf64 has: the decision per size wants the rounds' spread below the
+# difference (table.py prints both).
+step_lt64() {
+  local r lt
+  mkdir -p "$dir/lt64"
+  for r in $(seq 1 "$LT_ROUNDS"); do
+    if (($(cap 1000) < 6)); then
+      record NOTE lt64 "stopped after $((r - 1)) rounds: the step's time was spent"
+      break
+    fi
+    for lt in 1 0; do
+      ASYNCMLP_LT=$lt train "lt64/train_lt${lt}_$r" --sync none --graph on --batches 1000 --batch-size 64 ||
+        record FAIL "lt64 ASYNCMLP_LT=$lt #$r" "see lt64/train_lt${lt}_$r.log"
+    done
+  done
+  grep -q "FAIL lt64" "$results" || record PASS lt64 "$LT_ROUNDS rounds, cuBLASLt on and off"
+}
+
 step_floor() {
-  if x "$(cap 40)" "$BUILD/bin/bench_cuda_gemm" --benchmark_filter='Floor/tf32:[01]/batch:(64|1024)/' \
+  if x "$(cap 40)" "$BUILD/bin/bench_cuda_gemm" --benchmark_filter='Floor/tf32:[01]/batch:(64|1024)/|SgdUpdate|DeviceCopy' \
     --benchmark_min_time=0.1 --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
     --benchmark_out="$dir/gemm_floor.json" --benchmark_out_format=json >"$dir/gemm_floor.log" 2>&1; then
     record PASS floor "$dir/gemm_floor.json"

@@ -64,9 +64,24 @@ struct KernelTable {
   // Fused after a GEMM: y(r,c) = max(y(r,c) + b(c), 0) in place (b may be null).
   void (*bias_relu)(Backend&, float* y, const float* b, int rows, int cols) = nullptr;
   // Fused backward of bias_relu: dz = dy * (y > 0), and db(c) = sum_r dz(r,c)
-  // in the same pass, in column_sums' order (db may be null).
+  // in the same pass, in column_sums' order (db may be null). dz may alias dy.
   void (*relu_backward_sum_rows)(Backend&, const float* y, const float* dy, float* dz, float* db, int rows,
                                  int cols) = nullptr;
+  // linear_relu's forward that also keeps its ReLU's mask, relu_mask_words()
+  // 32-bit words in the backend's own layout, for dense_grad_input_relu. A
+  // backend whose dense_grad_input_relu reads y itself (the CPU) leaves it
+  // empty, and no mask is made. CUDA: one cuBLASLt matmul, RELU_AUX_BIAS.
+  void (*dense_forward_relu_mask)(Backend&, const float* x, const float* w, const float* b, float* y,
+                                  uint32_t* mask, int B, int in, int out) = nullptr;
+  // The input gradient of a Dense layer whose input y came out of the ReLU
+  // of the layer below (linear_relu), with that ReLU's backward and that
+  // layer's bias gradient:  dz(r,i) = (sum_o g(r,o) * w(o,i)) * (y(r,i) > 0),
+  // db(i) = sum_r dz(r,i) (db may be null); g (B,out), w (out,in), y and dz
+  // (B,in). mask: what dense_forward_relu_mask kept for y, or null. Composed:
+  // matmul's GEMM into dz, then relu_backward_sum_rows in place (bitwise the
+  // two ops); CUDA with a mask: one cuBLASLt matmul, DRELU_BGRAD.
+  void (*dense_grad_input_relu)(Backend&, const float* g, const float* w, const float* y, const uint32_t* mask,
+                                float* dz, float* db, int B, int in, int out) = nullptr;
   // loss(r) = 0.5 * mean_c (pred(r,c) - label(r,c))^2, and in the same pass,
   // when dpred is not null, the gradient for a unit head:
   // dpred(r,c) = (pred(r,c) - label(r,c)) / cols (l2_loss_backward's with dloss = 1, bitwise).
@@ -109,6 +124,12 @@ struct KernelTable {
 // The table of the backend a composition runs on (backend.cpp).
 const KernelTable& kernels_of(Backend& be);
 
+// The size of a ReLU mask of a (B, out) output: a bit per element, each of
+// the B rows padded to a multiple of 128 bits (cuBLASLt's leading dimension).
+inline size_t relu_mask_words(int B, int out) {
+  return static_cast<size_t>(B) * ((static_cast<size_t>(out) + 127) / 128 * 4);
+}
+
 // The compositions a backend gets for an entry it leaves empty (the CPU's
 // fused kernels are these); a backend's own body may fall back to them.
 namespace composed {
@@ -136,6 +157,13 @@ inline void dense_grad_weight(Backend& be, const float* dz, const float* x, floa
   if (db) k.column_sums(be, dz, db, B, out);
 }
 
+inline void dense_grad_input_relu(Backend& be, const float* g, const float* w, const float* y, const uint32_t*,
+                                  float* dz, float* db, int B, int in, int out) {
+  const KernelTable& k = kernels_of(be);
+  k.gemm(be, false, false, B, in, out, 1.f, g, out, w, in, 0.f, dz, in);  // dz = g·W, as matmul(g, w)
+  k.relu_backward_sum_rows(be, y, dz, dz, db, B, in);                     // dz *= (y > 0); db = Σ_r dz
+}
+
 inline void sgd_update_multi(Backend& be, const SgdParam* ps, int n, float lr, float momentum, float wd,
                              float rescale) {
   const KernelTable& k = kernels_of(be);
@@ -149,6 +177,7 @@ inline void sgd_update_multi(Backend& be, const SgdParam* ps, int n, float lr, f
 inline void complete_kernels(KernelTable& t) {
   if (!t.dense_forward) t.dense_forward = composed::dense_forward;
   if (!t.dense_grad_weight) t.dense_grad_weight = composed::dense_grad_weight;
+  if (!t.dense_grad_input_relu) t.dense_grad_input_relu = composed::dense_grad_input_relu;
   if (!t.sgd_update_multi) t.sgd_update_multi = composed::sgd_update_multi;
 }
 

@@ -29,7 +29,7 @@ void record(Tensor& out, const char* name, std::vector<Tensor> inputs,
             std::function<std::vector<Tensor>(const Tensor&)> bw, std::function<std::vector<Tensor>()> unit_bw) {
   TensorImpl* o = out.impl();
   o->requires_grad = true;
-  o->grad_fn = std::make_shared<Node>(Node{name, std::move(inputs), std::move(bw), std::move(unit_bw)});
+  o->grad_fn = std::make_shared<Node>(Node{name, std::move(inputs), std::move(bw), std::move(unit_bw), nullptr});
 }
 
 std::vector<std::shared_ptr<TensorImpl>> tape_of(const Tensor& root) {

@@ -18,6 +18,8 @@
 
 namespace amlp {
 
+struct ReluHandoff;  // ops/linalg.cpp
+
 struct Node {
   const char* name;
   std::vector<Tensor> inputs;  // what the backward needs (and where grads go)
@@ -29,6 +31,10 @@ struct Node {
   // from a unit head (Tensor::backward, BackwardPass(root)) calls it at the
   // root instead of queueing the ones and a backward op.
   std::function<std::vector<Tensor>()> unit_backward;
+  // Optional, on an op that ends in a ReLU of its own (linear_relu): what
+  // the op consuming its output needs to fold the ReLU's backward, and this
+  // op's bias gradient, into its input-gradient GEMM (ops/linalg.cpp).
+  std::shared_ptr<ReluHandoff> relu;
 };
 
 // Whether ops on this thread record (on unless a NoGradGuard is alive).

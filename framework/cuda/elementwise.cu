@@ -80,6 +80,18 @@ __global__ void affine_kernel(float* y, size_t n, float lo, float width) {
   for (size_t i = global_thread(); i < n; i += grid_threads()) y[i] = __fadd_rn(lo, __fmul_rn(width, y[i]));
 }
 
+// One thread per 32-bit word of the mask: bits c0..c0+31 of its row.
+__global__ void relu_mask_kernel(const float* y, uint32_t* mask, int cols, size_t words_per_row, size_t n) {
+  for (size_t i = global_thread(); i < n; i += grid_threads()) {
+    const size_t r = i / words_per_row;
+    const int c0 = static_cast<int>((i % words_per_row) * 32);
+    const float* yr = y + r * static_cast<size_t>(cols);
+    uint32_t bits = 0;
+    for (int j = 0; j < 32 && c0 + j < cols; ++j) bits |= (yr[c0 + j] > 0.f ? 1u : 0u) << j;
+    mask[i] = bits;
+  }
+}
+
 bool is_positive_zero(float v) {
   uint32_t bits;
   std::memcpy(&bits, &v, sizeof bits);
@@ -183,6 +195,13 @@ void add_elementwise_kernels(KernelTable& t) {
 void launch_affine(float* y, size_t n, float lo, float width, cudaStream_t s) {
   if (n == 0) return;
   affine_kernel<<<blocks_for(n), kBlock, 0, s>>>(y, n, lo, width);
+  AMLP_CUDA_CHECK_LAUNCH();
+}
+
+void launch_relu_mask(const float* y, uint32_t* mask, int rows, int cols, cudaStream_t s) {
+  if (rows <= 0 || cols <= 0) return;
+  const size_t words_per_row = (static_cast<size_t>(cols) + 127) / 128 * 4, n = words_per_row * rows;
+  relu_mask_kernel<<<blocks_for(n), kBlock, 0, s>>>(y, mask, cols, words_per_row, n);
   AMLP_CUDA_CHECK_LAUNCH();
 }
 

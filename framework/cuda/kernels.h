@@ -14,6 +14,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "framework/core/kernels.h"
+
 namespace amlp::cuda {
 
 // elementwise.cu: y = lo + width * y   (cuRAND's (0,1] uniforms to [lo, hi), random.cu)
@@ -22,6 +24,17 @@ void launch_affine(float* y, size_t n, float lo, float width, cudaStream_t s);
 // Philox stream, bitwise the CPU generator's (box_muller.h); also timed
 // beside curandGenerateNormal by bench/bench_cuda_random.cu.
 void launch_normal(float* y, size_t n, uint64_t seed, uint64_t offset, float mean, float stddev, cudaStream_t s);
+
+// elementwise.cu: the ReLU mask of y (rows, cols) in cuBLASLt's RELU_AUX
+// layout: bit c of row r is bit (r*ld + c) % 32 of word (r*ld + c) / 32,
+// ld = cols rounded up to 128 (core/kernels.h's relu_mask_words); set where
+// y > 0. What dense_forward_relu_mask writes when cuBLASLt has no plan.
+void launch_relu_mask(const float* y, uint32_t* mask, int rows, int cols, cudaStream_t s);
+
+// optimizer.cu: the SGD step of k parameters (core/kernels.h's
+// sgd_update_multi) in as few launches as its table allows (one for up to
+// 24); also timed beside a device copy by bench/bench_cuda_gemm.cu.
+void launch_sgd_multi(const SgdParam* ps, int k, float lr, float momentum, float wd, float rescale, cudaStream_t s);
 
 // Inputs per launch of the sum of k tensors (elementwise.cu).
 constexpr int kSumNBatch = 8;

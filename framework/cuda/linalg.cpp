@@ -3,7 +3,9 @@
 // these GEMMs: each reads tf32() (runtime.h) as it is launched. The CPU's
 // are cpu/linalg.cpp and the compositions of core/kernels.h.
 #include "framework/cuda/cuda_backend.h"
+#include "framework/core/env.h"
 #include "framework/cuda/cuda_check.h"
+#include "framework/cuda/kernels.h"
 #include "framework/cuda/sgemm.h"
 #include "framework/runtime.h"
 
@@ -37,12 +39,37 @@ void dense_grad_weight(Backend& dev, const float* dz, const float* x, float* dw,
   composed::dense_grad_weight(dev, dz, x, dw, db, B, in, out);
 }
 
+// One cuBLASLt matmul that also writes the ReLU's mask (RELU_AUX_BIAS);
+// where it has no plan, the composition and a pass that writes the mask.
+void dense_forward_relu_mask(Backend& dev, const float* x, const float* w, const float* bias, float* y,
+                             uint32_t* mask, int B, int in, int out) {
+  auto& be = static_cast<CudaBackend&>(dev);
+  cudaStream_t s = be.stream();
+  if (be.lt().linear_relu_mask(x, w, bias, y, mask, B, in, out, tf32())) return;
+  composed::dense_forward(dev, x, w, bias, y, B, in, out, /*relu=*/true);
+  launch_relu_mask(y, mask, B, out, s);
+}
+
+// One cuBLASLt matmul applying the mask and summing the bias gradient in its
+// epilogue (DRELU_BGRAD); composed (the SGEMM, then the masking pass over y)
+// without a mask or a plan.
+void dense_grad_input_relu(Backend& dev, const float* g, const float* w, const float* y, const uint32_t* mask,
+                           float* dz, float* db, int B, int in, int out) {
+  auto& be = static_cast<CudaBackend&>(dev);
+  (void)be.stream();
+  if (mask && be.lt().grad_input_relu(g, w, mask, dz, db, B, in, out, tf32())) return;
+  composed::dense_grad_input_relu(dev, g, w, y, mask, dz, db, B, in, out);
+}
+
 }  // namespace
 
 void add_linalg_kernels(KernelTable& t) {
   t.gemm = gemm;
   t.dense_forward = dense_forward;
   t.dense_grad_weight = dense_grad_weight;
+  t.dense_grad_input_relu = dense_grad_input_relu;
+  // The mask only where cuBLASLt can use it (ASYNCMLP_LT=0: the two ops' kernels).
+  if (env_settings().lt_epilogues) t.dense_forward_relu_mask = dense_forward_relu_mask;
 }
 
 }  // namespace amlp::cuda

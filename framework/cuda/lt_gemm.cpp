@@ -11,7 +11,10 @@
 namespace amlp::cuda {
 
 namespace {
-enum Kind { kForward = 0, kGradWeight = 1 };
+enum Kind { kForward = 0, kGradWeight = 1, kForwardMask = 2, kGradInputRelu = 3 };
+
+// The mask's leading dimension in bits for an output of m rows (column-major).
+int64_t mask_ld(int m) { return (static_cast<int64_t>(m) + 127) / 128 * 128; }
 
 // The largest power of two (at most 256) dividing every address: the plan's
 // minimum alignment, so an algorithm that needs more is never chosen.
@@ -52,7 +55,10 @@ void LtGemms::stop() noexcept {
 
 // A column-major problem D(m,n) = op(A)·op(B) (+ epilogue). lda/ldb/ldd are
 // the leading dimensions of A, B, D as stored.
-LtGemms::Plan& LtGemms::plan(const Key& key, bool trans_a, bool trans_b, int lda, int ldb, int ldd) {
+// bias and aux: the first call's pointers, which the heuristic reads for
+// their alignment (the key holds it).
+LtGemms::Plan& LtGemms::plan(const Key& key, bool trans_a, bool trans_b, int lda, int ldb, int ldd, const void* bias,
+                             const void* aux) {
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   Plan& p = plans_[key];
@@ -63,6 +69,11 @@ LtGemms::Plan& LtGemms::plan(const Key& key, bool trans_a, bool trans_b, int lda
   set_attr(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N);
   set_attr(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N);
   set_attr(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, static_cast<cublasLtEpilogue_t>(epilogue));
+  if (bias) set_attr(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
+  if (aux) {
+    set_attr(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux);
+    set_attr(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, mask_ld(m));
+  }
   // As stored: A is (m,k), or (k,m) transposed; B (k,n), or (n,k).
   AMLP_CUDA_CHECK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_32F, trans_a ? k : m, trans_a ? m : k, std::max(lda, 1)));
   AMLP_CUDA_CHECK(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_32F, trans_b ? n : k, trans_b ? k : n, std::max(ldb, 1)));
@@ -85,12 +96,13 @@ LtGemms::Plan& LtGemms::plan(const Key& key, bool trans_a, bool trans_b, int lda
   return p;
 }
 
-bool LtGemms::run(Plan& p, const void* bias, const float* A, const float* Bm, float* D) {
+bool LtGemms::run(Plan& p, const void* bias, const float* A, const float* Bm, float* D, const void* aux) {
   if (!p.ok) {
     ++stats_.composed;
     return false;
   }
   if (bias) set_attr(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
+  if (aux) set_attr(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux);
   const float one = 1.f, zero = 0.f;
   AMLP_CUDA_CHECK(cublasLtMatmul(handle_, p.desc, &one, A, p.a, Bm, p.b, &zero, D, p.d, D, p.d, &p.algo, workspace_,
                                  workspace_bytes_, stream_));
@@ -114,6 +126,26 @@ bool LtGemms::grad_weight(const float* dz, const float* x, float* dw, float* db,
   // D(in,out) = A·op(B) with A = xᵀ stored (in,B), B = dzᵀ stored (out,B) transposed; k = B.
   const Key key{kGradWeight, in, out, B, static_cast<int>(epi), tf32, alignment({dz, x, dw, db})};
   return run(plan(key, /*trans_a=*/false, /*trans_b=*/true, in, out, in), db, x, dz, dw);
+}
+
+bool LtGemms::linear_relu_mask(const float* x, const float* w, const float* b, float* y, uint32_t* mask, int B,
+                               int in, int out, bool tf32) {
+  if (!handle_ || B <= 0 || out <= 0 || in <= 0 || !mask) return false;
+  const cublasLtEpilogue_t epi = b ? CUBLASLT_EPILOGUE_RELU_AUX_BIAS : CUBLASLT_EPILOGUE_RELU_AUX;
+  // As linear(): D(out,B) = op(A)·B, the mask over D's (out,B), ld mask_ld(out).
+  const Key key{kForwardMask, out, B, in, static_cast<int>(epi), tf32, alignment({x, w, b, y, mask})};
+  return run(plan(key, /*trans_a=*/true, /*trans_b=*/false, in, in, out, b, mask), b, w, x, y, mask);
+}
+
+bool LtGemms::grad_input_relu(const float* g, const float* w, const uint32_t* mask, float* dz, float* db, int B,
+                              int in, int out, bool tf32) {
+  if (!handle_ || B <= 0 || out <= 0 || in <= 0 || !mask) return false;
+  const cublasLtEpilogue_t epi = db ? CUBLASLT_EPILOGUE_DRELU_BGRAD : CUBLASLT_EPILOGUE_DRELU;
+  // dzᵀ(in,B) = Wᵀ·gᵀ column-major: A = W stored (in,out) with ld in, B = gᵀ
+  // stored (out,B) with ld out; the mask over D's (in,B) is the forward's of
+  // the layer below, whose output this is; BGRAD sums D's rows over the batch.
+  const Key key{kGradInputRelu, in, B, out, static_cast<int>(epi), tf32, alignment({g, w, mask, dz, db})};
+  return run(plan(key, /*trans_a=*/false, /*trans_b=*/false, in, out, in, db, mask), db, w, g, dz, mask);
 }
 
 }  // namespace amlp::cuda

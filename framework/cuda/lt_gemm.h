@@ -1,8 +1,11 @@
 // lt_gemm.h — a Dense layer's GEMMs with their epilogues fused, through
 // cuBLASLt: the forward with the bias (and the ReLU) applied as the GEMM
-// writes its tile (CUBLASLT_EPILOGUE_BIAS / RELU_BIAS), the weight gradient
-// with the bias gradient reduced in the same kernel (BGRADB). One launch
-// where the composition takes two: an op stays one kernel (docs/design.md §1).
+// writes its tile (CUBLASLT_EPILOGUE_BIAS / RELU_BIAS, or RELU_AUX_BIAS
+// keeping the ReLU's mask as a bit per element), the weight gradient with the
+// bias gradient reduced in the same kernel (BGRADB), and the input gradient
+// of the layer above a ReLU with that ReLU's backward (the mask) and the
+// bias gradient of the layer below (DRELU_BGRAD). One launch where the
+// composition takes two: an op stays one kernel (docs/design.md §1).
 //
 // Row-major through column-major as in sgemm.h: y(B,out) = x·Wᵀ is, read
 // column-major, yᵀ(out,B) = W(out,in)·xᵀ(in,B) with W stored as its
@@ -48,6 +51,15 @@ class LtGemms {
               bool tf32);
   // dW = dzᵀ·x and, when db is not null, db = Σ_r dz: launched and true, or false.
   bool grad_weight(const float* dz, const float* x, float* dw, float* db, int B, int in, int out, bool tf32);
+  // y = max(x·Wᵀ + b, 0) and its mask (core/kernels.h's relu_mask_words):
+  // launched and true, or false.
+  bool linear_relu_mask(const float* x, const float* w, const float* b, float* y, uint32_t* mask, int B, int in,
+                        int out, bool tf32);
+  // dz = (g·W)·mask and, when db is not null, db = Σ_r dz; g (B,out), W
+  // (out,in), dz (B,in), mask the one linear_relu_mask wrote for a (B,in)
+  // output: launched and true, or false.
+  bool grad_input_relu(const float* g, const float* w, const uint32_t* mask, float* dz, float* db, int B, int in,
+                       int out, bool tf32);
 
   struct Stats {
     uint64_t fused = 0;     // launches through cuBLASLt
@@ -65,8 +77,9 @@ class LtGemms {
   };
   // (kind, m, n, k, epilogue, tf32, alignment)
   using Key = std::tuple<int, int, int, int, int, bool, unsigned>;
-  Plan& plan(const Key& key, bool trans_a, bool trans_b, int lda, int ldb, int ldd);
-  bool run(Plan& p, const void* bias, const float* A, const float* Bm, float* D);
+  Plan& plan(const Key& key, bool trans_a, bool trans_b, int lda, int ldb, int ldd, const void* bias = nullptr,
+             const void* aux = nullptr);
+  bool run(Plan& p, const void* bias, const float* A, const float* Bm, float* D, const void* aux = nullptr);
 
   cublasLtHandle_t handle_ = nullptr;
   cudaStream_t stream_ = nullptr;

@@ -105,6 +105,59 @@ LinearDims check_linear(const char* op, const Tensor& x, const Tensor& w, const 
 }
 }  // namespace
 
+// What linear_relu leaves on its node for the op that consumes its output y
+// (tape.h's Node::relu): that op's input gradient dL/dy = g·W, masked by the
+// ReLU and summed over the rows in the same op (linear_grad_input_relu),
+// becomes linear_relu's dz, and the sum its bias gradient. The ReLU's
+// backward is idempotent (dz·(y > 0) = dz), so a masked dL/dy is still a
+// right one wherever several consumers' gradients meet and are added: then
+// linear_relu masks the sum itself, as unfused.
+struct ReluHandoff {
+  Tensor y;      // linear_relu's output (no autograd state)
+  Tensor mask;   // its ReLU's bits (dense_forward_relu_mask), or undefined
+  bool want_db;  // its bias wants a gradient
+  Tensor dz;     // what the consumer returned as dL/dy, already through the ReLU
+  Tensor db;     // and its sum over the rows
+};
+
+namespace {
+// dL/dx of a Dense layer: g·W, or, when x is linear_relu's output, the
+// fused op that also applies that ReLU's backward and sums its bias gradient.
+Tensor input_grad(const Tensor& g, const Tensor& w, const Tensor& x) {
+  const std::shared_ptr<Node>& n = x.impl()->grad_fn;
+  ReluHandoff* h = n ? n->relu.get() : nullptr;
+  if (!h) return matmul(g, w);
+  std::tie(h->dz, h->db) = linear_grad_input_relu(g, w, h->y, h->mask, h->want_db);
+  return h->dz;
+}
+}  // namespace
+
+std::pair<Tensor, Tensor> linear_grad_input_relu(const Tensor& g, const Tensor& w, const Tensor& y,
+                                                 const Tensor& mask, bool bias) {
+  const char* op = "linear_grad_input_relu";
+  need_defined(op, {&g, &w, &y});
+  need_2d(op, g, "g", &w, "weight");
+  need_2d(op, w, "weight", &g, "g");
+  need_2d(op, y, "y", &g, "g");
+  same_device(op, {&g, &w, &y, &mask});
+  if (g.dim(1) != w.dim(0) || y.dim(0) != g.dim(0) || y.dim(1) != w.dim(1))
+    throw ShapeError(detail::concat(op, ": g ", shape_str(g.shape()), ", weight ", shape_str(w.shape()), " and y ",
+                                    shape_str(y.shape()), " do not fit (g·weight must have y's shape)"));
+  const int B = dim_int(op, g, 0, &w, "weight"), out = dim_int(op, g, 1, &w, "weight"),
+            in = dim_int(op, w, 1, &g, "g");
+  if (mask.defined() && static_cast<size_t>(mask.numel()) != relu_mask_words(B, in))
+    throw ShapeError(detail::concat(op, ": a ReLU mask of ", mask.numel(), " words for y ", shape_str(y.shape()),
+                                    " (it needs ", relu_mask_words(B, in), ")"));
+  detail::check_shape(op, {B, in});
+  Tensor dz = alloc({B, in}, ctx_of(g)), db;
+  if (bias) db = alloc({in}, ctx_of(g));
+  enqueue(ctx_of(g), op, {&g, &w, &y, &mask}, {&dz, &db}, dims({B, in, out}), [](Backend& be, const OpArgs& k) {
+    be.kernels.dense_grad_input_relu(be, k.in(0), k.in(1), k.in(2), reinterpret_cast<const uint32_t*>(k.in(3)),
+                                     k.out(0), k.out(1), k.scalar_int(0), k.scalar_int(1), k.scalar_int(2));
+  });
+  return {dz, db};
+}
+
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   const auto [B, in, out] = check_linear("linear", x, w, b);
   Tensor y = alloc({B, out}, ctx_of(x));  // y: (B, out)
@@ -115,7 +168,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
     detail::record(y, "linear", {x, w, b}, [x, w, b](const Tensor& g) {
       // g: (B, out).  dX = g·W (B, in);  dW = gᵀ·X (out, in) and db = Σ_r g (out) in one op
       Tensor dx, dw, db;
-      if (x.requires_grad()) dx = matmul(g, w);
+      if (x.requires_grad()) dx = input_grad(g, w, x);
       const bool want_b = b.defined() && b.requires_grad();
       if (w.requires_grad()) {
         std::tie(dw, db) = linear_grad_weight(g, x, want_b);
@@ -129,25 +182,50 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
 
 Tensor linear_relu(const Tensor& x, const Tensor& w, const Tensor& b) {
   const auto [B, in, out] = check_linear("linear_relu", x, w, b);
-  Tensor y = alloc({B, out}, ctx_of(x));
-  enqueue(ctx_of(x), "linear_relu", {&x, &w, &b}, {&y}, dims({B, in, out}), [](Backend& be, const OpArgs& k) {
-    be.kernels.dense_forward(be, k.in(0), k.in(1), k.in(2), k.out(0), k.scalar_int(0), k.scalar_int(1), k.scalar_int(2),
-              /*relu=*/true);  // y = max(x·Wᵀ + b, 0)
-  });
-  if (detail::any_requires_grad({&x, &w, &b}))
-    detail::record(y, "linear_relu", {x, w, b}, [x, w, b, yv = detail::alias(y), B = B, out = out](const Tensor& g) {
-      // dz = g·(y > 0) and db = Σ_r dz in one pass; then dX = dz·W, dW = dzᵀ·X.
+  DeviceContext& c = ctx_of(x);
+  Tensor y = alloc({B, out}, c), mask;
+  const bool grad = detail::any_requires_grad({&x, &w, &b});
+  // Training on a backend that folds the ReLU's backward into the next
+  // layer's GEMM through a mask (CUDA's cuBLASLt): the forward keeps it.
+  if (grad && c.backend->kernels.dense_forward_relu_mask) {
+    mask = alloc({static_cast<int64_t>(relu_mask_words(B, out))}, c);
+    enqueue(c, "linear_relu", {&x, &w, &b}, {&y, &mask}, dims({B, in, out}), [](Backend& be, const OpArgs& k) {
+      be.kernels.dense_forward_relu_mask(be, k.in(0), k.in(1), k.in(2), k.out(0), reinterpret_cast<uint32_t*>(k.out(1)),
+                                         k.scalar_int(0), k.scalar_int(1), k.scalar_int(2));
+    });
+  } else {
+    enqueue(c, "linear_relu", {&x, &w, &b}, {&y}, dims({B, in, out}), [](Backend& be, const OpArgs& k) {
+      be.kernels.dense_forward(be, k.in(0), k.in(1), k.in(2), k.out(0), k.scalar_int(0), k.scalar_int(1),
+                               k.scalar_int(2), /*relu=*/true);  // y = max(x·Wᵀ + b, 0)
+    });
+  }
+  if (!grad) return y;
+  auto relu = std::make_shared<ReluHandoff>();
+  relu->y = detail::alias(y);
+  relu->mask = mask;
+  relu->want_db = b.defined() && b.requires_grad();
+  detail::record(y, "linear_relu", {x, w, b}, [x, w, b, relu, B = B, out = out](const Tensor& g) {
+    // dz = g·(y > 0) and db = Σ_r dz: done by the consumer's input gradient
+    // when g is what it returned (ReluHandoff), else here in one pass; then
+    // dX = dz·W (fused with the ReLU below, if any), dW = dzᵀ·X.
+    Tensor dz, db;
+    if (relu->dz.defined() && relu->dz.impl() == g.impl()) {
+      dz = g, db = relu->db;
+    } else {
       DeviceContext& c = ctx_of(g);
-      Tensor dz = alloc({B, out}, c), db;
-      if (b.defined() && b.requires_grad()) db = alloc({out}, c);
-      enqueue(c, "relu_backward_sum_rows", {&yv, &g}, {&dz, &db}, dims({B, out}), [](Backend& be, const OpArgs& k) {
+      dz = alloc({B, out}, c);
+      if (relu->want_db) db = alloc({out}, c);
+      enqueue(c, "relu_backward_sum_rows", {&relu->y, &g}, {&dz, &db}, dims({B, out}), [](Backend& be, const OpArgs& k) {
         be.kernels.relu_backward_sum_rows(be, k.in(0), k.in(1), k.out(0), k.out(1), k.scalar_int(0), k.scalar_int(1));
       });
-      Tensor dx, dw;
-      if (x.requires_grad()) dx = matmul(dz, w);
-      if (w.requires_grad()) dw = matmul(dz, x, /*transpose_a=*/true);
-      return std::vector<Tensor>{dx, dw, db};
-    });
+    }
+    relu->dz = Tensor(), relu->db = Tensor();
+    Tensor dx, dw;
+    if (x.requires_grad()) dx = input_grad(dz, w, x);
+    if (w.requires_grad()) dw = matmul(dz, x, /*transpose_a=*/true);
+    return std::vector<Tensor>{dx, dw, db};
+  });
+  y.impl()->grad_fn->relu = std::move(relu);
   return y;
 }
 

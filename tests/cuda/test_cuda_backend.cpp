@@ -23,6 +23,8 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "framework/cpu/philox.h"
@@ -32,6 +34,10 @@
 #include "framework/cuda/cuda_backend.h"
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/device_guard.h"
+#ifdef ASYNCMLP_WITH_CUDA
+#include "framework/cuda/kernels.h"
+#include "framework/cuda/lt_gemm.h"
+#endif
 #endif
 #include "test_util.h"
 
@@ -280,6 +286,24 @@ std::vector<OpCase> op_cases() {
                Bound::NormRel, 1e-5, gemm});
   c.push_back({"linear_relu_grad_bias_one_chunk", {{20, 13}, {37, 13}, {37}, {20, 37}}, linear_relu_grad(2),
                Bound::NormRel, 2e-5, colsum});
+  // A layer over a Dense with ReLU: its input gradient carries the ReLU's
+  // backward and the lower bias's gradient (linear_grad_input_relu; CUDA:
+  // DRELU_BGRAD over the mask the forward kept, RELU_AUX_BIAS). The d2l
+  // layers 1-2, and odd sizes (the mask's rows padded to 128 bits).
+  auto over_relu_grad = [](int which) {
+    return [which](Device, In& in) {
+      for (size_t i = 0; i + 1 < in.size(); ++i) in[i].requires_grad_();
+      l2_loss(linear(linear_relu(in[0], in[1], in[2]), in[3], in[4]), in[5]).backward();
+      return grad_of(in[which]);
+    };
+  };
+  const std::vector<Shape> d2l12{{256, 512}, {2048, 512}, {2048}, {512, 2048}, {512}, {256, 512}};
+  const std::vector<Shape> odd{{100, 13}, {37, 13}, {37}, {5, 37}, {5}, {100, 5}};
+  c.push_back({"dense_over_relu_grad_input", d2l12, over_relu_grad(0), Bound::NormRel, 1e-5, gemm});
+  c.push_back({"dense_over_relu_grad_weight", d2l12, over_relu_grad(1), Bound::NormRel, 1e-5, gemm});
+  c.push_back({"dense_over_relu_grad_bias", d2l12, over_relu_grad(2), Bound::NormRel, 2e-5, colsum});
+  c.push_back({"dense_over_relu_odd_grad_input", odd, over_relu_grad(0), Bound::NormRel, 1e-5, gemm});
+  c.push_back({"dense_over_relu_odd_grad_bias", odd, over_relu_grad(2), Bound::NormRel, 2e-5, colsum});
   // cuBLASLt's epilogues (lt_gemm.h): the d2l output layer (one unit), odd
   // sizes, no bias; the weight gradient with its bias gradient (BGRADB).
   c.push_back({"linear_d2l_layer3", {{1024, 512}, {1, 512}, {1}},
@@ -459,8 +483,9 @@ TEST_F(CudaTraining, MlpLossesMatchTheCpuFor20StepsWithTf32Off) {
 
 #ifdef ASYNCMLP_WITH_CUDA
 // Every Dense GEMM of a d2l step runs through cuBLASLt with its epilogue
-// (one launch): three forwards and the output layer's weight-and-bias
-// gradient per step, none composed.
+// (one launch): three forwards, the output layer's weight-and-bias
+// gradient, and the two input gradients through a ReLU (DRELU_BGRAD) per
+// step, none composed.
 TEST_F(CudaTraining, EveryDenseGemmOfAStepIsOneCublasLtLaunch) {
   ScopedTf32 fp32(false);
   auto* be = dynamic_cast<cuda::CudaBackend*>(context(gpu()).backend.get());
@@ -476,10 +501,70 @@ TEST_F(CudaTraining, EveryDenseGemmOfAStepIsOneCublasLtLaunch) {
     return;
   }
   EXPECT_EQ(after.composed, before.composed) << "a Dense GEMM found no cuBLASLt plan";
-  EXPECT_EQ(after.fused - before.fused, 3u * 4u) << "3 forwards + 1 weight-and-bias gradient per step";
+  EXPECT_EQ(after.fused - before.fused, 3u * 6u)
+      << "3 forwards + 1 weight-and-bias gradient + 2 input gradients through a ReLU per step";
 }
 #else
 TEST_F(CudaTraining, EveryDenseGemmOfAStepIsOneCublasLtLaunch) { GTEST_SKIP() << "this build has no CUDA backend"; }
+#endif
+
+#ifdef ASYNCMLP_WITH_CUDA
+// The pass that writes a ReLU mask where cuBLASLt has no plan
+// (launch_relu_mask) writes the bits cuBLASLt's RELU_AUX_BIAS writes, for
+// the d2l layer and odd sizes: else DRELU_BGRAD would read a wrong mask.
+TEST_F(CudaTraining, TheMaskPassWritesCublasLtsReluMask) {
+  cuda::DeviceGuard guard(gpu().index);
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  const size_t ws_bytes = size_t(32) << 20;
+  void* ws = nullptr;
+  ASSERT_EQ(cudaMalloc(&ws, ws_bytes), cudaSuccess);
+  {
+    cuda::LtGemms lt;
+    lt.start(s, ws, ws_bytes);
+    if (!lt.enabled()) GTEST_SKIP() << "ASYNCMLP_LT=0: no cuBLASLt";
+    for (auto [B, in, out] : {std::tuple{64, 512, 2048}, std::tuple{100, 13, 37}, std::tuple{3, 5, 130}}) {
+      SCOPED_TRACE(std::to_string(B) + "x" + std::to_string(in) + " -> " + std::to_string(out));
+      std::mt19937 rng(B);
+      std::normal_distribution<float> nd;
+      std::vector<float> x(size_t(B) * in), w(size_t(out) * in), b(out);
+      for (auto* v : {&x, &w, &b})
+        for (float& f : *v) f = nd(rng);
+      const size_t words = relu_mask_words(B, out);
+      float *dx, *dw, *db, *dy;
+      uint32_t *m_lt, *m_pass;
+      for (auto [p, n] : {std::pair{&dx, x.size()}, {&dw, w.size()}, {&db, b.size()}, {&dy, size_t(B) * out}})
+        ASSERT_EQ(cudaMalloc(p, n * sizeof(float)), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&m_lt, words * 4), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&m_pass, words * 4), cudaSuccess);
+      cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice);
+      cudaMemcpy(dw, w.data(), w.size() * 4, cudaMemcpyHostToDevice);
+      cudaMemcpy(db, b.data(), b.size() * 4, cudaMemcpyHostToDevice);
+      cudaMemset(m_lt, 0, words * 4);
+      ASSERT_TRUE(lt.linear_relu_mask(dx, dw, db, dy, m_lt, B, in, out, /*tf32=*/false)) << "no RELU_AUX_BIAS plan";
+      cuda::launch_relu_mask(dy, m_pass, B, out, s);
+      ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+      std::vector<uint32_t> a(words), p(words);
+      cudaMemcpy(a.data(), m_lt, words * 4, cudaMemcpyDeviceToHost);
+      cudaMemcpy(p.data(), m_pass, words * 4, cudaMemcpyDeviceToHost);
+      const size_t per_row = words / B;
+      size_t differ = 0, ones = 0;
+      for (int r = 0; r < B; ++r)
+        for (int c = 0; c < out; ++c) {
+          const size_t i = r * per_row + c / 32;
+          const uint32_t bit = 1u << (c % 32);
+          differ += (a[i] & bit) != (p[i] & bit);
+          ones += (p[i] & bit) != 0;
+        }
+      EXPECT_EQ(differ, 0u) << "of " << size_t(B) * out << " bits (" << ones << " set by the pass)";
+      EXPECT_GT(ones, 0u);
+      for (void* q : {(void*)dx, (void*)dw, (void*)db, (void*)dy, (void*)m_lt, (void*)m_pass}) cudaFree(q);
+    }
+    lt.stop();
+  }
+  cudaFree(ws);
+  cudaStreamDestroy(s);
+}
 #endif
 
 TEST_F(CudaTraining, Tf32ChangesNothingBeyondOnePercent) {

@@ -206,6 +206,43 @@ TEST_P(GradCheck, DenseInputWeightBias) {
     }
 }
 
+// A layer over a Dense with ReLU, where the upper layer's input gradient
+// carries the ReLU's backward and the lower bias's gradient
+// (linear_grad_input_relu): under a linear and under another linear_relu,
+// every leaf together and each alone (a lower bias alone takes only the
+// fused op's sum; x alone, the mask through two layers).
+TEST_P(GradCheck, ALayerOverADenseReluThroughTheFusedBackward) {
+  for (bool upper_relu : {false, true})
+    for (uint32_t seed : kSeeds) {
+      std::mt19937 rng(seed);
+      const int64_t B = uniform_int(rng, 1, 3), in = uniform_int(rng, 1, 4), mid = uniform_int(rng, 1, 5),
+                    out = uniform_int(rng, 1, 3);
+      SCOPED_TRACE("x " + dims({B, in}) + ", " + std::to_string(mid) + " then " + std::to_string(out) + " units" +
+                   (upper_relu ? ", both relu" : ""));
+      bool checked = false;
+      for (int attempt = 0; attempt < 50 && !checked; ++attempt) {
+        Tensor x = leaf({B, in}, rng, -1.f, 1.f), w1 = leaf({mid, in}, rng, -1.f, 1.f),
+               b1 = leaf({mid}, rng, -1.f, 1.f), w2 = leaf({out, mid}, rng, -1.f, 1.f),
+               b2 = leaf({out}, rng, -1.f, 1.f);
+        auto f = [&] {
+          Tensor h = linear_relu(x, w1, b1);
+          return upper_relu ? linear_relu(h, w2, b2) : linear(h, w2, b2);
+        };
+        Region region = [&] {
+          NoGradGuard ng;
+          std::vector<bool> s;
+          Tensor z1 = linear(x, w1, b1);
+          for (float z : z1.to_host()) s.push_back(z > 0.f);
+          if (upper_relu)
+            for (float z : linear(relu(z1), w2, b2).to_host()) s.push_back(z > 0.f);
+          return s;
+        };
+        checked = expect_gradients(f, {{"x", x}, {"w1", w1}, {"b1", b1}, {"w2", w2}, {"b2", b2}}, region);
+      }
+      EXPECT_TRUE(checked) << "no test point away from the ReLU kinks in 50 tries";
+    }
+}
+
 // The whole d2l-shaped MLP (make_mlp) with its loss: x and every layer's weight and bias.
 TEST_P(GradCheck, WholeMlpWithLoss) {
   for (uint32_t seed : kSeeds) {

@@ -519,7 +519,7 @@ TEST(TraceSummary, SplitsARealRunsQueueTimeByKernel) {
   const Ran r = run_command(tool + dir.file("t.json") + " --skip 1");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("queue cpu:0: 3 batches"), std::string::npos) << r.out;
-  for (const char* k : {"linear_relu", "matmul", "relu_backward_sum_rows", "sgd_update", "random_normal",
+  for (const char* k : {"linear_relu", "matmul", "linear_grad_input_relu", "sgd_update", "random_normal",
                         "GEMM ops", "the rest", "idle"})
     EXPECT_NE(r.out.find(k), std::string::npos) << k << " missing from\n" << r.out;
   for (const std::string bad : {dir.file("missing.json"), dir.file("t.json") + " --skip 4"}) {
