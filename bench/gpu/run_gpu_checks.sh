@@ -34,7 +34,9 @@
 # and says so). Logs go to $LOGS/COMMAND (default out/gpu/COMMAND); after each
 # step they are packed into $OUT/COMMAND.tar.xz, so a command stopped at its
 # limit still brings back what it did. Environment: BUILD (build-gpu), ARCHIVE
-# (build-gpu.tar.xz), LOGS, OUT, ROUNDS (2), KIT_BUDGET (the command's budget in
+# (build-gpu.tar.xz), LOGS, OUT, ROUNDS (2), LT_ROUNDS (5), MODES_ONLY (the perf
+# modes' tags to run; default all), TORCH_CAPTURE (eager,graph), TESTS_ONLY
+# (the test executables; default pack.sh's list), KIT_BUDGET (the command's budget in
 # seconds; a dry run takes each step's expected time, so KIT_BUDGET=200 shows
 # which steps a short budget leaves out). Exit status: 0 when every check
 # passed, 1 otherwise, 2 on bad usage.
@@ -236,7 +238,7 @@ test_verdict() {  # NAME RC LOG: PASS unless it failed or skipped every CUDA tes
 step_tests() {
   local t name rc
   [ -f "$BUILD/cuda_tests.txt" ] || { record FAIL tests "no $BUILD/cuda_tests.txt (pack.sh writes it)"; return; }
-  for name in $(cat "$BUILD/cuda_tests.txt"); do
+  for name in ${TESTS_ONLY:-$(cat "$BUILD/cuda_tests.txt")}; do
     t=$BUILD/bin/$name
     [ -x "$t" ] || { record FAIL "$name" "not in the archive"; continue; }
     if (($(cap 1000) < 15)); then
@@ -255,10 +257,13 @@ step_tests() {
 # epilogues off (ASYNCMLP_LT=0: the GEMM and a pass each), the fusion's
 # effect measured beside them.
 # graph_none_tf32: the best mode with TF32 GEMMs, beside PyTorch's graph with TF32.
+# *_fixed: cuBLASLt's heuristic algorithm, untimed (ASYNCMLP_LT_TUNE=0), the
+# tuning's effect measured beside it.
 MODES=("batch:--sync batch" "none:--sync none" "none_malloc:--sync none" "none_run:--sync none --alloc run"
   "bounded:--sync none --max-pending-bytes 128MiB" "graph_batch:--sync batch --graph on"
   "graph_none:--sync none --graph on" "batch_nolt:--sync batch" "graph_none_nolt:--sync none --graph on"
-  "graph_none_tf32:--sync none --graph on --tf32")
+  "graph_none_tf32:--sync none --graph on --tf32" "graph_none_fixed:--sync none --graph on"
+  "graph_none_tf32_fixed:--sync none --graph on --tf32")
 
 perf() {  # BATCH STEPS
   local batch=$1 steps=$2 r m tag opts
@@ -274,13 +279,15 @@ perf() {  # BATCH STEPS
     fi
     for m in "${MODES[@]}"; do
       tag=${m%%:*} opts=${m#*:}
+      [ -z "${MODES_ONLY:-}" ] || [[ " $MODES_ONLY " == *" $tag "* ]] || continue
       # shellcheck disable=SC2086
       ASYNCMLP_SEGMENTS=$([ "$tag" = none_malloc ] && echo 0 || echo 1) \
         ASYNCMLP_LT=$([[ $tag == *_nolt ]] && echo 0 || echo 1) \
+        ASYNCMLP_LT_TUNE=$([[ $tag == *_fixed ]] && echo 0 || echo 1) \
         train "perf$batch/train_${tag}_$r" $opts --batches "$steps" --batch-size "$batch" ||
         record FAIL "train_mlp $opts, batch $batch #$r" "see perf$batch/train_${tag}_$r.log"
     done
-    x "$(cap 60)" python3 bench/gpu/torch_mlp.py --sync batch,none --capture eager,graph --batches "$steps" \
+    x "$(cap 60)" python3 bench/gpu/torch_mlp.py --sync batch,none --capture "${TORCH_CAPTURE:-eager,graph}" --batches "$steps" \
       --batch-size "$batch" --repeats 2 --json "$dir/perf$batch/torch_$r.json" >"$dir/perf$batch/torch_$r.log" 2>&1 ||
       record FAIL "torch_mlp.py batch $batch #$r" "see perf$batch/torch_$r.log"
     x "$(cap 40)" python3 bench/gpu/torch_mlp.py --tf32 --sync batch,none --capture graph --batches "$steps" \
@@ -357,8 +364,11 @@ PY
 step_mpi() {
   local one two
   command -v mpirun >/dev/null || [ "$DRY" = 1 ] || { record FAIL mpi "no mpirun (the archive's $BUILD/mpi is missing)"; return; }
-  train mpi_single --sync batch --batches 20 --batch-size 1024 || record FAIL mpi "the one-process run failed: see mpi_single.log"
-  x "$(cap 60)" mpirun --oversubscribe -np 1 "$BUILD/bin/train_mlp" --distributed mpi --device cuda --quiet --sync batch \
+  # The heuristic's algorithms, untimed, in both (ASYNCMLP_LT_TUNE=0): the
+  # timing may choose differently in two processes, and the check is bitwise.
+  ASYNCMLP_LT_TUNE=0 train mpi_single --sync batch --batches 20 --batch-size 1024 ||
+    record FAIL mpi "the one-process run failed: see mpi_single.log"
+  ASYNCMLP_LT_TUNE=0 x "$(cap 60)" mpirun --oversubscribe -x ASYNCMLP_LT_TUNE -np 1 "$BUILD/bin/train_mlp" --distributed mpi --device cuda --quiet --sync batch \
     --batches 20 --batch-size 1024 --summary-json "$dir/mpi1.json" >"$dir/mpi1.log" 2>&1 ||
     { record FAIL mpi "mpirun -np 1 train_mlp --distributed mpi failed: see mpi1.log"; return; }
   [ "$DRY" = 1 ] && { record NOTE mpi "dry run: not run"; return; }

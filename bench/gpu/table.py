@@ -25,13 +25,15 @@ import sys
 
 MiB = 2**20
 MODES = ["batch", "none", "none_malloc", "none_run", "bounded", "graph_batch", "graph_none", "batch_nolt",
-         "graph_none_nolt", "graph_none_tf32"]
+         "graph_none_nolt", "graph_none_tf32", "graph_none_fixed", "graph_none_tf32_fixed"]
 SYNC = {"batch": "batch", "none": "none", "none_malloc": "none", "none_run": "none", "bounded": "none",
         "graph_batch": "batch", "graph_none": "none", "batch_nolt": "batch", "graph_none_nolt": "none",
-        "graph_none_tf32": "none"}
+        "graph_none_tf32": "none", "graph_none_fixed": "none", "graph_none_tf32_fixed": "none"}
 # Modes run beside the others for comparison only (never the FP32 "best"):
-# one cudaMalloc per block, cuBLASLt's fused epilogues off, TF32 (its own goals).
-COMPARISON = {"none_malloc", "batch_nolt", "graph_none_nolt", "graph_none_tf32"}
+# one cudaMalloc per block, cuBLASLt's fused epilogues off, the heuristic's
+# algorithm untimed, TF32 (its own goals).
+COMPARISON = {"none_malloc", "batch_nolt", "graph_none_nolt", "graph_none_tf32", "graph_none_fixed",
+              "graph_none_tf32_fixed"}
 
 
 def load(path):
@@ -180,6 +182,10 @@ def main(top):
             if fused in ours and plain in ours:
                 r = ours[fused] / ours[plain]
                 goals.append((f"batch {batch}: cuBLASLt epilogues on / off, {fused}", r, ">= 1.0", r >= 1.0, "x"))
+        for tuned, fixed in (("graph_none", "graph_none_fixed"), ("graph_none_tf32", "graph_none_tf32_fixed")):
+            if tuned in ours and fixed in ours:
+                r = ours[tuned] / ours[fixed]
+                goals.append((f"batch {batch}: algorithms timed / heuristic's, {tuned}", r, ">= 1.0", r >= 1.0, "x"))
         if torch32:
             print(f"{'torch-graph tf32 best':22} {torch32:10,.0f}")
         tf32_floor = fl.get((batch, "1"))
@@ -235,7 +241,8 @@ def main(top):
     print("x floor: over the eight cuBLAS GEMMs alone (FP32); +MiB: the tracked increase (meas/pred: over the model);")
     print("h, d: the frontend's and the device's time per batch; mallocs: calls to the device's allocator in the run;")
     print("graph: captured/updated/replayed/eager steps; none_malloc: none with a cudaMalloc per block (ASYNCMLP_SEGMENTS=0);")
-    print("*_nolt: cuBLASLt's fused epilogues off (ASYNCMLP_LT=0); ops/b: ops queued per batch, data and timers included.")
+    print("*_nolt: cuBLASLt's fused epilogues off (ASYNCMLP_LT=0); *_fixed: the heuristic's algorithm, untimed")
+    print("(ASYNCMLP_LT_TUNE=0); ops/b: ops queued per batch, data and timers included.")
 
 
 if __name__ == "__main__":

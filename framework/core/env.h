@@ -37,6 +37,14 @@ struct EnvSettings {
   // "0": then a GEMM and a separate pass. Any other value or unset: on.
   bool lt_epilogues = true;
 
+  // ASYNCMLP_LT_TUNE: each fused Dense GEMM is timed once per shape, on its
+  // first use outside a graph recording, across cuBLASLt's candidate
+  // algorithms and the composition (the GEMM and a pass), and the fastest
+  // kept (cuda/lt_gemm.h). Off only when set to exactly "0": then the
+  // heuristic's first algorithm, the same in every process (bitwise
+  // reproducible runs). Any other value or unset: on.
+  bool lt_tune = true;
+
   // OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK: the process was started by an
   // MPI launcher (mpirun, srun, ...) when any of them is set, to any value;
   // none set: a process alone, rank 0 of 1 (process_group.h).

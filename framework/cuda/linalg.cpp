@@ -22,21 +22,24 @@ void gemm(Backend& dev, bool ta, bool tb, int M, int N, int K, float alpha, cons
 }
 
 // One cuBLASLt matmul with the bias (and the ReLU) in its epilogue; composed
-// (core/kernels.h) where it has no plan.
+// (core/kernels.h) where it has no plan or the composition timed faster
+// (lt_gemm.h's tuning).
 void dense_forward(Backend& dev, const float* x, const float* w, const float* bias, float* y, int B, int in, int out,
                    bool relu) {
   auto& be = static_cast<CudaBackend&>(dev);
   (void)be.stream();
-  if (be.lt().linear(x, w, bias, y, B, in, out, relu, tf32())) return;
-  composed::dense_forward(dev, x, w, bias, y, B, in, out, relu);
+  auto compose = [&] { composed::dense_forward(dev, x, w, bias, y, B, in, out, relu); };
+  if (be.lt().linear(x, w, bias, y, B, in, out, relu, tf32(), compose_ref(compose))) return;
+  compose();
 }
 
 // One cuBLASLt matmul whose epilogue reduces the bias gradient; composed where it has no plan.
 void dense_grad_weight(Backend& dev, const float* dz, const float* x, float* dw, float* db, int B, int in, int out) {
   auto& be = static_cast<CudaBackend&>(dev);
   (void)be.stream();
-  if (be.lt().grad_weight(dz, x, dw, db, B, in, out, tf32())) return;
-  composed::dense_grad_weight(dev, dz, x, dw, db, B, in, out);
+  auto compose = [&] { composed::dense_grad_weight(dev, dz, x, dw, db, B, in, out); };
+  if (be.lt().grad_weight(dz, x, dw, db, B, in, out, tf32(), compose_ref(compose))) return;
+  compose();
 }
 
 // One cuBLASLt matmul that also writes the ReLU's mask (RELU_AUX_BIAS);
@@ -45,9 +48,12 @@ void dense_forward_relu_mask(Backend& dev, const float* x, const float* w, const
                              uint32_t* mask, int B, int in, int out) {
   auto& be = static_cast<CudaBackend&>(dev);
   cudaStream_t s = be.stream();
-  if (be.lt().linear_relu_mask(x, w, bias, y, mask, B, in, out, tf32())) return;
-  composed::dense_forward(dev, x, w, bias, y, B, in, out, /*relu=*/true);
-  launch_relu_mask(y, mask, B, out, s);
+  auto compose = [&] {
+    composed::dense_forward(dev, x, w, bias, y, B, in, out, /*relu=*/true);
+    launch_relu_mask(y, mask, B, out, s);
+  };
+  if (be.lt().linear_relu_mask(x, w, bias, y, mask, B, in, out, tf32(), compose_ref(compose))) return;
+  compose();
 }
 
 // One cuBLASLt matmul applying the mask and summing the bias gradient in its
@@ -57,8 +63,9 @@ void dense_grad_input_relu(Backend& dev, const float* g, const float* w, const f
                            float* dz, float* db, int B, int in, int out) {
   auto& be = static_cast<CudaBackend&>(dev);
   (void)be.stream();
-  if (mask && be.lt().grad_input_relu(g, w, mask, dz, db, B, in, out, tf32())) return;
-  composed::dense_grad_input_relu(dev, g, w, y, mask, dz, db, B, in, out);
+  auto compose = [&] { composed::dense_grad_input_relu(dev, g, w, y, mask, dz, db, B, in, out); };
+  if (mask && be.lt().grad_input_relu(g, w, mask, dz, db, B, in, out, tf32(), compose_ref(compose))) return;
+  compose();
 }
 
 }  // namespace

@@ -71,6 +71,14 @@ TEST(EnvSettings, LtEpiloguesAreOffOnlyForZero) {
         << "ASYNCMLP_LT=" << (v.text ? v.text : "(unset)");
 }
 
+// Off for exactly "0", on otherwise.
+TEST(EnvSettings, LtTuningIsOffOnlyForZero) {
+  for (const Value& v : {Value{nullptr, true}, Value{"", true}, Value{"0", false}, Value{"1", true},
+                         Value{"no", true}})
+    EXPECT_EQ(parse(only("ASYNCMLP_LT_TUNE", v.text)).lt_tune, v.expected)
+        << "ASYNCMLP_LT_TUNE=" << (v.text ? v.text : "(unset)");
+}
+
 // Set at all, to anything, "" and "0" included: normal priority.
 TEST(EnvSettings, PopulatorNormalPriorityIsOnWheneverSet) {
   for (const Value& v : {Value{nullptr, false}, Value{"", true}, Value{"0", true}, Value{"1", true}})
