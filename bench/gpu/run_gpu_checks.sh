@@ -64,9 +64,9 @@ declare -A BOUND=([unpack]=90 [tests]=150 [perf64]=150 [perf1024]=160 [lt64]=60 
 declare -A WHAT=(
   [unpack]="unpack $ARCHIVE; the commit it was built from; nvidia-smi, nvcc, cuBLAS/cuRAND, PyTorch, NCCL, mpirun"
   [tests]="the CUDA-touching test executables ($BUILD/cuda_tests.txt, listed by pack.sh), one after another"
-  [perf64]="$ROUNDS rounds at batch 64 (300 batches): train_mlp batch, none (segments, and a cudaMalloc per block), none --alloc run, bounded, graph batch/none, batch and graph none without cuBLASLt, graph none TF32 | torch_mlp.py eager+graph, graph TF32"
+  [perf64]="$ROUNDS rounds at batch 64 (300 batches): train_mlp batch, none (segments, and a cudaMalloc per block), none --alloc run, bounded, graph batch/none, batch and graph none with cuBLASLt, graph none TF32 (and with cuBLASLt) | torch_mlp.py eager+graph, graph TF32"
   [perf1024]="the same at batch 1024 (100 batches)"
-  [lt64]="$LT_ROUNDS alternated rounds at batch 64 (1000 batches): --graph on --sync none with cuBLASLt's epilogues on and off (ASYNCMLP_LT)"
+  [lt64]="$LT_ROUNDS alternated rounds at batch 64 (1000 batches): --graph on --sync none with cuBLASLt's epilogues on and off (ASYNCMLP_LT=1 and unset)"
   [floor]="bench_cuda_gemm: the eight GEMMs of one step (cuBLAS alone) at 64 and 1024, FP32 and TF32; the SGD update of the step's parameters beside a device copy of as many bytes"
   [opcost]="bench_op_cost on cuda0: push, worker per op, round trip, BM_RawLaunch (the bare-loop floor), a recorded step against BM_RawCapture"
   [trace]="train_mlp --sync none (and --graph on) at 1024 with --trace, summarised by tools/trace_summary.py"
@@ -84,8 +84,8 @@ declare -A WHAT=(
 # within its bound (memcheck serialises every launch: a whole training suite
 # takes minutes).
 SANITIZE=(
-  "memcheck test_cuda_backend Ops/CudaVsCpu.*/*relu*:CudaTraining.EveryDenseGemm*:CudaTraining.TheMaskPass* 60"  # RELU_AUX_BIAS, DRELU_BGRAD, the mask pass
-  "racecheck test_cuda_backend Ops/CudaVsCpu.*/*over_relu*:CudaTraining.TheMaskPass* 40"
+  "memcheck test_cuda_backend Ops/CudaVsCpu.*/*relu*:CudaTraining.EveryDenseGemm*:CudaTraining.TheMaskPass* 60"  # the fused input gradient, the mask pass
+  "racecheck test_cuda_backend Ops/CudaVsCpu.*/*over_relu_odd*:CudaTraining.TheMaskPass* 40"
   "memcheck test_optimizer SgdMultiCuda.* 30"  # the vectorised SGD update
   "synccheck test_optimizer SgdMultiCuda.* 30"
   "memcheck test_cuda_graph CudaGraph.HeldStepsTrainLikeEagerLaunches 90"  # step graphs with the fused ops
@@ -249,21 +249,25 @@ step_tests() {
     rc=$?
     test_verdict "$name" "$rc" "$dir/$name.log"
   done
+  # The fused epilogues are off by default: their ops once more with them on.
+  if [ -x "$BUILD/bin/test_cuda_backend" ] && (($(cap 1000) >= 15)); then
+    ASYNCMLP_LT=1 x "$(cap 60)" "$BUILD/bin/test_cuda_backend" --gtest_filter='Ops/CudaVsCpu.*linear*:Ops/CudaVsCpu.*relu*:CudaTraining.*' \
+      >"$dir/test_cuda_backend_lt.log" 2>&1
+    test_verdict "test_cuda_backend (ASYNCMLP_LT=1)" $? "$dir/test_cuda_backend_lt.log"
+  fi
 }
 
 # The modes timed at each batch size: tag and train_mlp's options.
 # none_malloc: `none` with one cudaMalloc per block (ASYNCMLP_SEGMENTS=0), the
-# pool's segments' effect measured beside them; *_nolt: cuBLASLt's fused
-# epilogues off (ASYNCMLP_LT=0: the GEMM and a pass each), the fusion's
-# effect measured beside them.
+# pool's segments' effect measured beside them; *_lt: cuBLASLt's fused
+# epilogues on (ASYNCMLP_LT=1: one GEMM each, the bias, ReLU and their
+# gradients in its epilogue), the fusion measured beside the default.
 # graph_none_tf32: the best mode with TF32 GEMMs, beside PyTorch's graph with TF32.
-# *_fixed: cuBLASLt's heuristic algorithm, untimed (ASYNCMLP_LT_TUNE=0), the
-# tuning's effect measured beside it.
+# MODES_ONLY (tags, space-separated) runs only those.
 MODES=("batch:--sync batch" "none:--sync none" "none_malloc:--sync none" "none_run:--sync none --alloc run"
   "bounded:--sync none --max-pending-bytes 128MiB" "graph_batch:--sync batch --graph on"
-  "graph_none:--sync none --graph on" "batch_nolt:--sync batch" "graph_none_nolt:--sync none --graph on"
-  "graph_none_tf32:--sync none --graph on --tf32" "graph_none_fixed:--sync none --graph on"
-  "graph_none_tf32_fixed:--sync none --graph on --tf32")
+  "graph_none:--sync none --graph on" "batch_lt:--sync batch" "graph_none_lt:--sync none --graph on"
+  "graph_none_tf32:--sync none --graph on --tf32" "graph_none_tf32_lt:--sync none --graph on --tf32")
 
 perf() {  # BATCH STEPS
   local batch=$1 steps=$2 r m tag opts
@@ -282,8 +286,7 @@ perf() {  # BATCH STEPS
       [ -z "${MODES_ONLY:-}" ] || [[ " $MODES_ONLY " == *" $tag "* ]] || continue
       # shellcheck disable=SC2086
       ASYNCMLP_SEGMENTS=$([ "$tag" = none_malloc ] && echo 0 || echo 1) \
-        ASYNCMLP_LT=$([[ $tag == *_nolt ]] && echo 0 || echo 1) \
-        ASYNCMLP_LT_TUNE=$([[ $tag == *_fixed ]] && echo 0 || echo 1) \
+        ASYNCMLP_LT=$([[ $tag == *_lt ]] && echo 1 || echo 0) \
         train "perf$batch/train_${tag}_$r" $opts --batches "$steps" --batch-size "$batch" ||
         record FAIL "train_mlp $opts, batch $batch #$r" "see perf$batch/train_${tag}_$r.log"
     done
@@ -364,11 +367,8 @@ PY
 step_mpi() {
   local one two
   command -v mpirun >/dev/null || [ "$DRY" = 1 ] || { record FAIL mpi "no mpirun (the archive's $BUILD/mpi is missing)"; return; }
-  # The heuristic's algorithms, untimed, in both (ASYNCMLP_LT_TUNE=0): the
-  # timing may choose differently in two processes, and the check is bitwise.
-  ASYNCMLP_LT_TUNE=0 train mpi_single --sync batch --batches 20 --batch-size 1024 ||
-    record FAIL mpi "the one-process run failed: see mpi_single.log"
-  ASYNCMLP_LT_TUNE=0 x "$(cap 60)" mpirun --oversubscribe -x ASYNCMLP_LT_TUNE -np 1 "$BUILD/bin/train_mlp" --distributed mpi --device cuda --quiet --sync batch \
+  train mpi_single --sync batch --batches 20 --batch-size 1024 || record FAIL mpi "the one-process run failed: see mpi_single.log"
+  x "$(cap 60)" mpirun --oversubscribe -np 1 "$BUILD/bin/train_mlp" --distributed mpi --device cuda --quiet --sync batch \
     --batches 20 --batch-size 1024 --summary-json "$dir/mpi1.json" >"$dir/mpi1.log" 2>&1 ||
     { record FAIL mpi "mpirun -np 1 train_mlp --distributed mpi failed: see mpi1.log"; return; }
   [ "$DRY" = 1 ] && { record NOTE mpi "dry run: not run"; return; }

@@ -17,8 +17,7 @@ EnvSettings read_env_settings(const EnvLookup& lookup) {
   s.blocking = set("ASYNCMLP_BLOCKING") && !is("ASYNCMLP_BLOCKING", "") && !is("ASYNCMLP_BLOCKING", "0");
   s.segments = !is("ASYNCMLP_SEGMENTS", "0");
   s.populator_normal_priority = set("ASYNCMLP_POPULATOR_NORMAL");
-  s.lt_epilogues = !is("ASYNCMLP_LT", "0");
-  s.lt_tune = !is("ASYNCMLP_LT_TUNE", "0");
+  s.lt_epilogues = is("ASYNCMLP_LT", "1");
   s.launched_by_mpirun = set("OMPI_COMM_WORLD_SIZE") || set("PMI_SIZE") || set("PMIX_RANK");
   return s;
 }

@@ -32,18 +32,12 @@ struct EnvSettings {
   // included; unset: the populator runs at idle priority (SCHED_IDLE).
   bool populator_normal_priority = false;
 
-  // ASYNCMLP_LT: a Dense layer's GEMMs go through cuBLASLt with the bias and
-  // ReLU fused as epilogues (cuda/lt_gemm.h). Off only when set to exactly
-  // "0": then a GEMM and a separate pass. Any other value or unset: on.
-  bool lt_epilogues = true;
-
-  // ASYNCMLP_LT_TUNE: each fused Dense GEMM is timed once per shape, on its
-  // first use outside a graph recording, across cuBLASLt's candidate
-  // algorithms and the composition (the GEMM and a pass), and the fastest
-  // kept (cuda/lt_gemm.h). Off only when set to exactly "0": then the
-  // heuristic's first algorithm, the same in every process (bitwise
-  // reproducible runs). Any other value or unset: on.
-  bool lt_tune = true;
+  // ASYNCMLP_LT: a Dense layer's GEMMs go through cuBLASLt with the bias,
+  // the ReLU and their gradients fused as epilogues (cuda/lt_gemm.h). On only
+  // when set to exactly "1"; any other value or unset: cuBLAS's SGEMM and a
+  // separate pass, which measured faster on an H200 at batch 64 and 1024
+  // (docs/gpu.md, "The fused epilogues").
+  bool lt_epilogues = false;
 
   // OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK: the process was started by an
   // MPI launcher (mpirun, srun, ...) when any of them is set, to any value;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <new>
 
+#include "framework/core/env.h"
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/device_guard.h"
 #include "framework/cuda/sgemm.h"  // math_mode
@@ -147,7 +148,8 @@ void CudaBackend::worker_start() {
     AMLP_CUDA_CHECK(cublasSetWorkspace(blas_.get(), blas_workspace_.get(), kBlasWorkspaceBytes));
     AMLP_CUDA_CHECK(cublasSetMathMode(blas_.get(), math_mode(/*tf32=*/false)));
     tf32_ = false;
-    lt_.start(stream_.get(), blas_workspace_.get(), kBlasWorkspaceBytes);  // shares cuBLAS's workspace
+    lt_.start(stream_.get(), blas_workspace_.get(), kBlasWorkspaceBytes,  // shares cuBLAS's workspace
+              env_settings().lt_epilogues);
     rng_ = make_curand(CURAND_RNG_PSEUDO_PHILOX4_32_10);
     AMLP_CUDA_CHECK(curandSetStream(rng_.get(), stream_.get()));
     scratch_ = device_alloc(kScratchBytes);

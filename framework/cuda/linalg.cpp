@@ -22,24 +22,21 @@ void gemm(Backend& dev, bool ta, bool tb, int M, int N, int K, float alpha, cons
 }
 
 // One cuBLASLt matmul with the bias (and the ReLU) in its epilogue; composed
-// (core/kernels.h) where it has no plan or the composition timed faster
-// (lt_gemm.h's tuning).
+// (core/kernels.h) where it has no plan.
 void dense_forward(Backend& dev, const float* x, const float* w, const float* bias, float* y, int B, int in, int out,
                    bool relu) {
   auto& be = static_cast<CudaBackend&>(dev);
   (void)be.stream();
-  auto compose = [&] { composed::dense_forward(dev, x, w, bias, y, B, in, out, relu); };
-  if (be.lt().linear(x, w, bias, y, B, in, out, relu, tf32(), compose_ref(compose))) return;
-  compose();
+  if (be.lt().linear(x, w, bias, y, B, in, out, relu, tf32())) return;
+  composed::dense_forward(dev, x, w, bias, y, B, in, out, relu);
 }
 
 // One cuBLASLt matmul whose epilogue reduces the bias gradient; composed where it has no plan.
 void dense_grad_weight(Backend& dev, const float* dz, const float* x, float* dw, float* db, int B, int in, int out) {
   auto& be = static_cast<CudaBackend&>(dev);
   (void)be.stream();
-  auto compose = [&] { composed::dense_grad_weight(dev, dz, x, dw, db, B, in, out); };
-  if (be.lt().grad_weight(dz, x, dw, db, B, in, out, tf32(), compose_ref(compose))) return;
-  compose();
+  if (be.lt().grad_weight(dz, x, dw, db, B, in, out, tf32())) return;
+  composed::dense_grad_weight(dev, dz, x, dw, db, B, in, out);
 }
 
 // One cuBLASLt matmul that also writes the ReLU's mask (RELU_AUX_BIAS);
@@ -48,12 +45,9 @@ void dense_forward_relu_mask(Backend& dev, const float* x, const float* w, const
                              uint32_t* mask, int B, int in, int out) {
   auto& be = static_cast<CudaBackend&>(dev);
   cudaStream_t s = be.stream();
-  auto compose = [&] {
-    composed::dense_forward(dev, x, w, bias, y, B, in, out, /*relu=*/true);
-    launch_relu_mask(y, mask, B, out, s);
-  };
-  if (be.lt().linear_relu_mask(x, w, bias, y, mask, B, in, out, tf32(), compose_ref(compose))) return;
-  compose();
+  if (be.lt().linear_relu_mask(x, w, bias, y, mask, B, in, out, tf32())) return;
+  composed::dense_forward(dev, x, w, bias, y, B, in, out, /*relu=*/true);
+  launch_relu_mask(y, mask, B, out, s);
 }
 
 // One cuBLASLt matmul applying the mask and summing the bias gradient in its
@@ -63,9 +57,8 @@ void dense_grad_input_relu(Backend& dev, const float* g, const float* w, const f
                            float* dz, float* db, int B, int in, int out) {
   auto& be = static_cast<CudaBackend&>(dev);
   (void)be.stream();
-  auto compose = [&] { composed::dense_grad_input_relu(dev, g, w, y, mask, dz, db, B, in, out); };
-  if (mask && be.lt().grad_input_relu(g, w, mask, dz, db, B, in, out, tf32(), compose_ref(compose))) return;
-  compose();
+  if (mask && be.lt().grad_input_relu(g, w, mask, dz, db, B, in, out, tf32())) return;
+  composed::dense_grad_input_relu(dev, g, w, y, mask, dz, db, B, in, out);
 }
 
 }  // namespace
@@ -75,7 +68,7 @@ void add_linalg_kernels(KernelTable& t) {
   t.dense_forward = dense_forward;
   t.dense_grad_weight = dense_grad_weight;
   t.dense_grad_input_relu = dense_grad_input_relu;
-  // The mask only where cuBLASLt can use it (ASYNCMLP_LT=0: the two ops' kernels).
+  // The mask only where cuBLASLt will use it (ASYNCMLP_LT=1); else the GEMM and a pass.
   if (env_settings().lt_epilogues) t.dense_forward_relu_mask = dense_forward_relu_mask;
 }
 

@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "framework/core/env.h"
 #include "framework/cuda/cuda_check.h"
 
 namespace amlp::cuda {
@@ -34,10 +33,9 @@ void set_attr(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const
 
 LtGemms::~LtGemms() { stop(); }
 
-void LtGemms::start(cudaStream_t stream, void* workspace, size_t workspace_bytes) {
-  if (!env_settings().lt_epilogues) return;  // ASYNCMLP_LT=0: the composition everywhere
+void LtGemms::start(cudaStream_t stream, void* workspace, size_t workspace_bytes, bool on) {
+  if (!on) return;  // the composition everywhere
   AMLP_CUDA_CHECK(cublasLtCreate(&handle_));
-  tune_ = env_settings().lt_tune;
   stream_ = stream;
   workspace_ = workspace;
   workspace_bytes_ = workspace_bytes;
@@ -50,10 +48,6 @@ void LtGemms::stop() noexcept {
       if (l) AMLP_CUDA_CHECK_LOG(cublasLtMatrixLayoutDestroy(l));
   }
   plans_.clear();
-  for (cudaEvent_t& e : timer_) {
-    if (e) AMLP_CUDA_CHECK_LOG(cudaEventDestroy(e));
-    e = nullptr;
-  }
   if (handle_) AMLP_CUDA_CHECK_LOG(cublasLtDestroy(handle_));
   handle_ = nullptr;
 }
@@ -91,116 +85,66 @@ LtGemms::Plan& LtGemms::plan(const Key& key, bool trans_a, bool trans_b, int lda
   for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                     CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
     if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceSetAttribute(pref, attr, &al, sizeof(al));
-  cublasLtMatmulHeuristicResult_t results[kCandidates]{};
+  cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   if (st == CUBLAS_STATUS_SUCCESS)
-    st = cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.a, p.b, p.d, p.d, pref, kCandidates, results, &found);
+    st = cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.a, p.b, p.d, p.d, pref, 1, &result, &found);
   AMLP_CUDA_CHECK_LOG(cublasLtMatmulPreferenceDestroy(pref));
-  for (int i = 0; st == CUBLAS_STATUS_SUCCESS && i < found; ++i)
-    if (results[i].state == CUBLAS_STATUS_SUCCESS) p.candidates[p.count++] = results[i].algo;
-  p.ok = p.count > 0;
-  if (p.ok) p.algo = p.candidates[0];
-  p.final = !p.ok || !tune_;
+  p.ok = st == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS;
+  if (p.ok) p.algo = result.algo;
   return p;
 }
 
-cublasStatus_t LtGemms::launch(Plan& p, const cublasLtMatmulAlgo_t& algo, const void* bias, const float* A, const float* Bm,
-                     float* D, const void* aux) {
+bool LtGemms::run(Plan& p, const void* bias, const float* A, const float* Bm, float* D, const void* aux) {
+  if (!p.ok) {
+    ++stats_.composed;
+    return false;
+  }
   if (bias) set_attr(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
   if (aux) set_attr(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux);
   const float one = 1.f, zero = 0.f;
-  return cublasLtMatmul(handle_, p.desc, &one, A, p.a, Bm, p.b, &zero, D, p.d, D, p.d, &algo, workspace_,
-                        workspace_bytes_, stream_);
-}
-
-// Times the composition and each candidate on the stream (the outputs are
-// written over each time: every candidate computes the same values, and the
-// op's own launch follows), keeps the fastest. Not inside a graph recording:
-// there nothing may wait on the stream, and the heuristic's first stays.
-void LtGemms::tune(Plan& p, const void* bias, const float* A, const float* Bm, float* D, const void* aux,
-                   ComposeRef compose) {
-  p.final = true;
-  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-  AMLP_CUDA_CHECK(cudaStreamIsCapturing(stream_, &capturing));
-  if (capturing != cudaStreamCaptureStatusNone) return;
-  for (cudaEvent_t& e : timer_)
-    if (!e) AMLP_CUDA_CHECK(cudaEventCreate(&e));
-  auto time = [&](auto&& run) {  // ms for kTimedRuns launches, or -1 if one failed
-    if (!run()) return -1.f;  // untimed: the kernel's first load, warm caches
-    AMLP_CUDA_CHECK(cudaEventRecord(timer_[0], stream_));
-    for (int i = 0; i < kTimedRuns; ++i)
-      if (!run()) return -1.f;
-    AMLP_CUDA_CHECK(cudaEventRecord(timer_[1], stream_));
-    AMLP_CUDA_CHECK(cudaEventSynchronize(timer_[1]));
-    float ms = 0;
-    AMLP_CUDA_CHECK(cudaEventElapsedTime(&ms, timer_[0], timer_[1]));
-    return ms;
-  };
-  float best = time([&] { return compose(), true; });
-  int choice = -1;
-  for (int i = 0; i < p.count; ++i) {
-    const float t = time([&] { return launch(p, p.candidates[i], bias, A, Bm, D, aux) == CUBLAS_STATUS_SUCCESS; });
-    if (t >= 0 && t < best) best = t, choice = i;
-  }
-  ++stats_.tuned;
-  if (choice < 0) {
-    p.ok = false;
-    ++stats_.declined;
-  } else {
-    p.algo = p.candidates[choice];
-  }
-}
-
-bool LtGemms::run(Plan& p, const void* bias, const float* A, const float* Bm, float* D, const void* aux,
-                  ComposeRef compose) {
-  if (!p.final) tune(p, bias, A, Bm, D, aux, compose);
-  if (!p.ok) {
-    ++stats_.composed;
-    if (p.count == 0) ++stats_.no_plan;
-    return false;
-  }
-  AMLP_CUDA_CHECK(launch(p, p.algo, bias, A, Bm, D, aux));
+  AMLP_CUDA_CHECK(cublasLtMatmul(handle_, p.desc, &one, A, p.a, Bm, p.b, &zero, D, p.d, D, p.d, &p.algo, workspace_,
+                                 workspace_bytes_, stream_));
   ++stats_.fused;
   return true;
 }
 
 bool LtGemms::linear(const float* x, const float* w, const float* b, float* y, int B, int in, int out, bool relu,
-                     bool tf32, ComposeRef compose) {
+                     bool tf32) {
   if (!handle_ || B <= 0 || out <= 0 || in <= 0) return false;
   const cublasLtEpilogue_t epi = b ? (relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
                                    : (relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
   // D(out,B) = op(A)·B with A = W stored (in,out) transposed, B = xᵀ stored (in,B).
   const Key key{kForward, out, B, in, static_cast<int>(epi), tf32, alignment({x, w, b, y})};
-  return run(plan(key, /*trans_a=*/true, /*trans_b=*/false, in, in, out, b), b, w, x, y, nullptr, compose);
+  return run(plan(key, /*trans_a=*/true, /*trans_b=*/false, in, in, out), b, w, x, y);
 }
 
-bool LtGemms::grad_weight(const float* dz, const float* x, float* dw, float* db, int B, int in, int out, bool tf32,
-                          ComposeRef compose) {
+bool LtGemms::grad_weight(const float* dz, const float* x, float* dw, float* db, int B, int in, int out, bool tf32) {
   if (!handle_ || B <= 0 || out <= 0 || in <= 0) return false;
   const cublasLtEpilogue_t epi = db ? CUBLASLT_EPILOGUE_BGRADB : CUBLASLT_EPILOGUE_DEFAULT;
   // D(in,out) = A·op(B) with A = xᵀ stored (in,B), B = dzᵀ stored (out,B) transposed; k = B.
   const Key key{kGradWeight, in, out, B, static_cast<int>(epi), tf32, alignment({dz, x, dw, db})};
-  return run(plan(key, /*trans_a=*/false, /*trans_b=*/true, in, out, in, db), db, x, dz, dw, nullptr, compose);
+  return run(plan(key, /*trans_a=*/false, /*trans_b=*/true, in, out, in), db, x, dz, dw);
 }
 
 bool LtGemms::linear_relu_mask(const float* x, const float* w, const float* b, float* y, uint32_t* mask, int B,
-                               int in, int out, bool tf32, ComposeRef compose) {
+                               int in, int out, bool tf32) {
   if (!handle_ || B <= 0 || out <= 0 || in <= 0 || !mask) return false;
   const cublasLtEpilogue_t epi = b ? CUBLASLT_EPILOGUE_RELU_AUX_BIAS : CUBLASLT_EPILOGUE_RELU_AUX;
   // As linear(): D(out,B) = op(A)·B, the mask over D's (out,B), ld mask_ld(out).
   const Key key{kForwardMask, out, B, in, static_cast<int>(epi), tf32, alignment({x, w, b, y, mask})};
-  return run(plan(key, /*trans_a=*/true, /*trans_b=*/false, in, in, out, b, mask), b, w, x, y, mask, compose);
+  return run(plan(key, /*trans_a=*/true, /*trans_b=*/false, in, in, out, b, mask), b, w, x, y, mask);
 }
 
 bool LtGemms::grad_input_relu(const float* g, const float* w, const uint32_t* mask, float* dz, float* db, int B,
-                              int in, int out, bool tf32, ComposeRef compose) {
+                              int in, int out, bool tf32) {
   if (!handle_ || B <= 0 || out <= 0 || in <= 0 || !mask) return false;
   const cublasLtEpilogue_t epi = db ? CUBLASLT_EPILOGUE_DRELU_BGRAD : CUBLASLT_EPILOGUE_DRELU;
   // dzᵀ(in,B) = Wᵀ·gᵀ column-major: A = W stored (in,out) with ld in, B = gᵀ
   // stored (out,B) with ld out; the mask over D's (in,B) is the forward's of
   // the layer below, whose output this is; BGRAD sums D's rows over the batch.
   const Key key{kGradInputRelu, in, B, out, static_cast<int>(epi), tf32, alignment({g, w, mask, dz, db})};
-  return run(plan(key, /*trans_a=*/false, /*trans_b=*/false, in, out, in, db, mask), db, w, g, dz, mask, compose);
+  return run(plan(key, /*trans_a=*/false, /*trans_b=*/false, in, out, in, db, mask), db, w, g, dz, mask);
 }
 
 }  // namespace amlp::cuda

@@ -38,7 +38,7 @@ TEST(EnvSettings, EmptyEnvironmentGivesTheDefaults) {
   EXPECT_FALSE(s.blocking);
   EXPECT_TRUE(s.segments);
   EXPECT_FALSE(s.populator_normal_priority);
-  EXPECT_TRUE(s.lt_epilogues);
+  EXPECT_FALSE(s.lt_epilogues);
   EXPECT_FALSE(s.launched_by_mpirun);
   EXPECT_EQ(s.blocking, d.blocking);
   EXPECT_EQ(s.segments, d.segments);
@@ -63,20 +63,12 @@ TEST(EnvSettings, SegmentsAreOffOnlyForZero) {
         << "ASYNCMLP_SEGMENTS=" << (v.text ? v.text : "(unset)");
 }
 
-// Off for exactly "0", on otherwise.
-TEST(EnvSettings, LtEpiloguesAreOffOnlyForZero) {
-  for (const Value& v : {Value{nullptr, true}, Value{"", true}, Value{"0", false}, Value{"1", true},
-                         Value{"0 ", true}})
+// On for exactly "1", off otherwise.
+TEST(EnvSettings, LtEpiloguesAreOnOnlyForOne) {
+  for (const Value& v : {Value{nullptr, false}, Value{"", false}, Value{"0", false}, Value{"1", true},
+                         Value{"1 ", false}, Value{"yes", false}})
     EXPECT_EQ(parse(only("ASYNCMLP_LT", v.text)).lt_epilogues, v.expected)
         << "ASYNCMLP_LT=" << (v.text ? v.text : "(unset)");
-}
-
-// Off for exactly "0", on otherwise.
-TEST(EnvSettings, LtTuningIsOffOnlyForZero) {
-  for (const Value& v : {Value{nullptr, true}, Value{"", true}, Value{"0", false}, Value{"1", true},
-                         Value{"no", true}})
-    EXPECT_EQ(parse(only("ASYNCMLP_LT_TUNE", v.text)).lt_tune, v.expected)
-        << "ASYNCMLP_LT_TUNE=" << (v.text ? v.text : "(unset)");
 }
 
 // Set at all, to anything, "" and "0" included: normal priority.
@@ -99,12 +91,12 @@ TEST(EnvSettings, EachVariableSetsItsOwnFieldAlone) {
   EXPECT_TRUE(s.blocking);
   EXPECT_TRUE(s.segments);
   EXPECT_FALSE(s.populator_normal_priority);
-  EXPECT_TRUE(s.lt_epilogues);
+  EXPECT_FALSE(s.lt_epilogues);
   EXPECT_FALSE(s.launched_by_mpirun);
-  const EnvSettings t = parse({{"ASYNCMLP_SEGMENTS", "0"}, {"ASYNCMLP_LT", "0"}});
+  const EnvSettings t = parse({{"ASYNCMLP_SEGMENTS", "0"}, {"ASYNCMLP_LT", "1"}});
   EXPECT_FALSE(t.blocking);
   EXPECT_FALSE(t.segments);
-  EXPECT_FALSE(t.lt_epilogues);
+  EXPECT_TRUE(t.lt_epilogues);
   EXPECT_FALSE(t.populator_normal_priority);
 }
 
