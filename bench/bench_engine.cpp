@@ -226,7 +226,7 @@ void BM_MlpStepPaired(benchmark::State& state) {
   run_paired(state, step);
 }
 
-// The driver's whole batch (train/experiment.cpp, --sync batch): the data
+// The driver's whole batch (train/runs/experiment.cpp, --sync batch): the data
 // drawn by queued ops, forward, loss, backward, SGD, zero_grad, then the
 // loss read with item(); paired with the GEMM floor like BM_MlpStepPaired.
 struct TrainStep : MlpStep {

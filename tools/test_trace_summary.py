@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Tests of trace_summary.py, beside it (was tests/train/test_trace_device.cpp):
+"""Tests of trace_summary.py, beside it:
 a trace with a device track (a GPU's own op times beside the worker's
 launches), written here by hand: the GPU's busy time is the union of its ops,
 the gaps between them are idle, and each kernel's GPU time is summed.

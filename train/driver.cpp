@@ -8,10 +8,10 @@
 #include <ostream>
 
 #include "framework/asyncmlp.h"
-#include "train/distributed_run.h"
-#include "train/experiment.h"
-#include "train/interrupt.h"
-#include "train/study.h"
+#include "train/runs/distributed_run.h"
+#include "train/runs/experiment.h"
+#include "train/runs/interrupt.h"
+#include "train/studies/study.h"
 
 namespace amlp::train {
 
@@ -107,7 +107,7 @@ int run_driver(const Options& given, std::ostream& rank0_out, std::ostream& err,
   std::ostream quiet_rank(nullptr);  // the other ranks' lines would repeat rank 0's
   std::ostream& out = group && group->rank() != 0 ? quiet_rank : rank0_out;
   std::vector<RunResult> results;
-  const std::vector<std::unique_ptr<Study>> studies = studies_for(o);  // train/study.h
+  const std::vector<std::unique_ptr<Study>> studies = studies_for(o);  // train/studies/study.h
   Study& study = *studies.back();  // the one whose runs are made
   bool ok = true;
   std::string failure;  // the one line reported

@@ -8,15 +8,15 @@
 #include <iosfwd>
 #include <vector>
 
-#include "train/options.h"
-#include "train/run_result.h"
+#include "train/options/options.h"
+#include "train/plan/run_result.h"
 
 namespace amlp::train {
 
 // Returns the exit status: 0; kExitRunFailed after printing
 // "train_mlp: error: ..." (one line) on `err`; or 128 + the signal after
 // "train_mlp: interrupted at batch N of M ..." when interrupt_signal() was
-// set (train/interrupt.h). The summary (--summary-json) and the trace are
+// set (train/runs/interrupt.h). The summary (--summary-json) and the trace are
 // written in every case, each run marked with how it ended. `results`, when
 // given, receives the runs, a failed or interrupted one with what it measured.
 int run_driver(const Options& o, std::ostream& out, std::ostream& err, std::vector<RunResult>* results = nullptr);

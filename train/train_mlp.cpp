@@ -4,8 +4,10 @@
 #include <iostream>
 
 #include "train/driver.h"
-#include "train/interrupt.h"
-#include "train/options.h"
+#include "train/models/predict.h"
+#include "train/plan/outputs.h"
+#include "train/options/options.h"
+#include "train/runs/interrupt.h"
 
 int main(int argc, char** argv) {
   using namespace amlp::train;
@@ -16,9 +18,14 @@ int main(int argc, char** argv) {
       return p.exit_code;
     case ParseStatus::Exit:
       std::cout << p.message;
+      if (p.help) std::cout << models_help() << help_after_models();
       return 0;
     case ParseStatus::Run:
       break;
+  }
+  if (const std::string why = outputs_problem(p.options); !why.empty()) {  // before anything runs
+    std::cerr << "train_mlp: error: " << why << std::endl;
+    return kExitBadInput;
   }
   install_interrupt_handlers();  // SIGINT/SIGTERM: stop queueing, finish, write everything marked (130/143)
   return run_driver(p.options, std::cout, std::cerr);

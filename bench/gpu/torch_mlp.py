@@ -2,7 +2,7 @@
 """torch_mlp.py — the d2l MLP in PyTorch: the peers train_mlp is timed against.
 
 Same model, data and optimizer semantics as train_mlp (models/mlp.h,
-train/experiment.cpp):
+train/runs/experiment.cpp):
   Dense(2048, relu) -> Dense(512, relu) -> Dense(1), 512 input features,
   W ~ U(-0.07, 0.07), b = 0 (MXNet's default initialiser);
   per batch X ~ N(0, 1) (1024 x 512) and y = ones(1024), drawn on the GPU;

@@ -1,4 +1,4 @@
-// Covers framework/core/parse.cpp, train/options.cpp (the fuzz test).
+// Covers framework/core/parse.cpp, train/options/options.cpp (the fuzz test).
 // framework/parse.h, the one parser for the numbers, byte
 // sizes and lists people type: ranges named in every message, decimal only
 // (no hex, octal, '+', whitespace or trailing junk), byte units, lists with
@@ -21,8 +21,8 @@
 #include "framework/device.h"
 #include "framework/parse.h"
 #include "models/mlp.h"
-#include "train/options.h"
-#include "train/sync_policy.h"
+#include "train/options/options.h"
+#include "train/options/sync_policy.h"
 #include "train/train_test_util.h"
 #include "sanitized.h"
 

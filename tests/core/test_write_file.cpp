@@ -1,4 +1,4 @@
-// Covers framework/core/write_file.cpp, framework/core/trace.cpp, train/summary_json.cpp, train/memory_log.cpp.
+// Covers framework/core/write_file.cpp, framework/core/trace.cpp, train/report/summary_json.cpp, train/runs/memory_log.cpp.
 // the one writer of whole files (framework/write_file.h)
 // and the two JSON files written through it, parsed back with nlohmann-json:
 // a regular file is replaced whole with no temporary left, a FIFO or a device is
@@ -30,8 +30,8 @@
 #include "framework/error.h"
 #include "framework/trace.h"
 #include "framework/write_file.h"
-#include "train/memory_log.h"
-#include "train/summary_json.h"
+#include "train/runs/memory_log.h"
+#include "train/report/summary_json.h"
 #include "train/train_test_util.h"
 
 namespace amlp {

@@ -1,4 +1,4 @@
-// Covers train/distributed_run.cpp, framework/dist/process_group.cpp, framework/dist/failure.cpp (train_mlp --distributed mpi under mpirun).
+// Covers train/runs/distributed_run.cpp, framework/dist/process_group.cpp, framework/dist/failure.cpp (train_mlp --distributed mpi under mpirun).
 // train_mlp --distributed mpi under `mpirun -np 2`: the same
 // losses as one process, each rank's memory log and rank 0's summary and
 // trace with both ranks, and every way a job ends: a rank that fails, a rank

@@ -1,4 +1,4 @@
-// Covers train/options.cpp, train/distributed_run.cpp (--distributed).
+// Covers train/options/options.cpp, train/runs/distributed_run.cpp (--distributed).
 // --distributed through the option parser:
 // its values, the refusal in a build without MPI (read_distributed, the
 // parser's reader, told the build has none) and with --devices; each one
@@ -7,8 +7,8 @@
 
 #include "framework/parse.h"
 #include "framework/process_group.h"
-#include "train/distributed_run.h"
-#include "train/options.h"
+#include "train/runs/distributed_run.h"
+#include "train/options/options.h"
 
 namespace amlp::train {
 namespace {

@@ -11,8 +11,8 @@
 #include <stdexcept>
 
 #include "train/driver.h"
-#include "train/experiment.h"
-#include "train/options.h"
+#include "train/runs/experiment.h"
+#include "train/options/options.h"
 #include "test_paths.h"
 
 namespace amlp::train {

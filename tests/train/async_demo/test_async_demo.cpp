@@ -1,0 +1,91 @@
+// test_async_demo.cpp — async_demo end to end (the real binary, small sizes):
+// every subcommand runs, prints its measurement and its explanation, and bad
+// input gets one line on stderr and exit status 2. No timing is asserted.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "train/train_test_util.h"
+
+namespace amlp::testing {
+namespace {
+
+constexpr const char* kSmall = " --device cpu --size 64 --repeats 1 --ops 200";
+
+struct Case {
+  const char* subcommand;
+  std::vector<std::string> expected;  // lines of the report that must be there
+};
+
+class AsyncDemoSubcommand : public ::testing::TestWithParam<Case> {};
+
+TEST_P(AsyncDemoSubcommand, RunsAndExplainsItsMeasurement) {
+  const Case& c = GetParam();
+  Ran r = run_program("async_demo", std::string(c.subcommand) + kSmall);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  EXPECT_NE(r.out.find("== " + std::string(c.subcommand)), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("   > "), std::string::npos) << "no explanation printed:\n" << r.out;
+  for (const std::string& e : c.expected) EXPECT_NE(r.out.find(e), std::string::npos) << e << "\n" << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, AsyncDemoSubcommand,
+    ::testing::Values(Case{"queued", {"queued after", "finished after", "queue depth right after queueing"}},
+                      Case{"blockers", {"s.wait_to_read()", "waitall()", "s.to_host()", "s.item()"}},
+                      Case{"sync-vs-async", {"t1 frontend push", "t2 backend execution", "t3 one barrier",
+                                             "barrier each op  N·(t1+t2+t3)", "one barrier      t1+N·t2+t3",
+                                             "one barrier at the end is"}},
+                      Case{"cpu-vs-device", {"cblas_sgemm on the calling thread", "queued/direct"}},
+                      Case{"devices", {"in sequence", "in parallel", "speedup"}},
+                      Case{"data-parallel", {"cpu:0 + cpu:1", "speed-up", "loss after the last step"}}),
+    [](const ::testing::TestParamInfo<Case>& i) {
+      std::string n = i.param.subcommand;
+      for (char& ch : n)
+        if (ch == '-') ch = '_';
+      return n;
+    });
+
+TEST(AsyncDemo, AllRunsEverySubcommand) {
+  Ran r = run_program("async_demo", std::string("all") + kSmall);
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* s : {"== queued", "== blockers", "== sync-vs-async", "== cpu-vs-device", "== devices", "== data-parallel"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+}
+
+// sync-vs-async pauses a queue to time pushing alone; in synchronous mode a
+// push would wait for an op the paused queue never runs, so the pause lifts it.
+TEST(AsyncDemo, SyncVsAsyncRunsInSynchronousMode) {
+  const char* was = std::getenv("ASYNCMLP_BLOCKING");
+  const std::string saved = was ? was : "";
+  ASSERT_EQ(::setenv("ASYNCMLP_BLOCKING", "1", 1), 0);
+  Ran r = run_program("async_demo", std::string("sync-vs-async") + kSmall);
+  if (was) ::setenv("ASYNCMLP_BLOCKING", saved.c_str(), 1);
+  else ::unsetenv("ASYNCMLP_BLOCKING");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("synchronous mode is on"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("one barrier      t1+N·t2+t3"), std::string::npos) << r.out;
+}
+
+// The usage is built from main.cpp's list of subcommands: every one is there.
+TEST(AsyncDemo, HelpListsEverySubcommandAndOption) {
+  Ran r = run_program("async_demo", "--help");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  for (const char* s : {"usage: async_demo <subcommand>", "  queued ", "  blockers ", "  sync-vs-async ",
+                        "  cpu-vs-device ", "  devices ", "  data-parallel ", "  all ", "--device", "--size", "--repeats", "--ops"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+}
+
+TEST(AsyncDemo, BadInputIsOneLineAndExitTwo) {
+  for (const char* args : {"", "bogus", "queued --bogus", "queued --repeats 0", "queued --repeats x",
+                           "queued --device cpu:9", "queued --device gpu", "queued --device cuda:7"}) {
+    Ran r = run_program("async_demo", args);
+    EXPECT_EQ(r.code, 2) << "'" << args << "': " << r.out << r.err;
+    EXPECT_EQ(r.err_lines(), 1u) << "'" << args << "':\n" << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace amlp::testing

@@ -1,0 +1,132 @@
+// test_host_work.cpp — --host-work: the frontend's per-batch work (waiting
+// and computing forms), the throughput model's arithmetic, and a run whose
+// host work dominates, predicted by the model and reported in the summary.
+#include <gtest/gtest.h>
+
+#include <time.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "train/options/host_work.h"
+#include "train/options/options.h"
+#include "train/models/predict.h"
+#include "train/train_test_util.h"
+
+namespace amlp::train {
+namespace {
+
+using testing::Ran;
+using testing::read_json;
+using testing::run_train_mlp;
+using testing::ScratchDir;
+
+double thread_cpu_s() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
+double wall_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+TEST(HostWork, ParsesDurationsMatchAndKinds) {
+  EXPECT_EQ(parse_host_work("0").ns, 0);
+  EXPECT_EQ(parse_host_work("2ms").ns, 2000000);
+  EXPECT_EQ(parse_host_work("250us").ns, 250000);
+  EXPECT_FALSE(parse_host_work("2ms").match_device);
+  EXPECT_TRUE(parse_host_work("match").match_device);
+  EXPECT_EQ(parse_host_work_kind("wait"), HostWorkKind::Wait);
+  EXPECT_EQ(parse_host_work_kind("compute"), HostWorkKind::Compute);
+  EXPECT_EQ(to_string(HostWorkKind::Compute), "compute");
+  const ParseOutcome p = parse_options({"--host-work", "3ms", "--host-work-kind", "compute"});
+  ASSERT_EQ(p.status, ParseStatus::Run) << p.message;
+  EXPECT_EQ(p.options.host_work.ns, 3000000);
+  EXPECT_EQ(p.options.host_work.kind, HostWorkKind::Compute);
+  const ParseOutcome d = parse_options(std::vector<std::string>{});
+  EXPECT_EQ(d.options.host_work.ns, 0);
+  EXPECT_EQ(d.options.host_work.kind, HostWorkKind::Wait);
+}
+
+// Waiting leaves the core idle; computing keeps it busy. Each lasts at least
+// the time asked for.
+TEST(HostWork, WaitSleepsAndComputeSpins) {
+  for (HostWorkKind kind : {HostWorkKind::Wait, HostWorkKind::Compute}) {
+    const double w0 = wall_s(), c0 = thread_cpu_s();
+    do_host_work(HostWork{40000000, kind, false});  // 40 ms
+    const double wall = wall_s() - w0, cpu = thread_cpu_s() - c0;
+    EXPECT_GE(wall, 0.040) << to_string(kind);
+    if (kind == HostWorkKind::Wait)
+      EXPECT_LT(cpu, 0.010) << "waiting used the core";
+    else
+      EXPECT_GT(cpu, 0.010) << "computing left the core idle";  // well above a sleep's, even when descheduled
+  }
+  const double w0 = wall_s();
+  do_host_work(HostWork{});  // none: returns at once
+  EXPECT_LT(wall_s() - w0, 0.1);  // far under any work asked for; a loaded machine may stall it a few ms
+}
+
+TEST(ThroughputModel, GroupsOfKOverlapTheFrontendAndTheDevice) {
+  // batch: N (h + d); none: N max + min; every=K: N max + ceil(N/K) min.
+  EXPECT_DOUBLE_EQ(predicted_wall_s(10, 1, 0.002, 0.003), 10 * 0.005);
+  EXPECT_DOUBLE_EQ(predicted_wall_s(10, 10, 0.002, 0.003), 10 * 0.003 + 0.002);
+  EXPECT_DOUBLE_EQ(predicted_wall_s(10, 1000, 0.002, 0.003), 10 * 0.003 + 0.002);  // K past N: once
+  EXPECT_DOUBLE_EQ(predicted_wall_s(10, 4, 0.003, 0.002), 10 * 0.003 + 3 * 0.002);   // ceil(10/4) = 3 groups
+  EXPECT_DOUBLE_EQ(predicted_wall_s(0, 1, 0.003, 0.002), 0.0);
+  EXPECT_EQ(model_every({SyncPolicy::EveryBatch, 1}, 100, 0, 1000), 1);
+  EXPECT_EQ(model_every({SyncPolicy::EveryK, 10}, 100, 0, 1000), 10);
+  EXPECT_EQ(model_every({SyncPolicy::Never, 0}, 100, 0, 1000), 100);
+  EXPECT_EQ(model_every({SyncPolicy::Never, 0}, 100, 2000, 1000), 100);  // bounded at two batches: as none
+  EXPECT_EQ(model_every({SyncPolicy::Never, 0}, 100, 500, 1000), 1);     // under one batch: waits for each
+}
+
+// Host work far above the device's (a tiny model): the frontend is the
+// bottleneck, h is the host work (and a little more), the backlog stays at
+// one batch even unsynchronized, and the model predicts the wall time.
+TEST(ThroughputModel, AHostBoundRunIsPredictedAndSaysWhy) {
+  ScratchDir dir;
+  Ran r = run_train_mlp("--device cpu --compare --compare-every 4 --batches 12 --batch-size 16 --features 8 "
+                        "--hidden 8 --host-work 15ms --summary-json " + dir.file("s.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("host work 15.000 ms per batch (wait)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("predicted s"), std::string::npos) << r.out;
+  const nlohmann::json s = read_json(dir.file("s.json"));
+  ASSERT_EQ(s.size(), 4u);  // batch, none, every=4, bounded
+  for (const nlohmann::json& run : s) {
+    const std::string label = run.at("label");
+    EXPECT_DOUBLE_EQ(run.at("host_work_s").get<double>(), 0.015);
+    EXPECT_EQ(run.at("host_work_kind"), "wait");
+    const double h = run.at("host_s_per_batch").get<double>(), d = run.at("device_s_per_batch").get<double>();
+    EXPECT_GE(h, 0.015) << label;
+    // A sleep's overshoot and the loop's own work, plus whatever a loaded
+    // machine adds (a mean over 12 batches: one 100 ms stall adds 8 ms); a
+    // frontend that did the host work twice, or counted the device's time,
+    // would be past it.
+    EXPECT_LT(h, 0.015 * 2) << label;
+    EXPECT_GT(d, 0.0) << label;
+    EXPECT_LT(d, h) << label;
+    EXPECT_LE(run.at("peak_backlog_batches").get<int>(), 2) << label << ": the device kept up";
+    const double wall = run.at("wall_s").get<double>(), predicted = run.at("predicted_wall_s").get<double>();
+    EXPECT_NEAR(wall / predicted, 1.0, 0.25) << label << ": measured " << wall << " s, predicted " << predicted;
+    EXPECT_EQ(run.at("model_every").get<int>(), label == "batch" ? 1 : label == "every=4" ? 4 : 12) << label;
+  }
+  // The one-run summary names the bottleneck.
+  Ran one = run_train_mlp("--device cpu --sync none --batches 4 --batch-size 16 --features 8 --hidden 8 "
+                          "--host-work 10ms");
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.out.find("the frontend is the bottleneck (h > d)"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("predicted wall"), std::string::npos) << one.out;
+}
+
+// --host-work match measures the device first and uses its time for every mode.
+TEST(ThroughputModel, MatchTakesTheDevicesTimePerBatch) {
+  ScratchDir dir;
+  Ran r = run_train_mlp("--device cpu --sync none --batches 6 --batch-size 64 --features 64 --hidden 128 "
+                        "--host-work match --summary-json " + dir.file("s.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("the device's time per batch over 6 synchronized batches"), std::string::npos) << r.out;
+  const nlohmann::json s = read_json(dir.file("s.json"));
+  EXPECT_GT(s[0].at("host_work_s").get<double>(), 0.0);
+}
+
+}  // namespace
+}  // namespace amlp::train

@@ -1,0 +1,80 @@
+// test_summary_json.cpp — the summary JSON (train/report/summary_json.cpp) keeps the
+// key structure scripts read: for each study (a plain run, --compare,
+// --compare-policies, --sweep, --sync auto, --host-work match) a fresh run's
+// keys, in order, and its runs' labels equal those captured from the base
+// commit's train_mlp in tests/train/data/summary_keys.json. Values are not
+// compared (they are measurements); an object's keys and their order are, an
+// array of objects by the union of its elements' keys.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "train/train_test_util.h"
+
+namespace amlp::testing {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// The key structure of `v`: an object maps each key (in order) to its value's
+// structure; an array of objects is [the union of its elements' structures,
+// first appearance first]; an array of arrays is [its first element's]; any
+// other array is []; a scalar is null.
+Json structure(const Json& v) {
+  if (v.is_object()) {
+    Json s = Json::object();
+    for (auto it = v.begin(); it != v.end(); ++it) s[it.key()] = structure(it.value());
+    return s;
+  }
+  if (!v.is_array() || v.empty()) return v.is_array() ? Json::array() : Json();
+  bool all_objects = true;
+  for (const Json& e : v) all_objects = all_objects && e.is_object();
+  if (all_objects) {
+    Json merged = Json::object();
+    for (const Json& e : v)
+      for (auto it = e.begin(); it != e.end(); ++it)
+        if (!merged.contains(it.key())) merged[it.key()] = structure(it.value());
+    return Json::array({merged});
+  }
+  return v[0].is_structured() ? Json::array({structure(v[0])}) : Json::array();
+}
+
+Json fixture() { return Json::parse(read_file(source_file("tests/train/data/summary_keys.json"))); }
+
+std::vector<std::string> cases() {
+  std::vector<std::string> names;
+  const Json f = fixture();
+  for (auto it = f.begin(); it != f.end(); ++it)
+    if (it.key().front() != '_') names.push_back(it.key());
+  return names;
+}
+
+class SummaryJsonKeys : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SummaryJsonKeys, MatchTheBaseCommit) {
+  const Json want = fixture().at(GetParam());
+  ScratchDir dir;
+  const Ran r = run_train_mlp("--config " + source_file("configs/quick.ini") + " --device cpu --quiet " +
+                              want.at("args").get<std::string>() + " --summary-json " + dir.file("s.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Json got = Json::parse(read_file(dir.file("s.json")));
+  EXPECT_EQ(structure(got).dump(1), want.at("keys").dump(1));
+  std::vector<std::string> labels;
+  for (const Json& run : got.is_object() ? got.at("runs") : got) labels.push_back(run.at("label").get<std::string>());
+  EXPECT_EQ(Json(labels), want.at("labels"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Studies, SummaryJsonKeys, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+// The structure itself: keys in order, arrays of objects merged, values dropped.
+TEST(SummaryJsonStructure, KeepsKeyOrderAndMergesArrays) {
+  const Json v = Json::parse(R"({"b": 1, "a": [{"x": 1}, {"y": "s", "x": 2}], "c": [1, 2], "d": [[{"z": 0}]]})");
+  EXPECT_EQ(structure(v).dump(), R"({"b":null,"a":[{"x":null,"y":null}],"c":[],"d":[[{"z":null}]]})");
+  EXPECT_NE(structure(Json::parse(R"({"a": 1, "b": 2})")).dump(), structure(Json::parse(R"({"b": 2, "a": 1})")).dump());
+}
+
+}  // namespace
+}  // namespace amlp::testing

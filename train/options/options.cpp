@@ -1,0 +1,538 @@
+#include "train/options/options.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "framework/error.h"
+#include "framework/device.h"
+#include "framework/ops.h"
+#include "framework/parse.h"
+#include "framework/process_group.h"
+#include "train/options/program_options.h"
+
+namespace amlp::train {
+
+namespace {
+
+// The ranges, named in the messages.
+constexpr int64_t kMaxBatches = 100000000;
+constexpr int64_t kMaxBatchSize = int64_t(1) << 24;
+constexpr int64_t kMaxFeatures = int64_t(1) << 24;
+constexpr uint64_t kMaxPendingOps = uint64_t(1) << 40;
+constexpr int64_t kMaxCompareEvery = 1000000;
+constexpr double kMaxStatusEvery_s = 86400;
+
+// --sync: a mode, or auto.
+struct SyncChoice {
+  SyncMode mode;
+  bool automatic = false;
+};
+// "auto", or what parse_sync_mode reads; throws amlp::ParseError naming auto too.
+SyncChoice parse_sync_choice(const std::string& text) {
+  if (text == "auto") return {SyncMode{SyncPolicy::EveryBatch, 1}, true};
+  try {
+    return {parse_sync_mode(text), false};
+  } catch (const ParseError&) {  // the option's own name, and auto beside the modes
+    throw ParseError("", "must be auto, batch, none or every=K with K in [1, " + std::to_string(kMaxSyncEvery) +
+                             "] (got " + quote(text) + ")");
+  }
+}
+
+// --sweep-fractions: "0,0.25,1.5", each in [0, 10], none twice; throws
+// amlp::ParseError naming what it must be.
+std::vector<double> parse_sweep_fractions(const std::string& t) {
+  constexpr double kMaxFraction = 10;
+  const std::string must = "must be a comma-separated list of fractions of d in [0, 10] (got " + quote(t) + ")";
+  std::vector<double> out;
+  for (std::string_view item : split_list(t)) {
+    if (item.empty()) throw ParseError("", must);
+    const double f = parse_float(item, "");
+    if (!(f >= 0 && f <= kMaxFraction)) throw ParseError("", must);
+    if (std::find(out.begin(), out.end(), f) != out.end())
+      throw ParseError("", "names " + std::string(item) + " twice (got " + quote(t) + ")");
+    out.push_back(f);
+  }
+  return out;
+}
+
+Parser<int> int_in(int64_t min, int64_t max) {
+  return [=](const std::string& t) { return static_cast<int>(parse_int(t, "", min, max)); };
+}
+
+struct DeviceChoice {
+  std::string text;
+  Device device;
+  bool fell_back = false;
+};
+
+DeviceChoice read_device(const std::string& t) {
+  DeviceChoice c{t, {}, false};
+  c.device = parse_device(t, &c.fell_back);
+  return c;
+}
+
+struct DevicesChoice {
+  std::string text;
+  std::vector<Device> devices;
+};
+
+// "cpu:0,cpu:1": distinct devices that all_reduce_sum can reduce together
+// in this build ("" = not given).
+DevicesChoice read_devices(const std::string& t) {
+  DevicesChoice c{t, {}};
+  if (t.empty()) return c;
+  for (std::string_view item : split_list(t)) {
+    const std::string name(item);
+    if (name.empty() || name == "auto")
+      throw ParseError("", "must be a comma-separated list of cpu:N or cuda:N (got " + quote(t) + ")");
+    const Device d = parse_device(name);
+    for (const Device& seen : c.devices)
+      if (seen == d) throw ParseError("", "names " + d.str() + " twice (got " + quote(t) + ")");
+    c.devices.push_back(d);
+  }
+  if (std::string why; !all_reduce_supported(c.devices, &why)) throw ParseError("", "cannot be reduced: " + why);
+  return c;
+}
+
+float read_lr(const std::string& t) {
+  const double v = parse_float(t, "");
+  if (!(v > 0) || v > std::numeric_limits<float>::max())
+    throw ParseError("", "must be positive and at most 3.4e+38, a float's largest (got " + t + ")");
+  return static_cast<float>(v);
+}
+
+float read_momentum(const std::string& t) {
+  const double v = parse_float(t, "");
+  if (v < 0 || v >= 1) throw ParseError("", "must be in [0, 1) (got " + t + ")");
+  return static_cast<float>(v);
+}
+
+std::vector<int> read_compare_every(const std::string& t) {
+  std::vector<int> out;
+  for (int64_t k : parse_int_list(t, "", 1, kMaxCompareEvery)) out.push_back(static_cast<int>(k));
+  return out;
+}
+
+AllocPolicy read_alloc_policy(const std::string& t) {
+  if (t == "enqueue") return AllocPolicy::Enqueue;
+  if (t == "run") return AllocPolicy::Run;
+  throw ParseError("", "must be enqueue or run (got " + quote(t) + ")");
+}
+
+bool read_on_off(const std::string& t) {
+  if (t == "on") return true;
+  if (t == "off") return false;
+  throw ParseError("", "must be off or on (got " + quote(t) + ")");
+}
+
+size_t read_bytes(const std::string& t) { return static_cast<size_t>(parse_byte_size(t, "", kMaxByteSize)); }
+
+std::optional<size_t> read_memory_limit(const std::string& t) {
+  if (t == "auto") return std::nullopt;
+  if (t == "none") return size_t(0);
+  try {
+    return read_bytes(t);
+  } catch (const ParseError& e) {  // name the two words too
+    rethrow_naming_words(e, "a byte size", "'auto', 'none'");
+  }
+}
+
+double read_status_every(const std::string& t) {
+  const double v = parse_float(t, "");
+  if (!(v > 0 && v <= kMaxStatusEvery_s)) throw ParseError("", "must be in (0, 86400] seconds (got " + t + ")");
+  return v;
+}
+
+constexpr unsigned kHelpWidth = 100;
+
+po::options_description general_options() {
+  po::options_description d("Training options (also INI keys)", kHelpWidth, kHelpWidth / 2);
+  // clang-format off
+  Declare(d)
+    .option<DeviceChoice>("device", "DEV", "auto", read_device,
+     "auto|cpu|cpu:N|cuda|cuda:N; auto picks cuda:0 when a GPU is visible, else cpu:0 (and says so)")
+    .option<DevicesChoice>("devices", "DEV,DEV,..", "", read_devices,
+     "data parallelism: one replica per device (e.g. cpu:0,cpu:1 or cuda:0,cuda:1; replaces --device), "
+     "each batch split between them (the first batch-size % n take one row more), the gradients "
+     "all-reduced by queued ops (NCCL on GPUs), the same SGD step on every replica")
+    .option<bool>("distributed", "none|mpi", "none",
+     [](const std::string& t) { return read_distributed(t, dist::built_with_mpi()); },
+     "mpi: data parallelism across processes, run as `mpirun -np N train_mlp --distributed mpi ...`: one "
+     "rank per process, one replica on its --device (cuda: cuda:<rank on the host>), each batch split "
+     "across the ranks, the same losses as one process; not with --devices. Without mpirun: one rank")
+    .option<SyncChoice>("sync", "MODE", "batch", parse_sync_choice,
+     "batch: read the loss after every batch (a blocking item()); none: never wait in the loop, "
+     "waitall() at the end; every=K: read it after every K-th batch; auto: the models choose, within "
+     "--memory-budget, from the first synchronized batches' h, d and bytes per batch")
+    .option<size_t>("memory-budget", "BYTES", "0", read_bytes,
+     "--sync auto: the most memory the run may hold for queued batches (its predicted increase)")
+    .option<int>("batches", "N", "100", int_in(1, kMaxBatches), "minibatches to train, in [1, 100000000]")
+    .option<int>("batch-size", "N", "1024", int_in(1, kMaxBatchSize), "samples per minibatch, in [1, 16777216]")
+    .option<int>("features", "N", "512", int_in(1, kMaxFeatures), "input features, in [1, 16777216]")
+    .option<models::LayerSpec>("hidden", "W1,W2,..", "2048,512", models::parse_layer_spec,
+     "hidden layer widths, comma-separated, each in [1, 1048576], ReLU each; the output layer has 1 unit")
+    .option<float>("lr", "X", "0.005", read_lr, "SGD learning rate (> 0)")
+    .option<float>("momentum", "X", "0", read_momentum, "SGD momentum, in [0, 1)")
+    .option<uint64_t>("seed", "N", "1",
+     [](const std::string& t) { return parse_uint(t, "", 0, std::numeric_limits<uint64_t>::max()); },
+     "random seed (weights and data; same seed, same numbers in every mode)")
+    .option<uint64_t>("max-pending", "OPS", "0",
+     [](const std::string& t) { return parse_uint(t, "", 0, kMaxPendingOps); },
+     "back-pressure: most ops a queue may hold pending; a push past it blocks (0 = unbounded)")
+    .option<size_t>("max-pending-bytes", "BYTES", "0", read_bytes,
+     "back-pressure: most bytes the pending ops of a queue may hold, e.g. 256MiB, 1G, 4096 "
+     "(0 = unbounded)")
+    .option<std::optional<size_t>>("memory-limit", "auto|none|BYTES", "auto", read_memory_limit,
+     "cap on the device pool's reserved bytes, e.g. 512MiB; an allocation past it fails the run "
+     "with 'out of memory' (exit 1) instead of the OS killing it. auto: on a CPU device the host's "
+     "budget (the cgroup's memory limit or MemAvailable at start, whichever is smaller, less 10%), "
+     "on a GPU its own memory; none (or 0): no cap")
+    .option<HostWork>("host-work", "DURATION|match", "0", parse_host_work,
+     "work the frontend does for each batch before queueing it, standing for an input pipeline, "
+     "e.g. 2ms, 500us (0 = none); match: as long as the device's work per batch, measured first "
+     "over 8 synchronized batches (after 3 to warm up). What asynchrony buys: see 'Throughput model' below")
+    .option<HostWorkKind>("host-work-kind", "wait|compute", "wait", parse_host_work_kind,
+     "wait: the frontend sleeps, like reading files or waiting on the network (the cores stay free "
+     "for the device); compute: it spins on a core, like decoding or augmenting (on a CPU device it "
+     "competes with the BLAS threads for the cores)")
+    .option<AllocPolicy>("alloc", "enqueue|run", "enqueue", read_alloc_policy,
+     "when an op's outputs get memory: enqueue: when it is queued (every pending op holds its "
+     "outputs, so unsynchronized memory grows with the backlog); run: when "
+     "the device's worker starts it (MXNet's delayed allocation: queued work holds nothing)")
+    .flag("data-queue",
+     "generate each batch's data on a second queue of the device, a loader stream, which the training "
+     "ops wait on; with --alloc run the data runs ahead as in the book's MXNet run (CPU devices only; "
+     "default: off)")
+    .option<bool>("graph", "off|on", "off", read_on_off,
+     "step graphs: once two batches in a row queued the same ops, each batch's ops are held and "
+     "launched as one recorded CUDA graph (re-recorded where an op's arguments may change), or run "
+     "one by one where the device cannot record (the CPU: the same results); off in synchronous mode "
+     "and under back-pressure; a batch that differs falls back and is learned again")
+    .flag("blocking", "synchronous mode: every push waits for its op (default: off)")
+    .flag("tf32", "TF32 tensor-core GEMMs on CUDA; no effect on the CPU (default: off)")
+    .flag("check-finite",
+     "queue a check that each batch's loss is finite; a failure surfaces at the next blocker "
+     "(default: off)")
+    .text("memory-log", "FILE.csv", "",
+     "one CSV row per batch, flushed per row, sampled when the batch has been queued: batch, "
+     "wall_s, queue_depth, bytes_in_use, peak_bytes, reserved_bytes, rss_bytes, loss (empty "
+     "when the batch was not synchronized), backlog_batches, backlog_bytes, minor_faults (the "
+     "process's minor page faults since the previous row) (default: none)")
+    .text("trace", "FILE.json", "",
+     "Chrome trace-event JSON for Perfetto / chrome://tracing: enqueue and execution spans, "
+     "queue depth and memory counters (default: none)")
+    .text("summary-json", "FILE", "", "JSON array, one object per run, for scripts (default: none)")
+    .flag("compare", "run every mode back to back and print one table (see below; default: off)")
+    .flag("compare-policies",
+     "run the allocation policies back to back, unsynchronized (--sync is ignored): --alloc enqueue, "
+     "--alloc run, and --alloc run --data-queue (CPU devices), and print one table: memory increase "
+     "measured and predicted, samples/s, final loss (default: off)")
+    .flag("quiet", "no live status line on stderr (default: off)")
+    .option<double>("status-every", "SECONDS", "10", read_status_every,
+     "the live status line (batches queued and finished, the backlog, memory against its prediction "
+     "and the budget, samples/s): redrawn in place a few times a second on a terminal; otherwise "
+     "printed as a line every SECONDS, in (0, 86400]")
+    .option<std::vector<int>>("compare-every", "K1,K2,..", "2,10", read_compare_every,
+     "the K of the every=K modes --compare runs, each in [1, 1000000]")
+    .flag("sweep", "measure the device's time per batch d, then run every mode of --compare at the frontend's "
+     "time per batch h = f x d for each f of --sweep-fractions; one table: samples/s, speed-up over batch, "
+     "peak backlog and memory increase beside both models' predictions (see below; default: off)")
+    .option<std::vector<double>>("sweep-fractions", "F1,F2,..", "0,0.25,0.5,0.75,1,1.5", parse_sweep_fractions,
+     "the h/d --sweep runs, each in [0, 10]");
+  // clang-format on
+  return d;
+}
+
+po::options_description command_line_only() {
+  po::options_description d("Command line only", kHelpWidth, kHelpWidth / 2);
+  d.add_options()("help,h", "print this help and exit")("version", "print the version and exit");
+  Declare(d).text("config", "FILE.ini", "", "INI file of options; keys are the long names (default: none)");
+  return d;
+}
+
+po::options_description stray_arguments() {  // hidden: catches words that are not options
+  po::options_description d;
+  d.add_options()("stray-argument", po::value<std::vector<std::string>>());
+  return d;
+}
+
+// Reads the values, already parsed and checked when they were stored.
+Options to_options(const po::variables_map& vm) {
+  auto s = [&](const char* k) { return vm[k].as<std::string>(); };
+  Options o;
+  o.config = s("config");
+  const DeviceChoice& dev = vm["device"].as<DeviceChoice>();
+  o.device_text = dev.text;
+  o.device = dev.device;
+  o.device_fell_back = dev.fell_back;
+  const DevicesChoice& devs = vm["devices"].as<DevicesChoice>();
+  if (!devs.devices.empty()) {
+    o.devices_text = devs.text;
+    o.devices = devs.devices;
+    o.device = devs.devices[0];
+    o.device_text = devs.devices[0].str();
+    o.device_fell_back = false;
+  }
+  o.distributed = vm["distributed"].as<bool>();
+  o.sync = vm["sync"].as<SyncChoice>().mode;
+  o.sync_auto = vm["sync"].as<SyncChoice>().automatic;
+  o.memory_budget = vm["memory-budget"].as<size_t>();
+  o.batches = vm["batches"].as<int>();
+  o.batch_size = vm["batch-size"].as<int>();
+  o.features = vm["features"].as<int>();
+  o.hidden = vm["hidden"].as<models::LayerSpec>();
+  o.lr = vm["lr"].as<float>();
+  o.momentum = vm["momentum"].as<float>();
+  o.seed = vm["seed"].as<uint64_t>();
+  o.max_pending_ops = vm["max-pending"].as<uint64_t>();
+  o.max_pending_bytes = vm["max-pending-bytes"].as<size_t>();
+  o.memory_limit = vm["memory-limit"].as<std::optional<size_t>>();
+  o.compare_every = vm["compare-every"].as<std::vector<int>>();
+  o.blocking = vm["blocking"].as<bool>();
+  o.tf32 = vm["tf32"].as<bool>();
+  o.check_finite = vm["check-finite"].as<bool>();
+  o.alloc = vm["alloc"].as<AllocPolicy>();
+  o.data_queue = vm["data-queue"].as<bool>();
+  o.graph = vm["graph"].as<bool>();
+  o.host_work = vm["host-work"].as<HostWork>();
+  o.host_work.kind = vm["host-work-kind"].as<HostWorkKind>();
+  o.compare = vm["compare"].as<bool>();
+  o.compare_policies = vm["compare-policies"].as<bool>();
+  o.sweep = vm["sweep"].as<bool>();
+  o.sweep_fractions = vm["sweep-fractions"].as<std::vector<double>>();
+  o.quiet = vm["quiet"].as<bool>();
+  o.status_every_s = vm["status-every"].as<double>();
+  o.memory_log = s("memory-log");
+  o.trace = s("trace");
+  o.summary_json = s("summary-json");
+  return o;
+}
+
+
+}  // namespace
+
+// --- --help's prose around the option table: what the program does, and after
+// the options the models (train/models/predict.h), what --compare and --sweep run and
+// the exit statuses; --version ---------------------------------------------------
+
+namespace {
+
+const char* const kUsage =
+    "Usage: train_mlp [options]\n"
+    "Trains the d2l MLP (Dense(h1, relu) -> ... -> Dense(1)) on random data and shows what\n"
+    "synchronizing every minibatch trades: memory held by queued work against throughput.\n"
+    "Options come from the command line and from an INI file (--config; keys are the long\n"
+    "option names, e.g. 'batches = 60'); the command line wins, the file beats the defaults.\n";
+
+const char* const kCompareAndExit =
+    "\n--compare runs, back to back on one device with the same seed: batch, none, every=K for\n"
+    "  each K in --compare-every, and 'bounded' (none with --max-pending-bytes, by default two\n"
+    "  batches' footprint). --sync is ignored; --max-pending/--max-pending-bytes apply to the\n"
+    "  bounded mode only. With --memory-log out/mem.csv it writes one log per mode:\n"
+    "  out/mem.batch.csv, out/mem.none.csv, out/mem.every2.csv, out/mem.every10.csv,\n"
+    "  out/mem.bounded.csv. --summary-json writes one object per mode.\n"
+    "\n--sweep first measures d, the device's time per batch, and h0, the frontend's with no host work,\n"
+    "  over 16 synchronized batches (the quickest of 3), then runs --compare's modes at each fraction f\n"
+    "  of --sweep-fractions with the frontend's time per batch h = f x d: the host work\n"
+    "  (--host-work-kind) is timed alone, then in 16 synchronized batches, and corrected by the miss\n"
+    "  (at most 2 x h0 or f x d / 4). One table: per (f, mode) samples/s, speed-up over batch, peak\n"
+    "  backlog and memory increase, each beside the models' predictions. --memory-log out/mem.csv\n"
+    "  writes out/mem.h0.5d.none.csv ...;\n"
+    "  --summary-json writes {\"runs\": [...], \"sweep\": [one row per (f, mode)], \"sweep_model\": {the\n"
+    "  models' curves over h/d}} (tools/plot_sweep.py draws it).\n"
+    "\nExit status: 0 done, 1 the run failed (out of memory, a kernel error, a full disk), 2 bad input,\n"
+    "  130/143 interrupted by SIGINT/SIGTERM: the first signal stops queueing batches, lets the queues\n"
+    "  finish what was queued and writes every output marked interrupted; a second one exits at once\n"
+    "  (the memory log keeps its whole rows; no summary or trace).\n";
+
+}  // namespace
+
+static std::string usage_text() { return kUsage; }
+
+std::string help_after_models() { return kCompareAndExit; }
+
+// "asyncmlp 0.1.0 (CUDA backend: yes|no)"
+static std::string version_string() {
+  return std::string("asyncmlp ") + ASYNCMLP_VERSION + " (CUDA backend: " + (built_with_cuda() ? "yes" : "no") + ")";
+}
+
+// --- the checks across the options, once each value has parsed: options that do
+// not combine, a value another one rules out. One line each, for
+// "train_mlp: error: " and exit 2 ------------------------------------------------
+
+// --sweep: what it does not combine with.
+static std::string sweep_options_problem(const Options& o) {
+  if (!o.sweep) return "";
+  if (o.compare_policies) return "--sweep runs --compare's modes, not the allocation policies: drop --compare-policies";
+  if (o.host_work.ns || o.host_work.match_device)
+    return "--sweep sets the host work itself, at each of --sweep-fractions x d: drop --host-work";
+  return "";
+}
+
+// --sync auto and --memory-budget: what they need, and what they do not combine with.
+static std::string sync_auto_options_problem(const Options& o) {
+  if (!o.sync_auto) {
+    if (o.memory_budget) return "--memory-budget is the budget --sync auto chooses within: add --sync auto";
+    return "";
+  }
+  if (!o.memory_budget) return "--sync auto needs --memory-budget BYTES, the memory it may hold for queued batches";
+  if (o.compare || o.sweep || o.compare_policies)
+    return "--sync auto chooses one run's mode; --compare, --sweep and --compare-policies run modes of their own";
+  if (o.max_pending_bytes || o.max_pending_ops)
+    return "--sync auto chooses the pending-bytes bound itself: drop --max-pending-bytes and --max-pending";
+  if (o.alloc == AllocPolicy::Run || o.graph)
+    return "--sync auto predicts with the enqueue memory model: not with --alloc run or --graph on";
+  return "";
+}
+
+std::string options_problem(const Options& o) {
+  if (o.compare && o.compare_policies)
+    return "--compare and --compare-policies each print a table of their own: choose one";
+  if (std::string why = sweep_options_problem(o); !why.empty()) return why;
+  if (std::string why = sync_auto_options_problem(o); !why.empty()) return why;
+  if (o.distributed && !o.devices.empty())
+    return "--devices and --distributed mpi do not combine: under mpirun each rank trains one replica on its --device";
+  if (o.devices.size() > static_cast<size_t>(o.batch_size))
+    return "--devices: " + std::to_string(o.devices.size()) + " devices cannot split a batch of " +
+           std::to_string(o.batch_size) + " (--batch-size): each needs at least one row";
+  for (const Device& d : o.devices)
+    if (o.data_queue && d.is_cuda())
+      return "--data-queue needs CPU devices: on " + d.str() +
+             " every kernel launches onto the device's one stream (use --devices cpu:0,cpu:1)";
+  if (o.data_queue && o.device.is_cuda())
+    return "--data-queue needs a CPU device: on " + o.device.str() +
+           " every kernel launches onto the device's one stream (use --device cpu)";
+  return "";
+}
+
+bool read_distributed(const std::string& t, bool with_mpi) {
+  if (t == "none") return false;
+  if (t != "mpi") throw ParseError("", "must be none or mpi (got " + quote(t) + ")");
+  if (!with_mpi)
+    throw ParseError("", "mpi: this build has no MPI (configure with -DASYNCMLP_MPI=ON where an MPI is installed)");
+  return true;
+}
+
+HostWorkKind parse_host_work_kind(const std::string& text) {
+  if (text == "wait") return HostWorkKind::Wait;
+  if (text == "compute") return HostWorkKind::Compute;
+  throw ParseError("", "must be wait or compute (got " + quote(text) + ")");
+}
+
+HostWork parse_host_work(const std::string& text) {
+  HostWork w;
+  if (text == "match") {
+    w.match_device = true;
+    return w;
+  }
+  try {
+    w.ns = parse_duration_ns(text, "", kMaxHostWorkNs);
+  } catch (const ParseError& e) {  // name the word too
+    rethrow_naming_words(e, "a duration", "'match'");
+  }
+  return w;
+}
+
+std::vector<Device> run_devices(const RunSettings& s) {
+  return s.devices.empty() ? std::vector<Device>{s.device} : s.devices;
+}
+
+ParseOutcome parse_options(const std::vector<std::string>& args) {
+  ParseOutcome out;
+  const auto fail = [&](const std::string& msg) {
+    out.status = ParseStatus::Error;
+    out.exit_code = kExitBadInput;
+    out.message = msg;
+    return out;
+  };
+  po::options_description general = general_options();
+  po::options_description cmdline(kHelpWidth, kHelpWidth / 2);
+  cmdline.add(command_line_only()).add(general);
+  po::options_description accepted;
+  accepted.add(cmdline).add(stray_arguments());
+  po::positional_options_description stray;
+  stray.add("stray-argument", -1);
+  po::parsed_options parsed(&accepted);
+  try {
+    const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+    parsed = po::command_line_parser(args).options(accepted).style(style).positional(stray).run();
+  } catch (const po::error& e) {
+    return fail(option_error(e, ""));
+  }
+  // --help and --version win over any value: they are answered before a value is read.
+  for (const po::option& opt : parsed.options) {
+    if (opt.string_key == "help") {
+      std::ostringstream s;
+      s << usage_text() << "\n" << cmdline;
+      out.status = ParseStatus::Exit;
+      out.help = true;
+      out.message = s.str();
+      return out;
+    }
+  }
+  for (const po::option& opt : parsed.options) {
+    if (opt.string_key == "version") {
+      out.status = ParseStatus::Exit;
+      out.message = version_string() + "\n";
+      return out;
+    }
+  }
+  po::variables_map vm;
+  try {
+    po::store(parsed, vm);
+  } catch (const BadValue& e) {
+    return fail("--" + e.key + e.problem);
+  } catch (const po::error& e) {
+    return fail(option_error(e, ""));
+  }
+  if (vm.count("stray-argument"))
+    return fail("unexpected argument " + quote(vm["stray-argument"].as<std::vector<std::string>>()[0]) +
+                " (options start with --; see --help)");
+  const std::string config = vm["config"].as<std::string>();
+  if (!config.empty()) {
+    struct stat st {};
+    if (::stat(config.c_str(), &st) != 0)
+      return fail("cannot read config file '" + config + "': " + std::strerror(errno));
+    if (S_ISDIR(st.st_mode)) return fail("cannot read config file '" + config + "': it is a directory");
+    std::ifstream in(config);
+    if (!in || ::access(config.c_str(), R_OK) != 0)
+      return fail("cannot read config file '" + config + "': " + std::strerror(errno ? errno : EACCES));
+    try {
+      const po::parsed_options from_file = po::parse_config_file(in, general, /*allow_unregistered=*/false);
+      // Checked here, not by store(): store() skips keys the command line set.
+      std::set<std::string> seen;
+      for (const po::option& opt : from_file.options)
+        if (!seen.insert(opt.string_key).second)
+          return fail(config + ": key '" + opt.string_key + "' is given more than once");
+      po::store(from_file, vm);  // keys the command line set are not read: the command line wins
+    } catch (const BadValue& e) {
+      return fail("'" + e.key + "' in " + config + e.problem);
+    } catch (const po::error& e) {
+      return fail(option_error(e, config));
+    }
+  }
+  try {
+    po::notify(vm);
+    out.options = to_options(vm);
+  } catch (const po::error& e) {
+    return fail(option_error(e, ""));
+  }
+  if (const std::string why = options_problem(out.options); !why.empty()) return fail(why);
+  return out;
+}
+
+ParseOutcome parse_options(int argc, const char* const argv[]) {
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+  return parse_options(args);
+}
+
+}  // namespace amlp::train

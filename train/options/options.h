@@ -1,0 +1,126 @@
+// options.h — train_mlp's options: command line and INI file (--config),
+// through Boost.Program_options. The command line wins over the file, the
+// file over the defaults. INI keys are the long option names.
+//
+//   ParseOutcome p = parse_options(argc, argv);
+//   if (p.status == ParseStatus::Error) { std::cerr << "train_mlp: error: " << p.message << "\n"; return p.exit_code; }
+//   if (p.status == ParseStatus::Exit)  { std::cout << p.message; return 0; }   // --help, --version
+//   run(p.options);
+//
+// Everything a user can get wrong is caught here, before anything runs or any
+// file is created: unknown options and config keys, a key given twice in the
+// config, malformed or out-of-range values, a missing config, an absent
+// device, an unwritable output path. Each option is declared once with its
+// type and the framework/parse.h parser that reads it (decimal only: no hex,
+// '+' or whitespace; a message names the range), and Boost calls that parser
+// when it stores the value, from the command line or the config file.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "framework/device.h"
+#include "framework/runtime.h"
+#include "models/mlp.h"
+#include "train/options/host_work.h"
+#include "train/options/sync_policy.h"
+
+namespace amlp::train {
+
+// What one training run needs: the options' core; each run of the plan
+// (train/plan/plan.h) is these settings and a label.
+struct RunSettings {
+  Device device;  // resolved from --device (with --devices: the first of them)
+  // --devices: data parallelism, one replica per device (empty: one device,
+  // `device`, and no replicas). Checked: distinct, reducible together.
+  std::vector<Device> devices;
+  SyncMode sync;  // --sync batch|none|every=K
+  int batches = 100;
+  int batch_size = 1024;
+  int features = 512;
+  models::LayerSpec hidden{{2048, 512}};
+  float lr = 0.005f;
+  float momentum = 0.f;
+  uint64_t seed = 1;
+  uint64_t max_pending_ops = 0;  // back-pressure in ops (0 = unbounded)
+  size_t max_pending_bytes = 0;  // back-pressure in bytes (0 = unbounded)
+  bool check_finite = false;
+  AllocPolicy alloc = AllocPolicy::Enqueue;  // --alloc enqueue|run
+  bool data_queue = false;                   // --data-queue: data generated on the device's data queue
+  // --distributed mpi: one rank per process under mpirun, each batch split
+  // across the ranks (train/runs/distributed_run.h); one rank alone trains as without it.
+  bool distributed = false;
+  bool graph = false;                        // --graph on: steady batches launched as one recorded graph
+  HostWork host_work;      // --host-work, --host-work-kind (the frontend's work per batch)
+  std::string sync_chosen;  // --sync auto: what the models chose and why ("" otherwise)
+  std::string memory_log;  // "" = not written
+  bool quiet = false;             // --quiet: no live status line
+  double status_every_s = 10;     // --status-every: the status line's period off a terminal
+};
+
+// The devices a run trains on: --devices, or the one device.
+std::vector<Device> run_devices(const RunSettings& s);
+
+struct Options : RunSettings {
+  std::string config;  // --config FILE ("" = none)
+  std::string device_text = "auto";
+  std::string devices_text;  // --devices as given ("" = not given)
+  bool device_fell_back = false;  // "auto" found no GPU and chose cpu:0
+  // --memory-limit: nullopt = auto (a CPU pool keeps the host's budget,
+  // host_memory_budget(); a CUDA pool the GPU's own memory), 0 = none.
+  std::optional<size_t> memory_limit;
+  bool blocking = false;
+  bool tf32 = false;
+  std::string trace, summary_json;  // "" = not written
+  bool compare = false;
+  bool compare_policies = false;  // --compare-policies: the allocation policies back to back
+  std::vector<int> compare_every{2, 10};  // the every=K modes --compare runs
+  // --sweep: --compare's modes at host work h = f x d for each f (train/studies/sweep.h).
+  bool sweep = false;
+  // --sync auto: the sync mode (or pending-bytes bound) the models choose
+  // within --memory-budget (train/studies/sync_auto.h); `sync` is batch until then.
+  bool sync_auto = false;
+  size_t memory_budget = 0;
+  std::vector<double> sweep_fractions{0, 0.25, 0.5, 0.75, 1, 1.5};
+};
+
+enum class ParseStatus {
+  Run,    // options are valid: run
+  Exit,   // --help or --version: print message on stdout, exit 0
+  Error,  // print "train_mlp: error: " + message on stderr, exit exit_code (2)
+};
+
+struct ParseOutcome {
+  ParseStatus status = ParseStatus::Run;
+  int exit_code = 0;
+  std::string message;  // one line for Error; the help or version text for Exit
+  // --help: `message` is the usage and the option table; after them come the
+  // models' help (train/models/predict.h: models_help) and help_after_models().
+  bool help = false;
+  Options options;
+};
+
+constexpr int kExitBadInput = 2;
+constexpr int kExitRunFailed = 1;
+
+ParseOutcome parse_options(int argc, const char* const argv[]);
+// --help's last part: what --compare runs, and the exit statuses.
+std::string help_after_models();
+
+// --distributed: "none" → false, "mpi" → true; ParseError for anything else,
+// and for "mpi" when `with_mpi` is false (a build without MPI), saying why.
+bool read_distributed(const std::string& text, bool with_mpi);
+
+// --host-work-kind: "wait" | "compute"; throws amlp::ParseError naming both.
+HostWorkKind parse_host_work_kind(const std::string& text);
+// --host-work: DURATION ("2ms", "250us", "0"; framework/parse.h) or "match".
+HostWork parse_host_work(const std::string& text);
+
+// "" when the parsed options combine, else why not (one line); parse_options
+// calls it after every value has parsed.
+std::string options_problem(const Options& o);
+ParseOutcome parse_options(const std::vector<std::string>& args);  // args without argv[0]
+
+}  // namespace amlp::train

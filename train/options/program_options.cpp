@@ -1,0 +1,46 @@
+#include "train/options/program_options.h"
+
+namespace amlp::train {
+
+namespace {
+
+// Boost's own messages quote what was typed as it was typed; an error stays
+// one line, and a short one: a quoted value past 64 characters is cut (a
+// 5000-character config value would otherwise be echoed whole).
+std::string one_line(std::string text) {
+  constexpr size_t kMaxQuoted = 64;
+  for (size_t open = text.find('\''); open != std::string::npos;) {
+    const size_t close = text.find('\'', open + 1);
+    if (close == std::string::npos) break;
+    if (close - open - 1 > kMaxQuoted) {
+      text.replace(open + 1 + kMaxQuoted, close - open - 1 - kMaxQuoted, "...");
+      open = text.find('\'', open + 1 + kMaxQuoted + 3 + 1);
+    } else {
+      open = text.find('\'', close + 1);
+    }
+  }
+  for (size_t i = 0; i < text.size(); ++i)
+    if (static_cast<unsigned char>(text[i]) < 0x20) {
+      const std::string q = quote(text.substr(i, 1));  // "'\\n'"
+      text.replace(i, 1, q.substr(1, q.size() - 2));
+    }
+  return text;
+}
+
+}  // namespace
+
+std::string option_error(const po::error& e, const std::string& where) {
+  if (auto* u = dynamic_cast<const po::unknown_option*>(&e)) {
+    if (where.empty()) return "unknown option " + quote(u->get_option_name()) + " (see --help)";
+    return where + ": unknown key " + quote(u->get_option_name()) + " (keys are the long option names; see --help)";
+  }
+  if (auto* m = dynamic_cast<const po::invalid_command_line_syntax*>(&e)) {
+    if (m->kind() == po::invalid_syntax::missing_parameter)
+      return "option " + quote(m->get_option_name()) + " needs a value";
+  }
+  if (auto* m = dynamic_cast<const po::multiple_occurrences*>(&e))
+    return (where.empty() ? "" : where + ": ") + "option " + quote(m->get_option_name()) + " given more than once";
+  return one_line(where.empty() ? e.what() : where + ": " + e.what());
+}
+
+}  // namespace amlp::train

@@ -1,0 +1,139 @@
+#include "train/runs/distributed_run.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "framework/asyncmlp.h"
+#include "framework/parse.h"
+#include "framework/write_file.h"
+
+namespace amlp::train {
+
+namespace {
+
+// The shortest of %.6g and %.9g that reads back as `v`: "0.01", not "0.00999999978".
+std::string float_text(float v) {
+  char t[32];
+  std::snprintf(t, sizeof t, "%.6g", double(v));
+  if (std::strtof(t, nullptr) != v) std::snprintf(t, sizeof t, "%.9g", double(v));
+  return t;
+}
+
+}  // namespace
+
+std::string options_text(const Options& o) {
+  std::ostringstream t;
+  std::string hidden;
+  for (int64_t h : o.hidden.hidden) hidden += (hidden.empty() ? "" : ",") + std::to_string(h);
+  std::string every;
+  for (int k : o.compare_every) every += (every.empty() ? "" : ",") + std::to_string(k);
+  const std::string lr = float_text(o.lr), momentum = float_text(o.momentum);
+  t << "device=" << o.device_text << "\nsync=" << to_string(o.sync) << "\nbatches=" << o.batches
+    << "\nbatch-size=" << o.batch_size << "\nfeatures=" << o.features << "\nhidden=" << hidden << "\nlr=" << lr
+    << "\nmomentum=" << momentum << "\nseed=" << o.seed << "\nmax-pending=" << o.max_pending_ops
+    << "\nmax-pending-bytes=" << o.max_pending_bytes
+    << "\nmemory-limit=" << (o.memory_limit ? std::to_string(*o.memory_limit) : std::string("auto"))
+    << "\ncheck-finite=" << o.check_finite << "\nalloc=" << to_string(o.alloc) << "\ndata-queue=" << o.data_queue
+    << "\nhost-work=" << (o.host_work.match_device ? std::string("match") : std::to_string(o.host_work.ns) + "ns")
+    << "\nhost-work-kind=" << to_string(o.host_work.kind) << "\nblocking=" << o.blocking << "\ntf32=" << o.tf32
+    << "\ngraph=" << o.graph << "\ncompare=" << o.compare << "\ncompare-policies=" << o.compare_policies << "\ncompare-every=" << every
+    << "\nmemory-log=" << o.memory_log << "\ntrace=" << o.trace << "\nsummary-json=" << o.summary_json << "\n";
+  return t.str();
+}
+
+dist::ProcessGroup* rank_group(const RunSettings& s) {
+  if (!s.distributed) return nullptr;
+  dist::ProcessGroup* g = dist::ProcessGroup::current();
+  return g && g->distributed() ? g : nullptr;
+}
+
+Options join_ranks(const Options& o) {
+  if (!o.distributed) return o;
+  dist::ProcessGroup& g = dist::ProcessGroup::init();
+  g.set_program_name("train_mlp");
+  g.check_same("options", options_text(o));
+  Options mine = o;
+  if (!g.distributed()) return mine;  // one rank: as without --distributed
+  if (mine.device.is_cuda() && (o.device_text == "cuda" || o.device_text == "auto"))
+    mine.device = Device::cuda(g.local_rank());  // one GPU per rank
+  if (!mine.memory_log.empty()) mine.memory_log = dist::rank_path(mine.memory_log, g.rank());
+  if (g.rank() != 0) mine.quiet = true;  // rank 0's status line speaks for the run
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  set_blas_threads(std::max(1, cores / std::max(1, g.local_size())));
+  return mine;
+}
+
+int64_t rank0_value(dist::ProcessGroup& g, int64_t v) {
+  std::vector<char> bytes(sizeof v);
+  std::memcpy(bytes.data(), &v, sizeof v);
+  g.broadcast(bytes, 0);
+  std::memcpy(&v, bytes.data(), sizeof v);
+  return v;
+}
+
+bool any_rank(dist::ProcessGroup& g, bool v) {
+  bool any = false;
+  for (const std::vector<double>& row : g.gather({v ? 1.0 : 0.0})) any = any || row[0] != 0;
+  return rank0_value(g, any) != 0;
+}
+
+int64_t local_batch_rows(const RunSettings& s) {
+  const dist::ProcessGroup* g = rank_group(s);
+  if (!g) return s.batch_size;
+  return s.batch_size / g->size() + (g->rank() < s.batch_size % g->size() ? 1 : 0);
+}
+
+void gather_rank_figures(std::vector<RunResult>& results) {
+  if (results.empty()) return;
+  dist::ProcessGroup* g = rank_group(results.front().spec);
+  if (!g) return;
+  for (RunResult& r : results) {
+    const std::vector<std::vector<double>> rows =
+        g->gather({r.samples_per_s, r.wall_s, double(r.mem_increase_bytes), double(r.predicted_increase_bytes),
+                   r.host_s_per_batch, r.device_s_per_batch});
+    r.ranks.clear();
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const std::vector<double>& f = rows[i];
+      r.ranks.push_back(RankResult{static_cast<int>(i), f[0], f[1], static_cast<size_t>(f[2]),
+                                   static_cast<size_t>(f[3]), f[4], f[5]});
+    }
+  }
+}
+
+void merge_rank_traces(const std::string& path, int ranks) {
+  using nlohmann::ordered_json;
+  ordered_json merged = {{"displayTimeUnit", "ms"}, {"traceEvents", ordered_json::array()}};
+  double origin0 = 0;
+  for (int r = 0; r < ranks; ++r) {
+    const std::string part = dist::rank_path(path, r);
+    std::ifstream in(part);
+    if (!in) throw Error("cannot read rank " + std::to_string(r) + "'s trace '" + part + "'");
+    const ordered_json t = ordered_json::parse(in);
+    // Each rank's clock counts from its own start: shifted onto rank 0's.
+    double origin = 0;
+    if (t.contains("otherData") && t["otherData"].contains("steady_origin_us"))
+      origin = std::stod(t["otherData"]["steady_origin_us"].get<std::string>());
+    if (r == 0) {
+      origin0 = origin;
+      if (t.contains("otherData")) merged["otherData"] = t["otherData"];
+    }
+    const double shift = origin - origin0;
+    for (ordered_json e : t["traceEvents"]) {
+      e["pid"] = r;
+      if (e.value("name", "") == "process_name") e["args"]["name"] = "rank " + std::to_string(r);
+      if (e.contains("ts")) e["ts"] = std::max(0.0, e["ts"].get<double>() + shift);
+      merged["traceEvents"].push_back(std::move(e));
+    }
+    in.close();
+    std::remove(part.c_str());
+  }
+  write_file(path, merged.dump(-1, ' ', false, ordered_json::error_handler_t::replace) + "\n");
+}
+
+}  // namespace amlp::train

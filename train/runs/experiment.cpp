@@ -1,0 +1,261 @@
+#include "train/runs/experiment.h"
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <new>
+#include <optional>
+#include <ostream>
+#include <tuple>
+#include <utility>
+
+#include "framework/asyncmlp.h"
+#include "framework/scoped_settings.h"
+#include "train/runs/distributed_run.h"
+#include "train/runs/interrupt.h"
+#include "train/runs/live_status.h"
+#include "train/runs/memory_log.h"
+#include "train/models/predict.h"
+#include "train/runs/run_meter.h"
+#include "train/runs/trainer.h"
+
+namespace amlp::train {
+
+void fresh_device(Device d) {
+  waitall();
+  empty_cache(d);
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+  reset_peaks(d);
+}
+
+namespace {
+
+// The book prints the time at batches 50 and 100; shorter runs print at the
+// halfway point and at the end.
+bool prints_time_at(int batch, int batches) {
+  if (batches >= 100) return batch % 50 == 0 || batch == batches;
+  return batch == batches || (batches >= 2 && batch == batches / 2);
+}
+
+// "cpu:0,cpu:1"
+std::string device_list(const std::vector<Device>& ds) {
+  std::string t;
+  for (const Device& d : ds) t += (t.empty() ? "" : ",") + d.str();
+  return t;
+}
+
+// The result before the run: its spec, its devices and the sizes the models
+// take from the shapes.
+RunResult new_result(const RunSpec& s, const std::vector<Device>& devs) {
+  RunResult r;
+  r.spec = s;
+  r.device = device_list(devs);
+  r.final_loss = std::numeric_limits<double>::quiet_NaN();
+  int64_t widest = s.features;
+  for (int64_t h : s.hidden.hidden) widest = std::max(widest, h);
+  const auto block = [](int64_t floats) { return pool_block_bytes(static_cast<size_t>(floats) * sizeof(float)); };
+  const int64_t rows = local_batch_rows(s);  // this rank's, across processes
+  r.largest_tensor_bytes = block(rows * widest);
+  r.data_bytes_per_batch = block(rows * s.features) + block(rows);
+  for (const Device& d : devs) {
+    r.per_device.push_back(DeviceResult{});
+    r.per_device.back().device = d.str();
+  }
+  return r;
+}
+
+// The model on clean devices, its weights drawn from the run's seed (the
+// same weights and data in every mode, on one device or several); the
+// device's budget and each replica's rows noted in `r`.
+std::unique_ptr<Trainer> new_trainer(const RunSpec& s, const std::vector<Device>& devs, RunResult& r) {
+  const MemoryBudget limit = memory_limit(devs[0]);
+  r.memory_limit_bytes = limit.bytes;
+  r.memory_limit_source = limit.bytes ? limit.source : "none";
+  for (const Device& dev : devs) fresh_device(dev);
+  manual_seed(s.seed);
+  auto trainer = std::make_unique<Trainer>(s, devs);
+  const std::vector<int64_t> rows = trainer->rows(s.batch_size);
+  for (size_t i = 0; i < devs.size(); ++i) r.per_device[i].rows_per_batch = rows[i];
+  for (const Device& dev : devs) fresh_device(dev);
+  return trainer;
+}
+
+// The one line a failed run reports: where it failed, what, and for out of
+// memory how to avoid it.
+std::string failure_message(const RunSpec& s, const RunResult& r, const RunMeter& meter, const std::exception& e,
+                            int batch, bool in_loop) {
+  std::string what = dynamic_cast<const std::bad_alloc*>(&e) ? "the host ran out of memory (std::bad_alloc)"
+                                                               : std::string(e.what());
+  const std::string where = !in_loop ? (batch == 0 ? "before its first batch" : "in the final waitall()")
+                            : batch <= s.batches
+                                ? "at batch " + std::to_string(batch) + " of " + std::to_string(s.batches)
+                                : "in the final waitall()";
+  if (auto* k = dynamic_cast<const KernelError*>(&e))  // the batch that queued the op
+    if (int b = meter.batch_of(k->device, k->seq); b && b != batch)
+      what += " (op #" + std::to_string(k->seq) + " was queued in batch " + std::to_string(b) + ")";
+  if (dynamic_cast<const OutOfMemory*>(&e)) {
+    if (r.peak_backlog_batches <= 1)
+      what += "; one batch alone does not fit: use a smaller --batch-size or --hidden, or raise --memory-limit";
+    else
+      what += "; the queued batches outgrew it: bound them with --max-pending-bytes, synchronize with --sync "
+              "every=K, use a smaller --batch-size, or raise --memory-limit";
+  }
+  return "run '" + s.label + "' failed " + where + ": " + what;
+}
+
+// Ends a failed run: drops what is still queued (nothing queued after the
+// failure is worth minutes of work), waits only for the op running now,
+// measures what the run did and throws it.
+[[noreturn]] void throw_failed(RunResult& r, RunMeter& meter, double wall_s) {
+  drop_pending();
+  try {  // across processes a reduction in flight may wait for a rank that stopped: not waited for
+    if (!rank_group(r.spec)) waitall();
+  } catch (const std::exception&) {  // the error reported is the run's own
+  }
+  meter.finish(wall_s);
+  r.end_bytes = meter.bytes_in_use();
+  r.status = RunStatus::Failed;
+  throw RunFailed(r.error, r);
+}
+
+void print_time(int batch, double s, std::ostream& out) {
+  char line[64];
+  std::snprintf(line, sizeof line, "batch %d, time %.4f sec", batch, s);
+  out << line << std::endl;
+}
+
+}  // namespace
+
+RunResult run_experiment(const RunSpec& s, std::ostream& out) {
+  const std::vector<Device> devs = run_devices(s);
+  const Device d = devs[0];  // where the data is drawn (and the only device without --devices)
+  const int64_t B = s.batch_size;
+  RunResult r = new_result(s, devs);
+  const ScopedAllocPolicy policy(s.alloc);
+  const BlasThreadsShare blas(devs);  // the replicas' GEMMs share the cores
+  r.blas_threads = r.data_parallel() ? blas_threads() : 0;
+  RunMeter meter(r, devs);
+  MemoryLog log;
+  std::optional<BatchSample> unwritten;  // a batch's row, built, while its loss is read
+  int batch = 0;
+  bool in_loop = false;
+  try {
+    const std::unique_ptr<Trainer> model = new_trainer(s, devs, r);
+    Trainer& trainer = *model;
+    dist::ProcessGroup* group = rank_group(s);
+    if (group) {  // collective: the all-reduce's cost, for the throughput model
+      const CommCost c = comm_cost(*group);
+      r.comm_alpha_s = c.alpha_s;
+      r.comm_beta_s_per_byte = c.beta_s_per_byte;
+    }
+    if (!s.memory_log.empty()) log = MemoryLog(s.memory_log, r.data_parallel() ? devs : std::vector<Device>{});
+    const ScopedMaxPending pending_limit(s.max_pending_ops, s.max_pending_bytes);
+    const ScopedStepGraph graphs(s.graph ? devs : std::vector<Device>{}, r.graph);
+    const std::string run_name = "run " + s.label;
+    trace::Scope run_span(run_name.c_str());
+    meter.start();
+    LiveStatus live(s, devs, r.memory_limit_bytes, r.start_bytes);
+    std::vector<Tensor> last_loss;  // the last batch's per-sample losses, for the final figure
+    bool synced = false;
+    in_loop = true;
+    for (batch = 1; batch <= s.batches; ++batch) {
+      trace::Scope batch_span("batch");
+      if (s.host_work.ns) {  // the input pipeline's work for this batch, before any of its ops is queued
+        trace::Scope host_span("host work");
+        do_host_work(s.host_work);
+      }
+      meter.before_batch();
+      // With --graph on the batch's buffers, its data's included, are the
+      // graph slots' (runtime.h begin_step_memory): a steady step gets the
+      // addresses its graph was recorded with.
+      ScopedStepMemory step_memory(s.graph ? devs : std::vector<Device>{});
+      // The data iterator: X ~ N(0, 1) (B, F), y = ones (B), generated by
+      // queued ops on the first device; with --data-queue on its data queue
+      // (a loader stream), which the training ops below wait on.
+      // Across processes each rank draws its rows of the one global batch.
+      Tensor X, y;
+      {
+        std::optional<DataQueueGuard> loader;
+        if (s.data_queue) loader.emplace(d);
+        std::tie(X, y) = trainer.draw_batch(B, s.features, d);
+      }
+      if (prints_time_at(batch, s.batches)) {
+        live.clear();
+        print_time(batch, meter.seconds(), out);
+      }
+      // The batch's step: forward, backward, update. The data's draw stays
+      // out of it: its Philox offset moves every batch, which a replayed
+      // graph would repeat.
+      if (s.graph)
+        for (const Device& dev : devs) begin_step(dev);
+      std::vector<Tensor> ls = trainer.forward_backward(X, y);
+      trainer.step(B);
+      if (s.graph)
+        for (const Device& dev : devs) end_step(dev);
+      step_memory.close();
+      meter.after_step();
+      if (s.check_finite)
+        for (const Tensor& l : ls) check_finite(l, "loss");
+      BatchSample row = meter.after_queue(batch);
+      live.batch_queued(batch, meter.last_queued_seq(), meter.bytes_per_batch());
+      synced = s.sync.syncs_after(batch);
+      if (synced) {  // the book's run 1: read the loss (a blocking item())
+        unwritten = row;  // a failure while reading still leaves the batch's row (loss empty)
+        const double w0 = meter.seconds();
+        row.loss = trainer.mean_loss(ls).item();
+        meter.waited(meter.seconds() - w0);
+        r.final_loss = *row.loss;
+        unwritten.reset();
+      }
+      log.write(row);
+      r.batches_done = batch;
+      // Across processes every rank stops after the same batch: an interrupt
+      // on any rank is voted on, and acted on a few batches later by all.
+      const bool stop = group ? group->agree_to_stop(interrupt_signal() != 0) : interrupt_signal() != 0;
+      if (stop && !interrupt_signal()) note_interrupt(SIGINT);  // another rank's
+      if (batch == s.batches) {
+        last_loss = ls;
+      } else if (stop) {  // queue nothing more; what is queued finishes
+        r.interrupt_signal = interrupt_signal();
+        last_loss = ls;
+        break;
+      }
+    }
+    in_loop = false;
+    meter.loop_ended();
+    waitall();
+    meter.finish(meter.seconds());
+    if (!synced && !last_loss.empty()) r.final_loss = trainer.mean_loss(last_loss).item();
+    last_loss.clear();
+    r.end_bytes = meter.bytes_in_use();
+    // A signal that came once every batch was queued (the final waitall)
+    // interrupted the run too: nothing was left to stop, but it was asked.
+    // Across processes: on every rank once it came to any (the next run, the exit status alike).
+    if (group && any_rank(*group, interrupt_signal() != 0) && !interrupt_signal()) note_interrupt(SIGINT);
+    if (!r.interrupt_signal) r.interrupt_signal = interrupt_signal();
+    if (r.interrupt_signal) r.status = RunStatus::Interrupted;
+  } catch (const std::exception& e) {
+    const double wall_s = meter.seconds();
+    try {
+      if (unwritten) log.write(*std::exchange(unwritten, std::nullopt));  // the batch's row, loss empty
+    } catch (const std::exception&) {  // the log's own failure is not this run's error
+    }
+    r.error = failure_message(s, r, meter, e, batch, in_loop);
+    throw_failed(r, meter, wall_s);
+  }
+  char line[128];
+  std::snprintf(line, sizeof line, "increased memory: %.1f MB (tracked; RSS +%.1f MB)", r.mem_increase_bytes / 1e6,
+                r.rss_increase_bytes / 1e6);
+  out << line << std::endl;
+  return r;
+}
+
+}  // namespace amlp::train

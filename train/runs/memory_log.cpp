@@ -1,0 +1,69 @@
+#include "train/runs/memory_log.h"
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "framework/error.h"
+
+namespace amlp::train {
+
+const char* const kMemoryLogHeader =
+    "batch,wall_s,queue_depth,bytes_in_use,peak_bytes,reserved_bytes,rss_bytes,loss,backlog_batches,backlog_bytes,minor_faults";
+
+std::string memory_log_header(const std::vector<Device>& devices) {
+  std::string h = kMemoryLogHeader;
+  for (const Device& d : devices) {
+    const std::string tag = std::string(d.is_cuda() ? "cuda" : "cpu") + std::to_string(d.index);
+    h += ",queue_depth_" + tag + ",bytes_in_use_" + tag + ",backlog_batches_" + tag;
+  }
+  return h;
+}
+
+MemoryLog::MemoryLog(const std::string& path, const std::vector<Device>& devices) : path_(path) {
+  f_ = std::fopen(path.c_str(), "w");
+  if (!f_) throw Error("cannot write memory log '" + path + "': " + std::strerror(errno));
+  if (std::fprintf(f_, "%s\n", memory_log_header(devices).c_str()) < 0 || std::fflush(f_) != 0)
+    throw Error("cannot write memory log '" + path + "': " + std::strerror(errno));
+}
+
+MemoryLog::~MemoryLog() {
+  if (f_) std::fclose(f_);
+}
+
+MemoryLog::MemoryLog(MemoryLog&& o) noexcept : path_(std::move(o.path_)), f_(std::exchange(o.f_, nullptr)) {}
+
+MemoryLog& MemoryLog::operator=(MemoryLog&& o) noexcept {
+  if (this != &o) {
+    if (f_) std::fclose(f_);
+    path_ = std::move(o.path_);
+    f_ = std::exchange(o.f_, nullptr);
+  }
+  return *this;
+}
+
+std::string format_row(const BatchSample& s) {
+  char loss[48] = "";
+  if (s.loss) std::snprintf(loss, sizeof loss, "%.9g", *s.loss);
+  char buf[320];
+  std::snprintf(buf, sizeof buf, "%d,%.6f,%llu,%zu,%zu,%zu,%zu,%s,%d,%zu,%llu", s.batch, s.wall_s,
+                static_cast<unsigned long long>(s.queue_depth), s.bytes_in_use, s.peak_bytes, s.reserved_bytes,
+                s.rss_bytes, loss, s.backlog_batches, s.backlog_bytes,
+                static_cast<unsigned long long>(s.minor_faults));
+  std::string row = buf;
+  for (const DeviceSample& d : s.per_device) {
+    std::snprintf(buf, sizeof buf, ",%llu,%zu,%d", static_cast<unsigned long long>(d.queue_depth), d.bytes_in_use,
+                  d.backlog_batches);
+    row += buf;
+  }
+  return row;
+}
+
+void MemoryLog::write(const BatchSample& s) {
+  if (!f_) return;
+  const std::string row = format_row(s);
+  if (std::fprintf(f_, "%s\n", row.c_str()) < 0 || std::fflush(f_) != 0)
+    throw Error("cannot write memory log '" + path_ + "': " + std::strerror(errno));
+}
+
+}  // namespace amlp::train

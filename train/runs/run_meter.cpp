@@ -1,0 +1,294 @@
+#include "train/runs/run_meter.h"
+
+#include <algorithm>
+
+#include "train/models/predict.h"
+
+namespace amlp::train {
+
+int BacklogCounter::pending(uint64_t done) const {
+  return static_cast<int>(last_.end() - std::upper_bound(last_.begin(), last_.end(), done));
+}
+
+int BacklogCounter::batch_of(uint64_t seq) const {
+  auto it = std::lower_bound(last_.begin(), last_.end(), seq);
+  return it == last_.end() ? 0 : static_cast<int>(it - last_.begin()) + 1;
+}
+
+void RunMeter::Track::read_timers(bool wait) {
+  while (!open_timers.empty() && (wait || open_timers.front().second.reached())) {
+    try {
+      timed_s += open_timers.front().second.seconds_since(open_timers.front().first);
+      ++timed_batches;
+    } catch (const Error&) {  // a batch that never ran (a stopped run): no time
+    }
+    open_timers.pop_front();
+  }
+}
+
+RunMeter::RunMeter(RunResult& r, const std::vector<Device>& devices) : r_(r) {
+  set_kernel_clock(true);  // the kernels' own time, for d taken apart (decompose_d)
+  for (const Device& d : devices) tracks_.push_back(Track{d, {}, 0, 0, 0, 0, 0, 0, 0, {}, 0, 0, 0, 0, {}});
+}
+
+void RunMeter::start() {
+  if (may_need_fresh_memory(r_.spec)) fresh_s_per_byte();  // probed once, before the clock starts
+  r_.start_bytes = 0;
+  for (size_t i = 0; i < tracks_.size(); ++i) {
+    Track& t = tracks_[i];
+    const MemoryStats m = memory_stats(t.device);
+    const QueueStats q = queue_stats(t.device);
+    r_.per_device[i].start_bytes = m.bytes_in_use;
+    r_.start_bytes += m.bytes_in_use;
+    t.allocated0 = t.batch_allocated = m.bytes_allocated_total;
+    t.reserved0 = t.peak_reserved = m.reserved_bytes;
+    t.device_allocs0 = m.device_allocs;
+    t.pushed0 = q.pushed;
+    t.busy0 = q.busy_s;
+    t.held0 = q.held_s;
+    t.kernel0 = q.kernel_s;
+    t.fresh0 = m;
+  }
+  r_.start_rss = r_.peak_rss = process_rss_bytes();
+  t0_ = Clock::now();
+  faults0_ = faults_before_ = process_minor_faults();
+}
+
+// Under enqueue a batch's outputs are allocated as it is queued, its loss
+// read included: what the pool allocated from one batch's start to the next's
+// (under run finish() takes the run's average instead).
+void RunMeter::close_batch(size_t i, const MemoryStats& m) {
+  Track& t = tracks_[i];
+  r_.per_device[i].bytes_per_batch =
+      std::max<size_t>(r_.per_device[i].bytes_per_batch, m.bytes_allocated_total - t.batch_allocated);
+  t.batch_allocated = m.bytes_allocated_total;
+  t.peak_reserved = std::max(t.peak_reserved, m.reserved_bytes);
+}
+
+void RunMeter::before_batch() {
+  // Batches alive from now on, on each device: the ones the worker has not
+  // finished launching, and this one. A block goes back to the pool when its
+  // last op is *launched*: on the CPU that is when it has run; on CUDA the
+  // stream orders every later use after it, so the pool reuses it at once, as
+  // PyTorch's caching allocator does, and what holds memory is our queue's
+  // backlog, not the GPU's.
+  for (size_t i = 0; i < tracks_.size(); ++i) {
+    Track& t = tracks_[i];
+    const MemoryStats m = memory_stats(t.device);
+    const QueueStats q = queue_stats(t.device);
+    if (batch_open_) close_batch(i, m);
+    const int alive = t.backlog.pending(q.launched) + 1;
+    r_.per_device[i].peak_backlog_batches = std::max(r_.per_device[i].peak_backlog_batches, alive);
+    r_.peak_backlog_batches = std::max(r_.peak_backlog_batches, alive);
+    if (t.device.is_cuda()) t.open_timers.emplace_back(DeviceTimer::mark(t.device), DeviceTimer{});
+  }
+  batch_open_ = true;
+}
+
+void RunMeter::after_step() {
+  for (Track& t : tracks_)
+    if (t.device.is_cuda()) {
+      t.open_timers.back().second = DeviceTimer::mark(t.device);
+      t.read_timers(/*wait=*/false);
+    }
+}
+
+BatchSample RunMeter::after_queue(int batch) {
+  BatchSample row;
+  row.batch = batch;
+  row.wall_s = seconds();
+  for (Track& t : tracks_) {
+    const QueueStats q = queue_stats(t.device);
+    const MemoryStats m = memory_stats(t.device);
+    t.backlog.batch_queued(q.pushed);
+    if (&t == &tracks_.front()) last_seq_ = q.pushed;
+    t.peak_reserved = std::max(t.peak_reserved, m.reserved_bytes);
+    DeviceSample ds;
+    ds.queue_depth = q.depth;
+    ds.bytes_in_use = m.bytes_in_use;
+    ds.backlog_batches = t.backlog.pending(q.completed);
+    row.queue_depth += q.depth;
+    row.bytes_in_use += m.bytes_in_use;
+    row.peak_bytes += m.peak_bytes;
+    row.reserved_bytes += m.reserved_bytes;
+    row.backlog_bytes += q.backlog_bytes;
+    row.backlog_batches = std::max(row.backlog_batches, ds.backlog_batches);
+    if (r_.data_parallel()) row.per_device.push_back(ds);
+    if (trace::enabled())
+      trace::counter(("bytes in use MiB " + t.device.str()).c_str(), trace::now_us(), m.bytes_in_use / 1048576.0);
+  }
+  row.rss_bytes = process_rss_bytes();
+  const uint64_t faults_now = process_minor_faults();
+  row.minor_faults = faults_now - faults_before_;
+  faults_before_ = faults_now;
+  // The steady-state window: the batches of the second half.
+  if (batch > r_.spec.batches / 2) late_rows_.push_back(row.minor_faults);
+  r_.peak_rss = std::max(r_.peak_rss, row.rss_bytes);
+  if (trace::enabled()) trace::counter("backlog batches", trace::now_us(), row.backlog_batches);
+  return row;
+}
+
+void RunMeter::loop_ended() {
+  loop_s_ = seconds();
+  for (size_t i = 0; i < tracks_.size(); ++i)
+    if (batch_open_) close_batch(i, memory_stats(tracks_[i].device));
+  batch_open_ = false;
+}
+
+int RunMeter::batch_of(const std::string& device, uint64_t seq) const {
+  for (const Track& t : tracks_)
+    if (t.device.str() == device) return t.backlog.batch_of(seq);
+  return 0;
+}
+
+size_t RunMeter::bytes_in_use() const {
+  size_t b = 0;
+  for (const Track& t : tracks_) b += memory_stats(t.device).bytes_in_use;
+  return b;
+}
+
+size_t RunMeter::bytes_per_batch() const {
+  size_t b = 0;
+  for (const DeviceResult& d : r_.per_device) b += d.bytes_per_batch;
+  return b;
+}
+
+// On a CPU device d is its queue's busy time per batch, and the kernels'
+// own time and the worker's backing time are measured inside it; on CUDA d
+// is the GPU's (a timer), which neither clock sees: not taken apart.
+void RunMeter::decompose_d(const std::vector<double>& kernels_s, const std::vector<MemoryStats>& fresh,
+                           size_t busiest) {
+  RunResult& r = r_;
+  r.fresh_worker_s = r.fresh_worker_populate_s = r.fresh_populator_s = 0;
+  r.fresh_worker_bytes = r.fresh_populator_bytes = 0;
+  for (const MemoryStats& f : fresh) {
+    r.fresh_worker_s += f.fresh_worker_s;
+    r.fresh_worker_populate_s += f.fresh_worker_populate_s;
+    r.fresh_worker_bytes += f.fresh_worker_bytes;
+    r.fresh_populator_s += f.fresh_populator_s;
+    r.fresh_populator_bytes += f.fresh_populator_bytes;
+  }
+  r.d_measured = r.batches_done > 0 && busiest < tracks_.size() && !tracks_[busiest].device.is_cuda();
+  r.d_kernels_s = r.d_fresh_s = r.d_rest_s = 0;
+  if (!r.d_measured) return;
+  const double n = r.batches_done;
+  r.d_kernels_s = std::max(0.0, kernels_s[busiest]) / n;
+  r.d_fresh_s = std::max(0.0, fresh[busiest].fresh_worker_s) / n;
+  r.d_rest_s = r.device_s_per_batch - r.d_kernels_s - r.d_fresh_s;  // may be below 0 by the clocks' grain
+}
+
+void RunMeter::finish(double wall_s) {
+  RunResult& r = r_;
+  r.wall_s = wall_s;
+  r.samples_per_s = r.wall_s > 0 ? double(r.batches_done) * double(r.spec.batch_size) / r.wall_s : 0;
+  r.end_rss = process_rss_bytes();
+  r.peak_rss = std::max(r.peak_rss, r.end_rss);
+  r.rss_increase_bytes = r.peak_rss > r.start_rss ? r.peak_rss - r.start_rss : 0;
+  // Each device alone, then the run: sums of the memory, maxima of the backlog.
+  r.peak_bytes = r.mem_increase_bytes = r.peak_backlog_bytes = r.working_set_bytes = 0;
+  r.peak_queue_depth = 0;
+  r.fresh_bytes = 0;
+  r.device_allocs = 0;
+  uint64_t pushed = 0;
+  double held_s = 0, busy_max = 0;
+  uint64_t allocated = 0;
+  size_t busiest = 0;
+  std::vector<double> kernels_s(tracks_.size());
+  std::vector<MemoryStats> fresh(tracks_.size());  // the counters' deltas over the run
+  for (size_t i = 0; i < tracks_.size(); ++i) {
+    Track& t = tracks_[i];
+    DeviceResult& dr = r.per_device[i];
+    const MemoryStats m = memory_stats(t.device);
+    const QueueStats q = queue_stats(t.device);
+    dr.peak_bytes = m.peak_bytes;
+    r.device_allocs += m.device_allocs - t.device_allocs0;
+    pushed += q.pushed - t.pushed0;
+    dr.mem_increase_bytes = m.peak_bytes > dr.start_bytes ? m.peak_bytes - dr.start_bytes : 0;
+    dr.peak_queue_depth = q.peak_unlaunched;
+    dr.peak_backlog_bytes = q.peak_backlog_bytes;
+    // Under run the worker allocates, long after the frontend queued the batch:
+    // what a batch allocates is the run's allocations over its batches.
+    if (r.spec.alloc == AllocPolicy::Run && r.batches_done > 0)
+      dr.bytes_per_batch = (m.bytes_allocated_total - t.allocated0) / static_cast<uint64_t>(r.batches_done);
+    dr.working_set_bytes = q.peak_backlog_bytes > dr.start_bytes ? q.peak_backlog_bytes - dr.start_bytes : 0;
+    if (r.batches_done > 0) dr.device_s_per_batch = std::max(0.0, q.busy_s - t.busy0) / r.batches_done;
+    t.read_timers(/*wait=*/true);
+    if (t.timed_batches > 0) dr.device_s_per_batch = t.timed_s / t.timed_batches;
+    t.peak_reserved = std::max(t.peak_reserved, m.reserved_bytes);
+    dr.start_reserved_bytes = t.reserved0;
+    dr.peak_reserved_bytes = t.peak_reserved;
+    // Fresh memory: what the pool had to obtain beyond what it held at the
+    // start (its cache was handed back before the run). CUDA pools excluded.
+    if (!t.device.is_cuda() && t.peak_reserved > t.reserved0) r.fresh_bytes += t.peak_reserved - t.reserved0;
+    held_s += q.held_s - t.held0;
+    kernels_s[i] = q.kernel_s - t.kernel0;
+    fresh[i].fresh_worker_s = m.fresh_worker_s - t.fresh0.fresh_worker_s;
+    fresh[i].fresh_worker_populate_s = m.fresh_worker_populate_s - t.fresh0.fresh_worker_populate_s;
+    fresh[i].fresh_worker_bytes = m.fresh_worker_bytes - t.fresh0.fresh_worker_bytes;
+    fresh[i].fresh_populator_s = m.fresh_populator_s - t.fresh0.fresh_populator_s;
+    fresh[i].fresh_populator_bytes = m.fresh_populator_bytes - t.fresh0.fresh_populator_bytes;
+    if (i == 0 || dr.device_s_per_batch > busy_max) busiest = i;
+    busy_max = std::max(busy_max, dr.device_s_per_batch);
+    allocated += dr.bytes_per_batch;
+    r.peak_bytes += dr.peak_bytes;
+    r.mem_increase_bytes += dr.mem_increase_bytes;
+    r.peak_queue_depth = std::max(r.peak_queue_depth, dr.peak_queue_depth);
+    r.peak_backlog_bytes += dr.peak_backlog_bytes;
+    r.working_set_bytes += dr.working_set_bytes;
+  }
+  r.bytes_per_batch = allocated;
+  r.ops_per_batch = r.batches_done > 0 ? double(pushed) / double(r.batches_done) : 0;
+  if (r.spec.data_queue) {
+    r.peak_data_ahead_bytes = data_queue_stats(tracks_[0].device).peak_backlog_bytes;
+    r.peak_data_lead_batches =
+        r.data_bytes_per_batch ? double(r.peak_data_ahead_bytes) / double(r.data_bytes_per_batch) : 0;
+  }
+  for (size_t i = 0; i < tracks_.size(); ++i) r.per_device[i].predicted_increase_bytes = predicted_increase(r, i);
+  r.predicted_increase_bytes = predicted_increase(r);
+  // The throughput model: h is what the loop spent that was not waiting for
+  // the devices (item(), back-pressure), d the busiest queue's busy time, per batch.
+  if (r.batches_done > 0) {
+    const double loop_s = loop_s_ >= 0 ? loop_s_ : wall_s;
+    r.host_s_per_batch = std::max(0.0, loop_s - waited_s_ - held_s) / r.batches_done;
+    r.device_s_per_batch = busy_max;
+  }
+  r.model_every = model_every(r.spec.sync, r.batches_done, r.spec.max_pending_bytes, r.bytes_per_batch);
+  decompose_d(kernels_s, fresh, busiest);
+  // The cost of fresh memory: what the worker spent backing it, counted where
+  // it was paid (a CPU pool that obtained memory and counted its backing);
+  // else the probe's price, only for a run that needed some.
+  r.fresh_counted = r.d_measured && (r.fresh_worker_bytes + r.fresh_populator_bytes > 0 || r.fresh_bytes == 0);
+  const double per_byte = !r.fresh_counted && r.fresh_bytes >= kFreshWorthMeasuring ? fresh_s_per_byte() : 0;
+  const uint64_t backed = r.fresh_worker_bytes + r.fresh_populator_bytes;
+  r.fresh_s_per_gib = r.fresh_counted ? (backed ? (r.fresh_worker_populate_s + r.fresh_populator_s) / double(backed) *
+                                                      double(size_t(1) << 30)
+                                                : 0)
+                                      : per_byte * double(size_t(1) << 30);
+  // Across processes the reductions' exposed time adds to the device's.
+  r.comm_exposed_s = r.comm_alpha_s > 0 ? exposed_comm_s(r.spec, r.device_s_per_batch,
+                                                         CommCost{r.comm_alpha_s, r.comm_beta_s_per_byte})
+                                        : 0;
+  const ThroughputTerms t{r.batches_done, r.model_every, r.host_s_per_batch, r.device_s_per_batch + r.comm_exposed_s,
+                         per_byte > 0 ? r.fresh_bytes : 0, per_byte,
+                         r.fresh_counted ? r.d_fresh_s * r.batches_done : -1};
+  r.fresh_s = fresh_s(t);
+  r.predicted_wall_s = predicted_wall_s(t);
+  // Faults of every thread over the loop and the final waitall(): in all, per
+  // batch, and the median batch of the second half (an upper bound
+  // unsynchronized: the worker may still be faulting for earlier batches
+  // then), so a one-time cost (OpenBLAS's first buffers, a malloc arena
+  // growing) that lands there does not read as a per-batch one.
+  const int done = r.batches_done;
+  r.minor_faults = process_minor_faults() - faults0_;
+  r.minor_faults_per_batch = done ? double(r.minor_faults) / double(done) : 0;
+  if (late_rows_.empty()) {
+    r.minor_faults_steady_per_batch = r.minor_faults_per_batch;
+  } else {
+    std::vector<uint64_t> v = late_rows_;
+    const size_t mid = (v.size() - 1) / 2;  // the lower median
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+    r.minor_faults_steady_per_batch = double(v[mid]);
+  }
+}
+
+}  // namespace amlp::train

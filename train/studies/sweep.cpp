@@ -1,0 +1,314 @@
+#include "train/studies/sweep.h"
+
+#include "train/plan/outputs.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+
+#include "framework/parse.h"
+#include "train/runs/distributed_run.h"
+#include "train/runs/experiment.h"
+#include "train/options/host_work.h"
+#include "train/runs/interrupt.h"
+#include "train/models/predict.h"
+#include "train/plan/plan.h"
+#include "train/runs/run_plan.h"
+#include "train/studies/study.h"
+#include "train/report/summary_json.h"
+
+namespace amlp::train {
+
+namespace {
+
+constexpr int kDeviceBatches = 16;  // the synchronized batches d is measured over,
+constexpr int kDeviceRepeats = 3;   // this many times (the quickest counts)
+constexpr int kHostBatches = 16;     // the synchronized batches a fraction's h is checked over
+constexpr int kCurvePoints = 61;
+
+int64_t same_on_every_rank(const Options& o, int64_t v) {
+  if (dist::ProcessGroup* g = rank_group(o)) return rank0_value(*g, v);
+  return v;
+}
+
+bool interrupted(const Options& o) {
+  dist::ProcessGroup* g = rank_group(o);
+  return g ? any_rank(*g, interrupt_signal() != 0) : interrupt_signal() != 0;
+}
+
+double ratio(double measured, double predicted) { return predicted > 0 ? measured / predicted : 0.0; }
+
+// The enqueue model's bytes for `backlog` batches alive, summed over the run's devices.
+size_t increase_for(const RunResult& r, int backlog) {
+  size_t p = 0;
+  for (const DeviceResult& d : r.per_device)
+    p += backlog_increase(backlog, d.bytes_per_batch, r.spec.max_pending_bytes, r.largest_tensor_bytes);
+  return p;
+}
+
+}  // namespace
+
+int64_t calibrated_host_work_ns(HostWorkKind kind, double target_s) {
+  if (!(target_s > 0)) return 0;
+  const int64_t target = std::llround(target_s * 1e9);
+  const int reps = std::clamp(static_cast<int>(0.02 / target_s), 3, 20);  // about 20 ms of it
+  int64_t request = target;
+  for (int round = 0; round < 2; ++round) {
+    std::vector<int64_t> took;
+    for (int i = 0; i < reps; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      do_host_work(HostWork{request, kind, false});
+      took.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::nth_element(took.begin(), took.begin() + reps / 2, took.end());
+    request = std::max<int64_t>(1000, request + target - took[reps / 2]);
+  }
+  return request;
+}
+
+void run_sweep(const Options& o, std::ostream& out, std::vector<RunResult>& runs, SweepResult& s) {
+  s = SweepResult{};
+  // The quickest of a few measurements: a stall on a busy machine only lengthens one.
+  RunResult cal = measure_synchronized(o, kDeviceBatches);
+  for (int i = 1; i < kDeviceRepeats; ++i) {
+    RunResult again = measure_synchronized(o, kDeviceBatches);
+    if (again.device_s_per_batch < cal.device_s_per_batch) cal = std::move(again);
+  }
+  // Every rank sweeps the same fractions of rank 0's d.
+  s.device_s = double(same_on_every_rank(o, std::llround(cal.device_s_per_batch * 1e9))) * 1e-9;
+  s.queue_host_s = double(same_on_every_rank(o, std::llround(cal.host_s_per_batch * 1e9))) * 1e-9;
+  s.calibration_batches = cal.spec.batches;
+  s.batches = o.batches;
+  s.batch_size = o.batch_size;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "sweep: d = %.3f ms per batch (the device's), h = %.3f ms with no host work (queueing a batch): the "
+                "quickest of %d measurements over %d synchronized batches, after 3 to warm up",
+                s.device_s * 1e3, s.queue_host_s * 1e3, kDeviceRepeats, s.calibration_batches);
+  out << line << std::endl;
+  for (const double f : o.sweep_fractions) {
+    if (interrupted(o)) break;
+    const double target = f * s.device_s;
+    HostWork w{0, o.host_work.kind, false};
+    double checked_h = s.queue_host_s;
+    if (target > s.queue_host_s) {
+      // What the host work costs alone, then in the loop: its h against f·d, the miss taken off.
+      w.ns = calibrated_host_work_ns(w.kind, target - s.queue_host_s);
+      checked_h = measure_synchronized(o, kHostBatches, w, /*warm_up=*/false).host_s_per_batch;  // warm by then
+      // The loop's own cost per batch is about h0; a miss far past it is a
+      // disturbed measurement (a stall on a busy machine), so the correction
+      // is held to the larger of 2·h0 and a quarter of the target.
+      const double most = std::max(2 * s.queue_host_s, 0.25 * target);
+      w.ns = std::max<int64_t>(1000, w.ns + std::llround(std::clamp(target - checked_h, -most, most) * 1e9));
+      w.ns = same_on_every_rank(o, w.ns);
+    }
+    std::snprintf(line, sizeof line,
+                  "\n=== h/d = %g: h = %.3f ms; host work %.3f ms per batch (%s), h in synchronized batches %.3f ms "
+                  "before the last correction ===",
+                  f, target * 1e3, w.ns / 1e6, to_string(w.kind).c_str(), checked_h * 1e3);
+    out << line << std::endl;
+    Options fo = o;
+    fo.compare = true;
+    fo.host_work = w;
+    if (!o.memory_log.empty()) fo.memory_log = tagged_path(o.memory_log, fraction_tag(f));
+    std::vector<RunResult> these;
+    const auto keep = [&] {
+      for (RunResult& r : these) {
+        SweepRow row;
+        row.fraction = f;
+        row.mode = r.label();
+        row.run = runs.size();
+        row.host_work_ns = w.ns;
+        row.target_h_s = target;
+        runs.push_back(std::move(r));
+        s.rows.push_back(row);
+      }
+    };
+    try {
+      run_plan(plan_runs(fo), out, these);
+    } catch (const RunFailed&) {
+      keep();
+      fill_predictions(s, runs);
+      throw;
+    }
+    keep();
+  }
+  fill_predictions(s, runs);
+}
+
+void fill_predictions(SweepResult& s, const std::vector<RunResult>& runs) {
+  for (SweepRow& row : s.rows) {
+    const RunResult& r = runs.at(row.run);
+    row.h_s = r.host_s_per_batch;
+    row.d_s = r.device_s_per_batch;
+    row.wall_s = r.wall_s;
+    row.predicted_wall_s = r.predicted_wall_s;
+    row.samples_per_s = r.samples_per_s;
+    row.predicted_samples_per_s =
+        r.predicted_wall_s > 0 ? double(r.batches_done) * r.spec.batch_size / r.predicted_wall_s : 0.0;
+    row.peak_backlog = r.peak_backlog_batches;
+    row.predicted_backlog = predicted_backlog(r.batches_done, r.model_every, r.host_s_per_batch,
+                                              r.device_s_per_batch, r.spec.max_pending_bytes, r.bytes_per_batch);
+    row.mem_increase_bytes = r.mem_increase_bytes;
+    row.predicted_increase_bytes = r.predicted_increase_bytes;
+    row.model_increase_bytes = increase_for(r, row.predicted_backlog);
+    s.bytes_per_batch = std::max(s.bytes_per_batch, r.bytes_per_batch);
+    s.largest_tensor_bytes = std::max(s.largest_tensor_bytes, r.largest_tensor_bytes);
+    if (row.mode == "bounded") s.max_pending_bytes = r.spec.max_pending_bytes;
+  }
+  // Speed-ups over the batch run at the same fraction (per batch, so an interrupted run compares too).
+  for (SweepRow& row : s.rows) {
+    const auto base = std::find_if(s.rows.begin(), s.rows.end(),
+                                   [&](const SweepRow& b) { return b.fraction == row.fraction && b.mode == "batch"; });
+    if (base == s.rows.end()) continue;
+    const RunResult &r = runs.at(row.run), &b = runs.at(base->run);
+    row.speedup = ratio(row.samples_per_s, base->samples_per_s);
+    if (r.batches_done && b.batches_done)
+      row.predicted_speedup = ratio(b.predicted_wall_s / b.batches_done, r.predicted_wall_s / r.batches_done);
+  }
+  // Each mode's curve: its K and bound, at the sweep's d, over 0 .. the largest fraction.
+  s.curves.clear();
+  double x_max = 0;
+  for (const SweepRow& row : s.rows) x_max = std::max({x_max, row.fraction, s.device_s > 0 ? row.h_s / s.device_s : 0.0});
+  x_max = std::max(1.5, x_max * 1.05);
+  for (const SweepRow& row : s.rows) {
+    if (row.fraction != s.rows.front().fraction) break;  // the first fraction's runs name every mode
+    const RunResult& r = runs.at(row.run);
+    SweepCurve c;
+    c.mode = row.mode;
+    c.every = model_every(r.spec.sync, s.batches, r.spec.max_pending_bytes, r.bytes_per_batch);
+    for (int i = 0; i < kCurvePoints; ++i) {
+      SweepCurvePoint p;
+      p.x = x_max * i / (kCurvePoints - 1);
+      const double h = p.x * s.device_s;
+      const double mode_wall = predicted_wall_s(s.batches, c.every, h, s.device_s);
+      p.speedup = ratio(predicted_wall_s(s.batches, 1, h, s.device_s), mode_wall);
+      p.backlog = predicted_backlog(s.batches, c.every, h, s.device_s, r.spec.max_pending_bytes, r.bytes_per_batch);
+      p.increase_bytes = increase_for(r, p.backlog);
+      c.points.push_back(p);
+    }
+    s.curves.push_back(std::move(c));
+  }
+}
+
+void print_sweep_table(const SweepResult& s, std::ostream& out) {
+  if (s.rows.empty()) return;
+  char buf[320];
+  std::snprintf(buf, sizeof buf, "\nsweep: %d batches of %d, d = %.3f ms per batch; each cell measured / predicted\n",
+                s.batches, s.batch_size, s.device_s * 1e3);
+  out << buf;
+  std::snprintf(buf, sizeof buf, "%-5s %-9s %6s %8s %8s %6s %6s %6s %6s %6s %8s %8s %6s\n", "h/d", "mode", "h/d",
+                "samp/s", "pred", "m/p", "speed", "pred", "bklog", "pred", "mem MB", "pred MB", "m/p");
+  out << buf;
+  double last_f = -1;
+  std::vector<std::string> misses;
+  for (const SweepRow& row : s.rows) {
+    if (row.fraction != last_f && last_f >= 0) out << "\n";
+    last_f = row.fraction;
+    const double tput = ratio(row.samples_per_s, row.predicted_samples_per_s);
+    const double mem = ratio(double(row.mem_increase_bytes), double(row.predicted_increase_bytes));
+    std::snprintf(buf, sizeof buf, "%-5g %-9s %6.2f %8.0f %8.0f %6.2f %6.2f %6.2f %6d %6d %8.1f %8.1f %6.2f\n",
+                  row.fraction, row.mode.c_str(), s.device_s > 0 ? row.h_s / s.device_s : 0.0, row.samples_per_s,
+                  row.predicted_samples_per_s, tput, row.speedup, row.predicted_speedup, row.peak_backlog,
+                  row.predicted_backlog, row.mem_increase_bytes / 1e6, row.predicted_increase_bytes / 1e6, mem);
+    out << buf;
+    char who[64];
+    std::snprintf(who, sizeof who, "%s at h/d %g", row.mode.c_str(), row.fraction);
+    if (std::fabs(tput - 1) > 0.1) misses.push_back(std::string(who) + ": samples/s " + std::to_string(tput).substr(0, 4));
+    if (row.predicted_increase_bytes && std::fabs(mem - 1) > 0.1)
+      misses.push_back(std::string(who) + ": memory " + std::to_string(mem).substr(0, 4));
+  }
+  out << "h/d: asked for, then measured (h the frontend's time per batch, d the sweep's); samp/s against the\n"
+      << "throughput model (" << kThroughputFormula << ", each run's own h and d); speed:\n"
+      << "samples/s over batch's at the same h/d; bklog: peak batches alive, predicted from h and d (K - floor((K-1)h/d),\n"
+      << "capped by the bound); mem: the increase against peak backlog x bytes per batch (the summary's prediction).\n";
+  if (misses.empty()) {
+    out << "every point within 10% of both models.\n";
+  } else {
+    out << "off by more than 10% (measured / predicted):";
+    for (size_t i = 0; i < misses.size(); ++i) out << (i % 4 == 0 ? "\n  " : "; ") << misses[i];
+    out << "\n";
+  }
+  out.flush();
+}
+
+namespace {
+
+// --summary-json's "sweep" (a row per fraction and mode) and "sweep_model" (the curves).
+nlohmann::ordered_json sweep_rows_json(const SweepResult& s) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const SweepRow& r : s.rows)
+    rows.push_back({{"fraction", r.fraction},
+                    {"mode", r.mode},
+                    {"run", r.run},
+                    {"host_work_s", r.host_work_ns * 1e-9},
+                    {"target_h_s", r.target_h_s},
+                    {"h_s", r.h_s},
+                    {"d_s", r.d_s},
+                    {"x", s.device_s > 0 ? r.h_s / s.device_s : 0.0},
+                    {"wall_s", r.wall_s},
+                    {"predicted_wall_s", r.predicted_wall_s},
+                    {"samples_per_s", r.samples_per_s},
+                    {"predicted_samples_per_s", r.predicted_samples_per_s},
+                    {"speedup", r.speedup},
+                    {"predicted_speedup", r.predicted_speedup},
+                    {"peak_backlog", r.peak_backlog},
+                    {"predicted_backlog", r.predicted_backlog},
+                    {"mem_increase_bytes", r.mem_increase_bytes},
+                    {"predicted_increase_bytes", r.predicted_increase_bytes},
+                    {"model_increase_bytes", r.model_increase_bytes}});
+  return rows;
+}
+
+nlohmann::ordered_json sweep_model_json(const SweepResult& s) {
+  nlohmann::ordered_json curves = nlohmann::ordered_json::array();
+  for (const SweepCurve& c : s.curves) {
+    nlohmann::ordered_json points = nlohmann::ordered_json::array();
+    for (const SweepCurvePoint& p : c.points)
+      points.push_back({{"x", p.x}, {"speedup", p.speedup}, {"backlog", p.backlog}, {"increase_bytes", p.increase_bytes}});
+    curves.push_back({{"mode", c.mode}, {"every", c.every}, {"points", points}});
+  }
+  return {{"device_s", s.device_s},
+          {"queue_host_s", s.queue_host_s},
+          {"batches", s.batches},
+          {"batch_size", s.batch_size},
+          {"bytes_per_batch", s.bytes_per_batch},
+          {"curves", curves}};
+}
+
+// Its own loop (d measured, host work calibrated per fraction), one table,
+// and the summary's "sweep" and "sweep_model" sections once it has started.
+class Sweep : public Study {
+ public:
+  void run(const Options& o, std::ostream& out, std::vector<RunResult>& results) override {
+    started_ = true;
+    run_sweep(o, out, results, sweep_);
+  }
+  void report(const Options&, const std::vector<RunResult>&, std::ostream& out) const override {
+    print_sweep_table(sweep_, out);
+  }
+  void write_summary(const std::string& path, const std::vector<RunResult>& results) const override {
+    std::vector<SummarySection> sections;
+    if (started_) {
+      const auto text = [](const nlohmann::ordered_json& j) {
+        return j.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::ordered_json::error_handler_t::replace);
+      };
+      sections = {{"sweep", text(sweep_rows_json(sweep_))}, {"sweep_model", text(sweep_model_json(sweep_))}};
+    }
+    write_summary_json(path, results, sections);
+  }
+
+ private:
+  bool started_ = false;
+  SweepResult sweep_;
+};
+
+}  // namespace
+
+std::unique_ptr<Study> sweep_study() { return std::make_unique<Sweep>(); }
+
+}  // namespace amlp::train
