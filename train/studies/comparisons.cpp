@@ -31,11 +31,17 @@ struct HostWorkMatch : Study {
   void settle(Options& o, std::ostream& out) const override { o.host_work = resolve_host_work(o, out); }
 };
 
-}  // namespace
+// The run --sync asks for when no other study makes the runs: the last resort.
+const RegisterStudy single_run{{"single run", false, 1000, [](const Options&) { return true; },
+                                [] { return std::unique_ptr<Study>(std::make_unique<SingleRun>()); }}};
+const RegisterStudy compare{{"compare", false, 20, [](const Options& o) { return o.compare; },
+                             [] { return std::unique_ptr<Study>(std::make_unique<Compare>()); }}};
+const RegisterStudy compare_policies{{"compare-policies", false, 30, [](const Options& o) { return o.compare_policies; },
+                                      [] { return std::unique_ptr<Study>(std::make_unique<ComparePolicies>()); }}};
+// Measured once, before any other study's runs (and before --sync auto's measurement).
+const RegisterStudy host_work_match{{"host-work match", true, 10, [](const Options& o) { return o.host_work.match_device; },
+                                     [] { return std::unique_ptr<Study>(std::make_unique<HostWorkMatch>()); }}};
 
-std::unique_ptr<Study> single_run_study() { return std::make_unique<SingleRun>(); }
-std::unique_ptr<Study> compare_study() { return std::make_unique<Compare>(); }
-std::unique_ptr<Study> compare_policies_study() { return std::make_unique<ComparePolicies>(); }
-std::unique_ptr<Study> host_work_match_study() { return std::make_unique<HostWorkMatch>(); }
+}  // namespace
 
 }  // namespace amlp::train

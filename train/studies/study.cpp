@@ -1,5 +1,8 @@
 #include "train/studies/study.h"
 
+#include <algorithm>
+#include <tuple>
+
 #include "train/report/report.h"
 
 #include "train/runs/experiment.h"
@@ -23,14 +26,41 @@ void Study::write_summary(const std::string& path, const std::vector<RunResult>&
   write_summary_json(path, results);
 }
 
+namespace {
+// A function-local static: filled by the studies' static RegisterStudy
+// objects, whatever order their files' initialisers run in.
+std::vector<StudyEntry>& registry() {
+  static std::vector<StudyEntry> r;
+  return r;
+}
+}  // namespace
+
+RegisterStudy::RegisterStudy(const StudyEntry& e) {
+  auto& r = registry();
+  r.insert(std::upper_bound(r.begin(), r.end(), e,
+                            [](const StudyEntry& a, const StudyEntry& b) {
+                              return std::make_tuple(!a.settles, a.rank) < std::make_tuple(!b.settles, b.rank);
+                            }),
+           e);
+}
+
+std::vector<StudyEntry> registered_studies() { return registry(); }
+
+std::vector<StudyEntry> study_entries_for(const Options& o) {
+  std::vector<StudyEntry> s;
+  for (const StudyEntry& e : registry())  // settlers first, each by rank
+    if (e.settles && e.wanted(o)) s.push_back(e);
+  for (const StudyEntry& e : registry())  // then the first run-maker that applies
+    if (!e.settles && e.wanted(o)) {
+      s.push_back(e);
+      return s;
+    }
+  throw Error("no study makes the runs these options ask for (the single run's is not linked in)");
+}
+
 std::vector<std::unique_ptr<Study>> studies_for(const Options& o) {
   std::vector<std::unique_ptr<Study>> s;
-  if (o.host_work.match_device) s.push_back(host_work_match_study());
-  if (o.sync_auto) s.push_back(sync_auto_study());
-  s.push_back(o.sweep              ? sweep_study()
-              : o.compare          ? compare_study()
-              : o.compare_policies ? compare_policies_study()
-                                   : single_run_study());
+  for (const StudyEntry& e : study_entries_for(o)) s.push_back(e.make());
   return s;
 }
 

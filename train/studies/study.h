@@ -12,9 +12,8 @@
 //   main.report(resolved, results, out);
 //   main.write_summary(o.summary_json, results);
 //
-// Adding a study: its file (a class and its factory, declared below), one
-// line in studies_for (train/studies/study.cpp), one line in the option table
-// (train/options/options.cpp) and its docs.
+// Adding a study: its file (a class and its RegisterStudy, below), one line
+// in the option table (train/options/options.cpp) and its docs.
 #pragma once
 #include <iosfwd>
 #include <memory>
@@ -43,15 +42,26 @@ class Study {
 };
 
 // The studies the options ask for, in the order the runner calls them: the
-// ones that settle options first, last the one whose runs are made.
+// ones that settle options first (in rank order), last the one whose runs
+// are made (of those that apply, the lowest rank).
 std::vector<std::unique_ptr<Study>> studies_for(const Options& o);
 
-// The studies, each in its own file.
-std::unique_ptr<Study> single_run_study();        // train/studies/comparisons.cpp: the run --sync asks for
-std::unique_ptr<Study> compare_study();           // train/studies/comparisons.cpp: --compare
-std::unique_ptr<Study> compare_policies_study();  // train/studies/comparisons.cpp: --compare-policies
-std::unique_ptr<Study> host_work_match_study();   // train/studies/comparisons.cpp: --host-work match
-std::unique_ptr<Study> sync_auto_study();         // train/studies/sync_auto.cpp: --sync auto
-std::unique_ptr<Study> sweep_study();             // train/studies/sweep.cpp: --sweep
+// A study's entry in the runner's list, made by a static RegisterStudy in the
+// study's own file: adding a study touches that file, its line in the option
+// table and its docs, nothing else.
+struct StudyEntry {
+  const char* name;      // "sweep"
+  bool settles = false;  // settles options for the others (run before them) instead of making the runs
+  int rank = 0;          // order among settlers; among run-makers, the lowest that applies wins
+  bool (*wanted)(const Options&) = nullptr;
+  std::unique_ptr<Study> (*make)() = nullptr;
+};
+struct RegisterStudy {
+  explicit RegisterStudy(const StudyEntry& e);
+};
+// Every registered study: the settlers, then the run-makers, each by rank.
+std::vector<StudyEntry> registered_studies();
+// The entries studies_for makes its studies from.
+std::vector<StudyEntry> study_entries_for(const Options& o);
 
 }  // namespace amlp::train

@@ -307,8 +307,10 @@ class Sweep : public Study {
   SweepResult sweep_;
 };
 
-}  // namespace
+// Before --compare and --compare-policies: --sweep runs --compare's modes itself.
+const RegisterStudy sweep{{"sweep", false, 10, [](const Options& o) { return o.sweep; },
+                           [] { return std::unique_ptr<Study>(std::make_unique<Sweep>()); }}};
 
-std::unique_ptr<Study> sweep_study() { return std::make_unique<Sweep>(); }
+}  // namespace
 
 }  // namespace amlp::train

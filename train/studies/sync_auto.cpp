@@ -127,8 +127,10 @@ struct SyncAuto : Study {
   }
 };
 
-}  // namespace
+// After --host-work match (its h is what --sync auto measures with).
+const RegisterStudy sync_auto{{"sync auto", true, 20, [](const Options& o) { return o.sync_auto; },
+                               [] { return std::unique_ptr<Study>(std::make_unique<SyncAuto>()); }}};
 
-std::unique_ptr<Study> sync_auto_study() { return std::make_unique<SyncAuto>(); }
+}  // namespace
 
 }  // namespace amlp::train
