@@ -441,7 +441,7 @@ HostWork parse_host_work(const std::string& text) {
   return w;
 }
 
-std::vector<Device> run_devices(const RunSettings& s) {
+std::vector<Device> run_devices(const Options& s) {
   return s.devices.empty() ? std::vector<Device>{s.device} : s.devices;
 }
 

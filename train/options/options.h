@@ -29,9 +29,11 @@
 
 namespace amlp::train {
 
-// What one training run needs: the options' core; each run of the plan
-// (train/plan/plan.h) is these settings and a label.
-struct RunSettings {
+// The options stage's one type: every option's value, as parsed and checked.
+// A run of the plan (train/plan/run_result.h's RunSpec) is these, as the plan
+// set them for that run, with its label.
+struct Options {
+  // What one training run needs.
   Device device;  // resolved from --device (with --devices: the first of them)
   // --devices: data parallelism, one replica per device (empty: one device,
   // `device`, and no replicas). Checked: distinct, reducible together.
@@ -58,12 +60,8 @@ struct RunSettings {
   std::string memory_log;  // "" = not written
   bool quiet = false;             // --quiet: no live status line
   double status_every_s = 10;     // --status-every: the status line's period off a terminal
-};
 
-// The devices a run trains on: --devices, or the one device.
-std::vector<Device> run_devices(const RunSettings& s);
-
-struct Options : RunSettings {
+  // The program's: its files, the device as asked, the studies.
   std::string config;  // --config FILE ("" = none)
   std::string device_text = "auto";
   std::string devices_text;  // --devices as given ("" = not given)
@@ -85,6 +83,9 @@ struct Options : RunSettings {
   size_t memory_budget = 0;
   std::vector<double> sweep_fractions{0, 0.25, 0.5, 0.75, 1, 1.5};
 };
+
+// The devices a run trains on: --devices, or the one device.
+std::vector<Device> run_devices(const Options& s);
 
 enum class ParseStatus {
   Run,    // options are valid: run

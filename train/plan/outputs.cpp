@@ -33,10 +33,10 @@ std::vector<OutputFile> output_files(const Options& o) {
     c.compare = true;
     for (double f : o.sweep_fractions) {
       c.memory_log = tagged_path(o.memory_log, fraction_tag(f));
-      for (const PlannedRun& p : plan_runs(c)) files.push_back({"memory-log", p.spec.memory_log});
+      for (const RunSpec& p : plan_runs(c)) files.push_back({"memory-log", p.memory_log});
     }
   } else if (!o.memory_log.empty()) {
-    for (const PlannedRun& p : plan_runs(o)) files.push_back({"memory-log", p.spec.memory_log});
+    for (const RunSpec& p : plan_runs(o)) files.push_back({"memory-log", p.memory_log});
   }
   if (!o.trace.empty()) files.push_back({"trace", o.trace});
   if (!o.summary_json.empty()) files.push_back({"summary-json", o.summary_json});

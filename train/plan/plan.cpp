@@ -19,27 +19,26 @@ PlanKind plan_kind(const Options& o) {
   return o.compare ? PlanKind::Compare : o.compare_policies ? PlanKind::Policies : PlanKind::Single;
 }
 
-std::vector<PlannedRun> plan_runs(const Options& o) {
+std::vector<RunSpec> plan_runs(const Options& o) {
   const auto planned = [&](PlanKind kind, const std::string& label, const std::string& tag) {
-    PlannedRun p;
+    RunSpec p{o, label};
     p.kind = kind;
-    p.spec = RunSpec{o, label};
     p.tag = tag;
-    if (kind != PlanKind::Single && !o.memory_log.empty()) p.spec.memory_log = tagged_path(o.memory_log, tag);
+    if (kind != PlanKind::Single && !o.memory_log.empty()) p.memory_log = tagged_path(o.memory_log, tag);
     return p;
   };
-  std::vector<PlannedRun> plan;
+  std::vector<RunSpec> plan;
   // With --graph on, a comparison's rows run without step graphs and one more
   // row, "graph", runs unsynchronized and unbounded with them.
-  const auto add_graph_row = [&](std::vector<PlannedRun>& rows, PlanKind kind) {
-    for (PlannedRun& p : rows) p.spec.graph = false;
+  const auto add_graph_row = [&](std::vector<RunSpec>& rows, PlanKind kind) {
+    for (RunSpec& p : rows) p.graph = false;
     if (!o.graph) return;
     rows.push_back(planned(kind, "graph", "graph"));
-    rows.back().spec.sync = {SyncPolicy::Never, 0};
-    rows.back().spec.max_pending_ops = 0;
-    rows.back().spec.max_pending_bytes = 0;
-    rows.back().spec.alloc = AllocPolicy::Enqueue;
-    rows.back().spec.data_queue = false;
+    rows.back().sync = {SyncPolicy::Never, 0};
+    rows.back().max_pending_ops = 0;
+    rows.back().max_pending_bytes = 0;
+    rows.back().alloc = AllocPolicy::Enqueue;
+    rows.back().data_queue = false;
     rows.back().like = "CUDA graphs, one launch a batch";
   };
   switch (plan_kind(o)) {
@@ -55,12 +54,12 @@ std::vector<PlannedRun> plan_runs(const Options& o) {
       for (int k : o.compare_every) syncs.push_back({SyncPolicy::EveryK, k});
       for (const SyncMode& m : syncs) {
         plan.push_back(planned(PlanKind::Compare, to_string(m), file_tag(m)));
-        plan.back().spec.sync = m;
-        plan.back().spec.max_pending_ops = 0;
-        plan.back().spec.max_pending_bytes = 0;
+        plan.back().sync = m;
+        plan.back().max_pending_ops = 0;
+        plan.back().max_pending_bytes = 0;
       }
       plan.push_back(planned(PlanKind::Compare, "bounded", "bounded"));
-      plan.back().spec.sync = {SyncPolicy::Never, 0};
+      plan.back().sync = {SyncPolicy::Never, 0};
       plan.back().bound_from_earlier = o.max_pending_bytes == 0;
       add_graph_row(plan, PlanKind::Compare);
       break;
@@ -82,9 +81,9 @@ std::vector<PlannedRun> plan_runs(const Options& o) {
       if (!cuda) policies.push_back({AllocPolicy::Run, true, "run+data", "MXNet, data ops running ahead"});
       for (const Policy& p : policies) {
         plan.push_back(planned(PlanKind::Policies, p.tag, p.tag));
-        plan.back().spec.sync = {SyncPolicy::Never, 0};
-        plan.back().spec.alloc = p.alloc;
-        plan.back().spec.data_queue = p.data_queue;
+        plan.back().sync = {SyncPolicy::Never, 0};
+        plan.back().alloc = p.alloc;
+        plan.back().data_queue = p.data_queue;
         plan.back().like = p.like;
       }
       add_graph_row(plan, PlanKind::Policies);

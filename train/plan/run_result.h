@@ -18,10 +18,23 @@
 
 namespace amlp::train {
 
-// One run: the settings (back-pressure and the allocation policy apply to
-// this run only, restored after) and the label it is reported under.
-struct RunSpec : RunSettings {
-  std::string label;  // "batch", "none", "every=10", "bounded", "enqueue", "run+data"
+enum class PlanKind {
+  Single,    // the run --sync asks for
+  Compare,   // --compare: batch, none, every=K for each K in --compare-every, bounded
+  Policies,  // --compare-policies: enqueue, run, and on a CPU device run with the data queue
+};
+
+// The plan stage's one type: a run as the plan asks for it, the options as
+// set for this run (back-pressure and the allocation policy apply to this
+// run only, restored after), and where it stands in the plan.
+struct RunSpec : Options {
+  std::string label;  // reported under: "batch", "none", "every=10", "bounded", "enqueue", "run+data"
+  PlanKind kind = PlanKind::Single;
+  std::string tag;   // in file names: batch, none, every10, bounded, enqueue, run, run+data
+  std::string like;  // --compare-policies: which framework behaves like this
+  // --compare's bounded run without --max-pending-bytes: bounded at two
+  // batches' footprint, the largest bytes per batch of the runs before it.
+  bool bound_from_earlier = false;
 };
 
 enum class RunStatus {

@@ -10,7 +10,6 @@
 #include "framework/parse.h"
 #include "train/runs/experiment.h"
 #include "train/models/predict.h"
-#include "train/plan/plan.h"
 
 namespace amlp::train {
 
@@ -32,9 +31,8 @@ std::string bottleneck_note(const RunResult& r) {
 
 }  // namespace
 
-void print_policy_table(const Options& o, const std::vector<RunResult>& rs, std::ostream& out) {
+void print_policy_table(const std::vector<RunResult>& rs, std::ostream& out) {
   if (rs.empty()) return;
-  const std::vector<PlannedRun> plan = plan_runs(o);
   char buf[256];
   out << "\n" << rs[0].device << ", " << rs[0].spec.batches << " batches of " << rs[0].spec.batch_size << ", unsynchronized\n";
   std::snprintf(buf, sizeof buf, "%-9s %-31s %12s %13s %9s %10s %11s\n", "policy", "behaves like", "mem incr MB",
@@ -43,7 +41,7 @@ void print_policy_table(const Options& o, const std::vector<RunResult>& rs, std:
   for (size_t i = 0; i < rs.size(); ++i) {
     const RunResult& r = rs[i];
     std::snprintf(buf, sizeof buf, "%-9s %-31s %12.1f %13.1f %9.3f %10.0f %11.6g\n", r.label().c_str(),
-                  i < plan.size() ? plan[i].like.c_str() : "", r.mem_increase_bytes / 1e6,
+                  r.spec.like.c_str(), r.mem_increase_bytes / 1e6,
                   r.predicted_increase_bytes / 1e6,
                   r.predicted_increase_bytes ? double(r.mem_increase_bytes) / double(r.predicted_increase_bytes) : 0.0,
                   r.samples_per_s, r.final_loss);

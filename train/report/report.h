@@ -14,6 +14,6 @@ namespace amlp::train {
 
 void print_summary(const RunResult& r, std::ostream& out);
 void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out);
-void print_policy_table(const Options& o, const std::vector<RunResult>& rs, std::ostream& out);
+void print_policy_table(const std::vector<RunResult>& rs, std::ostream& out);
 
 }  // namespace amlp::train

@@ -47,7 +47,7 @@ std::string options_text(const Options& o) {
   return t.str();
 }
 
-dist::ProcessGroup* rank_group(const RunSettings& s) {
+dist::ProcessGroup* rank_group(const Options& s) {
   if (!s.distributed) return nullptr;
   dist::ProcessGroup* g = dist::ProcessGroup::current();
   return g && g->distributed() ? g : nullptr;
@@ -83,7 +83,7 @@ bool any_rank(dist::ProcessGroup& g, bool v) {
   return rank0_value(g, any) != 0;
 }
 
-int64_t local_batch_rows(const RunSettings& s) {
+int64_t local_batch_rows(const Options& s) {
   const dist::ProcessGroup* g = rank_group(s);
   if (!g) return s.batch_size;
   return s.batch_size / g->size() + (g->rank() < s.batch_size % g->size() ? 1 : 0);

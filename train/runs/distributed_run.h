@@ -26,7 +26,7 @@ namespace amlp::train {
 std::string options_text(const Options& o);
 
 // The group of a distributed run with more than one rank, else null.
-dist::ProcessGroup* rank_group(const RunSettings& s);
+dist::ProcessGroup* rank_group(const Options& s);
 
 // Collective: starts the process group, refuses ranks whose options differ
 // (DistError: rank 0 prints the line), and returns this rank's options: its
@@ -40,7 +40,7 @@ int64_t rank0_value(dist::ProcessGroup& g, int64_t v);
 bool any_rank(dist::ProcessGroup& g, bool v);
 
 // This rank's rows of a global batch (the batch itself outside a distributed run).
-int64_t local_batch_rows(const RunSettings& s);
+int64_t local_batch_rows(const Options& s);
 
 // Collective: each run's per-rank figures (RankResult) gathered into rank 0's results.
 void gather_rank_figures(std::vector<RunResult>& results);

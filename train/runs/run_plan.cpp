@@ -18,8 +18,8 @@ namespace {
 
 // "\n== none ==", "\n== bounded (none, max-pending-bytes 7.6 MB) ==",
 // "\n== run (--sync none --alloc run) ==": the heading of a comparison's run.
-std::string heading(const PlannedRun& p) {
-  const RunSpec& s = p.spec;
+std::string heading(const RunSpec& p) {
+  const RunSpec& s = p;
   std::string h = "\n== " + s.label;
   if (p.kind == PlanKind::Policies)
     h += std::string(" (--sync none --alloc ") + to_string(s.alloc) + (s.data_queue ? " --data-queue" : "") +
@@ -33,15 +33,15 @@ std::string heading(const PlannedRun& p) {
 
 }  // namespace
 
-void run_plan(const std::vector<PlannedRun>& plan, std::ostream& out, std::vector<RunResult>& results) {
-  for (const PlannedRun& p : plan) {
+void run_plan(const std::vector<RunSpec>& plan, std::ostream& out, std::vector<RunResult>& results) {
+  for (const RunSpec& p : plan) {
     // The interrupted run was the last; across processes every rank decides alike.
-    dist::ProcessGroup* g = rank_group(p.spec);
+    dist::ProcessGroup* g = rank_group(p);
     if (g ? any_rank(*g, interrupt_signal() != 0) : interrupt_signal() != 0) {
       note_interrupt(SIGINT);  // another rank's, when this one had none
       break;
     }
-    RunSpec s = p.spec;
+    RunSpec s = p;
     if (p.bound_from_earlier) {
       size_t bpb = 0;
       for (const RunResult& r : results) bpb = std::max(bpb, r.bytes_per_batch);
@@ -49,7 +49,7 @@ void run_plan(const std::vector<PlannedRun>& plan, std::ostream& out, std::vecto
       if (dist::ProcessGroup* g = rank_group(s))  // every rank bounded alike
         s.max_pending_bytes = static_cast<size_t>(rank0_value(*g, int64_t(s.max_pending_bytes)));
     }
-    if (p.kind != PlanKind::Single) out << heading(PlannedRun{p.kind, s, p.tag, p.like, false}) << std::endl;
+    if (p.kind != PlanKind::Single) out << heading(s) << std::endl;
     try {
       results.push_back(run_experiment(s, out));
     } catch (const RunFailed& e) {
@@ -58,10 +58,10 @@ void run_plan(const std::vector<PlannedRun>& plan, std::ostream& out, std::vecto
     }
   }
   if (!plan.empty())
-    for (const Device& dev : run_devices(plan.front().spec)) fresh_device(dev);
+    for (const Device& dev : run_devices(plan.front())) fresh_device(dev);
 }
 
-RunResult measure_synchronized(const RunSettings& settings, int batches, const HostWork& w, bool warm_up) {
+RunResult measure_synchronized(const Options& settings, int batches, const HostWork& w, bool warm_up) {
   RunSpec c{settings, "calibration"};
   c.sync = SyncMode{SyncPolicy::EveryBatch, 1};
   c.batches = std::max(1, std::min(batches, settings.batches));
@@ -79,7 +79,7 @@ RunResult measure_synchronized(const RunSettings& settings, int batches, const H
   return run_experiment(c, quiet);
 }
 
-HostWork resolve_host_work(const RunSettings& settings, std::ostream& out) {
+HostWork resolve_host_work(const Options& settings, std::ostream& out) {
   HostWork w = settings.host_work;
   if (!w.match_device) return w;
   constexpr int kBatches = 8;

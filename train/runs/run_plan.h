@@ -15,19 +15,19 @@ namespace amlp::train {
 // appending each result to `results` as it ends (a failed run's partial
 // result too, before RunFailed propagates); stops after an interrupted run.
 // The devices are left clean (nothing pending, the cache handed back).
-void run_plan(const std::vector<PlannedRun>& plan, std::ostream& out, std::vector<RunResult>& results);
+void run_plan(const std::vector<RunSpec>& plan, std::ostream& out, std::vector<RunResult>& results);
 
 // `batches` synchronized batches of the run `s` describes with the host work
 // `w` (none by default), without back-pressure or a memory log, after 3 not
 // measured (cold caches, threads starting; `warm_up` false: the device is
 // warm already), quietly: their d is the device's time per batch, their h
 // what the frontend spends per batch.
-RunResult measure_synchronized(const RunSettings& s, int batches, const HostWork& w = HostWork{},
+RunResult measure_synchronized(const Options& s, int batches, const HostWork& w = HostWork{},
                                bool warm_up = true);
 
 // --host-work match: the device's time per batch, measured over 8
 // synchronized batches of the run `s` describes, after 3 not measured
 // (printed to `out`); any other setting is returned as it is.
-HostWork resolve_host_work(const RunSettings& s, std::ostream& out);
+HostWork resolve_host_work(const Options& s, std::ostream& out);
 
 }  // namespace amlp::train

@@ -5,7 +5,7 @@
 
 namespace amlp::train {
 
-Trainer::Trainer(const RunSettings& s, const std::vector<Device>& devices) : batch_(s.batch_size) {
+Trainer::Trainer(const Options& s, const std::vector<Device>& devices) : batch_(s.batch_size) {
   if (dist::ProcessGroup* g = rank_group(s)) {  // the same weights as one process: rank 0's, broadcast
     ddp_ = std::make_unique<DistDataParallel>(*g, devices[0], [&] { return models::make_mlp(s.hidden); }, s.features);
     sgds_.emplace_back(ddp_->parameters(), s.lr, s.momentum);

@@ -20,7 +20,7 @@ namespace amlp::train {
 
 class Trainer {
  public:
-  Trainer(const RunSettings& s, const std::vector<Device>& devices);
+  Trainer(const Options& s, const std::vector<Device>& devices);
   // Rows of each replica for a batch of `batch` (one entry with one device).
   std::vector<int64_t> rows(int64_t batch) const;
   // A batch's data, X ~ N(0, 1) (batch, features) and y = ones, on `d`:

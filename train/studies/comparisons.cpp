@@ -21,8 +21,8 @@ struct Compare : Study {
 };
 
 struct ComparePolicies : Study {
-  void report(const Options& o, const std::vector<RunResult>& results, std::ostream& out) const override {
-    print_policy_table(o, results, out);
+  void report(const Options&, const std::vector<RunResult>& results, std::ostream& out) const override {
+    print_policy_table(results, out);
   }
 };
 
