@@ -390,11 +390,11 @@ TEST(TraceFile, GoesIntoAFifo) {
 
 std::vector<train::RunResult> some_runs() {
   train::RunResult a;
-  a.spec.sync = {train::SyncPolicy::Never, 0};  // mode "none"
-  a.spec.label = "label \"quoted\"\\";
+  a.asked.sync = {train::SyncPolicy::Never, 0};  // mode "none"
+  a.asked.label = "label \"quoted\"\\";
   a.device = "cpu:0";
-  a.spec.batches = 3;
-  a.spec.batch_size = 16;
+  a.asked.batches = 3;
+  a.asked.batch_size = 16;
   a.wall_s = 0.25;
   a.mem_increase_bytes = size_t(3) << 40;  // past 32 bits
   a.peak_queue_depth = 42;
@@ -402,16 +402,16 @@ std::vector<train::RunResult> some_runs() {
   a.batches_done = 3;
   a.memory_limit_bytes = size_t(5) << 30;
   a.memory_limit_source = "MemAvailable at start, less a 10% margin";
-  a.spec.alloc = AllocPolicy::Run;
-  a.spec.data_queue = true;
+  a.asked.alloc = AllocPolicy::Run;
+  a.asked.data_queue = true;
   a.data_bytes_per_batch = 4096;
   a.peak_data_ahead_bytes = 10240;
   a.peak_data_lead_batches = 2.5;
   a.working_set_bytes = 8192;
   train::RunResult b = a;
-  b.spec.alloc = AllocPolicy::Enqueue;
-  b.spec.data_queue = false;
-  b.spec.sync = {train::SyncPolicy::EveryBatch, 1};  // mode "batch"
+  b.asked.alloc = AllocPolicy::Enqueue;
+  b.asked.data_queue = false;
+  b.asked.sync = {train::SyncPolicy::EveryBatch, 1};  // mode "batch"
   b.final_loss = std::numeric_limits<double>::quiet_NaN();  // a run that diverged
   b.status = train::RunStatus::Failed;
   b.error = "run 'batch' failed at batch 2 of 3: out of memory";

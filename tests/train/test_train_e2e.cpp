@@ -37,7 +37,7 @@ void runs_every_mode(const Compare& c) {
   for (const char* label : {"batch", "none", "bounded"}) EXPECT_TRUE(c.runs.count(label)) << label;
   for (int k : c.options.compare_every) EXPECT_TRUE(c.runs.count("every=" + std::to_string(k))) << k;
   for (const auto& [label, r] : c.runs) {
-    EXPECT_EQ(r.spec.batches, c.options.batches) << label;
+    EXPECT_EQ(r.asked.batches, c.options.batches) << label;
     EXPECT_EQ(r.device, "cpu:0") << label;
     EXPECT_GT(r.bytes_per_batch, 0u) << label;
   }
@@ -65,14 +65,14 @@ void unsynchronized_is_several_times_synchronized(const Compare& c) {
 
 void memory_model_predicts_the_increase(const Compare& c) {
   const RunResult& none = c.run("none");
-  const double measured = double(none.mem_increase_bytes), predicted = double(none.predicted_increase_bytes);
-  EXPECT_EQ(none.predicted_increase_bytes, size_t(none.peak_backlog_batches) * none.bytes_per_batch);
+  const double measured = double(none.mem_increase_bytes), predicted = double(none.predicted.increase_bytes);
+  EXPECT_EQ(none.predicted.increase_bytes, size_t(none.peak_backlog_batches) * none.bytes_per_batch);
   EXPECT_NEAR(predicted, measured, 0.10 * measured) << "predicted " << predicted << ", measured " << measured;
   // Everywhere the model is an upper bound, and not a loose one: the worker
   // may only have freed part of the batch it is running.
   for (const auto& [label, r] : c.runs) {
-    EXPECT_LE(r.mem_increase_bytes, r.predicted_increase_bytes) << label;
-    EXPECT_GE(double(r.mem_increase_bytes), 0.5 * double(r.predicted_increase_bytes)) << label;
+    EXPECT_LE(r.mem_increase_bytes, r.predicted.increase_bytes) << label;
+    EXPECT_GE(double(r.mem_increase_bytes), 0.5 * double(r.predicted.increase_bytes)) << label;
   }
   for (int k : c.options.compare_every)  // every=K holds at most K batches
     EXPECT_LE(c.run("every=" + std::to_string(k)).peak_backlog_batches, k) << k;
@@ -86,10 +86,10 @@ void every_mode_reaches_the_same_loss(const Compare& c) {
 
 void back_pressure_keeps_memory_within_its_bound(const Compare& c) {
   const RunResult& b = c.run("bounded");
-  ASSERT_GT(b.spec.max_pending_bytes, 0u);
-  EXPECT_NEAR(double(b.spec.max_pending_bytes), 2.0 * double(c.run("none").bytes_per_batch),
-              0.01 * double(b.spec.max_pending_bytes));  // about two batches' footprint
-  EXPECT_LE(b.mem_increase_bytes, b.spec.max_pending_bytes + b.largest_tensor_bytes);
+  ASSERT_GT(b.asked.max_pending_bytes, 0u);
+  EXPECT_NEAR(double(b.asked.max_pending_bytes), 2.0 * double(c.run("none").bytes_per_batch),
+              0.01 * double(b.asked.max_pending_bytes));  // about two batches' footprint
+  EXPECT_LE(b.mem_increase_bytes, b.asked.max_pending_bytes + b.largest_tensor_bytes);
   EXPECT_LT(b.mem_increase_bytes, c.run("none").mem_increase_bytes / 4);
 }
 

@@ -3,7 +3,7 @@
 // --help's model text both come from here.
 //
 //   r.predicted_increase_bytes = predicted_increase(r);   // from the run's measurements
-//   r.predicted_wall_s = predicted_wall_s({N, K, h, d, fresh_bytes, fresh_s_per_byte()});
+//   r.predicted.wall_s = predicted_wall_s({N, K, h, d, fresh_bytes, fresh_s_per_byte()});
 //
 // Memory, allocation policy `enqueue` (the default):
 //   bytes_per_batch  = what the frontend allocates for one batch (data, forward,

@@ -1,10 +1,10 @@
-// run_result.h — what one training run is asked to do (RunSpec) and what it
-// measured (RunResult). Types only: train/runs/run_meter.h fills the measurements,
+// run_result.h — what one training run is asked to do (RunSpec) and its
+// result: asked, measured, predicted (RunResult). Types only: train/runs/run_meter.h fills the measurements,
 // train/models/predict.h states the models, train/report/report.cpp and summary_json.cpp
 // print them.
 //
 //   RunSpec s{options, "none"};                  // the settings, and the label the run is reported under
-//   RunResult r = run_experiment(s, std::cout);  // r.spec is s
+//   RunResult r = run_experiment(s, std::cout);  // r.asked is s, r.predicted what the models said
 //   if (r.status == RunStatus::Interrupted) ...
 #pragma once
 #include <cstddef>
@@ -83,11 +83,19 @@ struct RankResult {
   double host_s_per_batch = 0, device_s_per_batch = 0;
 };
 
-// A run's measurements, beside the spec it ran. Memory figures are the
-// devices' sums (the backlog and depth their maxima, d the slowest device's);
-// samples/s counts the whole batch.
-struct RunResult {
-  RunSpec spec;
+// What the models (train/models/predict.h) said of a run, from its measured
+// h, d and bytes per batch.
+struct RunPrediction {
+  size_t increase_bytes = 0;  // the memory model's: peak backlog × bytes per batch (or its bound)
+  double wall_s = 0;          // the throughput model's
+  int every = 1;              // the synchronization interval the throughput model used
+  double fresh_s = 0;         // its fresh-memory term
+  double comm_exposed_s = 0;  // --distributed: the reductions' exposed seconds per batch
+};
+
+// What a run measured. Memory figures are the devices' sums (the backlog and
+// depth their maxima, d the slowest device's); samples/s counts the whole batch.
+struct RunMeasurement {
   std::string device;  // "cpu:0", or "cpu:0,cpu:1" with --devices
   double wall_s = 0, samples_per_s = 0;
   size_t start_bytes = 0, peak_bytes = 0, end_bytes = 0;  // tracked pool, bytes in use
@@ -98,7 +106,6 @@ struct RunResult {
   int peak_backlog_batches = 0;   // most batches alive at once
   size_t peak_backlog_bytes = 0;  // bytes referenced by pending ops (QueueStats)
   size_t bytes_per_batch = 0;
-  size_t predicted_increase_bytes = 0;
   size_t largest_tensor_bytes = 0;  // one op's largest output (rounded)
   // The `run` model's measurements (train/models/predict.h).
   size_t data_bytes_per_batch = 0;   // blocks of X and y
@@ -119,17 +126,15 @@ struct RunResult {
   int batches_done = 0;      // batches queued (and finished, once the run ended); spec.batches unless it stopped
   size_t memory_limit_bytes = 0;  // the device pool's cap during the run (0 = none)
   std::string memory_limit_source;
-  // The throughput model (train/models/predict.h): the frontend's (h) and the
-  // device's (d) measured seconds per batch, the synchronization interval the
-  // model used, the bytes the pools had to back fresh, what backing a fresh
-  // byte costs here (0: not measured, no fresh bytes) and the wall time predicted.
+  // The throughput model's inputs (train/models/predict.h): the frontend's
+  // (h) and the device's (d) measured seconds per batch, the bytes the pools
+  // had to back fresh and what backing a fresh byte costs here (0: not
+  // measured, no fresh bytes).
   double host_s_per_batch = 0, device_s_per_batch = 0;
-  int model_every = 1;
   uint64_t device_allocs = 0;  // calls to the devices' own allocators during the run (cudaMalloc, ...)
   double ops_per_batch = 0;    // ops queued per batch, every device's (the data's draw and the timers included)
   size_t fresh_bytes = 0;
   double fresh_s_per_gib = 0;
-  double fresh_s = 0;  // the model's fresh term (train/models/predict.h)
   // d per batch taken apart (CPU devices, the busiest device's; d_measured
   // false elsewhere): the kernels' own time (QueueStats::kernel_s) and the
   // worker's time making fresh blocks resident (MemoryStats::fresh_worker_s),
@@ -142,20 +147,28 @@ struct RunResult {
   double fresh_worker_s = 0, fresh_worker_populate_s = 0, fresh_populator_s = 0;
   uint64_t fresh_worker_bytes = 0, fresh_populator_bytes = 0;
   bool fresh_counted = false;  // the fresh term is the worker's measured time, not the probe's price
-  double predicted_wall_s = 0;
   std::vector<DeviceResult> per_device;  // one entry per device, in order
   int blas_threads = 0;  // each CPU GEMM's threads with --devices (0: as set)
   // --distributed mpi with more than one rank: every rank's figures (rank 0's
-  // result; empty elsewhere and in other runs) and the communication model
-  // (train/models/predict.h): all-reduce latency alpha, seconds per byte beta, the
-  // reductions' exposed seconds per batch.
+  // result; empty elsewhere and in other runs) and the all-reduce's measured
+  // cost (train/models/predict.h): latency alpha, seconds per byte beta.
   std::vector<RankResult> ranks;
-  double comm_alpha_s = 0, comm_beta_s_per_byte = 0, comm_exposed_s = 0;
+  double comm_alpha_s = 0, comm_beta_s_per_byte = 0;
   StepGraphStats graph;  // --graph on: the first device's step verdicts
+};
 
-  bool data_parallel() const { return !spec.devices.empty(); }
+// One run in three parts: what was asked (the plan's RunSpec), what it
+// measured (RunMeasurement, whose fields a result reads as its own:
+// r.samples_per_s) and what the models predicted of it. The summary JSON
+// writes them as one flat object (train/report/summary_json.h).
+struct RunResult : RunMeasurement {
+  RunSpec asked;
+  RunPrediction predicted;
+
+  const RunMeasurement& measured() const { return *this; }
+  bool data_parallel() const { return !asked.devices.empty(); }
   bool distributed() const { return !ranks.empty() || comm_alpha_s > 0; }
-  const std::string& label() const { return spec.label; }
+  const std::string& label() const { return asked.label; }
 };
 
 // A run that failed: the one-line message, and what was measured up to the

@@ -18,7 +18,7 @@ namespace {
 // Why a run with host work shows little backlog or little speed-up: which
 // side is the bottleneck. "" when neither dominates or there is no host work.
 std::string bottleneck_note(const RunResult& r) {
-  if (!r.spec.host_work.ns) return "";
+  if (!r.asked.host_work.ns) return "";
   const double h = r.host_s_per_batch, d = r.device_s_per_batch;
   if (h > 1.2 * d)
     return "the frontend is the bottleneck (h > d): the device finishes each batch before the next is queued, so "
@@ -34,16 +34,16 @@ std::string bottleneck_note(const RunResult& r) {
 void print_policy_table(const std::vector<RunResult>& rs, std::ostream& out) {
   if (rs.empty()) return;
   char buf[256];
-  out << "\n" << rs[0].device << ", " << rs[0].spec.batches << " batches of " << rs[0].spec.batch_size << ", unsynchronized\n";
+  out << "\n" << rs[0].device << ", " << rs[0].asked.batches << " batches of " << rs[0].asked.batch_size << ", unsynchronized\n";
   std::snprintf(buf, sizeof buf, "%-9s %-31s %12s %13s %9s %10s %11s\n", "policy", "behaves like", "mem incr MB",
                 "predicted MB", "meas/pred", "samples/s", "final loss");
   out << buf;
   for (size_t i = 0; i < rs.size(); ++i) {
     const RunResult& r = rs[i];
     std::snprintf(buf, sizeof buf, "%-9s %-31s %12.1f %13.1f %9.3f %10.0f %11.6g\n", r.label().c_str(),
-                  r.spec.like.c_str(), r.mem_increase_bytes / 1e6,
-                  r.predicted_increase_bytes / 1e6,
-                  r.predicted_increase_bytes ? double(r.mem_increase_bytes) / double(r.predicted_increase_bytes) : 0.0,
+                  r.asked.like.c_str(), r.mem_increase_bytes / 1e6,
+                  r.predicted.increase_bytes / 1e6,
+                  r.predicted.increase_bytes ? double(r.mem_increase_bytes) / double(r.predicted.increase_bytes) : 0.0,
                   r.samples_per_s, r.final_loss);
     out << buf;
   }
@@ -59,7 +59,7 @@ void print_summary(const RunResult& r, std::ostream& out) {
   };
   out << "summary\n";
   line("device", r.device + (r.ranks.empty() ? "" : " on each of " + std::to_string(r.ranks.size()) + " ranks (--distributed mpi)"));
-  const RunSpec& s = r.spec;
+  const RunSpec& s = r.asked;
   std::string mode = to_string(s.sync);
   if (s.max_pending_ops || s.max_pending_bytes) {
     mode += " with back-pressure (";
@@ -104,8 +104,8 @@ void print_summary(const RunResult& r, std::ostream& out) {
     line("data", buf);
   }
   std::snprintf(buf, sizeof buf, " (measured / predicted = %.3f)",
-                r.predicted_increase_bytes ? double(r.mem_increase_bytes) / double(r.predicted_increase_bytes) : 0.0);
-  line("predicted increase", format_mb(double(r.predicted_increase_bytes)) + " = " +
+                r.predicted.increase_bytes ? double(r.mem_increase_bytes) / double(r.predicted.increase_bytes) : 0.0);
+  line("predicted increase", format_mb(double(r.predicted.increase_bytes)) + " = " +
                                  (r.data_parallel() ? std::string("the devices' sum") : memory_terms(r)) + buf);
   if (r.data_parallel()) {
     for (size_t i = 0; i < r.per_device.size(); ++i) {
@@ -137,8 +137,8 @@ void print_summary(const RunResult& r, std::ostream& out) {
     std::snprintf(buf, sizeof buf,
                   "all-reduce alpha %.1f us, beta %.3f ms/MB; exposed %.3f ms per batch; step predicted %.3f ms "
                   "(d + exposed), measured %.3f ms (wall / batches)",
-                  r.comm_alpha_s * 1e6, r.comm_beta_s_per_byte * 1e9, r.comm_exposed_s * 1e3,
-                  (r.device_s_per_batch + r.comm_exposed_s) * 1e3,
+                  r.comm_alpha_s * 1e6, r.comm_beta_s_per_byte * 1e9, r.predicted.comm_exposed_s * 1e3,
+                  (r.device_s_per_batch + r.predicted.comm_exposed_s) * 1e3,
                   r.batches_done ? r.wall_s / r.batches_done * 1e3 : 0.0);
     line("communication", buf);
   }
@@ -176,17 +176,17 @@ void print_summary(const RunResult& r, std::ostream& out) {
                   "of d (%.3f ms per batch)",
                   format_mb(double(r.fresh_bytes)).c_str(), format_mb(double(r.fresh_worker_bytes)).c_str(),
                   r.fresh_worker_populate_s, format_mb(double(r.fresh_populator_bytes)).c_str(), r.fresh_populator_s,
-                  r.batches_done ? r.fresh_populator_s / r.batches_done * 1e3 : 0.0, r.fresh_s_per_gib, r.fresh_s,
-                  r.batches_done ? r.fresh_s / r.batches_done * 1e3 : 0.0);
+                  r.batches_done ? r.fresh_populator_s / r.batches_done * 1e3 : 0.0, r.fresh_s_per_gib, r.predicted.fresh_s,
+                  r.batches_done ? r.predicted.fresh_s / r.batches_done * 1e3 : 0.0);
     line("fresh memory", wide);
   } else if (!r.fresh_counted && r.fresh_s_per_gib > 0) {
     std::snprintf(buf, sizeof buf, "%s obtained from the system, backed at %.3f s per GiB here (a probe's): %.3f s (%.3f ms of d per batch)",
-                  format_mb(double(r.fresh_bytes)).c_str(), r.fresh_s_per_gib, r.fresh_s,
-                  r.batches_done ? r.fresh_s / r.batches_done * 1e3 : 0.0);
+                  format_mb(double(r.fresh_bytes)).c_str(), r.fresh_s_per_gib, r.predicted.fresh_s,
+                  r.batches_done ? r.predicted.fresh_s / r.batches_done * 1e3 : 0.0);
     line("fresh memory", buf);
   }
-  std::snprintf(buf, sizeof buf, "%.3f s = %s (measured / predicted = %.3f)", r.predicted_wall_s,
-                throughput_terms(r).c_str(), r.predicted_wall_s > 0 ? r.wall_s / r.predicted_wall_s : 0.0);
+  std::snprintf(buf, sizeof buf, "%.3f s = %s (measured / predicted = %.3f)", r.predicted.wall_s,
+                throughput_terms(r).c_str(), r.predicted.wall_s > 0 ? r.wall_s / r.predicted.wall_s : 0.0);
   line("predicted wall", buf);
   if (const std::string why = bottleneck_note(r); !why.empty()) line("note", why);
   std::snprintf(buf, sizeof buf, "%.6g", r.final_loss);
@@ -199,7 +199,7 @@ void print_summary(const RunResult& r, std::ostream& out) {
 void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out) {
   if (rs.empty()) return;
   char buf[256];
-  out << "\n" << rs[0].device << ", " << rs[0].spec.batches << " batches of " << rs[0].spec.batch_size << "\n";
+  out << "\n" << rs[0].device << ", " << rs[0].asked.batches << " batches of " << rs[0].asked.batch_size << "\n";
   std::snprintf(buf, sizeof buf, "%-10s %8s %10s %12s %12s %13s %11s %12s %9s %11s %13s\n", "mode", "wall s",
                 "samples/s", "mem incr MB", "RSS incr MB", "peak backlog", "peak depth", "predicted MB", "meas/pred",
                 "final loss", "faults/batch");
@@ -208,13 +208,13 @@ void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out) {
     std::snprintf(buf, sizeof buf, "%-10s %8.3f %10.0f %12.1f %12.1f %13d %11llu %12.1f %9.3f %11.6g %13.0f\n",
                   r.label().c_str(), r.wall_s, r.samples_per_s, r.mem_increase_bytes / 1e6, r.rss_increase_bytes / 1e6,
                   r.peak_backlog_batches, static_cast<unsigned long long>(r.peak_queue_depth),
-                  r.predicted_increase_bytes / 1e6,
-                  r.predicted_increase_bytes ? double(r.mem_increase_bytes) / double(r.predicted_increase_bytes) : 0.0,
+                  r.predicted.increase_bytes / 1e6,
+                  r.predicted.increase_bytes ? double(r.mem_increase_bytes) / double(r.predicted.increase_bytes) : 0.0,
                   r.final_loss, r.minor_faults_steady_per_batch);
     out << buf;
   }
   out << "peak backlog: most batches alive at once; peak depth: most ops queued at once.\n"
-      << (rs[0].spec.alloc == AllocPolicy::Run ? "predicted = " + memory_terms(rs[0]) + " (--alloc run; each mode its own)\n"
+      << (rs[0].asked.alloc == AllocPolicy::Run ? "predicted = " + memory_terms(rs[0]) + " (--alloc run; each mode its own)\n"
                                : "predicted = peak backlog x " + format_mb(double(rs[0].bytes_per_batch)) +
                                      " per batch (at most max-pending-bytes + one op's output when bounded)\n")
       << "faults/batch: the process's minor page faults in the median batch of the run's second half.\n";
@@ -254,7 +254,7 @@ void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out) {
   for (const RunResult& r : rs)
     if (r.label() == "batch") base = &r;
   out << "\n";
-  if (const HostWork& w = rs[0].spec.host_work; w.ns) {
+  if (const HostWork& w = rs[0].asked.host_work; w.ns) {
     std::snprintf(buf, sizeof buf, "host work %.3f ms per batch (%s)\n", w.ns / 1e6, to_string(w.kind).c_str());
     out << buf;
   }
@@ -264,8 +264,8 @@ void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out) {
   for (const RunResult& r : rs) {
     std::snprintf(buf, sizeof buf, "%-10s %8.3f %10.0f %9.2f %9.3f %9.3f %12.3f %10.3f\n", r.label().c_str(), r.wall_s,
                   r.samples_per_s, base && base->samples_per_s > 0 ? r.samples_per_s / base->samples_per_s : 0.0,
-                  r.host_s_per_batch * 1e3, r.device_s_per_batch * 1e3, r.predicted_wall_s,
-                  r.predicted_wall_s > 0 ? r.wall_s / r.predicted_wall_s : 0.0);
+                  r.host_s_per_batch * 1e3, r.device_s_per_batch * 1e3, r.predicted.wall_s,
+                  r.predicted.wall_s > 0 ? r.wall_s / r.predicted.wall_s : 0.0);
     out << buf;
   }
   out << "h: the frontend's time per batch (host work and queueing, its waits excluded); d: the device's (the\n"

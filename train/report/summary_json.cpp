@@ -35,7 +35,7 @@ nlohmann::ordered_json runs_json(const std::vector<RunResult>& runs) {
                        {"host_s_per_batch", k.host_s_per_batch},
                        {"device_s_per_batch", k.device_s_per_batch}});
     // Keys in this order; a non-finite number (final_loss of a diverged run) is written as null.
-    const RunSpec& s = r.spec;
+    const RunSpec& s = r.asked;
     doc.push_back({{"mode", to_string(s.sync)},
                    {"label", s.label},
                    {"device", r.device},
@@ -49,7 +49,7 @@ nlohmann::ordered_json runs_json(const std::vector<RunResult>& runs) {
                    {"peak_backlog_batches", r.peak_backlog_batches},
                    {"peak_backlog_bytes", r.peak_backlog_bytes},
                    {"bytes_per_batch", r.bytes_per_batch},
-                   {"predicted_increase_bytes", r.predicted_increase_bytes},
+                   {"predicted_increase_bytes", r.predicted.increase_bytes},
                    {"largest_tensor_bytes", r.largest_tensor_bytes},
                    {"alloc_policy", to_string(s.alloc)},
                    {"data_queue", s.data_queue},
@@ -82,8 +82,8 @@ nlohmann::ordered_json runs_json(const std::vector<RunResult>& runs) {
                    {"host_work_kind", to_string(s.host_work.kind)},
                    {"host_s_per_batch", r.host_s_per_batch},
                    {"device_s_per_batch", r.device_s_per_batch},
-                   {"model_every", r.model_every},
-                   {"predicted_wall_s", r.predicted_wall_s},
+                   {"model_every", r.predicted.every},
+                   {"predicted_wall_s", r.predicted.wall_s},
                    {"data_parallel", r.data_parallel()},
                    {"blas_threads", r.blas_threads},
                    {"devices", devices},
@@ -91,7 +91,7 @@ nlohmann::ordered_json runs_json(const std::vector<RunResult>& runs) {
                    {"ops_per_batch", r.ops_per_batch},
                    {"fresh_bytes", r.fresh_bytes},
                    {"fresh_s_per_gib", r.fresh_s_per_gib},
-                   {"fresh_s", r.fresh_s},
+                   {"fresh_s", r.predicted.fresh_s},
                    {"fresh_counted", r.fresh_counted},
                    {"d_measured", r.d_measured},
                    {"d_kernels_s", r.d_kernels_s},
@@ -106,7 +106,7 @@ nlohmann::ordered_json runs_json(const std::vector<RunResult>& runs) {
                    {"ranks", ranks},
                    {"comm_alpha_s", r.comm_alpha_s},
                    {"comm_beta_s_per_byte", r.comm_beta_s_per_byte},
-                   {"comm_exposed_s_per_batch", r.comm_exposed_s},
+                   {"comm_exposed_s_per_batch", r.predicted.comm_exposed_s},
                    {"graph", s.graph ? nlohmann::ordered_json{{"steps", r.graph.steps},
                                                               {"eager", r.graph.eager},
                                                               {"captured", r.graph.captured},

@@ -91,11 +91,11 @@ int64_t local_batch_rows(const Options& s) {
 
 void gather_rank_figures(std::vector<RunResult>& results) {
   if (results.empty()) return;
-  dist::ProcessGroup* g = rank_group(results.front().spec);
+  dist::ProcessGroup* g = rank_group(results.front().asked);
   if (!g) return;
   for (RunResult& r : results) {
     const std::vector<std::vector<double>> rows =
-        g->gather({r.samples_per_s, r.wall_s, double(r.mem_increase_bytes), double(r.predicted_increase_bytes),
+        g->gather({r.samples_per_s, r.wall_s, double(r.mem_increase_bytes), double(r.predicted.increase_bytes),
                    r.host_s_per_batch, r.device_s_per_batch});
     r.ranks.clear();
     for (size_t i = 0; i < rows.size(); ++i) {

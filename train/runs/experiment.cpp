@@ -56,7 +56,7 @@ std::string device_list(const std::vector<Device>& ds) {
 // take from the shapes.
 RunResult new_result(const RunSpec& s, const std::vector<Device>& devs) {
   RunResult r;
-  r.spec = s;
+  r.asked = s;
   r.device = device_list(devs);
   r.final_loss = std::numeric_limits<double>::quiet_NaN();
   int64_t widest = s.features;
@@ -117,7 +117,7 @@ std::string failure_message(const RunSpec& s, const RunResult& r, const RunMeter
 [[noreturn]] void throw_failed(RunResult& r, RunMeter& meter, double wall_s) {
   drop_pending();
   try {  // across processes a reduction in flight may wait for a rank that stopped: not waited for
-    if (!rank_group(r.spec)) waitall();
+    if (!rank_group(r.asked)) waitall();
   } catch (const std::exception&) {  // the error reported is the run's own
   }
   meter.finish(wall_s);

@@ -32,7 +32,7 @@ RunMeter::RunMeter(RunResult& r, const std::vector<Device>& devices) : r_(r) {
 }
 
 void RunMeter::start() {
-  if (may_need_fresh_memory(r_.spec)) fresh_s_per_byte();  // probed once, before the clock starts
+  if (may_need_fresh_memory(r_.asked)) fresh_s_per_byte();  // probed once, before the clock starts
   r_.start_bytes = 0;
   for (size_t i = 0; i < tracks_.size(); ++i) {
     Track& t = tracks_[i];
@@ -122,7 +122,7 @@ BatchSample RunMeter::after_queue(int batch) {
   row.minor_faults = faults_now - faults_before_;
   faults_before_ = faults_now;
   // The steady-state window: the batches of the second half.
-  if (batch > r_.spec.batches / 2) late_rows_.push_back(row.minor_faults);
+  if (batch > r_.asked.batches / 2) late_rows_.push_back(row.minor_faults);
   r_.peak_rss = std::max(r_.peak_rss, row.rss_bytes);
   if (trace::enabled()) trace::counter("backlog batches", trace::now_us(), row.backlog_batches);
   return row;
@@ -180,7 +180,7 @@ void RunMeter::decompose_d(const std::vector<double>& kernels_s, const std::vect
 void RunMeter::finish(double wall_s) {
   RunResult& r = r_;
   r.wall_s = wall_s;
-  r.samples_per_s = r.wall_s > 0 ? double(r.batches_done) * double(r.spec.batch_size) / r.wall_s : 0;
+  r.samples_per_s = r.wall_s > 0 ? double(r.batches_done) * double(r.asked.batch_size) / r.wall_s : 0;
   r.end_rss = process_rss_bytes();
   r.peak_rss = std::max(r.peak_rss, r.end_rss);
   r.rss_increase_bytes = r.peak_rss > r.start_rss ? r.peak_rss - r.start_rss : 0;
@@ -208,7 +208,7 @@ void RunMeter::finish(double wall_s) {
     dr.peak_backlog_bytes = q.peak_backlog_bytes;
     // Under run the worker allocates, long after the frontend queued the batch:
     // what a batch allocates is the run's allocations over its batches.
-    if (r.spec.alloc == AllocPolicy::Run && r.batches_done > 0)
+    if (r.asked.alloc == AllocPolicy::Run && r.batches_done > 0)
       dr.bytes_per_batch = (m.bytes_allocated_total - t.allocated0) / static_cast<uint64_t>(r.batches_done);
     dr.working_set_bytes = q.peak_backlog_bytes > dr.start_bytes ? q.peak_backlog_bytes - dr.start_bytes : 0;
     if (r.batches_done > 0) dr.device_s_per_batch = std::max(0.0, q.busy_s - t.busy0) / r.batches_done;
@@ -238,13 +238,13 @@ void RunMeter::finish(double wall_s) {
   }
   r.bytes_per_batch = allocated;
   r.ops_per_batch = r.batches_done > 0 ? double(pushed) / double(r.batches_done) : 0;
-  if (r.spec.data_queue) {
+  if (r.asked.data_queue) {
     r.peak_data_ahead_bytes = data_queue_stats(tracks_[0].device).peak_backlog_bytes;
     r.peak_data_lead_batches =
         r.data_bytes_per_batch ? double(r.peak_data_ahead_bytes) / double(r.data_bytes_per_batch) : 0;
   }
   for (size_t i = 0; i < tracks_.size(); ++i) r.per_device[i].predicted_increase_bytes = predicted_increase(r, i);
-  r.predicted_increase_bytes = predicted_increase(r);
+  r.predicted.increase_bytes = predicted_increase(r);
   // The throughput model: h is what the loop spent that was not waiting for
   // the devices (item(), back-pressure), d the busiest queue's busy time, per batch.
   if (r.batches_done > 0) {
@@ -252,7 +252,7 @@ void RunMeter::finish(double wall_s) {
     r.host_s_per_batch = std::max(0.0, loop_s - waited_s_ - held_s) / r.batches_done;
     r.device_s_per_batch = busy_max;
   }
-  r.model_every = model_every(r.spec.sync, r.batches_done, r.spec.max_pending_bytes, r.bytes_per_batch);
+  r.predicted.every = model_every(r.asked.sync, r.batches_done, r.asked.max_pending_bytes, r.bytes_per_batch);
   decompose_d(kernels_s, fresh, busiest);
   // The cost of fresh memory: what the worker spent backing it, counted where
   // it was paid (a CPU pool that obtained memory and counted its backing);
@@ -265,14 +265,14 @@ void RunMeter::finish(double wall_s) {
                                                 : 0)
                                       : per_byte * double(size_t(1) << 30);
   // Across processes the reductions' exposed time adds to the device's.
-  r.comm_exposed_s = r.comm_alpha_s > 0 ? exposed_comm_s(r.spec, r.device_s_per_batch,
+  r.predicted.comm_exposed_s = r.comm_alpha_s > 0 ? exposed_comm_s(r.asked, r.device_s_per_batch,
                                                          CommCost{r.comm_alpha_s, r.comm_beta_s_per_byte})
                                         : 0;
-  const ThroughputTerms t{r.batches_done, r.model_every, r.host_s_per_batch, r.device_s_per_batch + r.comm_exposed_s,
+  const ThroughputTerms t{r.batches_done, r.predicted.every, r.host_s_per_batch, r.device_s_per_batch + r.predicted.comm_exposed_s,
                          per_byte > 0 ? r.fresh_bytes : 0, per_byte,
                          r.fresh_counted ? r.d_fresh_s * r.batches_done : -1};
-  r.fresh_s = fresh_s(t);
-  r.predicted_wall_s = predicted_wall_s(t);
+  r.predicted.fresh_s = fresh_s(t);
+  r.predicted.wall_s = predicted_wall_s(t);
   // Faults of every thread over the loop and the final waitall(): in all, per
   // batch, and the median batch of the second half (an upper bound
   // unsynchronized: the worker may still be faulting for earlier batches

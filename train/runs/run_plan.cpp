@@ -90,7 +90,7 @@ HostWork resolve_host_work(const Options& settings, std::ostream& out) {
   char line[160];
   std::snprintf(line, sizeof line,
                 "host work: %.3f ms per batch (%s), the device's time per batch over %d synchronized batches",
-                w.ns / 1e6, to_string(w.kind).c_str(), r.spec.batches);
+                w.ns / 1e6, to_string(w.kind).c_str(), r.asked.batches);
   out << line << std::endl;
   return w;
 }

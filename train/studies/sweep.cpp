@@ -46,7 +46,7 @@ double ratio(double measured, double predicted) { return predicted > 0 ? measure
 size_t increase_for(const RunResult& r, int backlog) {
   size_t p = 0;
   for (const DeviceResult& d : r.per_device)
-    p += backlog_increase(backlog, d.bytes_per_batch, r.spec.max_pending_bytes, r.largest_tensor_bytes);
+    p += backlog_increase(backlog, d.bytes_per_batch, r.asked.max_pending_bytes, r.largest_tensor_bytes);
   return p;
 }
 
@@ -81,7 +81,7 @@ void run_sweep(const Options& o, std::ostream& out, std::vector<RunResult>& runs
   // Every rank sweeps the same fractions of rank 0's d.
   s.device_s = double(same_on_every_rank(o, std::llround(cal.device_s_per_batch * 1e9))) * 1e-9;
   s.queue_host_s = double(same_on_every_rank(o, std::llround(cal.host_s_per_batch * 1e9))) * 1e-9;
-  s.calibration_batches = cal.spec.batches;
+  s.calibration_batches = cal.asked.batches;
   s.batches = o.batches;
   s.batch_size = o.batch_size;
   char line[256];
@@ -146,19 +146,19 @@ void fill_predictions(SweepResult& s, const std::vector<RunResult>& runs) {
     row.h_s = r.host_s_per_batch;
     row.d_s = r.device_s_per_batch;
     row.wall_s = r.wall_s;
-    row.predicted_wall_s = r.predicted_wall_s;
+    row.predicted_wall_s = r.predicted.wall_s;
     row.samples_per_s = r.samples_per_s;
     row.predicted_samples_per_s =
-        r.predicted_wall_s > 0 ? double(r.batches_done) * r.spec.batch_size / r.predicted_wall_s : 0.0;
+        r.predicted.wall_s > 0 ? double(r.batches_done) * r.asked.batch_size / r.predicted.wall_s : 0.0;
     row.peak_backlog = r.peak_backlog_batches;
-    row.predicted_backlog = predicted_backlog(r.batches_done, r.model_every, r.host_s_per_batch,
-                                              r.device_s_per_batch, r.spec.max_pending_bytes, r.bytes_per_batch);
+    row.predicted_backlog = predicted_backlog(r.batches_done, r.predicted.every, r.host_s_per_batch,
+                                              r.device_s_per_batch, r.asked.max_pending_bytes, r.bytes_per_batch);
     row.mem_increase_bytes = r.mem_increase_bytes;
-    row.predicted_increase_bytes = r.predicted_increase_bytes;
+    row.predicted_increase_bytes = r.predicted.increase_bytes;
     row.model_increase_bytes = increase_for(r, row.predicted_backlog);
     s.bytes_per_batch = std::max(s.bytes_per_batch, r.bytes_per_batch);
     s.largest_tensor_bytes = std::max(s.largest_tensor_bytes, r.largest_tensor_bytes);
-    if (row.mode == "bounded") s.max_pending_bytes = r.spec.max_pending_bytes;
+    if (row.mode == "bounded") s.max_pending_bytes = r.asked.max_pending_bytes;
   }
   // Speed-ups over the batch run at the same fraction (per batch, so an interrupted run compares too).
   for (SweepRow& row : s.rows) {
@@ -168,7 +168,7 @@ void fill_predictions(SweepResult& s, const std::vector<RunResult>& runs) {
     const RunResult &r = runs.at(row.run), &b = runs.at(base->run);
     row.speedup = ratio(row.samples_per_s, base->samples_per_s);
     if (r.batches_done && b.batches_done)
-      row.predicted_speedup = ratio(b.predicted_wall_s / b.batches_done, r.predicted_wall_s / r.batches_done);
+      row.predicted_speedup = ratio(b.predicted.wall_s / b.batches_done, r.predicted.wall_s / r.batches_done);
   }
   // Each mode's curve: its K and bound, at the sweep's d, over 0 .. the largest fraction.
   s.curves.clear();
@@ -180,14 +180,14 @@ void fill_predictions(SweepResult& s, const std::vector<RunResult>& runs) {
     const RunResult& r = runs.at(row.run);
     SweepCurve c;
     c.mode = row.mode;
-    c.every = model_every(r.spec.sync, s.batches, r.spec.max_pending_bytes, r.bytes_per_batch);
+    c.every = model_every(r.asked.sync, s.batches, r.asked.max_pending_bytes, r.bytes_per_batch);
     for (int i = 0; i < kCurvePoints; ++i) {
       SweepCurvePoint p;
       p.x = x_max * i / (kCurvePoints - 1);
       const double h = p.x * s.device_s;
       const double mode_wall = predicted_wall_s(s.batches, c.every, h, s.device_s);
       p.speedup = ratio(predicted_wall_s(s.batches, 1, h, s.device_s), mode_wall);
-      p.backlog = predicted_backlog(s.batches, c.every, h, s.device_s, r.spec.max_pending_bytes, r.bytes_per_batch);
+      p.backlog = predicted_backlog(s.batches, c.every, h, s.device_s, r.asked.max_pending_bytes, r.bytes_per_batch);
       p.increase_bytes = increase_for(r, p.backlog);
       c.points.push_back(p);
     }

@@ -110,7 +110,7 @@ AutoChoice resolve_sync_auto(const Options& o, std::ostream& out) {
     bpb = rank0_value(*g, bpb), largest = rank0_value(*g, largest);
   }
   AutoChoice c = choose_sync(o.batches, double(h) * 1e-9, double(d) * 1e-9, size_t(bpb), size_t(largest), o.memory_budget);
-  out << "sync auto: " << c.why << " (over " << r.spec.batches << " synchronized batches)" << std::endl;
+  out << "sync auto: " << c.why << " (over " << r.asked.batches << " synchronized batches)" << std::endl;
   return c;
 }
 

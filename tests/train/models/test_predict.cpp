@@ -18,7 +18,7 @@ namespace {
 
 RunResult one_device(AllocPolicy alloc, int backlog, size_t bytes_per_batch) {
   RunResult r;
-  r.spec.alloc = alloc;
+  r.asked.alloc = alloc;
   r.peak_backlog_batches = backlog;
   r.per_device.push_back(DeviceResult{});
   r.per_device[0].bytes_per_batch = bytes_per_batch;
@@ -29,10 +29,10 @@ RunResult one_device(AllocPolicy alloc, int backlog, size_t bytes_per_batch) {
 TEST(MemoryModel, EnqueueIsTheBacklogTimesABatchCappedByBackPressure) {
   RunResult r = one_device(AllocPolicy::Enqueue, 57, 1000);
   EXPECT_EQ(predicted_increase(r), 57000u);
-  r.spec.max_pending_bytes = 2500;
+  r.asked.max_pending_bytes = 2500;
   r.largest_tensor_bytes = 300;
   EXPECT_EQ(predicted_increase(r), 2800u);  // the bound + the op waiting to be queued
-  r.predicted_increase_bytes = predicted_increase(r);
+  r.predicted.increase_bytes = predicted_increase(r);
   EXPECT_EQ(memory_terms(r), "max-pending-bytes + one op's output");
 }
 
@@ -94,16 +94,16 @@ TEST(ThroughputModel, AMeasuredFreshTimeReplacesTheProbesPrice) {
 TEST(ThroughputModel, TheFormulaNamesTheFreshTermWhenItCounts) {
   RunResult r;
   r.batches_done = 100;
-  r.model_every = 100;
+  r.predicted.every = 100;
   EXPECT_EQ(throughput_terms(r), "100 x max(h, d) + min(h, d)");
   r.fresh_bytes = 381000000;
   r.fresh_s_per_gib = 1.84;
   EXPECT_EQ(throughput_terms(r), "100 x max(h, d) + min(h, d) + 381.0 MB fresh x 1.84 s/GiB");
-  r.model_every = 10;
+  r.predicted.every = 10;
   r.fresh_bytes = 0;
   EXPECT_EQ(throughput_terms(r), "100 x max(h, d) + 10 x min(h, d)");
   r.fresh_counted = true;
-  r.fresh_s = 0.25;
+  r.predicted.fresh_s = 0.25;
   EXPECT_EQ(throughput_terms(r), "100 x max(h, d) + 10 x min(h, d) + fresh 0.250 s (measured)");
 }
 
