@@ -236,7 +236,8 @@ std::string models_help() {
       "  Unsynchronized overlaps the two, so the speed-up over batch is at most 2x, at h = d. With\n"
       "  h > d the device finishes each batch before the next is queued: the backlog stays near one\n"
       "  batch in every mode. On a CPU device the frontend's own work (memory it touches) shares\n"
-      "  the cores with the device; d on CUDA is the time to launch, not the GPU's.\n";
+      "  the cores with the device; d on CUDA is the GPU's own time per batch (CUDA events on its\n"
+      "  stream, DeviceTimer), not the time to launch.\n";
 }
 
 }  // namespace amlp::train
