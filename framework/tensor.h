@@ -87,4 +87,19 @@ class HostCopy {
   std::unique_ptr<State> state_;
 };
 
+// Whether ops on this thread record (on unless a NoGradGuard is alive).
+bool grad_enabled();
+
+// Disables recording on this thread for its lifetime (evaluation, updates).
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
 }  // namespace amlp

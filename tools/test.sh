@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every test: the release build's suites, then the same suites under
+# Every test: the release build's suites and the installed library (the
+# README's example built against it, tools/check_install.sh), then the suites under
 # AddressSanitizer+UBSan and under ThreadSanitizer (CPU-only builds: the CUDA
 # runtime only adds noise there). CUDA suites skip, with the reason, when no
 # GPU is visible.
@@ -16,6 +17,8 @@ jobs=$(nproc)
 amlp_build build
 amlp_log "tests (release build)"
 (cd build && ctest --output-on-failure -j "$jobs")
+amlp_log "the installed library: cmake --install into a fresh prefix, examples/ built against it and run"
+bash tools/check_install.sh build
 
 if [ "$fast" = 0 ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0

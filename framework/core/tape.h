@@ -37,20 +37,7 @@ struct Node {
   std::shared_ptr<ReluHandoff> relu;
 };
 
-// Whether ops on this thread record (on unless a NoGradGuard is alive).
-bool grad_enabled();
-
-// Disables recording on this thread for its lifetime (evaluation, updates).
-class NoGradGuard {
- public:
-  NoGradGuard();
-  ~NoGradGuard();
-  NoGradGuard(const NoGradGuard&) = delete;
-  NoGradGuard& operator=(const NoGradGuard&) = delete;
-
- private:
-  bool prev_;
-};
+// grad_enabled() and NoGradGuard: framework/tensor.h (public).
 
 namespace detail {
 // Called by ops: attaches a node to `out` if any input requires a gradient.

@@ -3,6 +3,7 @@
 
 #include <unordered_map>
 
+#include "framework/core/tape.h"
 #include "framework/core/tensor_impl.h"
 #include "framework/error.h"
 #include "framework/ops.h"

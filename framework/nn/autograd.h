@@ -1,8 +1,8 @@
 // autograd.h — reverse-mode differentiation.
 //
 // An op whose input requires a gradient records a Node on its output
-// (core/tape.h, with NoGradGuard). Calling backward() on a result orders the
-// reachable nodes into a tape (detail::tape_of), runs their backward
+// (core/tape.h; tensor.h's NoGradGuard turns it off). Calling backward() on
+// a result orders the reachable nodes into a tape (detail::tape_of), runs their backward
 // functions in reverse — each queues ordinary ops — and writes the
 // gradients of the leaves (Gluon's grad_req='write': each backward replaces
 // them). The graph is released afterwards.
@@ -13,7 +13,6 @@
 #include <memory>
 #include <vector>
 
-#include "framework/core/tape.h"
 #include "framework/tensor.h"
 
 namespace amlp {
