@@ -36,6 +36,7 @@
 #include "framework/device.h"
 #include "framework/error.h"
 #include "framework/nn/autograd.h"
+#include "framework/nn/checkpoint.h"
 #include "framework/nn/data_parallel.h"
 #include "framework/nn/dense.h"
 #include "framework/nn/l2_loss.h"

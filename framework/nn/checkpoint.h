@@ -1,0 +1,51 @@
+// checkpoint.h — a network's parameters in a safetensors file (the format of
+// Hugging Face's `safetensors`, which PyTorch and NumPy read): an 8-byte
+// little-endian header length, a JSON header naming each tensor with its
+// dtype ("F32"), shape and byte offsets, then the little-endian float32 data.
+//
+//   save_parameters("mlp.safetensors", net);    // waits for the values; the file whole or absent
+//   load_parameters("mlp.safetensors", net);    // the values queued onto each parameter's device
+//
+// A network's tensors are named by layer and role: "dense0.weight",
+// "dense0.bias", "dense1.weight", ... (layer i of a Sequential, the
+// parameter's name within it). Every failure is one amlp::Error naming the
+// file: unreadable, not safetensors (and why), a dtype other than F32, a
+// tensor the model lacks or lacks in the file, or shapes that disagree (both
+// named).
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "framework/nn/block.h"
+#include "framework/nn/sequential.h"
+
+namespace amlp {
+
+// A tensor read from a file: its name, shape and values.
+struct NamedValues {
+  std::string name;
+  Shape shape;
+  std::vector<float> values;
+};
+
+// The named tensors, in order, as one safetensors file (written whole or not
+// at all: framework/write_file.h). Blocks until each tensor's value is known.
+void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors);
+// Every tensor of a safetensors file, in the order of their offsets; throws
+// amlp::Error ("<path>: ...") for anything it cannot take.
+std::vector<NamedValues> read_safetensors(const std::string& path);
+
+// The parameters of `net` by name ("dense0.weight", ...), in its order;
+// empty until the network is initialised (its first forward).
+std::vector<std::pair<std::string, Parameter*>> named_parameters(Sequential& net);
+void save_parameters(const std::string& path, Sequential& net);
+// Checks the file against `net`'s parameters (every name, every shape) before
+// writing any, then copies each into its parameter (queued; the parameter
+// keeps its device and requires_grad).
+void load_parameters(const std::string& path, Sequential& net);
+// The same check alone, against the shapes a model will have: "" when the
+// file fits, else one line naming the tensor (and both shapes).
+std::string parameters_problem(const std::string& path, const std::vector<std::pair<std::string, Shape>>& want);
+
+}  // namespace amlp

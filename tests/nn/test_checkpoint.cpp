@@ -1,0 +1,144 @@
+// Covers framework/nn/checkpoint.cpp.
+// A network's parameters through a safetensors file: the bytes as the format
+// lays them out, a round trip bitwise, and one clear error for every file it
+// cannot take (truncated, not safetensors, another dtype, tensors or shapes
+// that do not match the model).
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "framework/nn/checkpoint.h"
+#include "models/mlp.h"
+#include "test_util.h"
+#include "train/train_test_util.h"  // ScratchDir
+
+namespace amlp::testing {
+namespace {
+
+class Checkpoint : public DeviceTest {
+ protected:
+  std::unique_ptr<Sequential> net(uint64_t seed, const models::LayerSpec& spec = models::LayerSpec{{5, 4}}) {
+    manual_seed(seed);
+    auto n = models::make_mlp(spec, 1);
+    NoGradGuard ng;
+    n->forward(zeros({1, 3}, dev()));  // initialises: dense0 (5,3), dense1 (4,5), dense2 (1,4)
+    return n;
+  }
+  static std::string slurp(const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  }
+  static void spit(const std::string& p, const std::string& bytes) { std::ofstream(p, std::ios::binary) << bytes; }
+  // A file as the format lays it out: the header's length (8 bytes, little
+  // endian), the JSON header, the data.
+  static std::string file_of(const std::string& header, const std::string& data) {
+    std::string f;
+    for (int i = 0; i < 8; ++i) f.push_back(static_cast<char>((header.size() >> (8 * i)) & 0xff));
+    return f + header + data;
+  }
+  std::string error_of(const std::string& path) {
+    try {
+      auto n = net(1);
+      load_parameters(path, *n);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  }
+};
+
+TEST_P(Checkpoint, TheFileIsSafetensorsNamedByLayerAndRole) {
+  ScratchDir dir;
+  auto n = net(1);
+  save_parameters(dir.file("p.safetensors"), *n);
+  const std::string f = slurp(dir.file("p.safetensors"));
+  ASSERT_GE(f.size(), 8u);
+  uint64_t len = 0;
+  for (int i = 7; i >= 0; --i) len = (len << 8) | static_cast<unsigned char>(f[i]);
+  EXPECT_EQ((8 + len) % 8, 0u) << "the data starts 8-byte aligned";
+  const auto h = nlohmann::json::parse(f.substr(8, len));
+  std::vector<std::string> names;
+  for (const auto& [k, v] : h.items())
+    if (k != "__metadata__") names.push_back(k);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"dense0.bias", "dense0.weight", "dense1.bias", "dense1.weight",
+                                             "dense2.bias", "dense2.weight"}));
+  EXPECT_EQ(h["dense1.weight"]["dtype"], "F32");
+  EXPECT_EQ(h["dense1.weight"]["shape"], nlohmann::json::array({4, 5}));
+  const auto off = h["dense1.weight"]["data_offsets"];
+  EXPECT_EQ(off[1].get<uint64_t>() - off[0].get<uint64_t>(), 4u * 5 * 4);
+  // The values little-endian at their offsets: dense1.weight's first is the parameter's.
+  const std::vector<float> w = named_parameters(*n)[2].second->value.to_host();
+  float first;
+  const size_t at = 8 + len + off[0].get<uint64_t>();
+  const uint32_t bits = uint32_t(uint8_t(f[at])) | uint32_t(uint8_t(f[at + 1])) << 8 | uint32_t(uint8_t(f[at + 2])) << 16 |
+                        uint32_t(uint8_t(f[at + 3])) << 24;
+  std::memcpy(&first, &bits, 4);
+  EXPECT_EQ(first, w[0]);
+  EXPECT_EQ(f.size(), 8 + len + (5 * 3 + 5 + 4 * 5 + 4 + 1 * 4 + 1) * 4u);
+}
+
+TEST_P(Checkpoint, ARoundTripGivesTheSameParametersBitwise) {
+  ScratchDir dir;
+  auto a = net(1), b = net(2);
+  save_parameters(dir.file("a.safetensors"), *a);
+  ASSERT_NE(named_parameters(*a)[0].second->value.to_host(), named_parameters(*b)[0].second->value.to_host());
+  load_parameters(dir.file("a.safetensors"), *b);
+  const auto pa = named_parameters(*a), pb = named_parameters(*b);
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    EXPECT_EQ(pa[i].second->value.to_host(), pb[i].second->value.to_host()) << pa[i].first;
+    EXPECT_TRUE(pb[i].second->value.requires_grad()) << pa[i].first;
+  }
+}
+
+TEST_P(Checkpoint, AHandWrittenFileIsRead) {
+  ScratchDir dir;
+  const float v[2] = {1.5f, -2.f};
+  std::string data(8, '\0');
+  std::memcpy(&data[0], v, 8);  // little-endian on the machines this runs on
+  spit(dir.file("h.safetensors"),
+       file_of(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"__metadata__":{"k":"v"}})", data));
+  const auto t = read_safetensors(dir.file("h.safetensors"));
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0].name, "x");
+  EXPECT_EQ(t[0].shape, (Shape{2}));
+  EXPECT_EQ(t[0].values, (std::vector<float>{1.5f, -2.f}));
+}
+
+TEST_P(Checkpoint, EveryFileItCannotTakeIsOneLineNamingTheFileAndWhy) {
+  ScratchDir dir;
+  auto n = net(1);
+  save_parameters(dir.file("good.safetensors"), *n);
+  const std::string good = slurp(dir.file("good.safetensors"));
+  auto other = net(1, models::LayerSpec{{6, 4}});  // dense0 (6,3), dense1 (4,6)
+  save_parameters(dir.file("other.safetensors"), *other);
+  const std::string f32 = R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {dir.file("missing.safetensors"), "cannot read"},
+      {dir.write("empty.safetensors", ""), "under the 8"},
+      {dir.write("text.safetensors", "hello, world, not a tensor file"), "not a safetensors file"},
+      {dir.write("truncated.safetensors", good.substr(0, good.size() - 10)), "truncated"},
+      {dir.write("notjson.safetensors", file_of("{nope}", "")), "not JSON"},
+      {dir.write("f16.safetensors", file_of(R"({"x":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})", "abcd")),
+       "is F16; only F32"},
+      {dir.write("short.safetensors", file_of(R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[0,4]}})", "abcd")),
+       "need 3 x 4 bytes"},
+      {dir.write("extra.safetensors", file_of(f32, "abcd")), "no tensor 'dense0.weight'"},
+      {dir.file("other.safetensors"), "tensor 'dense0.weight' is (6, 3) in the file, (5, 3) in the model"},
+  };
+  for (const auto& [path, want] : cases) {
+    SCOPED_TRACE(path);
+    const std::string e = error_of(path);
+    EXPECT_NE(e.find(want), std::string::npos) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+    EXPECT_NE(e.find(path.substr(path.rfind('/') + 1)), std::string::npos) << "names the file: " << e;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, Checkpoint, ::testing::ValuesIn(test_devices()), device_name);
+
+}  // namespace
+}  // namespace amlp::testing
