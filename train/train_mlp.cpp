@@ -6,6 +6,7 @@
 #include "train/driver.h"
 #include "train/models/predict.h"
 #include "train/plan/outputs.h"
+#include "train/plan/parameters_file.h"
 #include "train/options/options.h"
 #include "train/runs/interrupt.h"
 
@@ -23,10 +24,11 @@ int main(int argc, char** argv) {
     case ParseStatus::Run:
       break;
   }
-  if (const std::string why = outputs_problem(p.options); !why.empty()) {  // before anything runs
-    std::cerr << "train_mlp: error: " << why << std::endl;
-    return kExitBadInput;
-  }
+  for (const std::string& why : {outputs_problem(p.options), load_problem(p.options)})  // before anything runs
+    if (!why.empty()) {
+      std::cerr << "train_mlp: error: " << why << std::endl;
+      return kExitBadInput;
+    }
   install_interrupt_handlers();  // SIGINT/SIGTERM: stop queueing, finish, write everything marked (130/143)
   return run_driver(p.options, std::cout, std::cerr);
 }

@@ -230,6 +230,14 @@ po::options_description general_options() {
      "Chrome trace-event JSON for Perfetto / chrome://tracing: enqueue and execution spans, "
      "queue depth and memory counters (default: none)")
     .text("summary-json", "FILE", "", "JSON array, one object per run, for scripts (default: none)")
+    .text("load", "FILE.safetensors", "",
+     "start from the parameters in this safetensors file (dense0.weight, dense0.bias, ...: every "
+     "tensor of the model, float32, the model's shapes; checked before anything runs) instead of "
+     "drawing them from --seed (default: none)")
+    .text("save", "FILE.safetensors", "",
+     "write the parameters when training ends, also when interrupted (the queued batches run "
+     "first): a safetensors file PyTorch and the safetensors package read, written whole or not "
+     "at all (default: none)")
     .flag("compare", "run every mode back to back and print one table (see below; default: off)")
     .flag("compare-policies",
      "run the allocation policies back to back, unsynchronized (--sync is ignored): --alloc enqueue, "
@@ -313,6 +321,8 @@ Options to_options(const po::variables_map& vm) {
   o.memory_log = s("memory-log");
   o.trace = s("trace");
   o.summary_json = s("summary-json");
+  o.load = s("load");
+  o.save = s("save");
   return o;
 }
 
@@ -396,6 +406,10 @@ static std::string sync_auto_options_problem(const Options& o) {
 std::string options_problem(const Options& o) {
   if (o.compare && o.compare_policies)
     return "--compare and --compare-policies each print a table of their own: choose one";
+  if (!o.save.empty() && (o.compare || o.compare_policies || o.sweep))
+    return std::string("--save keeps one run's parameters: not with ") +
+           (o.compare ? "--compare" : o.compare_policies ? "--compare-policies" : "--sweep") +
+           ", which trains a model per mode (use --load to start them all from one file)";
   if (std::string why = sweep_options_problem(o); !why.empty()) return why;
   if (std::string why = sync_auto_options_problem(o); !why.empty()) return why;
   if (o.distributed && !o.devices.empty())

@@ -58,6 +58,8 @@ struct Options {
   HostWork host_work;      // --host-work, --host-work-kind (the frontend's work per batch)
   std::string sync_chosen;  // --sync auto: what the models chose and why ("" otherwise)
   std::string memory_log;  // "" = not written
+  std::string load;        // --load FILE.safetensors: the parameters to start from ("" = drawn from --seed)
+  std::string save;        // --save FILE.safetensors: the parameters when training ends ("" = not kept)
   bool quiet = false;             // --quiet: no live status line
   double status_every_s = 10;     // --status-every: the status line's period off a terminal
 

@@ -40,6 +40,7 @@ std::vector<OutputFile> output_files(const Options& o) {
   }
   if (!o.trace.empty()) files.push_back({"trace", o.trace});
   if (!o.summary_json.empty()) files.push_back({"summary-json", o.summary_json});
+  if (!o.save.empty()) files.push_back({"save", o.save});
   return files;
 }
 

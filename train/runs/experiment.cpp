@@ -18,6 +18,7 @@
 #include "framework/asyncmlp.h"
 #include "framework/scoped_settings.h"
 #include "train/runs/distributed_run.h"
+#include "framework/parse.h"
 #include "train/runs/interrupt.h"
 #include "train/runs/live_status.h"
 #include "train/runs/memory_log.h"
@@ -82,6 +83,7 @@ std::unique_ptr<Trainer> new_trainer(const RunSpec& s, const std::vector<Device>
   for (const Device& dev : devs) fresh_device(dev);
   manual_seed(s.seed);
   auto trainer = std::make_unique<Trainer>(s, devs);
+  if (!s.load.empty()) trainer->load(s.load);  // checked up front (train/plan/parameters_file.h)
   const std::vector<int64_t> rows = trainer->rows(s.batch_size);
   for (size_t i = 0; i < devs.size(); ++i) r.per_device[i].rows_per_batch = rows[i];
   for (const Device& dev : devs) fresh_device(dev);
@@ -235,6 +237,10 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
     meter.finish(meter.seconds());
     if (!synced && !last_loss.empty()) r.final_loss = trainer.mean_loss(last_loss).item();
     last_loss.clear();
+    if (!s.save.empty()) {  // also when interrupted: the batches queued before the signal have run
+      trainer.save(s.save);
+      out << "parameters saved: " << quote(s.save) << std::endl;
+    }
     r.end_bytes = meter.bytes_in_use();
     // A signal that came once every batch was queued (the final waitall)
     // interrupted the run too: nothing was left to stop, but it was asked.

@@ -62,4 +62,21 @@ Tensor Trainer::mean_loss(const std::vector<Tensor>& ls) const {
   return dp_ ? dp_->mean(ls) : mean(ls[0]);
 }
 
+Sequential& Trainer::model(size_t i) {
+  if (ddp_) return static_cast<Sequential&>(ddp_->replica());
+  if (dp_) return static_cast<Sequential&>(dp_->replica(i));
+  return *net_;
+}
+
+size_t Trainer::models() const { return dp_ ? dp_->size() : 1; }
+
+void Trainer::load(const std::string& path) {
+  for (size_t i = 0; i < models(); ++i) load_parameters(path, model(i));
+}
+
+void Trainer::save(const std::string& path) {
+  if (ddp_ && ddp_->group().rank() != 0) return;
+  save_parameters(path, model(0));
+}
+
 }  // namespace amlp::train

@@ -36,8 +36,15 @@ class Trainer {
   // The batch's mean loss, a scalar on the first device, for reading
   // (distributed: collective, the global batch's mean on every rank).
   Tensor mean_loss(const std::vector<Tensor>& ls) const;
+  // The parameters from a safetensors file (framework/nn/checkpoint.h), into
+  // every replica (every rank reads the file); and into one, once the
+  // queued work is done: rank 0's, written whole or not at all.
+  void load(const std::string& path);
+  void save(const std::string& path);
 
  private:
+  Sequential& model(size_t i);  // a replica (each is make_mlp's Sequential)
+  size_t models() const;
   std::unique_ptr<Sequential> net_;
   std::unique_ptr<DataParallel> dp_;
   std::unique_ptr<DistDataParallel> ddp_;
