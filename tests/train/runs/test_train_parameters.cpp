@@ -72,7 +72,7 @@ TEST(TrainParameters, AFileThatDoesNotFitIsRefusedUpFrontNamingTheTensor) {
       {"--features 8 --hidden 16,4 --load " + p, "tensor 'dense1.weight' is (8, 16) in the file, (4, 16) in the model"},
       {"--features 9 --hidden 16,8 --load " + p, "tensor 'dense0.weight' is (16, 8) in the file, (16, 9) in the model"},
       {"--features 8 --hidden 16 --load " + p, "tensor 'dense1.weight' is (8, 16) in the file, (1, 16) in the model"},
-      {"--features 8 --hidden 16,8,4 --load " + p, "has no tensor 'dense3.weight' (the model's is (1, 4))"},
+      {"--features 8 --hidden 16,8,4 --load " + p, "tensor 'dense2.weight' is (1, 8) in the file, (4, 8) in the model"},
       {"--load " + dir.file("none.safetensors"), "cannot read"},
       {"--load " + dir.write("t.safetensors", "not a tensor file at all"), "not a safetensors file"},
       {"--compare --save " + dir.file("q.safetensors"), "--save keeps one run's parameters: not with --compare"},
