@@ -230,13 +230,18 @@ inline nlohmann::json summary_of(const std::string& command) {
 inline std::string host_python() { return ::access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3"; }
 
 // A program started in the background (posix_spawn, no shell), stdout and
-// stderr to files, so a test can signal it while it runs.
+// stderr to files, so a test can signal it while it runs. SIGINT, SIGTERM
+// and SIGHUP start at their defaults, whatever this process does with them.
+// `stdout_fd`: kStdoutToFile (the default: a file, read back by wait()),
+// kStdoutClosed (the child starts with fd 1 closed), or a descriptor of this
+// process that becomes the child's fd 1 (a pipe's write end).
 //
 //   Spawned p("train_mlp", {"--batches", "100000", ...});
 //   wait_for_lines(log, 4);  p.signal(SIGINT);  Ran r = p.wait();
+constexpr int kStdoutToFile = -2, kStdoutClosed = -1;
 class Spawned {
  public:
-  Spawned(const std::string& program, const std::vector<std::string>& args) {
+  Spawned(const std::string& program, const std::vector<std::string>& args, int stdout_fd = kStdoutToFile) {
     const std::string path = program_path(program);
     std::vector<std::string> words{path};
     words.insert(words.end(), args.begin(), args.end());
@@ -246,7 +251,12 @@ class Spawned {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, io_.file("out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (stdout_fd == kStdoutToFile)
+      posix_spawn_file_actions_addopen(&fa, 1, io_.file("out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    else if (stdout_fd == kStdoutClosed)
+      posix_spawn_file_actions_addclose(&fa, 1);
+    else
+      posix_spawn_file_actions_adddup2(&fa, stdout_fd, 1);
     posix_spawn_file_actions_addopen(&fa, 2, io_.file("err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
@@ -255,6 +265,7 @@ class Spawned {
     sigemptyset(&dfl);
     sigaddset(&dfl, SIGINT);
     sigaddset(&dfl, SIGTERM);
+    sigaddset(&dfl, SIGHUP);
     posix_spawnattr_setsigmask(&attr, &none);  // whatever this test process blocks
     posix_spawnattr_setsigdefault(&attr, &dfl);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
@@ -276,6 +287,12 @@ class Spawned {
   Spawned& operator=(const Spawned&) = delete;
 
   bool running() const { return pid_ > 0; }
+  // Not yet exited (looked at without reaping it: wait() still works).
+  bool alive() const {
+    if (pid_ <= 0) return false;
+    siginfo_t info{};
+    return ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == 0;
+  }
   void signal(int sig) {
     if (pid_ > 0) ::kill(pid_, sig);
   }

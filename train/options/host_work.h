@@ -6,7 +6,9 @@
 //
 //   HostWork w{2000000, HostWorkKind::Wait};   // 2 ms a batch, sleeping
 //   do_host_work(w);                           // on the frontend, before the batch's ops
+//   do_host_work(w, &interrupt_flag());        // ... cut short once a signal came (train/runs/interrupt.h)
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -29,8 +31,15 @@ constexpr int64_t kMaxHostWorkNs = int64_t(60) * 1000000000;  // a minute per ba
 
 std::string to_string(HostWorkKind k);  // "wait", "compute"
 
+// How soon a wait notices `stop`: it sleeps in slices this long (a signal
+// handler can only set a flag, and the signal may go to any thread, so the
+// sleep cannot count on being woken). A spin looks at it every ~1 µs.
+constexpr int64_t kHostWorkStopPollNs = 10000000;  // 10 ms
+
 // Does `w` on the calling thread: sleeps until, or spins on the core until,
-// w.ns have passed since the call. Returns at once for 0.
-void do_host_work(const HostWork& w);
+// w.ns have passed since the call. Returns at once for 0. When `stop` is
+// given and becomes non-zero (a signal handler's flag), it returns within
+// about kHostWorkStopPollNs: false then, true when the work ran its length.
+bool do_host_work(const HostWork& w, const std::atomic<int>* stop = nullptr);
 
 }  // namespace amlp::train

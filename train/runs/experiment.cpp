@@ -172,7 +172,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
       trace::Scope batch_span("batch");
       if (s.host_work.ns) {  // the input pipeline's work for this batch, before any of its ops is queued
         trace::Scope host_span("host work");
-        do_host_work(s.host_work);
+        do_host_work(s.host_work, &interrupt_flag());  // a signal cuts it short; the batch is still queued
       }
       meter.before_batch();
       // With --graph on the batch's buffers, its data's included, are the

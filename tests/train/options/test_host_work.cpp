@@ -5,8 +5,10 @@
 
 #include <time.h>
 
+#include <atomic>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "train/options/host_work.h"
 #include "train/options/options.h"
@@ -63,6 +65,29 @@ TEST(HostWork, WaitSleepsAndComputeSpins) {
   const double w0 = wall_s();
   do_host_work(HostWork{});  // none: returns at once
   EXPECT_LT(wall_s() - w0, 0.1);  // far under any work asked for; a loaded machine may stall it a few ms
+}
+
+// A stop flag (what a signal handler sets) cuts a minute of host work short:
+// set from another thread 100 ms in, either kind returns false well within
+// 20 s (a bound for a loaded machine, not a timing check); unset, it does
+// the work in full and returns true.
+TEST(HostWork, StopFlagCutsItShort) {
+  for (HostWorkKind kind : {HostWorkKind::Wait, HostWorkKind::Compute}) {
+    std::atomic<int> stop{0};
+    std::thread signaller([&stop] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      stop = 2;  // SIGINT's number, as the handler stores it
+    });
+    const double w0 = wall_s();
+    const bool done = do_host_work(HostWork{kMaxHostWorkNs, kind, false}, &stop);
+    const double wall = wall_s() - w0;
+    signaller.join();
+    EXPECT_FALSE(done) << to_string(kind);
+    EXPECT_LT(wall, 20.0) << to_string(kind) << ": a minute of host work did not stop";
+    EXPECT_GE(wall, 0.1) << to_string(kind) << ": returned before the flag was set";
+    std::atomic<int> never{0};
+    EXPECT_TRUE(do_host_work(HostWork{30000000, kind, false}, &never)) << to_string(kind);  // 30 ms, in full
+  }
 }
 
 TEST(ThroughputModel, GroupsOfKOverlapTheFrontendAndTheDevice) {
