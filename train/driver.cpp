@@ -8,6 +8,7 @@
 #include <ostream>
 
 #include "framework/asyncmlp.h"
+#include "train/runs/checked_output.h"
 #include "train/runs/distributed_run.h"
 #include "train/runs/experiment.h"
 #include "train/runs/interrupt.h"
@@ -21,15 +22,17 @@ namespace {
 // line written in pieces would interleave with another rank's.
 void write_line(std::ostream& err, const std::string& line) { err << (line + '\n') << std::flush; }
 
-// Writes what the trace recorded, also when the run failed; a failure to
-// write it is reported but never masks the run's own error.
-void finish_trace(const Options& o, std::ostream& err, bool* ok, const std::string& failure) {
-  if (o.trace.empty()) return;
+// Writes what the trace recorded, also when the run failed, marked with how
+// it ended; true when it was written. A failure to write it is reported
+// (unless an earlier one was) and becomes the program's failure, which the
+// summary, written after, then records; it never masks the run's own error.
+bool finish_trace(const Options& o, std::ostream& err, bool* ok, std::string* failure) {
+  if (o.trace.empty()) return false;
   dist::ProcessGroup* group = rank_group(o);
   try {
     std::vector<std::pair<std::string, std::string>> other;
-    if (!failure.empty()) {
-      other = {{"status", "failed"}, {"error", failure}};
+    if (!failure->empty()) {
+      other = {{"status", "failed"}, {"error", *failure}};
     } else if (const int sig = interrupt_signal()) {
       other = {{"status", "interrupted"}, {"signal", signal_name(sig)}};
     } else {
@@ -37,7 +40,7 @@ void finish_trace(const Options& o, std::ostream& err, bool* ok, const std::stri
     }
     if (!group) {
       trace::stop_and_write(o.trace, other);
-      return;
+      return true;
     }
     // Each rank writes its own; rank 0 merges them, its clock the trace's.
     const double origin_us =
@@ -54,10 +57,35 @@ void finish_trace(const Options& o, std::ostream& err, bool* ok, const std::stri
     group->barrier();
     if (!own_failure.empty()) throw Error(own_failure);
     if (group->rank() == 0) merge_rank_traces(o.trace, group->size());
+    return true;
   } catch (const std::exception& e) {
     if (*ok) write_line(err, std::string("train_mlp: error: ") + e.what());
+    if (failure->empty()) *failure = e.what();
     *ok = false;
+    return false;
   }
+}
+
+// The program fails for a reason outside its runs (stdout, the trace or the
+// summary could not be written): unless a run failed already, each run that
+// completed takes that reason, so no summary says "completed" when the exit
+// is 1. (Under --compare a mode that failed leaves the modes before it
+// completed: the failed one says why.)
+void mark_failed(std::vector<RunResult>& results, const std::string& why) {
+  for (const RunResult& r : results)
+    if (r.status == RunStatus::Failed) return;
+  for (RunResult& r : results)
+    if (r.status == RunStatus::Completed) {
+      r.status = RunStatus::Failed;
+      r.error = why;
+    }
+}
+
+// Throws when stdout (or whatever `out` is) failed a write: a closed pipe, a
+// full disk, stdout closed at start (train/runs/checked_output.h).
+void check_output(std::ostream& out) {
+  out.flush();
+  if (const std::string why = output_problem(out); !why.empty()) throw Error(why);
 }
 
 // --memory-limit: auto leaves the device's default (a CPU pool: the host's
@@ -129,12 +157,14 @@ int run_driver(const Options& given, std::ostream& rank0_out, std::ostream& err,
                         std::to_string(blas_threads()) + " BLAS thread" + (blas_threads() == 1 ? "" : "s") + " per rank)"
                   : "")
         << std::endl;
+    check_output(out);  // stdout closed or a closed pipe: nothing is worth running
     if (!o.trace.empty()) trace::start();
     Options resolved = o;
     for (const std::unique_ptr<Study>& s : studies) s->settle(resolved, out);  // --host-work match, --sync auto
     study.run(resolved, out, results);
     gather_rank_figures(results);  // collective: rank 0's results gain every rank's figures
     study.report(resolved, results, out);
+    check_output(out);
   } catch (const RunFailed& e) {  // the run dropped its queued work and measured what it did (in `results`)
     fail(e.what());
   } catch (const std::bad_alloc&) {
@@ -150,7 +180,12 @@ int run_driver(const Options& given, std::ostream& rank0_out, std::ostream& err,
       // already reported the first failure
     }
   }
-  finish_trace(o, err, &ok, failure);
+  // The trace, then the summary, each marked with how the program ends: a
+  // trace that cannot be written fails the runs the summary records, and a
+  // summary that cannot be written has the trace written again, marked
+  // failed (in one process; a rank's trace is merged once).
+  const bool trace_written = finish_trace(o, err, &ok, &failure);
+  if (!ok) mark_failed(results, failure);
   // Written also for an interrupted run, and for a failed one in a single
   // process: each run says how it ended. Under --distributed a failure never
   // gets here: fail() ends every rank (abort_all) first.
@@ -159,7 +194,11 @@ int run_driver(const Options& given, std::ostream& rank0_out, std::ostream& err,
       study.write_summary(o.summary_json, results);
     } catch (const std::exception& e) {
       if (ok) write_line(err, std::string("train_mlp: error: ") + e.what());
+      const bool trace_says_failed = !failure.empty();
+      if (failure.empty()) failure = e.what();
       ok = false;
+      mark_failed(results, failure);
+      if (trace_written && !trace_says_failed && !group) finish_trace(o, err, &ok, &failure);
     }
   }
   if (results_out) *results_out = results;

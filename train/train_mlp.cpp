@@ -8,10 +8,12 @@
 #include "train/plan/outputs.h"
 #include "train/plan/parameters_file.h"
 #include "train/options/options.h"
+#include "train/runs/checked_output.h"
 #include "train/runs/interrupt.h"
 
 int main(int argc, char** argv) {
   using namespace amlp::train;
+  install_checked_stdout();  // first: a closed fd 1 gets /dev/null before any file can take its number
   const ParseOutcome p = parse_options(argc, argv);
   switch (p.status) {
     case ParseStatus::Error:
@@ -20,6 +22,11 @@ int main(int argc, char** argv) {
     case ParseStatus::Exit:
       std::cout << p.message;
       if (p.help) std::cout << models_help() << help_after_models();
+      std::cout.flush();
+      if (const std::string why = output_problem(std::cout); !why.empty()) {
+        std::cerr << "train_mlp: error: " << why << std::endl;
+        return kExitRunFailed;
+      }
       return 0;
     case ParseStatus::Run:
       break;
@@ -29,6 +36,8 @@ int main(int argc, char** argv) {
       std::cerr << "train_mlp: error: " << why << std::endl;
       return kExitBadInput;
     }
-  install_interrupt_handlers();  // SIGINT/SIGTERM: stop queueing, finish, write everything marked (130/143)
+  // SIGINT/SIGTERM/SIGHUP: stop queueing, finish, write everything marked
+  // (130/143/129); SIGPIPE ignored: a closed stdout fails the run (exit 1).
+  install_interrupt_handlers();
   return run_driver(p.options, std::cout, std::cerr);
 }

@@ -17,6 +17,7 @@
 
 #include "framework/asyncmlp.h"
 #include "framework/scoped_settings.h"
+#include "train/runs/checked_output.h"
 #include "train/runs/distributed_run.h"
 #include "framework/parse.h"
 #include "train/runs/interrupt.h"
@@ -221,8 +222,12 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
       r.batches_done = batch;
       // Across processes every rank stops after the same batch: an interrupt
       // on any rank is voted on, and acted on a few batches later by all.
-      const bool stop = group ? group->agree_to_stop(interrupt_signal() != 0) : interrupt_signal() != 0;
-      if (stop && !interrupt_signal()) note_interrupt(SIGINT);  // another rank's
+      // An output that failed (a closed pipe on stdout) stops the loop alike;
+      // the run then fails, below, once the queued batches finished.
+      const bool out_failed = !output_problem(out).empty();
+      const bool stop_here = interrupt_signal() != 0 || out_failed;
+      const bool stop = group ? group->agree_to_stop(stop_here) : stop_here;
+      if (stop && !stop_here) note_interrupt(SIGINT);  // another rank's
       if (batch == s.batches) {
         last_loss = ls;
       } else if (stop) {  // queue nothing more; what is queued finishes
@@ -261,6 +266,14 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
   std::snprintf(line, sizeof line, "increased memory: %.1f MB (tracked; RSS +%.1f MB)", r.mem_increase_bytes / 1e6,
                 r.rss_increase_bytes / 1e6);
   out << line << std::endl;
+  // stdout could not take the run's lines: the run fails, what it measured
+  // kept (its queued batches finished: nothing is dropped).
+  if (const std::string why = output_problem(out); !why.empty()) {
+    r.status = RunStatus::Failed;
+    r.error = "run '" + s.label + "' failed at batch " + std::to_string(r.batches_done) + " of " +
+              std::to_string(s.batches) + ": " + why;
+    throw RunFailed(r.error, r);
+  }
   return r;
 }
 
