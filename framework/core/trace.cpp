@@ -20,6 +20,7 @@ struct Event {
   uint64_t ts, dur;
   uint64_t seq;
   double value;
+  size_t label;  // State::labels' index; 0: none
 };
 
 // Leaked on purpose: queue workers may still record while statics are torn down.
@@ -27,6 +28,8 @@ struct State {
   std::mutex mu;
   std::vector<std::string> tracks;
   std::vector<Event> events;
+  std::vector<std::string> labels{""};  // set_run_label's, each once; [0] is none
+  size_t label = 0;                     // the current one
 };
 State& state() {
   static State* s = new State;
@@ -42,6 +45,7 @@ std::string line(const nlohmann::ordered_json& event) {
 }
 
 std::string trace_json(const std::vector<std::string>& tracks, const std::vector<Event>& events,
+                       const std::vector<std::string>& labels,
                        const std::vector<std::pair<std::string, std::string>>& other_data) {
   using nlohmann::ordered_json;
   std::string out = "{\"displayTimeUnit\":\"ms\",";
@@ -68,6 +72,7 @@ std::string trace_json(const std::vector<std::string>& tracks, const std::vector
     if (e.ph == 'X') {
       j["dur"] = e.dur;
       j["args"] = {{"seq", e.seq}};
+      if (e.label) j["args"]["run"] = labels[e.label];
     } else {
       j["args"] = {{"value", e.value}};
     }
@@ -110,13 +115,22 @@ void start() {
 void span(int track, const char* name, uint64_t b, uint64_t e, uint64_t seq) {
   State& s = state();
   std::lock_guard<std::mutex> lk(s.mu);
-  s.events.push_back({'X', track, name, b, e > b ? e - b : 0, seq, 0.0});
+  s.events.push_back({'X', track, name, b, e > b ? e - b : 0, seq, 0.0, s.label});
 }
 
 void counter(const char* name, uint64_t ts, double v) {
   State& s = state();
   std::lock_guard<std::mutex> lk(s.mu);
-  s.events.push_back({'C', 0, name, ts, 0, 0, v});
+  s.events.push_back({'C', 0, name, ts, 0, 0, v, 0});
+}
+
+void set_run_label(const std::string& label) {
+  State& s = state();
+  std::lock_guard<std::mutex> lk(s.mu);
+  size_t i = 0;
+  while (i < s.labels.size() && s.labels[i] != label) ++i;
+  if (i == s.labels.size()) s.labels.push_back(label);
+  s.label = i;
 }
 
 void stop_and_write(const std::string& path, const std::vector<std::pair<std::string, std::string>>& other_data) {
@@ -125,7 +139,7 @@ void stop_and_write(const std::string& path, const std::vector<std::pair<std::st
   std::string text;
   {
     std::lock_guard<std::mutex> lk(s.mu);
-    text = trace_json(s.tracks, s.events, other_data);
+    text = trace_json(s.tracks, s.events, s.labels, other_data);
   }
   write_file(path, text);
 }

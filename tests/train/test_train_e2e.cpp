@@ -2,7 +2,8 @@
 // configs/quick.ini --compare`, run in-process on cpu:0: the unsynchronized
 // run's backlog and memory are several times the synchronized run's, the
 // memory model predicts the increase, every mode reaches the same loss, and
-// back-pressure keeps the memory within its bound. No timing assertions.
+// back-pressure keeps the memory within its bound; in the trace each mode's
+// spans carry its name. No timing assertions.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include "train/driver.h"
 #include "train/runs/experiment.h"
 #include "train/options/options.h"
+#include "train/train_test_util.h"
 #include "test_paths.h"
 
 namespace amlp::train {
@@ -24,6 +26,7 @@ namespace {
 struct Compare {
   Options options;
   std::string output;
+  nlohmann::json trace;
   std::map<std::string, RunResult> runs;
   const RunResult& run(const std::string& label) const {
     auto it = runs.find(label);
@@ -93,15 +96,53 @@ void back_pressure_keeps_memory_within_its_bound(const Compare& c) {
   EXPECT_LT(b.mem_increase_bytes, c.run("none").mem_increase_bytes / 4);
 }
 
+// The modes run one after another on the same tracks; each span says whose
+// it is ("run": the mode's label in its args), so Perfetto tells them apart:
+// every mode has spans on the frontend and on the queue, and every span
+// inside a mode's "run <label>" span on the frontend carries that label.
+void the_trace_names_each_modes_spans(const Compare& c) {
+  std::map<int, std::string> tracks;  // tid -> name
+  for (const nlohmann::json& e : c.trace.at("traceEvents"))
+    if (e.at("ph") == "M" && e.at("name") == "thread_name") tracks[e.at("tid").get<int>()] = e.at("args").at("name");
+  std::map<std::string, std::pair<uint64_t, uint64_t>> run_span;  // label -> [begin, end]
+  std::map<std::string, std::map<std::string, int>> spans;         // label -> track kind -> count
+  for (const nlohmann::json& e : c.trace.at("traceEvents")) {
+    if (e.at("ph") != "X") continue;
+    ASSERT_TRUE(e.at("args").contains("run")) << e.dump();
+    const std::string label = e.at("args").at("run");
+    const std::string track = tracks[e.at("tid").get<int>()];
+    ++spans[label][track.rfind("queue ", 0) == 0 ? "queue" : track.rfind("frontend", 0) == 0 ? "frontend" : track];
+    if (e.at("name") == "run " + label) {
+      const uint64_t b = e.at("ts"), d = e.at("dur");
+      run_span[label] = {b, b + d};
+    }
+  }
+  for (const auto& [label, r] : c.runs) {
+    EXPECT_GT(spans[label]["frontend"], 0) << label;
+    EXPECT_GT(spans[label]["queue"], 0) << label;
+    EXPECT_TRUE(run_span.count(label)) << "no 'run " << label << "' span";
+  }
+  for (const nlohmann::json& e : c.trace.at("traceEvents")) {
+    if (e.at("ph") != "X") continue;
+    const uint64_t ts = e.at("ts");
+    for (const auto& [label, span] : run_span)
+      if (ts > span.first && ts < span.second) EXPECT_EQ(e.at("args").at("run"), label) << e.dump();
+  }
+}
+
 TEST(QuickCompare, ReproducesTheExperimentAndItsMemoryModel) {
   const std::string config = amlp::testing::source_file("configs/quick.ini");
-  ParseOutcome p = parse_options(std::vector<std::string>{"--config", config, "--compare", "--device", "cpu"});
+  amlp::testing::ScratchDir dir;
+  const std::string trace = dir.file("t.json");
+  ParseOutcome p =
+      parse_options(std::vector<std::string>{"--config", config, "--compare", "--device", "cpu", "--trace", trace});
   ASSERT_EQ(p.status, ParseStatus::Run) << p.message;
-  Compare c{p.options, "", {}};
+  Compare c{p.options, "", {}, {}};
   std::ostringstream out, err;
   std::vector<RunResult> results;
   ASSERT_EQ(run_driver(p.options, out, err, &results), 0) << err.str();
   c.output = out.str();
+  c.trace = amlp::testing::read_json(trace);
   for (const RunResult& r : results) c.runs[r.label()] = r;
 
   {
@@ -127,6 +168,10 @@ TEST(QuickCompare, ReproducesTheExperimentAndItsMemoryModel) {
   {
     SCOPED_TRACE("back-pressure keeps memory within its bound");
     back_pressure_keeps_memory_within_its_bound(c);
+  }
+  {
+    SCOPED_TRACE("the trace names each mode's spans");
+    the_trace_names_each_modes_spans(c);
   }
 }
 

@@ -150,6 +150,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
   std::optional<BatchSample> unwritten;  // a batch's row, built, while its loss is read
   int batch = 0;
   bool in_loop = false;
+  trace::set_run_label(s.label);  // --compare's modes share the tracks: each span says whose it is
   try {
     const std::unique_ptr<Trainer> model = new_trainer(s, devs, r);
     Trainer& trainer = *model;
