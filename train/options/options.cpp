@@ -358,10 +358,11 @@ const char* const kCompareAndExit =
     "  writes out/mem.h0.5d.none.csv ...;\n"
     "  --summary-json writes {\"runs\": [...], \"sweep\": [one row per (f, mode)], \"sweep_model\": {the\n"
     "  models' curves over h/d}} (tools/plot_sweep.py draws it).\n"
-    "\nExit status: 0 done, 1 the run failed (out of memory, a kernel error, a full disk), 2 bad input,\n"
-    "  130/143 interrupted by SIGINT/SIGTERM: the first signal stops queueing batches, lets the queues\n"
-    "  finish what was queued and writes every output marked interrupted; a second one exits at once\n"
-    "  (the memory log keeps its whole rows; no summary or trace).\n";
+    "\nExit status: 0 done, 1 the run failed (out of memory, a kernel error, a full disk, stdout or an\n"
+    "  output that cannot be written), 2 bad input, 130/143/129 interrupted by SIGINT/SIGTERM/SIGHUP:\n"
+    "  the first signal stops queueing batches (and cuts host work short), lets the queues finish what\n"
+    "  was queued and writes every output marked interrupted; a second one, half a second or more\n"
+    "  later, exits at once (the memory log keeps its whole rows; no summary or trace).\n";
 
 }  // namespace
 

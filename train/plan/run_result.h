@@ -40,7 +40,7 @@ struct RunSpec : Options {
 enum class RunStatus {
   Completed,
   Failed,       // RunResult::error says why
-  Interrupted,  // a SIGINT/SIGTERM: no batch was queued after it
+  Interrupted,  // a SIGINT/SIGTERM/SIGHUP: no batch was queued after it
 };
 inline const char* to_string(RunStatus s) {
   switch (s) {
