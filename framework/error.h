@@ -24,6 +24,14 @@ struct DeviceError : Error {
   using Error::Error;
 };
 
+// A variable of the environment the library reads (docs/cli.md, core/env.h)
+// holds a value it does not take: one line naming each such variable and its
+// value. Thrown by check_environment() and by a device's first use; a program
+// reports it as bad input (train_mlp and async_demo: exit 2).
+struct EnvError : Error {
+  using Error::Error;
+};
+
 // A pool could not satisfy a request even after releasing its cache: past
 // its limit (`limit` > 0: the request would have taken the reserved bytes past
 // it), or the device itself had no more. The message names every figure and,

@@ -30,11 +30,18 @@ struct DeviceContext;  // the engine's view of a device (framework/core/context.
 void waitall();
 
 // --- settings --------------------------------------------------------------------
+// Throws EnvError when a variable of the environment the library reads holds
+// a value it does not take (ASYNCMLP_BLOCKING=yes: the switches take 0 or 1;
+// docs/cli.md), naming each such variable and its value in one line. A
+// device's first use checks it too; a program calls it first to report the
+// error as bad input before it does anything.
+void check_environment();
+
 // Synchronous mode for every queue, present and future (like
 // CUDA_LAUNCH_BLOCKING=1 / MXNet's NaiveEngine): each push waits for its op,
 // so an error surfaces at the line that caused it. On from the start when
-// the environment has ASYNCMLP_BLOCKING set to anything but "" or "0" (read
-// once per process: core/env.h).
+// the environment has ASYNCMLP_BLOCKING=1 (read once per process:
+// core/env.h).
 void set_blocking(bool on);
 bool blocking();
 

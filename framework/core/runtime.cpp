@@ -66,6 +66,10 @@ void waitall() {
   for (Queue* q : qs) q->rethrow_if_error();
 }
 
+void check_environment() {
+  if (const std::string& why = env_settings().problem; !why.empty()) throw EnvError(why);
+}
+
 void set_blocking(bool on) {
   settings().blocking = on;
   for (Queue* q : live_queues()) q->set_blocking(on);
