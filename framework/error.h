@@ -39,6 +39,10 @@ struct EnvError : Error {
 struct OutOfMemory : Error {
   OutOfMemory(const std::string& device, size_t requested, size_t in_use, size_t reserved, size_t limit = 0,
               const std::string& limit_source = "");
+  // Memory a library maps outside the pool that would not fit (OpenBLAS's
+  // buffer in a limited address space, cpu/blas_room.h): `why` says what
+  // wanted it and what the limit left.
+  OutOfMemory(const std::string& device, size_t requested, const std::string& why);
   // The same failure met by a queue's worker as it allocated the outputs of
   // an op it was starting (allocation policy `run`), or made them resident
   // (`resident`: a CPU block the populator had not reached): the message says which.

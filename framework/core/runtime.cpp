@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "framework/core/address_space.h"
 #include "framework/core/context.h"
 #include "framework/core/env.h"
 #include "framework/core/host_memory.h"
@@ -114,7 +115,8 @@ MemoryBudget leave_room_for_shadow(MemoryBudget b) {
 }  // namespace
 
 MemoryBudget host_memory_budget() {
-  static const MemoryBudget b = leave_room_for_shadow(detail::read_host_memory_budget("/proc", "/sys/fs/cgroup"));
+  static const MemoryBudget b =
+      leave_room_for_shadow(detail::read_host_memory_budget("/proc", "/sys/fs/cgroup", detail::address_space_now()));
   return b;
 }
 
