@@ -24,6 +24,14 @@ struct DeviceError : Error {
   using Error::Error;
 };
 
+// A variable of the environment the library reads (docs/cli.md, core/env.h)
+// holds a value it does not take: one line naming each such variable and its
+// value. Thrown by check_environment() and by a device's first use; a program
+// reports it as bad input (train_mlp and async_demo: exit 2).
+struct EnvError : Error {
+  using Error::Error;
+};
+
 // A pool could not satisfy a request even after releasing its cache: past
 // its limit (`limit` > 0: the request would have taken the reserved bytes past
 // it), or the device itself had no more. The message names every figure and,
@@ -31,6 +39,10 @@ struct DeviceError : Error {
 struct OutOfMemory : Error {
   OutOfMemory(const std::string& device, size_t requested, size_t in_use, size_t reserved, size_t limit = 0,
               const std::string& limit_source = "");
+  // Memory a library maps outside the pool that would not fit (OpenBLAS's
+  // buffer in a limited address space, cpu/blas_room.h): `why` says what
+  // wanted it and what the limit left.
+  OutOfMemory(const std::string& device, size_t requested, const std::string& why);
   // The same failure met by a queue's worker as it allocated the outputs of
   // an op it was starting (allocation policy `run`), or made them resident
   // (`resident`: a CPU block the populator had not reached): the message says which.

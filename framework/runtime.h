@@ -30,11 +30,18 @@ struct DeviceContext;  // the engine's view of a device (framework/core/context.
 void waitall();
 
 // --- settings --------------------------------------------------------------------
+// Throws EnvError when a variable of the environment the library reads holds
+// a value it does not take (ASYNCMLP_BLOCKING=yes: the switches take 0 or 1;
+// docs/cli.md), naming each such variable and its value in one line. A
+// device's first use checks it too; a program calls it first to report the
+// error as bad input before it does anything.
+void check_environment();
+
 // Synchronous mode for every queue, present and future (like
 // CUDA_LAUNCH_BLOCKING=1 / MXNet's NaiveEngine): each push waits for its op,
 // so an error surfaces at the line that caused it. On from the start when
-// the environment has ASYNCMLP_BLOCKING set to anything but "" or "0" (read
-// once per process: core/env.h).
+// the environment has ASYNCMLP_BLOCKING=1 (read once per process:
+// core/env.h).
 void set_blocking(bool on);
 bool blocking();
 
@@ -109,7 +116,11 @@ MemoryBudget memory_limit(Device d);
 // call: the smaller of the cgroup's limit (v2 memory.max, 'max' = none; v1
 // memory.limit_in_bytes; the tightest along the process's cgroup path) and
 // MemAvailable from /proc/meminfo, less a safety margin of 10% (at least
-// 256 MiB). `source` says which; bytes is 0 (none) when neither is readable.
+// 256 MiB); and, where the process's address space is limited (RLIMIT_AS,
+// ulimit -v; RLIMIT_DATA), no more than the limit leaves beside what is
+// mapped at that call, less 10% (at least 256 MiB, which keeps room for
+// OpenBLAS's buffers, thread stacks and the heap). `source` says which; bytes
+// is 0 (none) when nothing is readable and no limit is set.
 MemoryBudget host_memory_budget();
 // Every queue drops the ops it holds that have not started: they never run,
 // their outputs carry a Dropped error (a blocker on them throws it), and no
@@ -124,8 +135,16 @@ void empty_cache(Device d);
 // per core). With several CPU devices training at once, give each device its
 // share of the cores (cores / devices), or their GEMMs oversubscribe them.
 // Call it while no GEMM runs (after waitall()).
+// Under an address-space limit (ulimit -v), no more than it has room for
+// (each new OpenBLAS thread maps a 128 MiB buffer: cpu/blas_room.h).
 void set_blas_threads(int n);
 int blas_threads();
+// Before calling CBLAS directly, while no device's GEMM runs: throws
+// OutOfMemory when the call may need a buffer of its own (more GEMMs at once
+// than ever before) and the address-space limit (ulimit -v) leaves no room
+// for the 128 MiB OpenBLAS would map, a mapping it would retry for ever. The
+// CPU backend's GEMMs check it themselves (cpu/blas_room.h).
+void check_blas_room();
 // For its lifetime, with two or more CPU devices among `devices`, each CPU
 // GEMM gets the cores' share of one device (hardware threads / CPU devices,
 // at least one); the previous setting after. Fewer than two: no change.

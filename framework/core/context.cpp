@@ -120,6 +120,7 @@ DeviceContext& context(Device d) {
   auto& slot = d.is_cuda() ? r.cuda[d.index] : r.cpu[d.index];
   std::lock_guard<std::mutex> lk(r.mu);
   if (!slot) {
+    check_environment();  // no device runs under a setting the environment misspelt (core/env.h)
     slot = std::make_unique<DeviceContext>(d, make_backend(d));
     r.order.push_back(slot.get());
   }

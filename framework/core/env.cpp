@@ -5,19 +5,29 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "framework/parse.h"
+
 namespace amlp {
 
 EnvSettings read_env_settings(const EnvLookup& lookup) {
-  auto set = [&](const char* name) { return lookup(name) != nullptr; };
-  auto is = [&](const char* name, const char* value) {
-    const char* v = lookup(name);
-    return v && std::strcmp(v, value) == 0;
-  };
   EnvSettings s;
-  s.blocking = set("ASYNCMLP_BLOCKING") && !is("ASYNCMLP_BLOCKING", "") && !is("ASYNCMLP_BLOCKING", "0");
-  s.segments = !is("ASYNCMLP_SEGMENTS", "0");
-  s.populator_normal_priority = set("ASYNCMLP_POPULATOR_NORMAL");
-  s.lt_epilogues = is("ASYNCMLP_LT", "1");
+  // A switch: "1" on, "0" off, unset or "" its default; anything else is a
+  // problem and leaves the default.
+  const auto on_off = [&](const char* name, bool* value) {
+    const char* v = lookup(name);
+    if (!v || !*v) return;
+    if (std::strcmp(v, "0") == 0 || std::strcmp(v, "1") == 0) {
+      *value = v[0] == '1';
+      return;
+    }
+    if (!s.problem.empty()) s.problem += "; ";
+    s.problem += std::string("environment variable ") + name + " must be 0 or 1 (got " + quote(v) + ")";
+  };
+  on_off("ASYNCMLP_BLOCKING", &s.blocking);
+  on_off("ASYNCMLP_SEGMENTS", &s.segments);
+  on_off("ASYNCMLP_POPULATOR_NORMAL", &s.populator_normal_priority);
+  on_off("ASYNCMLP_LT", &s.lt_epilogues);
+  const auto set = [&](const char* name) { return lookup(name) != nullptr; };
   s.launched_by_mpirun = set("OMPI_COMM_WORLD_SIZE") || set("PMI_SIZE") || set("PMIX_RANK");
   return s;
 }

@@ -23,6 +23,11 @@ OutOfMemory::OutOfMemory(const std::string& device, size_t req, size_t in_use_, 
       limit(limit_),
       limit_source(limit_source_) {}
 
+OutOfMemory::OutOfMemory(const std::string& device, size_t req, const std::string& why)
+    : Error(detail::concat("out of memory on ", device, ": requested ", req, " bytes (", mib(req),
+                           ") outside the pool: ", why)),
+      requested(req) {}
+
 OutOfMemory::OutOfMemory(const std::string& message, const OutOfMemory& f)
     : Error(message),
       requested(f.requested),

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <vector>
 
+#include "framework/parse.h"
+
 namespace amlp::detail {
 
 namespace {
@@ -95,25 +97,41 @@ std::optional<size_t> read_mem_available(const std::string& proc) {
   return std::nullopt;
 }
 
-MemoryBudget read_host_memory_budget(const std::string& proc, const std::string& cgroup_root) {
+MemoryBudget read_host_memory_budget(const std::string& proc, const std::string& cgroup_root, const AddressSpace& as) {
   const std::optional<CgroupLimit> cg = read_cgroup_limit(proc, cgroup_root);
   const std::optional<size_t> avail = read_mem_available(proc);
-  size_t raw = 0;
-  std::string source;
-  if (cg && (!avail || cg->bytes <= *avail)) {
-    raw = cg->bytes;
-    source = cg->file;
-  } else if (avail) {
-    raw = *avail;
-    source = "MemAvailable at start";
-  } else {
-    return {0, "none (neither a cgroup limit nor /proc/meminfo could be read)"};
+  MemoryBudget host;
+  if (cg || avail) {
+    size_t raw = 0;
+    std::string source;
+    if (cg && (!avail || cg->bytes <= *avail)) {
+      raw = cg->bytes;
+      source = cg->file;
+    } else {
+      raw = *avail;
+      source = "MemAvailable at start";
+    }
+    // The margin: what the process needs besides the pool (stacks, the
+    // frontend's own heap, libraries) and what others take meanwhile.
+    const size_t margin = std::max(raw / 10, kHostMarginMin);
+    host.bytes = raw > 2 * margin ? raw - margin : raw / 2;
+    host.source = source + ", less a " + (raw / 10 >= kHostMarginMin ? "10%" : "256 MiB") + " margin";
   }
-  // The margin: what the process needs besides the pool (stacks, the
-  // frontend's own heap, libraries) and what others take meanwhile.
-  const size_t margin = std::max(raw / 10, kHostMarginMin);
-  const size_t bytes = raw > 2 * margin ? raw - margin : raw / 2;
-  return {bytes, source + ", less a " + (raw / 10 >= kHostMarginMin ? "10%" : "256 MiB") + " margin"};
+  if (!as.limited()) {
+    if (!cg && !avail) return {0, "none (neither a cgroup limit nor /proc/meminfo could be read)"};
+    return host;
+  }
+  // The process's own limit: only its own mappings count against it, and the
+  // margin is the room they need beside the pool, held back whole.
+  const size_t raw = as.left();
+  const size_t margin = std::max(raw / 10, kAddressReserveBytes);
+  MemoryBudget space;
+  space.bytes = raw > margin ? raw - margin : kNoRoomBytes;
+  space.source = as.describe() + " at start, less a " +
+                 (raw / 10 >= kAddressReserveBytes ? std::string("10%") : format_mib(double(kAddressReserveBytes))) +
+                 " margin for OpenBLAS's buffers, thread stacks and the heap" +
+                 (raw > margin ? "" : ": no room left for tensors");
+  return (cg || avail) && host.bytes <= space.bytes ? host : space;
 }
 
 }  // namespace amlp::detail

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "framework/core/address_space.h"
 #include "framework/core/context.h"
 #include "framework/core/env.h"
 #include "framework/core/host_memory.h"
@@ -66,6 +67,10 @@ void waitall() {
   for (Queue* q : qs) q->rethrow_if_error();
 }
 
+void check_environment() {
+  if (const std::string& why = env_settings().problem; !why.empty()) throw EnvError(why);
+}
+
 void set_blocking(bool on) {
   settings().blocking = on;
   for (Queue* q : live_queues()) q->set_blocking(on);
@@ -110,7 +115,8 @@ MemoryBudget leave_room_for_shadow(MemoryBudget b) {
 }  // namespace
 
 MemoryBudget host_memory_budget() {
-  static const MemoryBudget b = leave_room_for_shadow(detail::read_host_memory_budget("/proc", "/sys/fs/cgroup"));
+  static const MemoryBudget b =
+      leave_room_for_shadow(detail::read_host_memory_budget("/proc", "/sys/fs/cgroup", detail::address_space_now()));
   return b;
 }
 

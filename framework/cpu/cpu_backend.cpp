@@ -12,7 +12,7 @@
 
 namespace amlp::cpu {
 
-CpuBackend::CpuBackend(int /*index*/) {
+CpuBackend::CpuBackend(int index) : name_("cpu:" + std::to_string(index)) {
   add_linalg_kernels(kernels);
   add_elementwise_kernels(kernels);
   add_reduce_kernels(kernels);

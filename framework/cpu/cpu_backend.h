@@ -25,6 +25,7 @@ class CpuBackend final : public Backend {
   explicit CpuBackend(int index);
   CpuBackend(const CpuBackend&) = delete;
   CpuBackend& operator=(const CpuBackend&) = delete;
+  const std::string& name() const { return name_; }  // "cpu:N", for a kernel's messages
 
   // memory: a HostArena (host_arena.h). For tests, its state:
   bool resident(const void* p) const { return arena_.resident(p); }
@@ -52,6 +53,7 @@ class CpuBackend final : public Backend {
 
  private:
   HostArena arena_;
+  std::string name_;
 };
 
 // Each kernel file's filler: puts that file's kernels into the table.

@@ -1,7 +1,10 @@
-// test_env.cpp — framework/core/env.h: what each environment variable's
-// values mean (unset, "", "0", "1", anything else), through
-// read_env_settings over a fake environment; and env_settings(), read once
-// from the process's own.
+// Covers framework/core/env.cpp, check_environment() (framework/core/runtime.cpp)
+// and a device's first use (framework/core/context.cpp): what each environment
+// variable's values mean (unset, "", "0", "1", anything else), through
+// read_env_settings over a fake environment; a value a variable does not take
+// is one line naming it, which check_environment() throws as EnvError and
+// which stops a device's first use; and env_settings(), read once from the
+// process's own.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -9,6 +12,9 @@
 #include <string>
 
 #include "framework/core/env.h"
+#include "framework/error.h"
+#include "framework/parse.h"
+#include "framework/runtime.h"
 
 namespace amlp {
 namespace {
@@ -32,6 +38,19 @@ std::map<std::string, std::string> only(const char* name, const char* text) {
   return {{name, text}};
 }
 
+// The library's on/off variables, each with its value when unset.
+struct Switch {
+  const char* name;
+  bool EnvSettings::*field;
+  bool unset;
+};
+const Switch kSwitches[] = {
+    {"ASYNCMLP_BLOCKING", &EnvSettings::blocking, false},
+    {"ASYNCMLP_SEGMENTS", &EnvSettings::segments, true},
+    {"ASYNCMLP_POPULATOR_NORMAL", &EnvSettings::populator_normal_priority, false},
+    {"ASYNCMLP_LT", &EnvSettings::lt_epilogues, false},
+};
+
 TEST(EnvSettings, EmptyEnvironmentGivesTheDefaults) {
   const EnvSettings s = parse({});
   const EnvSettings d;
@@ -40,6 +59,7 @@ TEST(EnvSettings, EmptyEnvironmentGivesTheDefaults) {
   EXPECT_FALSE(s.populator_normal_priority);
   EXPECT_FALSE(s.lt_epilogues);
   EXPECT_FALSE(s.launched_by_mpirun);
+  EXPECT_EQ(s.problem, "");
   EXPECT_EQ(s.blocking, d.blocking);
   EXPECT_EQ(s.segments, d.segments);
   EXPECT_EQ(s.populator_normal_priority, d.populator_normal_priority);
@@ -47,41 +67,47 @@ TEST(EnvSettings, EmptyEnvironmentGivesTheDefaults) {
   EXPECT_EQ(s.launched_by_mpirun, d.launched_by_mpirun);
 }
 
-// On for anything but unset, "" and "0".
-TEST(EnvSettings, BlockingIsOnForAnyValueButEmptyOrZero) {
-  for (const Value& v : {Value{nullptr, false}, Value{"", false}, Value{"0", false}, Value{"1", true},
-                         Value{"yes", true}, Value{"00", true}, Value{" 0", true}, Value{"false", true}})
-    EXPECT_EQ(parse(only("ASYNCMLP_BLOCKING", v.text)).blocking, v.expected)
-        << "ASYNCMLP_BLOCKING=" << (v.text ? v.text : "(unset)");
+// Each switch: "1" on, "0" off, unset and "" its default; nothing else is a
+// problem.
+TEST(EnvSettings, EachSwitchTakesZeroOrOneAndEmptyOrUnsetIsItsDefault) {
+  for (const Switch& sw : kSwitches)
+    for (const Value& v : {Value{nullptr, sw.unset}, Value{"", sw.unset}, Value{"0", false}, Value{"1", true}}) {
+      const EnvSettings s = parse(only(sw.name, v.text));
+      EXPECT_EQ(s.*sw.field, v.expected) << sw.name << "=" << (v.text ? v.text : "(unset)");
+      EXPECT_EQ(s.problem, "") << sw.name << "=" << (v.text ? v.text : "(unset)");
+    }
 }
 
-// Off for exactly "0", on otherwise.
-TEST(EnvSettings, SegmentsAreOffOnlyForZero) {
-  for (const Value& v : {Value{nullptr, true}, Value{"", true}, Value{"0", false}, Value{"1", true},
-                         Value{"00", true}, Value{"off", true}})
-    EXPECT_EQ(parse(only("ASYNCMLP_SEGMENTS", v.text)).segments, v.expected)
-        << "ASYNCMLP_SEGMENTS=" << (v.text ? v.text : "(unset)");
+// Any other value is one line naming the variable and the value (escaped),
+// and the switch keeps its default: garbage never means on.
+TEST(EnvSettings, AnyOtherValueIsAProblemNamingTheVariableAndItsValue) {
+  for (const Switch& sw : kSwitches)
+    for (const char* text : {"garbage", "yes", "true", "on", "00", " 0", "1 ", "2", "-1", "+1", "0x1", "1\n"}) {
+      const EnvSettings s = parse(only(sw.name, text));
+      EXPECT_EQ(s.*sw.field, sw.unset) << sw.name << "=" << text;
+      EXPECT_NE(s.problem.find(std::string("environment variable ") + sw.name + " must be 0 or 1"), std::string::npos)
+          << s.problem;
+      EXPECT_NE(s.problem.find(quote(text)), std::string::npos) << s.problem;
+      EXPECT_EQ(s.problem.find('\n'), std::string::npos) << s.problem;
+    }
 }
 
-// On for exactly "1", off otherwise.
-TEST(EnvSettings, LtEpiloguesAreOnOnlyForOne) {
-  for (const Value& v : {Value{nullptr, false}, Value{"", false}, Value{"0", false}, Value{"1", true},
-                         Value{"1 ", false}, Value{"yes", false}})
-    EXPECT_EQ(parse(only("ASYNCMLP_LT", v.text)).lt_epilogues, v.expected)
-        << "ASYNCMLP_LT=" << (v.text ? v.text : "(unset)");
-}
-
-// Set at all, to anything, "" and "0" included: normal priority.
-TEST(EnvSettings, PopulatorNormalPriorityIsOnWheneverSet) {
-  for (const Value& v : {Value{nullptr, false}, Value{"", true}, Value{"0", true}, Value{"1", true}})
-    EXPECT_EQ(parse(only("ASYNCMLP_POPULATOR_NORMAL", v.text)).populator_normal_priority, v.expected)
-        << "ASYNCMLP_POPULATOR_NORMAL=" << (v.text ? v.text : "(unset)");
+// Two bad variables: both named, on one line, in a fixed order.
+TEST(EnvSettings, EveryBadVariableIsNamedOnOneLine) {
+  const EnvSettings s = parse({{"ASYNCMLP_BLOCKING", "garbage"}, {"ASYNCMLP_POPULATOR_NORMAL", "yes"}});
+  EXPECT_EQ(s.problem,
+            "environment variable ASYNCMLP_BLOCKING must be 0 or 1 (got 'garbage'); "
+            "environment variable ASYNCMLP_POPULATOR_NORMAL must be 0 or 1 (got 'yes')");
 }
 
 // Any one of the three launchers' variables, set to anything.
 TEST(EnvSettings, LaunchedByMpirunWhenAnyLauncherVariableIsSet) {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
-    for (const char* text : {"2", "0", ""}) EXPECT_TRUE(parse({{name, text}}).launched_by_mpirun) << name << "=" << text;
+    for (const char* text : {"2", "0", ""}) {
+      const EnvSettings s = parse({{name, text}});
+      EXPECT_TRUE(s.launched_by_mpirun) << name << "=" << text;
+      EXPECT_EQ(s.problem, "") << name << "=" << text;
+    }
   EXPECT_FALSE(parse({{"OMPI_COMM_WORLD_RANK", "0"}, {"PMI_RANK", "0"}}).launched_by_mpirun);
 }
 
@@ -98,10 +124,14 @@ TEST(EnvSettings, EachVariableSetsItsOwnFieldAlone) {
   EXPECT_FALSE(t.segments);
   EXPECT_TRUE(t.lt_epilogues);
   EXPECT_FALSE(t.populator_normal_priority);
+  const EnvSettings u = parse({{"ASYNCMLP_BLOCKING", "garbage"}, {"ASYNCMLP_LT", "1"}});
+  EXPECT_FALSE(u.blocking);
+  EXPECT_TRUE(u.lt_epilogues);  // a good variable beside a bad one still reads
 }
 
 // env_settings() is the process's environment, parsed the same way, read at
-// the first call and never again: a later setenv changes nothing.
+// the first call and never again: a later setenv changes nothing; so
+// check_environment() passes here (CTest sets ASYNCMLP_BLOCKING=0).
 TEST(EnvSettings, ProcessSettingsAreReadOnceFromTheEnvironment) {
   const EnvSettings now = read_env_settings([](const char* name) -> const char* { return std::getenv(name); });
   const EnvSettings& s = env_settings();
@@ -111,14 +141,42 @@ TEST(EnvSettings, ProcessSettingsAreReadOnceFromTheEnvironment) {
   EXPECT_EQ(s.populator_normal_priority, now.populator_normal_priority);
   EXPECT_EQ(s.lt_epilogues, now.lt_epilogues);
   EXPECT_EQ(s.launched_by_mpirun, now.launched_by_mpirun);
+  EXPECT_EQ(s.problem, now.problem);
 
   const char* was = std::getenv("ASYNCMLP_SEGMENTS");
   const std::string saved = was ? was : "";
   const bool before = s.segments;
-  ASSERT_EQ(::setenv("ASYNCMLP_SEGMENTS", before ? "0" : "1", 1), 0);
+  ASSERT_EQ(::setenv("ASYNCMLP_SEGMENTS", "garbage", 1), 0);
   EXPECT_EQ(env_settings().segments, before);
+  EXPECT_EQ(env_settings().problem, now.problem);
+  if (now.problem.empty()) EXPECT_NO_THROW(check_environment());
   if (was) ::setenv("ASYNCMLP_SEGMENTS", saved.c_str(), 1);
   else ::unsetenv("ASYNCMLP_SEGMENTS");
+}
+
+// Under a bad variable, check_environment() throws EnvError with the one
+// line, and so does the first use of a device: nothing runs with a setting
+// the user did not ask for. A child process, so this one's settings stay.
+TEST(EnvSettingsDeathTest, ABadVariableStopsTheFirstUseOfADevice) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // re-executes: the child reads its own environment
+  const char* was = std::getenv("ASYNCMLP_POPULATOR_NORMAL");
+  const std::string saved = was ? was : "";
+  ASSERT_EQ(::setenv("ASYNCMLP_POPULATOR_NORMAL", "0x1", 1), 0);
+  const auto first_use = [](bool device) {
+    try {
+      if (device) (void)memory_stats(Device::cpu(0));
+      else check_environment();
+    } catch (const EnvError& e) {
+      std::fprintf(stderr, "EnvError: %s\n", e.what());
+      std::exit(2);
+    }
+    std::exit(0);
+  };
+  const std::string says = "EnvError: environment variable ASYNCMLP_POPULATOR_NORMAL must be 0 or 1 \\(got '0x1'\\)";
+  EXPECT_EXIT(first_use(false), ::testing::ExitedWithCode(2), says);
+  EXPECT_EXIT(first_use(true), ::testing::ExitedWithCode(2), says);
+  if (was) ::setenv("ASYNCMLP_POPULATOR_NORMAL", saved.c_str(), 1);
+  else ::unsetenv("ASYNCMLP_POPULATOR_NORMAL");
 }
 
 }  // namespace

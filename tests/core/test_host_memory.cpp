@@ -1,9 +1,10 @@
 // Covers framework/core/host_memory.cpp and framework/core/memory.cpp (the pool's limit):
 // the CPU pool's default budget (docs/design.md §3): the smaller of the
 // cgroup's limit and MemAvailable, less a margin, read from fake /proc and
-// cgroupfs trees; a fresh CPU pool starts with it; an allocation past a
-// limit is a clean OutOfMemory naming the limit and its source, and the pool
-// serves smaller requests afterwards.
+// cgroupfs trees, and no more than an address-space limit (RLIMIT_AS,
+// RLIMIT_DATA) leaves, less its own margin; a fresh CPU pool starts with it;
+// an allocation past a limit is a clean OutOfMemory naming the limit and its
+// source, and the pool serves smaller requests afterwards.
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -42,7 +43,9 @@ class FakeMachine {
   }
   std::string proc() const { return (root_ / "proc").string(); }
   std::string cg() const { return (root_ / "cg").string(); }
-  MemoryBudget budget() const { return detail::read_host_memory_budget(proc(), cg()); }
+  MemoryBudget budget(const detail::AddressSpace& as = {}) const {
+    return detail::read_host_memory_budget(proc(), cg(), as);
+  }
 
  private:
   static inline int counter_ = 0;
@@ -127,6 +130,69 @@ TEST(HostMemoryBudget, NothingReadableMeansNoLimit) {
   const MemoryBudget b = m.budget();
   EXPECT_EQ(b.bytes, 0u);
   EXPECT_NE(b.source.find("none"), std::string::npos) << b.source;
+  detail::AddressSpace as;  // but a limit of the process's own still binds
+  as.as_limit = 2 * GiB;
+  EXPECT_EQ(m.budget(as).bytes, 2 * GiB - 256 * MiB);
+}
+
+// An address-space limit (ulimit -v): what it leaves beside what was mapped,
+// less 10% or 256 MiB (the room OpenBLAS's buffer, the threads' stacks and the
+// heap take beside the pool), whichever is more; it binds when it leaves less
+// than the host's budget, and says so with its figures.
+TEST(HostMemoryBudget, AnAddressSpaceLimitBindsWhenItLeavesLess) {
+  FakeMachine m;
+  m.mem_available(20 * GiB);
+  detail::AddressSpace as;
+  as.as_limit = 2 * GiB;
+  as.vm_size = 200 * MiB;
+  MemoryBudget b = m.budget(as);
+  EXPECT_EQ(b.bytes, 2 * GiB - 200 * MiB - 256 * MiB);
+  EXPECT_EQ(b.source,
+            "RLIMIT_AS (ulimit -v) of 2048.0 MiB, 200.0 MiB of it mapped at start, less a 256.0 MiB margin for "
+            "OpenBLAS's buffers, thread stacks and the heap");
+  as.as_limit = 10 * GiB + 200 * MiB;  // 10 GiB left: the margin is 10%
+  b = m.budget(as);
+  EXPECT_EQ(b.bytes, 10 * GiB - GiB);
+  EXPECT_NE(b.source.find("less a 10% margin"), std::string::npos) << b.source;
+  as.as_limit = 64 * GiB;  // leaves more than MemAvailable: MemAvailable's budget
+  b = m.budget(as);
+  EXPECT_EQ(b.bytes, 18 * GiB);
+  EXPECT_NE(b.source.find("MemAvailable"), std::string::npos) << b.source;
+}
+
+// RLIMIT_DATA counts the private writable mappings (VmData); of two limits,
+// the one that leaves less binds.
+TEST(HostMemoryBudget, RlimitDataCountsThePrivateWritableMappings) {
+  FakeMachine m;
+  m.mem_available(20 * GiB);
+  detail::AddressSpace as;
+  as.data_limit = GiB;
+  as.vm_data = 100 * MiB;
+  as.vm_size = 900 * MiB;  // not what RLIMIT_DATA counts
+  MemoryBudget b = m.budget(as);
+  EXPECT_EQ(b.bytes, GiB - 100 * MiB - 256 * MiB);
+  EXPECT_NE(b.source.find("RLIMIT_DATA (ulimit -d) of 1024.0 MiB, 100.0 MiB of it mapped"), std::string::npos)
+      << b.source;
+  as.as_limit = 4 * GiB;
+  as.vm_size = 3 * GiB + 512 * MiB;  // leaves 512 MiB, less than RLIMIT_DATA's 924
+  b = m.budget(as);
+  EXPECT_EQ(b.bytes, 256 * MiB);
+  EXPECT_NE(b.source.find("RLIMIT_AS"), std::string::npos) << b.source;
+}
+
+// A limit that leaves no more than the margin: a budget of one byte, so the
+// first allocation fails naming it, rather than taking OpenBLAS's room.
+TEST(HostMemoryBudget, ALimitThatLeavesNoMoreThanItsMarginLeavesNoRoomForTensors) {
+  FakeMachine m;
+  m.mem_available(20 * GiB);
+  detail::AddressSpace as;
+  as.as_limit = 300 * MiB;
+  as.vm_size = 100 * MiB;
+  const MemoryBudget b = m.budget(as);
+  EXPECT_EQ(b.bytes, detail::kNoRoomBytes);
+  EXPECT_NE(b.source.find("no room left for tensors"), std::string::npos) << b.source;
+  as.vm_size = 400 * MiB;  // past the limit already
+  EXPECT_EQ(m.budget(as).bytes, detail::kNoRoomBytes);
 }
 
 // This machine's own budget: set, and below what the kernel says is available.

@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 
+#include "framework/core/env.h"
 #include "framework/cpu/cpu_backend.h"
 #include "sanitized.h"
 #include "test_util.h"
@@ -229,7 +230,7 @@ TEST(MemoryCpuPool, TheAllocatingThreadDoesNotPopulateLargeBlocks) {
 // it saves. Found by its name among the process's threads.
 TEST(MemoryCpuPool, ThePopulatorRunsAtIdlePriority) {
   if (!populate_write_supported()) GTEST_SKIP() << "no MADV_POPULATE_WRITE (Linux < 5.14): no populator thread";
-  if (std::getenv("ASYNCMLP_POPULATOR_NORMAL")) GTEST_SKIP() << "ASYNCMLP_POPULATOR_NORMAL is set";
+  if (env_settings().populator_normal_priority) GTEST_SKIP() << "ASYNCMLP_POPULATOR_NORMAL=1";
   empty_cache(Device::cpu(0));
   full({4 << 20 >> 2}, 1.f, Device::cpu(0)).wait_to_read();  // a fresh large block: the populator started
   int found = 0, idle = 0;

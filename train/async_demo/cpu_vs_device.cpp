@@ -18,6 +18,7 @@ void run_cpu_vs_device(const Options& o) {
   std::vector<float> B = randn({n, n}, Device::cpu(0)).to_host();
   std::vector<float> C(A.size(), 0.f);  // pre-touched
   Tensor a = from_host({n, n}, A.data(), d), b = from_host({n, n}, B.data(), d);
+  check_blas_room();  // a GEMM outside the queues: OutOfMemory, not OpenBLAS's endless retry, under ulimit -v
   auto direct = [&] {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.f, A.data(), N, B.data(), N, 0.f, C.data(), N);
   };

@@ -8,6 +8,8 @@
 #include <iostream>
 #include <thread>
 
+#include "framework/parse.h"
+
 namespace po = boost::program_options;
 
 namespace amlp::demo {
@@ -25,17 +27,20 @@ void usage(std::ostream& os, const po::options_description& opts, const std::vec
 }  // namespace
 
 Options parse_options(int argc, char** argv, const std::vector<Subcommand>& subcommands, bool* help) {
-  std::string device = "auto";
+  // The numbers are read as text, then by framework/parse.h's parse_int, as
+  // train_mlp reads its own (boost::lexical_cast would take "+5").
+  std::string device = "auto", size = "0", repeats = "5", ops = "10000";
   Options o;
   po::options_description opts("options");
   opts.add_options()
       ("help,h", "print this help and exit")
       ("device", po::value<std::string>(&device)->default_value("auto"), "auto | cpu | cpu:N | cuda | cuda:N")
-      ("size", po::value<int64_t>(&o.size)->default_value(0),
-       "matrix side n (0: each subcommand's default, scaled to the device: queued and blockers 1000 on a CPU, "
-       "4096 on a GPU; cpu-vs-device 1000; devices works on n² floats per device)")
-      ("repeats", po::value<int>(&o.repeats)->default_value(5), "timed repeats per measurement (medians are reported)")
-      ("ops", po::value<int64_t>(&o.ops)->default_value(10000), "N for sync-vs-async");
+      ("size", po::value<std::string>(&size)->default_value("0")->value_name("N"),
+       "matrix side n in [0, 16384] (0: each subcommand's default, scaled to the device: queued and blockers 1000 on "
+       "a CPU, 4096 on a GPU; cpu-vs-device 1000; devices works on n² floats per device)")
+      ("repeats", po::value<std::string>(&repeats)->default_value("5")->value_name("N"),
+       "timed repeats per measurement, in [1, 1000] (medians are reported)")
+      ("ops", po::value<std::string>(&ops)->default_value("10000")->value_name("N"), "N for sync-vs-async, in [1, 1000000]");
   po::options_description hidden;
   hidden.add_options()("subcommand", po::value<std::string>(&o.command));
   po::options_description all;
@@ -58,9 +63,13 @@ Options parse_options(int argc, char** argv, const std::vector<Subcommand>& subc
   bool known = o.command == "all";
   for (const Subcommand& s : subcommands) known = known || o.command == s.name;
   if (!known) throw UsageError("unknown subcommand '" + o.command + "' (try --help)");
-  if (o.size < 0 || o.size > 16384) throw UsageError("--size must be 0 (auto) or 1..16384, got " + std::to_string(o.size));
-  if (o.repeats < 1 || o.repeats > 1000) throw UsageError("--repeats must be 1..1000, got " + std::to_string(o.repeats));
-  if (o.ops < 1 || o.ops > 1000000) throw UsageError("--ops must be 1..1000000, got " + std::to_string(o.ops));
+  try {
+    o.size = parse_int(size, "--size", 0, 16384);
+    o.repeats = static_cast<int>(parse_int(repeats, "--repeats", 1, 1000));
+    o.ops = parse_int(ops, "--ops", 1, 1000000);
+  } catch (const ParseError& e) {
+    throw UsageError(e.what());
+  }
   try {
     o.device = parse_device(device, &o.fell_back);
   } catch (const DeviceError& e) {

@@ -1,7 +1,7 @@
 // main.cpp — async_demo: the "Asynchronous Computation" chapter's
 // microbenchmarks, one subcommand (and one file) each; demo.h has what they
-// share. Bad input is one line on stderr and exit 2; a failure while running,
-// one line and exit 1.
+// share. Bad input (an option, a value, a library environment variable) is
+// one line on stderr and exit 2; a failure while running, one line and exit 1.
 //
 //   async_demo all                                   # everything, --device auto
 //   async_demo sync-vs-async --ops 20000 --repeats 3
@@ -37,7 +37,11 @@ int main(int argc, char** argv) {
     bool help = false;
     o = parse_options(argc, argv, kSubcommands, &help);
     if (help) return 0;
+    amlp::check_environment();  // ASYNCMLP_BLOCKING=yes and the like: bad input, before anything runs
   } catch (const UsageError& e) {
+    std::fprintf(stderr, "async_demo: %s\n", e.what());
+    return 2;
+  } catch (const amlp::EnvError& e) {
     std::fprintf(stderr, "async_demo: %s\n", e.what());
     return 2;
   }

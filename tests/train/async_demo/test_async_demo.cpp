@@ -1,10 +1,13 @@
 // test_async_demo.cpp — async_demo end to end (the real binary, small sizes):
 // every subcommand runs, prints its measurement and its explanation, and bad
-// input gets one line on stderr and exit status 2. No timing is asserted.
+// input (an option, a number train_mlp would reject, an environment variable)
+// gets one line on stderr and exit status 2. No timing is asserted.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "train/train_test_util.h"
 
@@ -84,6 +87,49 @@ TEST(AsyncDemo, BadInputIsOneLineAndExitTwo) {
     Ran r = run_program("async_demo", args);
     EXPECT_EQ(r.code, 2) << "'" << args << "': " << r.out << r.err;
     EXPECT_EQ(r.err_lines(), 1u) << "'" << args << "':\n" << r.err;
+  }
+}
+
+// The numeric options are read by framework/parse.h's parse_int, as
+// train_mlp's are: decimal only, so '+5', ' 5', hex and a trailing unit are
+// bad input, and the line names the option, its range and what it got.
+TEST(AsyncDemo, NumbersParseAsTrainMlpsDo) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--size +5", "async_demo: --size must be an integer in [0, 16384] (got '+5')"},
+      {"--size ' 5'", "async_demo: --size must be an integer in [0, 16384] (got ' 5')"},
+      {"--size 0x10", "async_demo: --size must be an integer in [0, 16384] (got '0x10')"},
+      {"--size 16385", "async_demo: --size must be an integer in [0, 16384] (got 16385)"},
+      {"--size -1", "async_demo: --size must be an integer in [0, 16384] (got -1)"},
+      {"--repeats +3", "async_demo: --repeats must be an integer in [1, 1000] (got '+3')"},
+      {"--repeats 99999999999", "async_demo: --repeats must be an integer in [1, 1000] (got 99999999999)"},
+      {"--ops +200", "async_demo: --ops must be an integer in [1, 1000000] (got '+200')"},
+      {"--ops 1e3", "async_demo: --ops must be an integer in [1, 1000000] (got '1e3')"},
+  };
+  for (const auto& [args, says] : cases) {
+    Ran r = run_program("async_demo", "queued --device cpu " + args);
+    EXPECT_EQ(r.code, 2) << args << ": " << r.out << r.err;
+    EXPECT_EQ(r.err, says + "\n") << args;
+    EXPECT_EQ(r.out, "") << args;
+  }
+  // train_mlp words the same rejection the same way.
+  Ran t = run_train_mlp("--device cpu --batches +5");
+  EXPECT_EQ(t.code, 2);
+  EXPECT_EQ(t.err, "train_mlp: error: --batches must be an integer in [1, 100000000] (got '+5')\n");
+  // What is decimal still reads (010 is ten, as in train_mlp).
+  Ran ok = run_program("async_demo", "queued --device cpu --size 064 --repeats 01 --ops 200");
+  EXPECT_EQ(ok.code, 0) << ok.err;
+}
+
+// A library switch set to a value it does not take is bad input too: one
+// line naming the variable and its value, exit 2, nothing run.
+TEST(AsyncDemo, ABadEnvironmentVariableIsOneLineAndExitTwo) {
+  for (const char* env : {"ASYNCMLP_BLOCKING=garbage", "ASYNCMLP_POPULATOR_NORMAL=yes", "ASYNCMLP_LT=2"}) {
+    const std::string name(env, std::string(env).find('='));
+    const std::string value = std::string(env).substr(name.size() + 1);
+    Ran r = run_command(std::string("env ") + env + " " + program_path("async_demo") + " queued" + kSmall);
+    EXPECT_EQ(r.code, 2) << env << ": " << r.err;
+    EXPECT_EQ(r.err, "async_demo: environment variable " + name + " must be 0 or 1 (got '" + value + "')\n") << env;
+    EXPECT_EQ(r.out, "") << env;
   }
 }
 

@@ -1,0 +1,94 @@
+// blas_room.h — room in a limited address space (ulimit -v, RLIMIT_AS;
+// RLIMIT_DATA) for OpenBLAS, which maps its buffers outside any pool and
+// never gives up on one: OpenBLAS 0.3.21's blas_memory_alloc retries a failed
+// mapping in an endless loop (each pthread server thread maps a 128 MiB
+// buffer as it starts, at load; a GEMM that finds none of the buffers mapped
+// before free maps one), and its exit handler then waits for the stuck
+// thread, so the process neither computes nor ends, and ignores SIGINT. Two
+// checks keep it from getting there:
+//
+// - At load, before OpenBLAS's initialiser starts its threads (a
+//   .preinit_array entry of any program linked with the library): a limit
+//   that cannot hold the libraries' start-up, OpenBLAS's server threads, one
+//   GEMM buffer and a little for tensors ends the program with one line and
+//   exit 1, naming the limit it needs and the OPENBLAS_NUM_THREADS that would
+//   fit. (Setting that variable here would not do: glibc's own initialiser,
+//   which runs after this and before OpenBLAS's, resets the environment to
+//   the one the process started with.) A limit that holds them makes glibc's
+//   malloc keep one arena (M_ARENA_MAX): each thread's own would reserve
+//   64 MiB of the room, unseen by any check.
+// - Around each GEMM, a BlasCall: OutOfMemory instead of the endless retry
+//   when this GEMM may need a buffer no earlier one mapped and the limit
+//   leaves no room for it. OpenBLAS keeps the buffers it mapped and hands a
+//   free one to the next caller, so a GEMM needs a new one only when more
+//   run at once than ever before (two CPU devices' workers, say): the count
+//   of GEMMs in flight against its peak says when. The CPU backend's GEMM
+//   holds one; a program that calls CBLAS itself calls amlp::check_blas_room()
+//   (runtime.h) first. set_blas_threads() starts no more server threads than
+//   the limit has room for.
+//
+// Where nothing limits the address space, each is one getrlimit per call.
+#pragma once
+#include <cstddef>
+#include <string>
+
+#include "framework/core/address_space.h"
+
+namespace amlp::cpu {
+
+// OpenBLAS 0.3.21 (Debian's pthread build, x86-64): one mmap of 128 MiB per
+// buffer (strace: mmap(NULL, 134217728, ...) from blas_memory_alloc), and the
+// 8 MiB stack of each server thread beside it.
+constexpr size_t kBlasBufferBytes = size_t(128) << 20;
+constexpr size_t kBlasThreadBytes = kBlasBufferBytes + (size_t(8) << 20);
+static_assert(detail::kAddressReserveBytes >= kBlasBufferBytes + 4 * (size_t(8) << 20),
+              "a budget's margin holds a GEMM's buffer and the stacks of a device's threads");
+// What the libraries' own initialisers map besides OpenBLAS's threads
+// (measured: 0.1 MiB without CUDA, 6.3 MiB with the CUDA libraries).
+constexpr size_t kLibraryStartBytes = size_t(8) << 20;
+// The least a run gets for its tensors before the check at load refuses.
+constexpr size_t kMinPoolBytes = size_t(16) << 20;
+
+// What the check at load decides, from the room the limit leaves once the
+// libraries are mapped and the threads OpenBLAS would start with (each
+// beyond the first maps a buffer and a stack as it starts).
+struct LoadPlan {
+  bool fits = true;
+  int threads = 1;        // OpenBLAS's, as it will count them
+  int threads_fit = 0;    // the most that would fit (0: not even one)
+  size_t need = 0;        // the room it needs with `threads`: start-up, their buffers, one GEMM's buffer and
+                          // margin (kAddressReserveBytes), kMinPoolBytes
+  size_t need_one = 0;    // the same with one thread
+};
+LoadPlan plan_at_load(size_t left, int openblas_threads);
+
+// The threads OpenBLAS starts with, as its initialiser counts them:
+// OPENBLAS_NUM_THREADS, else GOTO_NUM_THREADS, else OMP_NUM_THREADS (the first
+// positive), else one per core, at most the cores this process may run on.
+// `envp` as main's third argument.
+int openblas_threads_at_load(char** envp);
+
+// The one line the check at load prints before it ends the program, without
+// the "PROGRAM: error: " in front.
+std::string refusal(const detail::AddressSpace& a, const LoadPlan& p);
+
+// Held around one GEMM. Its constructor throws OutOfMemory (naming `device`
+// and the limit) when more GEMMs are in flight than ever before, so OpenBLAS
+// will map a buffer for this one, and the address space has no room for it;
+// otherwise it reads nothing.
+class BlasCall {
+ public:
+  explicit BlasCall(const std::string& device);
+  ~BlasCall();
+  BlasCall(const BlasCall&) = delete;
+  BlasCall& operator=(const BlasCall&) = delete;
+};
+// The reason alone, from a reading of the address space ("" when there is room).
+std::string blas_room_problem(const detail::AddressSpace& a);
+
+// `n` threads for set_blas_threads, or fewer: OpenBLAS starts a server thread
+// for each past `started` (the most it ran so far), which maps a buffer and a
+// stack; no more than the address space `a` has room for beside the margin.
+int blas_threads_that_fit(int n, int started, const detail::AddressSpace& a);
+
+}  // namespace amlp::cpu

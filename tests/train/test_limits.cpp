@@ -1,0 +1,129 @@
+// Covers the programs' side of framework/cpu/blas_room.cpp,
+// framework/core/address_space.cpp and host_memory.cpp (the budget under
+// ulimit -v) and of framework/core/env.cpp: train_mlp and async_demo under an
+// address-space limit, each run in a child shell with `ulimit -v` and a
+// timeout this test enforces; train_mlp under a library switch of the
+// environment set to a value it does not take.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "framework/device.h"
+#include "train_test_util.h"
+
+namespace amlp::testing {
+namespace {
+
+constexpr long kMiB = 1024;  // ulimit -v counts KiB
+
+// `program args` under `ulimit -v kib`, killed past 60 s (an endless retry
+// inside OpenBLAS would spin until then: the test fails on exit 137). Two
+// OpenBLAS threads whatever the machine's cores, so the limits below mean
+// the same everywhere.
+Ran under_limit(long kib, const std::string& program, const std::string& args) {
+  return run_command("OPENBLAS_NUM_THREADS=2 bash -c 'ulimit -v " + std::to_string(kib) + "; exec timeout -s KILL 60 " +
+                     program_path(program) + " " + args + "'");
+}
+
+// How a run under a limit may end: it ran (0); it failed with the one-line
+// out-of-memory message (1); it could not start and said so in one line (1).
+// A build with the CUDA backend maps its libraries (about 1 GB) before any of
+// its code runs: below that the loader refuses, in its own line, with 127
+// (docs/cpu-pool.md, "Under ulimit -v": what remains).
+void expect_a_clean_end(const Ran& r, const std::string& what) {
+  const bool loader = built_with_cuda() && r.code == 127 &&
+                      r.err.find("error while loading shared libraries") != std::string::npos;
+  if (loader) return;
+  ASSERT_TRUE(r.code == 0 || r.code == 1) << what << ": exit " << r.code << " (137: killed at the timeout)\n" << r.err;
+  if (r.code == 0) return;
+  EXPECT_EQ(r.err_lines(), 1u) << what << ":\n" << r.err;
+  const bool oom = r.err.find("out of memory on cpu:") != std::string::npos;
+  const bool refused = r.err.find("the address-space limit leaves no room to start") != std::string::npos;
+  EXPECT_TRUE(oom || refused) << what << ":\n" << r.err;
+}
+
+// From too small to start to comfortable: every limit ends cleanly, fast,
+// and the sweep crosses from refusals to runs. Before (db84c1d..06ed51d, two
+// cores): train_mlp hung at 64, 128, 256, 320 and 390 MiB, spinning in
+// OpenBLAS's blas_memory_alloc (a buffer for its worker, or for OpenBLAS's
+// own thread at load, which exit then waits for), and at 192 MiB failed to
+// start a thread; async_demo hung at 128 to 640 MiB, at 640 after printing
+// its out-of-memory line.
+TEST(UnderUlimitV, EveryLimitEndsInARunOrOneLine) {
+  const std::vector<long> limits = {64, 128, 192, 256, 320, 390, 430, 470, 512, 640, 768, 1024, 1536, 2048, 3072};
+  int ran = 0, refused = 0;
+  for (long mib : limits) {
+    const Ran t = under_limit(mib * kMiB, "train_mlp", "--config " + source_file("configs/quick.ini") +
+                                                          " --device cpu --quiet --batches 5");
+    expect_a_clean_end(t, "train_mlp under ulimit -v " + std::to_string(mib * kMiB));
+    ran += t.code == 0;
+    refused += t.code == 1;
+  }
+  // async_demo's data-parallel and devices run two CPU devices' GEMMs at once:
+  // each may need a buffer, and each pool has the whole budget.
+  for (long mib : {128, 390, 470, 512, 640, 768, 1024}) {
+    const Ran d = under_limit(mib * kMiB, "async_demo", "all --device cpu --size 64 --repeats 1 --ops 200");
+    expect_a_clean_end(d, "async_demo under ulimit -v " + std::to_string(mib * kMiB));
+  }
+  EXPECT_GT(ran, 0) << "no limit was enough for a run";
+  if (!built_with_cuda()) EXPECT_GT(refused, 0) << "no limit was too small";
+}
+
+// Too small to start: one line naming the limit, what a run needs and the
+// limit to ask for; nothing on stdout. (With CUDA the loader refuses first.)
+TEST(UnderUlimitV, TooSmallToStartIsOneLineNamingTheLimitToAskFor) {
+  if (built_with_cuda()) GTEST_SKIP() << "the CUDA libraries alone map more than the limit: the loader refuses";
+  const Ran r = under_limit(200 * kMiB, "train_mlp", "--device cpu --batches 2 --batch-size 8 --hidden 4");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err_lines(), 1u) << r.err;
+  EXPECT_EQ(r.err.rfind("train_mlp: error: the address-space limit leaves no room to start: RLIMIT_AS (ulimit -v) "
+                        "is 200.0 MiB, the program and its libraries map ", 0),
+            0u)
+      << r.err;
+  EXPECT_NE(r.err.find("raise it to at least "), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+// A run that outgrows what the limit leaves ends in the one-line
+// out-of-memory message naming RLIMIT_AS, at the pool's budget, before the
+// address space is full: OpenBLAS keeps the room for its buffers.
+TEST(UnderUlimitV, OutgrowingTheLimitIsTheOneLineOutOfMemoryNamingIt) {
+  const long mib = built_with_cuda() ? 3072 : 1024;  // the CUDA libraries map about 1 GB of it
+  const Ran r = under_limit(mib * kMiB, "train_mlp", "--config " + source_file("configs/quick.ini") +
+                                                         " --device cpu --quiet --sync none --batch-size 4096 --batches 200");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err_lines(), 1u) << r.err;
+  EXPECT_NE(r.err.find("train_mlp: error: run 'none' failed at batch "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("out of memory on cpu:0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("RLIMIT_AS (ulimit -v) of " + std::to_string(mib) + ".0 MiB"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the queued batches outgrew it"), std::string::npos) << r.err;
+}
+
+// One line naming the variable and its value, and no batch runs: garbage
+// never means on (it used to for ASYNCMLP_BLOCKING, and "0" meant on for
+// ASYNCMLP_POPULATOR_NORMAL). The status is 1 while train/train_mlp.cpp
+// reports EnvError as a failed run; 2 (bad input, as async_demo) once it
+// calls check_environment() before the run.
+TEST(TrainMlpEnvironment, ASwitchSetToAnythingButZeroOrOneStopsTheRun) {
+  for (const char* env : {"ASYNCMLP_BLOCKING=garbage", "ASYNCMLP_POPULATOR_NORMAL=true", "ASYNCMLP_SEGMENTS=no",
+                          "ASYNCMLP_LT=on"}) {
+    const std::string name(env, std::string(env).find('='));
+    const std::string value = std::string(env).substr(name.size() + 1);
+    Ran r = run_command(std::string("env ") + env + " " + program_path("train_mlp") +
+                        " --device cpu --batches 2 --batch-size 8 --hidden 4");
+    EXPECT_TRUE(r.code == 1 || r.code == 2) << env << ": exit " << r.code << "\n" << r.err;
+    EXPECT_EQ(r.err, "train_mlp: error: environment variable " + name + " must be 0 or 1 (got '" + value + "')\n")
+        << env;
+    EXPECT_EQ(r.out.find("batch "), std::string::npos) << env << ": a batch ran\n" << r.out;
+  }
+  // 0 and 1 and empty still run.
+  for (const char* env : {"ASYNCMLP_BLOCKING=1", "ASYNCMLP_POPULATOR_NORMAL=0", "ASYNCMLP_SEGMENTS=", "ASYNCMLP_LT=0"}) {
+    Ran r = run_command(std::string("env ") + env + " " + program_path("train_mlp") +
+                        " --device cpu --batches 2 --batch-size 8 --hidden 4 --quiet");
+    EXPECT_EQ(r.code, 0) << env << ": " << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace amlp::testing
