@@ -269,7 +269,8 @@ po::options_description general_options() {
     .option<int>("batch-size", "N", "1024", int_in(1, kMaxBatchSize), "samples per minibatch, in [1, 16777216]")
     .option<int>("features", "N", "512", int_in(1, kMaxFeatures), "input features, in [1, 16777216]")
     .option<models::LayerSpec>("hidden", "W1,W2,..", "2048,512", read_hidden,
-     "hidden layer widths, comma-separated, each in [1, 1048576], ReLU each; the output layer has 1 unit")
+     "hidden layer widths, comma-separated, at least one, each in [1, 1048576], ReLU each; the output layer "
+     "has 1 unit")
     .option<float>("lr", "X", "0.005", read_lr, "SGD learning rate (> 0)")
     .option<float>("momentum", "X", "0", read_momentum, "SGD momentum, in [0, 1)")
     .option<uint64_t>("seed", "N", "1",
@@ -340,7 +341,7 @@ po::options_description general_options() {
      "and the budget, samples/s): redrawn in place a few times a second on a terminal; otherwise "
      "printed as a line every SECONDS, in (0, 86400]")
     .option<std::vector<int>>("compare-every", "K1,K2,..", "2,10", read_compare_every,
-     "the K of the every=K modes --compare runs, each in [1, 1000000]")
+     "the K of the every=K modes --compare runs, each in [1, 1000000], none twice")
     .flag("sweep", "measure the device's time per batch d, then run every mode of --compare at the frontend's "
      "time per batch h = f x d for each f of --sweep-fractions; one table: samples/s, speed-up over batch, "
      "peak backlog and memory increase beside both models' predictions (see below; default: off)")
