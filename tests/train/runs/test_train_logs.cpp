@@ -364,6 +364,32 @@ TEST(TrainMlpLogs, OutOfMemoryMidRunKeepsTheRowsSoFar) {
   EXPECT_EQ("train_mlp: error: " + t.at("otherData").at("error").get<std::string>() + "\n", r.err);
 }
 
+// A run whose training diverged (a learning rate so large that the final
+// loss is inf or nan) is a failed run, not "completed" with exit 0: one line
+// that says so and what to do, status 1, the summary marked failed with that
+// line (issue 36: `--lr 9223372036854775808` ended with loss -nan, exit 0).
+// --check-finite stops such a run at its first non-finite loss instead (below).
+// DISABLED_ until train/runs/experiment.cpp fails a run whose final loss is
+// not finite (the change is in branch outputs-fifo's report; train/runs/ is
+// not that branch's to edit): enable it with that change.
+TEST(TrainMlpLogs, DISABLED_ADivergedRunFailsWithStatusOne) {
+  for (const std::string sync : {"batch", "none", "every=2"}) {
+    SCOPED_TRACE(sync);
+    ScratchDir dir;
+    const Ran r = run_train_mlp("--device cpu --quiet --sync " + sync +
+                                " --batches 3 --batch-size 8 --hidden 4 --lr 9223372036854775808 --summary-json " +
+                                dir.file("s.json"));
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_EQ(r.err_lines(), 1u) << r.err;
+    EXPECT_NE(r.err.find("diverged"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--lr"), std::string::npos) << r.err;
+    const nlohmann::json s = read_json(dir.file("s.json"));
+    ASSERT_EQ(s.size(), 1u);
+    EXPECT_EQ(s[0].at("status"), "failed");
+    EXPECT_EQ("train_mlp: error: " + s[0].at("error").get<std::string>() + "\n", r.err);
+  }
+}
+
 // A queued check that fails (a non-finite loss from a huge step) surfaces at
 // the next blocker: the synchronizing item() of the batch that queued it.
 // That batch still has its row, with the loss empty.
