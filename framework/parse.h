@@ -10,11 +10,13 @@
 //   split_list("2048,,512", ',')                     == {"2048", "", "512"}
 //   parse_int_list("8,4", "--hidden", 1, 1 << 20)    == {8, 4}
 //   format_mb(1.5e6) == "1.5 MB"                   format_mib(3 << 20) == "3.0 MiB"
+//   shown_path("out/a\nb.csv")                     == "out/a\\nb.csv"  (one line, in a message)
 //
 // Numbers are decimal only: no hex (0x10), no octal (010 is ten), no '+', no
 // whitespace, no trailing junk. Every failure is a ParseError whose message
 // is one line: "<what> must be <what is allowed, with its range> (got <text>)".
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -75,5 +77,15 @@ std::vector<int64_t> parse_int_list(std::string_view text, std::string_view what
 // (Not named "quoted": with a std::string argument, argument-dependent lookup
 // would find std::quoted from <iomanip> instead.)
 std::string quote(std::string_view text);
+
+// A file path as a message shows it, between the message's own quotes
+// ("cannot write '" + shown_path(p) + "': ..."): control characters escaped
+// (\n, \t, \x1b; C1 controls and bytes that are not UTF-8 as \xNN too), a
+// backslash doubled, and a path over kMaxShownPath bytes cut to its first 100
+// and last 80 bytes with "..." between (at a character's boundary), so the
+// message stays one readable line whatever the path; letters of any script
+// stay as they are. A plain short path is shown unchanged.
+constexpr size_t kMaxShownPath = 200;
+std::string shown_path(std::string_view path);
 
 }  // namespace amlp

@@ -112,6 +112,83 @@ std::string quote(std::string_view text) {
   return out + "'";
 }
 
+namespace {
+
+// The length of the UTF-8 character at the start of `s` that a terminal shows
+// as a letter (U+00A0 and up, not a surrogate, at most U+10FFFF), or 0 when
+// its first byte is not the start of one (ASCII included, escaped or not by
+// the caller; a C1 control U+0080..U+009F; a byte that is not UTF-8).
+size_t printable_utf8(std::string_view s) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  const auto cont = [&](size_t i) { return i < s.size() && (byte(i) & 0xc0) == 0x80; };
+  const unsigned char c = byte(0);
+  size_t n = 0;
+  uint32_t cp = 0;
+  if (c >= 0xc2 && c <= 0xdf) {
+    n = 2;
+    cp = c & 0x1f;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    n = 3;
+    cp = c & 0x0f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4;
+    cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  for (size_t i = 1; i < n; ++i) {
+    if (!cont(i)) return 0;
+    cp = (cp << 6) | (byte(i) & 0x3f);
+  }
+  const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};  // shorter forms are overlong
+  if (cp < least[n] || cp < 0xa0 || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) return 0;
+  return n;
+}
+
+// `text` with its control characters, backslashes and non-UTF-8 bytes escaped.
+std::string escaped_path(std::string_view text) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    if (const size_t n = printable_utf8(text.substr(i))) {
+      out.append(text.data() + i, n);
+      i += n;
+      continue;
+    }
+    const unsigned char c = static_cast<unsigned char>(text[i++]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else if (c < 0x20 || c >= 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string shown_path(std::string_view path) {
+  constexpr size_t kHead = 100, kTail = 80;
+  if (path.size() <= kMaxShownPath) return escaped_path(path);
+  // Cut where a character starts: not inside a UTF-8 sequence.
+  const auto continuation = [&](size_t i) { return (static_cast<unsigned char>(path[i]) & 0xc0) == 0x80; };
+  size_t head = kHead;
+  while (head > kHead - 3 && continuation(head)) --head;
+  size_t tail = path.size() - kTail;
+  while (tail < path.size() - kTail + 3 && continuation(tail)) ++tail;
+  return escaped_path(path.substr(0, head)) + "..." + escaped_path(path.substr(tail));
+}
+
 int64_t parse_int(std::string_view text, std::string_view what, int64_t min, int64_t max) {
   bool negative = false, overflow = false;
   uint64_t mag = 0;

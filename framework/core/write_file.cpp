@@ -6,23 +6,56 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 #include <memory>
+#include <utility>
 
 #include "framework/error.h"
+#include "framework/parse.h"
 
 namespace amlp {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& path, int err) {
-  throw Error("cannot write '" + path + "': " + std::strerror(err));
+// Why an open or write failed, in words: ENXIO from opening a FIFO without
+// waiting means no process has it open for reading.
+std::string reason(int err, bool fifo = false) {
+  if (err == ENXIO && fifo) return "no process has the FIFO open for reading (start its reader first)";
+  return std::strerror(err);
+}
+
+[[noreturn]] void fail(const std::string& path, int err, bool fifo = false) {
+  throw Error("cannot write '" + shown_path(path) + "': " + reason(err, fifo));
+}
+
+// The directory holding `file` ("." for a bare name).
+std::string directory_of(const std::string& file) {
+  const size_t slash = file.find_last_of('/');
+  return slash == std::string::npos ? "." : (slash == 0 ? "/" : file.substr(0, slash));
+}
+
+// Opens a FIFO or device for writing as it is, without waiting for a FIFO's
+// reader; the descriptor blocks again afterwards, so a slow reader slows the
+// writer instead of failing it. -1 and errno on failure.
+int open_in_place(const std::string& path, int extra_flags) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK | extra_flags, 0666);
+  if (fd < 0) return -1;
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    const int err = errno;
+    ::close(fd);
+    errno = err;
+    return -1;
+  }
+  return fd;
 }
 
 // Every byte or an errno: a short write is retried, EINTR too.
@@ -97,9 +130,9 @@ void write_through(const std::string& path, int fd, const std::string& content) 
 }
 
 // A FIFO, a device: opened for writing as it is, never created or replaced.
-void write_in_place(const std::string& path, const std::string& content) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
-  if (fd < 0) fail(path, errno);
+void write_in_place(const std::string& path, const std::string& content, bool fifo) {
+  const int fd = open_in_place(path, 0);
+  if (fd < 0) fail(path, errno, fifo);
   int err;
   {
     NoSigpipe guard;
@@ -109,26 +142,40 @@ void write_in_place(const std::string& path, const std::string& content) {
   if (err) fail(path, err);
 }
 
+// `file` + `suffix`, its last component cut so that it fits a directory
+// entry (NAME_MAX bytes): a file whose name is near the limit still gets a
+// temporary beside it.
+std::string with_suffix(const std::string& file, const std::string& suffix) {
+  const size_t slash = file.find_last_of('/');
+  const size_t name = slash == std::string::npos ? 0 : slash + 1;
+  if (file.size() - name + suffix.size() <= NAME_MAX) return file + suffix;
+  return file.substr(0, name + (NAME_MAX - suffix.size())) + suffix;
+}
+
 // A temporary beside `file` that no other writer uses: `file`.tmp.<pid>.<n>,
 // created exclusively (0666 less the umask, as a new file would be). A fixed
 // name would let two runs writing the same file at once rename each other's
-// half-written temporaries into place.
-int open_temporary(const std::string& path, const std::string& file, std::string* tmp) {
+// half-written temporaries into place. -1 and errno on failure.
+int try_open_temporary(const std::string& file, std::string* tmp) {
   static std::atomic<unsigned> counter{0};
   for (int attempt = 0;; ++attempt) {
-    *tmp = file + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+    *tmp = with_suffix(file, ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++));
     const int fd = ::open(tmp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0) return fd;
-    if (errno != EEXIST || attempt == 100) fail(path, errno);
+    if (fd >= 0 || errno != EEXIST || attempt == 100) return fd;
   }
+}
+
+int open_temporary(const std::string& path, const std::string& file, std::string* tmp) {
+  const int fd = try_open_temporary(file, tmp);
+  if (fd < 0) fail(path, errno);
+  return fd;
 }
 
 // The directory holding `file`, synced so the rename itself survives a crash.
 // Best effort: the file is whole by now either way, and some file systems
 // refuse to sync a directory.
 void sync_directory(const std::string& file) {
-  const size_t slash = file.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : file.substr(0, slash));
+  const std::string dir = directory_of(file);
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return;
   (void)::fsync(fd);
@@ -166,12 +213,158 @@ void write_file(const std::string& path, const std::string& content) {
   struct stat st = link;
   if (S_ISLNK(link.st_mode) && ::stat(path.c_str(), &st) != 0) fail(path, errno);  // a dangling link
   if (const int fd = stdio_fd(st); fd >= 0) return write_through(path, fd, content);
-  if (!S_ISREG(st.st_mode)) return write_in_place(path, content);
+  if (!S_ISREG(st.st_mode)) return write_in_place(path, content, S_ISFIFO(st.st_mode));
   if (!S_ISLNK(link.st_mode)) return write_replacing(path, path, content, &st);
   // A link to a regular file: replace the file it names, keep the link.
   const std::unique_ptr<char, decltype(&std::free)> target(::realpath(path.c_str(), nullptr), &std::free);
   if (!target) fail(path, errno);
   write_replacing(path, target.get(), content, &st);
+}
+
+// --- a file of records ---------------------------------------------------------------
+
+RecordFile::RecordFile(const std::string& path, const std::string& what) : path_(path), what_(what) {
+  const auto failed = [&](int err, bool fifo) {
+    throw Error("cannot write " + what_ + " '" + shown_path(path_) + "': " + reason(err, fifo));
+  };
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  if (exists && S_ISDIR(st.st_mode)) failed(EISDIR, false);
+  if (const int fd = exists ? stdio_fd(st) : -1; fd >= 0) {  // after what the program printed, never truncated
+    if (fd == 1) {
+      std::cout.flush();
+      std::fflush(stdout);
+    } else {
+      std::cerr.flush();
+      std::fflush(stderr);
+    }
+    fd_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (fd_ < 0) failed(errno, false);
+    return;
+  }
+  fd_ = open_in_place(path, O_CREAT | O_TRUNC);
+  if (fd_ < 0) failed(errno, exists && S_ISFIFO(st.st_mode));
+  regular_ = ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+RecordFile::~RecordFile() { close_file(); }
+
+void RecordFile::close_file() {
+  if (fd_ >= 0) ::close(std::exchange(fd_, -1));  // every record went out with its write(2)
+}
+
+RecordFile::RecordFile(RecordFile&& o) noexcept
+    : path_(std::move(o.path_)),
+      what_(std::move(o.what_)),
+      fd_(std::exchange(o.fd_, -1)),
+      regular_(o.regular_),
+      whole_(o.whole_) {}
+
+RecordFile& RecordFile::operator=(RecordFile&& o) noexcept {
+  if (this != &o) {
+    close_file();
+    path_ = std::move(o.path_);
+    what_ = std::move(o.what_);
+    fd_ = std::exchange(o.fd_, -1);
+    regular_ = o.regular_;
+    whole_ = o.whole_;
+  }
+  return *this;
+}
+
+void RecordFile::append(const std::string& record) {
+  if (fd_ < 0) return;
+  int err;
+  {
+    NoSigpipe guard;
+    err = write_all(fd_, record);  // one write(2) unless the kernel stops short; then the rest, to learn why
+  }
+  if (!err) {
+    whole_ += static_cast<off_t>(record.size());
+    return;
+  }
+  std::string cut;
+  if (regular_ && (::ftruncate(fd_, whole_) != 0 || ::lseek(fd_, whole_, SEEK_SET) < 0))
+    cut = " (and it could not be cut back to its last whole record: " + std::string(std::strerror(errno)) + ")";
+  throw Error("cannot write " + what_ + " '" + shown_path(path_) + "': " + std::strerror(err) + cut);
+}
+
+// --- the check before a run -----------------------------------------------------------
+
+namespace {
+
+// A file that does not exist yet: its directory, and the name created (and
+// removed) there as the writer will create it.
+std::string new_file_problem(const std::string& path) {
+  const std::string dir = directory_of(path);
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT) return "directory '" + shown_path(dir) + "' does not exist";
+    return "directory '" + shown_path(dir) + "': " + std::strerror(errno);
+  }
+  if (!S_ISDIR(st.st_mode)) return "'" + shown_path(dir) + "' is not a directory";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    if (errno == EEXIST) return "";  // another process made it just now: it is written as any file that exists
+    if (errno == ENAMETOOLONG) return std::strerror(errno);
+    return "cannot create a file in '" + shown_path(dir) + "': " + std::strerror(errno);
+  }
+  ::close(fd);
+  ::unlink(path.c_str());
+  return "";
+}
+
+}  // namespace
+
+std::string output_problem(const std::string& path, OutputWay way) {
+  if (path.empty()) return "no file named";
+  struct stat link {};
+  if (::lstat(path.c_str(), &link) != 0) return errno == ENOENT ? new_file_problem(path) : std::strerror(errno);
+  struct stat st = link;
+  if (S_ISLNK(link.st_mode) && ::stat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT) return std::strerror(errno);  // a loop: "Too many levels of symbolic links"
+    char target[PATH_MAX];
+    const ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
+    return "it is a symbolic link to '" + shown_path(std::string(target, n > 0 ? size_t(n) : 0)) +
+           "', which does not exist";
+  }
+  if (S_ISDIR(st.st_mode)) return "it is a directory";
+  if (stdio_fd(st) >= 0) return "";
+  if (S_ISSOCK(st.st_mode)) return "it is a socket";
+  if (!S_ISREG(st.st_mode))  // a FIFO or a device: opened without waiting when it is written
+    return ::access(path.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
+  if (way == OutputWay::Records) {  // opened as RecordFile opens it, less the truncation
+    const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return std::strerror(errno);
+    ::close(fd);
+    return "";
+  }
+  // Whole: a temporary beside the file it replaces (the one a link names).
+  std::string file = path;
+  if (S_ISLNK(link.st_mode)) {
+    const std::unique_ptr<char, decltype(&std::free)> target(::realpath(path.c_str(), nullptr), &std::free);
+    if (!target) return std::strerror(errno);
+    file = target.get();
+  }
+  std::string tmp;
+  const int fd = try_open_temporary(file, &tmp);
+  if (fd < 0) return "cannot create a file in '" + shown_path(directory_of(file)) + "': " + std::strerror(errno);
+  ::close(fd);
+  ::unlink(tmp.c_str());
+  return "";
+}
+
+std::string file_identity(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (!S_ISREG(st.st_mode) || stdio_fd(st) >= 0) return "";
+    return "inode " + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+  }
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(path, ec);
+  if (!ec) p = std::filesystem::weakly_canonical(p, ec);
+  if (ec) p = std::filesystem::path(path).lexically_normal();
+  return "path " + p.string();
 }
 
 }  // namespace amlp

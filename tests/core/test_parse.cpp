@@ -276,6 +276,41 @@ TEST(Quoted, KeepsMessagesOnOneReadableLine) {
   EXPECT_EQ(quote(std::string(1000, 'x')), "'" + std::string(64, 'x') + "...'");
 }
 
+// A path in a message (issue 36): one line whatever its bytes, its two ends
+// shown when it is long, letters of any script kept.
+TEST(ShownPath, EscapesControlsAndKeepsLetters) {
+  EXPECT_EQ(shown_path("out/mem.csv"), "out/mem.csv");
+  EXPECT_EQ(shown_path(""), "");
+  EXPECT_EQ(shown_path("a\nb\tc\rd"), "a\\nb\\tc\\rd");
+  EXPECT_EQ(shown_path("a\\nb"), "a\\\\nb") << "a backslash in the name is not an escape";
+  EXPECT_EQ(shown_path(std::string("x\0y\x1b[2J\x7f", 8)), "x\\x00y\\x1b[2J\\x7f");
+  EXPECT_EQ(shown_path("r\xc3\xa9sum\xc3\xa9/\xe6\x97\xa5\xe6\x9c\xac.json"), "r\xc3\xa9sum\xc3\xa9/\xe6\x97\xa5\xe6\x9c\xac.json");
+  // Not UTF-8, overlong, a surrogate, a C1 control (U+009B, a terminal's CSI): bytes.
+  EXPECT_EQ(shown_path("\xff\xc0\xaf\xed\xa0\x80\xc2\x9b"), "\\xff\\xc0\\xaf\\xed\\xa0\\x80\\xc2\\x9b");
+  EXPECT_EQ(shown_path("it's"), "it's") << "the message's quotes are its own";
+}
+
+TEST(ShownPath, ALongPathShowsItsTwoEnds) {
+  const std::string at_limit(kMaxShownPath, 'x');
+  EXPECT_EQ(shown_path(at_limit), at_limit);
+  const std::string path = "/" + std::string(4990, 'd') + "/end.json";
+  const std::string shown = shown_path(path);
+  EXPECT_EQ(shown, path.substr(0, 100) + "..." + path.substr(path.size() - 80));
+  // A 5000-byte path of newlines stays one short line too.
+  const auto escaped_newlines = [](int n) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s += "\\n";
+    return s;
+  };
+  const std::string lines = shown_path(std::string(5000, '\n'));
+  EXPECT_EQ(lines, escaped_newlines(100) + "..." + escaped_newlines(80));
+  // Cut at a character's boundary: no half of a two-byte letter at either end.
+  std::string accents;
+  for (int i = 0; i < 200; ++i) accents += "\xc3\xa9";
+  const std::string cut = shown_path("/" + accents);  // 401 bytes: the head ends inside a letter
+  EXPECT_EQ(cut, "/" + accents.substr(0, 98) + "..." + accents.substr(accents.size() - 80));
+}
+
 // --- the parsers built on it -------------------------------------------------------------
 
 TEST(ParseUsers, SyncModeLayerSpecAndDeviceAreDecimalOnly) {

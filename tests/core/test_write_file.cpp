@@ -1,13 +1,21 @@
 // Covers framework/core/write_file.cpp, framework/core/trace.cpp, train/report/summary_json.cpp, train/runs/memory_log.cpp.
-// the one writer of whole files (framework/write_file.h)
+// the writers of output files (framework/write_file.h)
 // and the two JSON files written through it, parsed back with nlohmann-json:
 // a regular file is replaced whole with no temporary left, a FIFO or a device is
-// written in place and stays what it was, and every failure (a directory that
-// is gone, a full disk, a reader that went away) is one error naming the file.
+// written in place and stays what it was, a FIFO with no reader is an error at
+// once, never a wait, and every failure (a directory that is gone, a full
+// disk, a reader that went away) is one error naming the file on one line; a
+// file of records (the memory log) never ends in half a record; the check
+// before a run finds what would fail as the file will be opened, and tells
+// two spellings of one file apart from two files.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -18,6 +26,8 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <future>
 #include <iterator>
 #include <limits>
@@ -28,6 +38,7 @@
 #include <vector>
 
 #include "framework/error.h"
+#include "framework/parse.h"
 #include "framework/trace.h"
 #include "framework/write_file.h"
 #include "train/runs/memory_log.h"
@@ -60,6 +71,49 @@ std::string error_of(F&& f) {
 
 std::string expected_error(const std::string& path, int err) {
   return "cannot write '" + path + "': " + std::strerror(err);
+}
+
+// Runs `f` in a child process and returns the message of the amlp::Error it
+// throws ("" for none). A child still running after `limit` (a write that
+// waits for a FIFO's reader for ever) is killed and the result says so, so
+// such a regression fails the test instead of hanging it.
+std::string error_within(std::chrono::seconds limit, const std::function<void()>& f) {
+  int fds[2];
+  if (::pipe(fds) != 0) return "<pipe: " + std::string(std::strerror(errno)) + ">";
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    std::string msg;
+    try {
+      f();
+    } catch (const Error& e) {
+      msg = e.what();
+    } catch (...) {
+      msg = "<not an amlp::Error>";
+    }
+    if (::write(fds[1], msg.data(), msg.size()) < 0) ::_exit(1);
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string got;
+  const auto until = std::chrono::steady_clock::now() + limit;
+  bool hung = false;
+  for (char buf[4096];;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    pollfd p{fds[0], POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) == 0) {
+      hung = true;
+      break;
+    }
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  if (hung) ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  return hung ? "<still running after " + std::to_string(limit.count()) + " s: killed>" : got;
 }
 
 mode_t file_type(const std::string& path) {
@@ -252,9 +306,14 @@ TEST(WriteFile, AFifoIsWrittenInPlaceAndStaysAFifo) {
 TEST(WriteFile, AReaderThatWentAwayIsOneErrorNotAKill) {
   ScratchDir dir;
   const std::string fifo = make_fifo(dir, "pipe");
+  // The reader is there when the writer opens (which never waits for one),
+  // and goes away once the first bytes arrive.
+  const int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
   std::thread reader([&] {
-    const int fd = ::open(fifo.c_str(), O_RDONLY);
-    if (fd >= 0) ::close(fd);
+    pollfd p{fd, POLLIN, 0};
+    ::poll(&p, 1, 20000);
+    ::close(fd);
   });
   const std::string msg = error_of([&] { write_file(fifo, std::string(1 << 20, 'x')); });
   reader.join();
@@ -264,6 +323,235 @@ TEST(WriteFile, AReaderThatWentAwayIsOneErrorNotAKill) {
   ASSERT_EQ(::sigpending(&pending), 0);
   EXPECT_FALSE(sigismember(&pending, SIGPIPE));
   EXPECT_EQ(file_type(fifo), static_cast<mode_t>(S_IFIFO));
+}
+
+// A FIFO that no process has open for reading: one error at once, naming the
+// file and why, instead of waiting for ever for a reader (issue 36); the FIFO
+// stays a FIFO. Before, open(2) blocked and the run hung after its last batch.
+TEST(WriteFile, AFifoWithNoReaderIsOneErrorAtOnceNotAHang) {
+  ScratchDir dir;
+  const std::string fifo = make_fifo(dir, "pipe");
+  const std::string msg = error_within(std::chrono::seconds(20), [&] { write_file(fifo, "{}\n"); });
+  EXPECT_EQ(msg, "cannot write '" + fifo + "': no process has the FIFO open for reading (start its reader first)");
+  EXPECT_EQ(file_type(fifo), static_cast<mode_t>(S_IFIFO));
+  EXPECT_TRUE(temporaries_of(fifo).empty());
+}
+
+// A name near the limit of a directory entry (255 bytes) still gets its
+// temporary beside it: the temporary's name is cut to fit. Before, the
+// temporary's name (the file's + ".tmp.<pid>.<n>") was too long.
+TEST(WriteFile, ANameOfTheLongestLengthIsWritten) {
+  ScratchDir dir;
+  const std::string path = dir.file(std::string(255 - 5, 'n') + ".json");
+  EXPECT_EQ(error_of([&] { write_file(path, "{}\n"); }), "");
+  EXPECT_EQ(read_file(path), "{}\n");
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) names.push_back(e.path().filename());
+  EXPECT_EQ(names.size(), 1u) << "no temporary left";
+}
+
+// A message names the file on one line: control characters escaped, a long
+// path cut to its two ends (framework/parse.h shown_path).
+TEST(WriteFile, AnErrorIsOneShortLineWhateverThePath) {
+  const std::string path = "/nonexistent/a\nb/" + std::string(5000, 'x') + ".json";
+  const std::string msg = error_of([&] { write_file(path, "{}\n"); });
+  EXPECT_EQ(msg, "cannot write '" + shown_path(path) + "': " + std::strerror(ENAMETOOLONG));
+  EXPECT_EQ(msg.find('\n'), std::string::npos);
+  EXPECT_LT(msg.size(), 300u);
+}
+
+// --- a file of records: the memory log's rows ---------------------------------------------
+
+// A write that stops short (past the file size limit: the kernel takes part of
+// the record, then refuses with EFBIG) cuts the file back to its last whole
+// record: it never ends in half a row. Before, the file ended mid-row.
+TEST(RecordFile, AWriteThatStopsShortLeavesOnlyWholeRecords) {
+  ScratchDir dir;
+  const std::string path = dir.file("m.csv");
+  const std::string record = std::string(95, 'r') + "\n";  // 41 fit in 4000 bytes; the 42nd is cut
+  std::string msg;
+  size_t appended = 0;
+  {
+    struct rlimit old_limit {};
+    ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old_limit), 0);
+    struct sigaction ignore {}, old_action {};
+    ignore.sa_handler = SIG_IGN;
+    ASSERT_EQ(::sigaction(SIGXFSZ, &ignore, &old_action), 0);
+    struct rlimit small = old_limit;
+    small.rlim_cur = 4000;
+    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+    msg = error_of([&] {
+      RecordFile f(path, "memory log");
+      for (; appended < 100; ++appended) f.append(record);
+    });
+    ::setrlimit(RLIMIT_FSIZE, &old_limit);
+    ::sigaction(SIGXFSZ, &old_action, nullptr);
+  }
+  EXPECT_EQ(msg, "cannot write memory log '" + path + "': " + std::strerror(EFBIG));
+  EXPECT_EQ(appended, 41u);
+  std::string whole;
+  for (size_t i = 0; i < appended; ++i) whole += record;
+  EXPECT_EQ(read_file(path), whole) << "every record before the failure, and nothing of the one that failed";
+}
+
+TEST(RecordFile, AFifoWithNoReaderIsOneErrorAtOnceNotAHang) {
+  ScratchDir dir;
+  const std::string fifo = make_fifo(dir, "pipe");
+  const std::string msg = error_within(std::chrono::seconds(20), [&] { train::MemoryLog log(fifo); });
+  EXPECT_EQ(msg, "cannot write memory log '" + fifo +
+                     "': no process has the FIFO open for reading (start its reader first)");
+  EXPECT_EQ(file_type(fifo), static_cast<mode_t>(S_IFIFO));
+}
+
+TEST(RecordFile, AFifoWithAReaderGetsEveryRecord) {
+  ScratchDir dir;
+  const std::string fifo = make_fifo(dir, "pipe");
+  FifoReader reader(fifo);
+  std::string sent;
+  {
+    RecordFile f(fifo, "memory log");
+    for (int i = 0; i < 5000; ++i) {  // past a pipe's buffer: the writer waits for the reader, then goes on
+      const std::string record = std::to_string(i) + ",row\n";
+      f.append(record);
+      sent += record;
+    }
+  }
+  EXPECT_EQ(reader.text(), sent);
+}
+
+// --- the check before a run ---------------------------------------------------------------
+
+// What the check finds before anything runs, naming why; each of these was
+// found only after the run before (issue 36), or, for the long name, passed the
+// check and failed when the file was written. Root bypasses permissions, so
+// the cases are ones that fail for root too.
+TEST(OutputProblem, FindsWhatWouldFailAsTheFileWillBeOpened) {
+  ScratchDir dir;
+  const std::string dangling = dir.file("dangling"), loop_a = dir.file("loop_a"), loop_b = dir.file("loop_b");
+  ASSERT_EQ(::symlink("/nonexistent/x.json", dangling.c_str()), 0);
+  ASSERT_EQ(::symlink(loop_b.c_str(), loop_a.c_str()), 0);
+  ASSERT_EQ(::symlink(loop_a.c_str(), loop_b.c_str()), 0);
+  const std::string long_name = dir.file(std::string(300, 'n'));
+  for (OutputWay way : {OutputWay::Whole, OutputWay::Records}) {
+    SCOPED_TRACE(way == OutputWay::Whole ? "whole" : "records");
+    EXPECT_EQ(output_problem(dangling, way),
+              "it is a symbolic link to '/nonexistent/x.json', which does not exist");
+    EXPECT_EQ(output_problem(loop_a, way), std::strerror(ELOOP));
+    EXPECT_EQ(output_problem(long_name, way), std::strerror(ENAMETOOLONG));
+    EXPECT_EQ(output_problem("/proc/x.json", way), "cannot create a file in '/proc': " + std::string(std::strerror(ENOENT)));
+    EXPECT_NE(output_problem("/sys/x.json", way), "") << "sysfs takes no new files, not even root's";
+    EXPECT_EQ(output_problem(dir.path(), way), "it is a directory");
+    EXPECT_EQ(output_problem("/nonexistent/x.json", way), "directory '/nonexistent' does not exist");
+    EXPECT_EQ(output_problem(dir.file("new.json"), way), "");
+    EXPECT_EQ(output_problem("/dev/null", way), "");
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("new.json"))) << "the check leaves nothing created";
+}
+
+// A directory made immutable (chattr +i), where the file system allows it:
+// while it is, nobody (root included) may create, rename or remove in it.
+class ImmutableDir {
+ public:
+  explicit ImmutableDir(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_DIRECTORY)) {
+    int flags = 0;
+    if (fd_ < 0 || ::ioctl(fd_, FS_IOC_GETFLAGS, &flags) != 0) return;
+    flags |= FS_IMMUTABLE_FL;
+    set_ = ::ioctl(fd_, FS_IOC_SETFLAGS, &flags) == 0;
+    if (!set_) why_ = std::strerror(errno);
+  }
+  ~ImmutableDir() {
+    int flags = 0;
+    if (set_ && ::ioctl(fd_, FS_IOC_GETFLAGS, &flags) == 0) {
+      flags &= ~FS_IMMUTABLE_FL;
+      ::ioctl(fd_, FS_IOC_SETFLAGS, &flags);
+    }
+    if (fd_ >= 0) ::close(fd_);
+  }
+  ImmutableDir(const ImmutableDir&) = delete;
+  ImmutableDir& operator=(const ImmutableDir&) = delete;
+  bool set() const { return set_; }
+  const std::string& why() const { return why_; }
+
+ private:
+  int fd_;
+  bool set_ = false;
+  std::string why_ = "FS_IOC_GETFLAGS is not supported here";
+};
+
+// A file that exists in an immutable directory: written in place it could be
+// (a memory log), but a whole file's temporary cannot be made beside it, so
+// the check says so before the run. Before, only the file itself was checked
+// (writable), and the trace or summary failed after the run (issue 36).
+TEST(OutputProblem, AWholeFileInAnImmutableDirectoryIsFound) {
+  ScratchDir dir;
+  const std::string sub = dir.file("frozen");
+  ASSERT_EQ(::mkdir(sub.c_str(), 0700), 0);
+  const std::string old = sub + "/old.json";
+  std::ofstream(old) << "[]\n";
+  const ImmutableDir frozen(sub);
+  if (!frozen.set()) GTEST_SKIP() << "cannot make a directory immutable here: " << frozen.why();
+  EXPECT_EQ(output_problem(old, OutputWay::Whole),
+            "cannot create a file in '" + sub + "': " + std::strerror(EPERM));
+  EXPECT_EQ(output_problem(sub + "/new.json", OutputWay::Whole),
+            "cannot create a file in '" + sub + "': " + std::strerror(EPERM));
+  EXPECT_EQ(output_problem(sub + "/new.csv", OutputWay::Records),
+            "cannot create a file in '" + sub + "': " + std::strerror(EPERM));
+  EXPECT_EQ(output_problem(old, OutputWay::Records), "") << "written in place, it can be";
+  EXPECT_NE(error_of([&] { write_file(old, "{}\n"); }), "") << "what the check foresaw";
+}
+
+// An existing file is checked without being changed: not truncated (a memory
+// log), not replaced (a whole file), no temporary left.
+TEST(OutputProblem, LeavesAnExistingFileAsItWas) {
+  ScratchDir dir;
+  const std::string path = dir.write("old.csv", "the old text\n");
+  struct stat before {};
+  ASSERT_EQ(::stat(path.c_str(), &before), 0);
+  EXPECT_EQ(output_problem(path, OutputWay::Records), "");
+  EXPECT_EQ(output_problem(path, OutputWay::Whole), "");
+  struct stat after {};
+  ASSERT_EQ(::stat(path.c_str(), &after), 0);
+  EXPECT_EQ(read_file(path), "the old text\n");
+  EXPECT_EQ(after.st_ino, before.st_ino);
+  EXPECT_TRUE(temporaries_of(path).empty());
+}
+
+// A FIFO is not opened by the check: opening and closing it would wake a
+// reader waiting on it and then end its input (it would see end of file before
+// the run wrote a byte). A reader that is there sees no writer come and go.
+TEST(OutputProblem, DoesNotOpenAFifo) {
+  ScratchDir dir;
+  const std::string fifo = make_fifo(dir, "pipe");
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  EXPECT_EQ(output_problem(fifo, OutputWay::Records), "");
+  EXPECT_EQ(output_problem(fifo, OutputWay::Whole), "");
+  pollfd p{reader, POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 0), 0) << "a writer opened and closed the FIFO (revents " << p.revents << ")";
+  ::close(reader);
+}
+
+// Two spellings of one file are one identity; a FIFO or a device has none
+// (outputs may share one: it is written in place, never replaced).
+TEST(FileIdentity, TellsWhenTwoPathsAreOneFile) {
+  ScratchDir dir;
+  const std::string cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir.path());
+  ASSERT_EQ(::mkdir("sub", 0700), 0);
+  EXPECT_EQ(file_identity("new.json"), file_identity("./new.json")) << "not there yet: by its path";
+  EXPECT_EQ(file_identity("new.json"), file_identity("sub/../new.json"));
+  EXPECT_EQ(file_identity("new.json"), file_identity(dir.file("new.json")));
+  EXPECT_NE(file_identity("new.json"), file_identity("other.json"));
+  dir.write("x.ini", "batches = 2\n");
+  ASSERT_EQ(::symlink("x.ini", "link.ini"), 0);
+  ASSERT_EQ(::link("x.ini", "hard.ini"), 0);
+  EXPECT_EQ(file_identity("x.ini"), file_identity("./x.ini"));
+  EXPECT_EQ(file_identity("x.ini"), file_identity("link.ini"));
+  EXPECT_EQ(file_identity("x.ini"), file_identity("hard.ini"));
+  EXPECT_EQ(file_identity("/dev/null"), "");
+  make_fifo(dir, "pipe");
+  EXPECT_EQ(file_identity("pipe"), "");
+  std::filesystem::current_path(cwd);
 }
 
 // --- every writer of whole files reports a full disk the same way -------------------------

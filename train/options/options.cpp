@@ -1,12 +1,14 @@
 #include "train/options/options.h"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -115,10 +117,23 @@ float read_momentum(const std::string& t) {
   return static_cast<float>(v);
 }
 
+// --compare-every: "2,10", each in [1, 10^6], none twice (two runs of one
+// mode would write one memory log).
 std::vector<int> read_compare_every(const std::string& t) {
   std::vector<int> out;
-  for (int64_t k : parse_int_list(t, "", 1, kMaxCompareEvery)) out.push_back(static_cast<int>(k));
+  for (int64_t k : parse_int_list(t, "", 1, kMaxCompareEvery)) {
+    if (std::find(out.begin(), out.end(), k) != out.end())
+      throw ParseError("", "names " + std::to_string(k) + " twice (got " + quote(t) + ")");
+    out.push_back(static_cast<int>(k));
+  }
   return out;
+}
+
+// --hidden: at least one hidden layer ("" would train the output layer alone,
+// which is not the experiment's MLP), each width in [1, kMaxLayerWidth].
+models::LayerSpec read_hidden(const std::string& t) {
+  if (t.empty()) parse_int_list(t, "", 1, models::kMaxLayerWidth);  // throws: "(got '': it is empty)"
+  return models::parse_layer_spec(t);
 }
 
 AllocPolicy read_alloc_policy(const std::string& t) {
@@ -151,6 +166,82 @@ double read_status_every(const std::string& t) {
   return v;
 }
 
+// --- the config file ---------------------------------------------------------------
+//
+// Read whole before it is parsed, so that what kind of file it is cannot stop
+// the run: a FIFO or a pipe (--config <(printf 'batches=2\n')) is read as its
+// writer writes; one that stays silent for kConfigWait (a FIFO no process
+// writes to, a terminal) is an error instead of a hang; a file past
+// kMaxConfigBytes (/dev/zero) is not an INI file of options.
+constexpr int kConfigWaitSeconds = 5;
+constexpr size_t kMaxConfigBytes = size_t(16) << 20;
+
+// The whole text of `path`; false and why not ("it is a directory", the
+// system's reason) when it cannot be read.
+bool read_config_text(const std::string& path, std::string* text, std::string* why) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);  // a FIFO: no wait for a writer
+  if (fd < 0) {
+    *why = std::strerror(errno);
+    return false;
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    *why = "it is a directory";
+    return false;
+  }
+  char buf[65536];
+  for (;;) {
+    // Until the writer's end: a FIFO polls ready when data comes or its
+    // writer closes, never while no writer has opened it yet.
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, kConfigWaitSeconds * 1000);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) {
+      *why = std::strerror(errno);
+      return false;
+    }
+    if (ready == 0) {
+      *why = "nothing came in " + std::to_string(kConfigWaitSeconds) +
+             " s (a FIFO that no process writes to?)";
+      return false;
+    }
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n == 0) return true;
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (n < 0) {
+      *why = std::strerror(errno);
+      return false;
+    }
+    text->append(buf, static_cast<size_t>(n));
+    if (text->size() > kMaxConfigBytes) {
+      *why = "it is over " + std::to_string(kMaxConfigBytes >> 20) + " MiB: not an INI file of options";
+      return false;
+    }
+  }
+}
+
+// The INI text as Boost's reader takes it: a UTF-8 byte-order mark at the
+// start dropped, and a line whose first non-blank character is ';' (a comment,
+// as '#' is to Boost) made blank. Any other line is left to Boost.
+std::string ini_for_boost(std::string text) {
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const size_t first = text.find_first_not_of(" \t", start);
+    if (first < end && text[first] == ';') {
+      text.erase(first, end - first);
+      end = first;
+    }
+    start = end + 1;
+  }
+  return text;
+}
+
 constexpr unsigned kHelpWidth = 100;
 
 po::options_description general_options() {
@@ -177,8 +268,9 @@ po::options_description general_options() {
     .option<int>("batches", "N", "100", int_in(1, kMaxBatches), "minibatches to train, in [1, 100000000]")
     .option<int>("batch-size", "N", "1024", int_in(1, kMaxBatchSize), "samples per minibatch, in [1, 16777216]")
     .option<int>("features", "N", "512", int_in(1, kMaxFeatures), "input features, in [1, 16777216]")
-    .option<models::LayerSpec>("hidden", "W1,W2,..", "2048,512", models::parse_layer_spec,
-     "hidden layer widths, comma-separated, each in [1, 1048576], ReLU each; the output layer has 1 unit")
+    .option<models::LayerSpec>("hidden", "W1,W2,..", "2048,512", read_hidden,
+     "hidden layer widths, comma-separated, at least one, each in [1, 1048576], ReLU each; the output layer "
+     "has 1 unit")
     .option<float>("lr", "X", "0.005", read_lr, "SGD learning rate (> 0)")
     .option<float>("momentum", "X", "0", read_momentum, "SGD momentum, in [0, 1)")
     .option<uint64_t>("seed", "N", "1",
@@ -249,7 +341,7 @@ po::options_description general_options() {
      "and the budget, samples/s): redrawn in place a few times a second on a terminal; otherwise "
      "printed as a line every SECONDS, in (0, 86400]")
     .option<std::vector<int>>("compare-every", "K1,K2,..", "2,10", read_compare_every,
-     "the K of the every=K modes --compare runs, each in [1, 1000000]")
+     "the K of the every=K modes --compare runs, each in [1, 1000000], none twice")
     .flag("sweep", "measure the device's time per batch d, then run every mode of --compare at the frontend's "
      "time per batch h = f x d for each f of --sweep-fractions; one table: samples/s, speed-up over batch, "
      "peak backlog and memory increase beside both models' predictions (see below; default: off)")
@@ -512,26 +604,28 @@ ParseOutcome parse_options(const std::vector<std::string>& args) {
     return fail("unexpected argument " + quote(vm["stray-argument"].as<std::vector<std::string>>()[0]) +
                 " (options start with --; see --help)");
   const std::string config = vm["config"].as<std::string>();
+  if (config.empty() && !vm["config"].defaulted()) return fail("--config must name a file (got '')");
   if (!config.empty()) {
-    struct stat st {};
-    if (::stat(config.c_str(), &st) != 0)
-      return fail("cannot read config file '" + config + "': " + std::strerror(errno));
-    if (S_ISDIR(st.st_mode)) return fail("cannot read config file '" + config + "': it is a directory");
-    std::ifstream in(config);
-    if (!in || ::access(config.c_str(), R_OK) != 0)
-      return fail("cannot read config file '" + config + "': " + std::strerror(errno ? errno : EACCES));
+    const std::string shown = shown_path(config);
+    std::string text, why;
+    if (!read_config_text(config, &text, &why)) return fail("cannot read config file '" + shown + "': " + why);
+    std::istringstream in(ini_for_boost(std::move(text)));
     try {
       const po::parsed_options from_file = po::parse_config_file(in, general, /*allow_unregistered=*/false);
       // Checked here, not by store(): store() skips keys the command line set.
       std::set<std::string> seen;
       for (const po::option& opt : from_file.options)
         if (!seen.insert(opt.string_key).second)
-          return fail(config + ": key '" + opt.string_key + "' is given more than once");
+          return fail(shown + ": key '" + opt.string_key + "' is given more than once");
+      // Every value the file gives is read, also where the command line sets
+      // the key: a bad file is bad input whatever overrides it.
+      po::variables_map file_values;
+      po::store(from_file, file_values);
       po::store(from_file, vm);  // keys the command line set are not read: the command line wins
     } catch (const BadValue& e) {
-      return fail("'" + e.key + "' in " + config + e.problem);
+      return fail("'" + e.key + "' in " + shown + e.problem);
     } catch (const po::error& e) {
-      return fail(option_error(e, config));
+      return fail(option_error(e, shown));
     }
   }
   try {

@@ -1,13 +1,9 @@
 // outputs.cpp — the files a run will write (outputs.h).
 #include "train/plan/outputs.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 
+#include "framework/parse.h"
 #include "train/plan/plan.h"
 
 namespace amlp::train {
@@ -33,37 +29,65 @@ std::vector<OutputFile> output_files(const Options& o) {
     c.compare = true;
     for (double f : o.sweep_fractions) {
       c.memory_log = tagged_path(o.memory_log, fraction_tag(f));
-      for (const RunSpec& p : plan_runs(c)) files.push_back({"memory-log", p.memory_log});
+      for (const RunSpec& p : plan_runs(c)) files.push_back({"memory-log", p.memory_log, OutputWay::Records});
     }
   } else if (!o.memory_log.empty()) {
-    for (const RunSpec& p : plan_runs(o)) files.push_back({"memory-log", p.memory_log});
+    for (const RunSpec& p : plan_runs(o)) files.push_back({"memory-log", p.memory_log, OutputWay::Records});
   }
-  if (!o.trace.empty()) files.push_back({"trace", o.trace});
-  if (!o.summary_json.empty()) files.push_back({"summary-json", o.summary_json});
-  if (!o.save.empty()) files.push_back({"save", o.save});
+  if (!o.trace.empty()) files.push_back({"trace", o.trace, OutputWay::Whole});
+  if (!o.summary_json.empty()) files.push_back({"summary-json", o.summary_json, OutputWay::Whole});
+  if (!o.save.empty()) files.push_back({"save", o.save, OutputWay::Whole});  // nn/checkpoint.h: through write_file
   return files;
 }
 
-std::string output_path_problem(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) {
-    if (S_ISDIR(st.st_mode)) return "it is a directory";
-    if (::access(path.c_str(), W_OK) != 0) return std::strerror(errno);
-    return "";
+namespace {
+
+// Two outputs on one file (by device and inode where it exists, else by the
+// path with its directories' links resolved: "./x", "x" and "d/../x" alike),
+// or an output on an input (the config file; the --load file, which only
+// --save may replace: it is read before anything runs and written at the
+// end, so a run can carry its parameters on in one file): one line naming
+// them, else "". A FIFO or a device is written in place, never replaced, so
+// outputs may share one.
+std::string clash_problem(const Options& o, const std::vector<OutputFile>& files) {
+  const std::string config = o.config.empty() ? "" : file_identity(o.config);
+  const std::string load = o.load.empty() ? "" : file_identity(o.load);
+  const auto spelled_as = [](const std::string& path, const std::string& input, const char* option) {
+    return path == input ? std::string() : " (--" + std::string(option) + " '" + shown_path(input) + "')";
+  };
+  std::vector<std::string> ids;
+  for (const OutputFile& f : files) {
+    const std::string id = file_identity(f.path);
+    const std::string shown = "'" + shown_path(f.path) + "'";
+    if (!id.empty() && id == config)
+      return "--" + f.option + " would overwrite the config file " + shown + spelled_as(f.path, o.config, "config") +
+             ": give the output a file of its own";
+    if (!id.empty() && id == load && f.option != "save")
+      return "--" + f.option + " would overwrite the parameters file " + shown + spelled_as(f.path, o.load, "load") +
+             ": give the output a file of its own";
+    for (size_t j = 0; j < ids.size(); ++j) {
+      if (id.empty() || ids[j] != id) continue;
+      const OutputFile& g = files[j];
+      const std::string spelled = g.path == f.path ? "" : " (as '" + shown_path(g.path) + "')";
+      if (g.option == f.option)  // a comparison's runs, each with its tagged log
+        return "--" + f.option + ": two runs would write one file, " + shown + spelled +
+               ", each over the other: give them values that tell them apart (--compare-every, --sweep-fractions)";
+      return "--" + g.option + " and --" + f.option + " name one file, " + shown + spelled +
+             ": each would overwrite the other; give each its own";
+    }
+    ids.push_back(id);
   }
-  const size_t slash = path.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  if (::stat(dir.c_str(), &st) != 0) return "directory '" + dir + "' does not exist";
-  if (!S_ISDIR(st.st_mode)) return "'" + dir + "' is not a directory";
-  if (::access(dir.c_str(), W_OK | X_OK) != 0) return "directory '" + dir + "': " + std::strerror(errno);
   return "";
 }
 
+}  // namespace
+
 std::string outputs_problem(const Options& o) {
-  for (const OutputFile& f : output_files(o))
-    if (std::string why = output_path_problem(f.path); !why.empty())
-      return "--" + f.option + ": cannot write '" + f.path + "': " + why;
-  return "";
+  const std::vector<OutputFile> files = output_files(o);
+  for (const OutputFile& f : files)
+    if (std::string why = output_problem(f.path, f.way); !why.empty())
+      return "--" + f.option + ": cannot write '" + shown_path(f.path) + "': " + why;
+  return clash_problem(o, files);
 }
 
 }  // namespace amlp::train

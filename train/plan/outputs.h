@@ -1,13 +1,15 @@
 // outputs.h — the files a run of train_mlp will write (memory logs, trace,
-// summary), known from the options and the plan before anything runs, and
-// whether each can be written.
+// summary), known from the options and the plan before anything runs: whether
+// each can be written, opened as it will be opened (framework/write_file.h
+// output_problem), and that no two of them are one file, nor one of them and
+// an input (the config file, the --load file but for --save).
 //
-//   for (const OutputFile& f : output_files(options))
-//     if (std::string why = output_path_problem(f.path); !why.empty()) refuse(f.option, why);
+//   if (std::string why = outputs_problem(options); !why.empty()) refuse(why);  // exit 2
 #pragma once
 #include <string>
 #include <vector>
 
+#include "framework/write_file.h"
 #include "train/options/options.h"
 
 namespace amlp::train {
@@ -22,15 +24,17 @@ std::string fraction_tag(double f);
 struct OutputFile {
   std::string option;  // "memory-log"
   std::string path;
+  OutputWay way;       // a memory log record by record, the trace and the summary whole
 };
 std::vector<OutputFile> output_files(const Options& o);
 
-// "" when `path` can be created or overwritten, else why not (nothing is created).
-std::string output_path_problem(const std::string& path);
-
-// "" when every output the options name can be written, else one line
-// naming the first that cannot ("--trace: cannot write 'x': ..."); train_mlp
-// refuses the run with it (status 2) before anything runs.
+// "" when every output the options name can be written and each is a file of
+// its own, else one line naming the first problem and its option: "--trace:
+// cannot write 'x': ...", "--memory-log and --summary-json name one file,
+// 'x': ...", "--summary-json would overwrite the config file 'x.ini' ...",
+// "--trace would overwrite the parameters file 'm.safetensors' ...".
+// Paths are shown with framework/parse.h shown_path. train_mlp refuses the
+// run with it (status 2) before anything runs; nothing is left created.
 std::string outputs_problem(const Options& o);
 
 }  // namespace amlp::train

@@ -1,10 +1,6 @@
 #include "train/runs/memory_log.h"
 
-#include <cerrno>
-#include <cstring>
-#include <utility>
-
-#include "framework/error.h"
+#include <cstdio>
 
 namespace amlp::train {
 
@@ -20,26 +16,8 @@ std::string memory_log_header(const std::vector<Device>& devices) {
   return h;
 }
 
-MemoryLog::MemoryLog(const std::string& path, const std::vector<Device>& devices) : path_(path) {
-  f_ = std::fopen(path.c_str(), "w");
-  if (!f_) throw Error("cannot write memory log '" + path + "': " + std::strerror(errno));
-  if (std::fprintf(f_, "%s\n", memory_log_header(devices).c_str()) < 0 || std::fflush(f_) != 0)
-    throw Error("cannot write memory log '" + path + "': " + std::strerror(errno));
-}
-
-MemoryLog::~MemoryLog() {
-  if (f_) std::fclose(f_);
-}
-
-MemoryLog::MemoryLog(MemoryLog&& o) noexcept : path_(std::move(o.path_)), f_(std::exchange(o.f_, nullptr)) {}
-
-MemoryLog& MemoryLog::operator=(MemoryLog&& o) noexcept {
-  if (this != &o) {
-    if (f_) std::fclose(f_);
-    path_ = std::move(o.path_);
-    f_ = std::exchange(o.f_, nullptr);
-  }
-  return *this;
+MemoryLog::MemoryLog(const std::string& path, const std::vector<Device>& devices) : file_(path, "memory log") {
+  file_.append(memory_log_header(devices) + "\n");
 }
 
 std::string format_row(const BatchSample& s) {
@@ -59,11 +37,6 @@ std::string format_row(const BatchSample& s) {
   return row;
 }
 
-void MemoryLog::write(const BatchSample& s) {
-  if (!f_) return;
-  const std::string row = format_row(s);
-  if (std::fprintf(f_, "%s\n", row.c_str()) < 0 || std::fflush(f_) != 0)
-    throw Error("cannot write memory log '" + path_ + "': " + std::strerror(errno));
-}
+void MemoryLog::write(const BatchSample& s) { file_.append(format_row(s) + "\n"); }
 
 }  // namespace amlp::train

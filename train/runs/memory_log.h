@@ -1,8 +1,11 @@
-// memory_log.h — the per-batch CSV (--memory-log): one row per batch,
-// flushed as it is written, so a run that fails keeps every row so far.
+// memory_log.h — the per-batch CSV (--memory-log): one row per batch, each
+// written with one write(2) as it comes (framework/write_file.h RecordFile),
+// so a run that fails keeps every row so far, and the file never ends in half
+// a row: a write that fails or stops short (a full disk, a file-size limit)
+// cuts the file back to its last whole row and fails the run.
 //
 //   MemoryLog log("out/mem.csv");          // opens (truncates) and writes the header; throws amlp::Error
-//   log.write({batch, wall_s, ...});       // one row, flushed
+//   log.write({batch, wall_s, ...});       // one whole row, or amlp::Error and the rows before intact
 //
 // Columns (docs/cli.md's memory log, plus the backlog):
 //   batch,wall_s,queue_depth,bytes_in_use,peak_bytes,reserved_bytes,rss_bytes,loss,backlog_batches,backlog_bytes,minor_faults
@@ -16,12 +19,12 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "framework/device.h"
+#include "framework/write_file.h"
 
 namespace amlp::train {
 
@@ -54,19 +57,15 @@ class MemoryLog {
   MemoryLog() = default;  // writes nothing
   // `devices`: the per-device columns to add (none for a single device).
   explicit MemoryLog(const std::string& path, const std::vector<Device>& devices = {});
-  ~MemoryLog();
-  MemoryLog(const MemoryLog&) = delete;
-  MemoryLog& operator=(const MemoryLog&) = delete;
-  MemoryLog(MemoryLog&& o) noexcept;
-  MemoryLog& operator=(MemoryLog&& o) noexcept;
 
-  bool is_open() const { return f_ != nullptr; }
-  const std::string& path() const { return path_; }
-  void write(const BatchSample& s);  // one row, flushed; throws amlp::Error on a write failure
+  bool is_open() const { return file_.is_open(); }
+  const std::string& path() const { return file_.path(); }
+  // One row, whole; throws amlp::Error ("cannot write memory log '...': ...")
+  // on a write failure, the file cut back to the rows before.
+  void write(const BatchSample& s);
 
  private:
-  std::string path_;
-  std::FILE* f_ = nullptr;
+  RecordFile file_;
 };
 
 std::string format_row(const BatchSample& s);  // without the newline

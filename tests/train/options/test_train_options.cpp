@@ -1,9 +1,17 @@
+// Covers train/options/options.cpp, train/options/program_options.cpp, train/plan/outputs.cpp (tagged_path).
 // test_train_options.cpp — train_mlp's options: defaults, every kind of bad
 // input (one line naming the culprit, exit status 2, nothing written), config
-// precedence, and the small parsers behind them.
+// files (precedence, comments, a byte-order mark, FIFOs and pipes), and the
+// small parsers behind them.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <sstream>
+#include <thread>
 
 #include "framework/device.h"
 #include "framework/parse.h"
@@ -16,7 +24,9 @@
 namespace amlp::train {
 namespace {
 
+using amlp::testing::program_path;
 using amlp::testing::Ran;
+using amlp::testing::run_command;
 using amlp::testing::source_file;
 using amlp::testing::run_train_mlp;
 using amlp::testing::ScratchDir;
@@ -182,6 +192,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"--hidden 2048,0x10", "--hidden must be comma-separated integers in [1, 1048576] (got '2048,0x10'"},
         BadCase{"--hidden 2048,9999999", "item 2 is out of range"},
         BadCase{"--compare-every 2,1000001", "--compare-every must be comma-separated integers in [1, 1000000]"},
+        BadCase{"--compare-every 2,10,2", "--compare-every names 2 twice (got '2,10,2')"},
         BadCase{"--device cpu:0x1", "unknown device 'cpu:0x1'"}, BadCase{"--device cpu:+1", "unknown device 'cpu:+1'"},
         BadCase{"--batch-size 0", "--batch-size"}, BadCase{"--batch-size -8", "--batch-size"},
         BadCase{"--features 0", "--features"}, BadCase{"--sync every=0", "--sync must be auto, batch, none or every=K with K in [1, 1000000000] (got 'every=0')"},
@@ -288,7 +299,14 @@ TEST(TrainOptions, ConfigErrorsNameTheFileAndKey) {
   p = parse("--config " + bad);
   ASSERT_EQ(p.status, ParseStatus::Error);
   EXPECT_NE(p.message.find("'batches' in " + bad), std::string::npos) << p.message;
-  EXPECT_EQ(parse("--config " + bad + " --batches 3").status, ParseStatus::Run);  // overridden: fine
+  // Also where the command line sets the key: the file is bad input whatever
+  // overrides it (before, store() skipped the key and the file was accepted).
+  p = parse("--config " + bad + " --batches 3");
+  ASSERT_EQ(p.status, ParseStatus::Error);
+  EXPECT_EQ(p.message, "'batches' in " + bad + " must be an integer in [1, 100000000] (got 0)");
+  p = parse("--lr 0.1 --config " + dir.write("bad_lr.ini", "lr = 0x10\n"));
+  ASSERT_EQ(p.status, ParseStatus::Error);
+  EXPECT_NE(p.message.find("'lr' in "), std::string::npos) << p.message;
 
   const std::string syntax = dir.write("syntax.ini", "just words\n");
   p = parse("--config " + syntax);
@@ -341,6 +359,65 @@ TEST(TrainOptions, ConfigValuesAreReadByTheSameParsers) {
   EXPECT_EQ(p.options.batches, 7);
   ASSERT_TRUE(p.options.memory_limit.has_value());
   EXPECT_EQ(*p.options.memory_limit, size_t(3) << 29);
+}
+
+// A full-line ';' comment (INI's other comment mark) and a UTF-8 byte-order
+// mark (what some editors put first) are read like '#' and like nothing.
+// Before, each was a syntax error or an unknown key '\xef\xbb\xbfbatches'.
+TEST(TrainOptions, ConfigTakesSemicolonCommentsAndAByteOrderMark) {
+  ScratchDir dir;
+  const std::string ini =
+      dir.write("c.ini", "\xEF\xBB\xBF; the quick run\nbatches = 7\n  ;\tindented comment\n# hash comment\nlr = 0.25\n");
+  ParseOutcome p = parse("--config " + ini);
+  ASSERT_EQ(p.status, ParseStatus::Run) << p.message;
+  EXPECT_EQ(p.options.batches, 7);
+  EXPECT_FLOAT_EQ(p.options.lr, 0.25f);
+  // A ';' after a value is not a comment: the value is bad, as before.
+  p = parse("--config " + dir.write("inline.ini", "batches = 7 ; seven\n"));
+  ASSERT_EQ(p.status, ParseStatus::Error);
+  EXPECT_NE(p.message.find("'batches' in "), std::string::npos) << p.message;
+  // A byte-order mark anywhere but first is part of the key.
+  p = parse("--config " + dir.write("mid.ini", "batches = 7\n\xEF\xBB\xBFlr = 0.25\n"));
+  ASSERT_EQ(p.status, ParseStatus::Error);
+}
+
+// "" names no config file and no layers: both are bad input (before, --config
+// '' read no file and --hidden '' trained a lone Dense(1)).
+TEST(TrainOptions, AnEmptyConfigOrHiddenIsRefused) {
+  ParseOutcome p = parse_options(std::vector<std::string>{"--config", ""});
+  ASSERT_EQ(p.status, ParseStatus::Error);
+  EXPECT_EQ(p.exit_code, kExitBadInput);
+  EXPECT_EQ(p.message, "--config must name a file (got '')");
+  p = parse_options(std::vector<std::string>{"--hidden", ""});
+  ASSERT_EQ(p.status, ParseStatus::Error);
+  EXPECT_EQ(p.message, "--hidden must be comma-separated integers in [1, 1048576] (got '': it is empty)");
+  ScratchDir dir;
+  const std::string ini = dir.write("c.ini", "hidden =\n");
+  p = parse("--config " + ini);
+  ASSERT_EQ(p.status, ParseStatus::Error);
+  EXPECT_EQ(p.message, "'hidden' in " + ini + " must be comma-separated integers in [1, 1048576] (got '': it is empty)");
+}
+
+// A config that is a pipe is read as its writer writes, to its end: here the
+// writer sends two lines some time apart, then closes (the shell's
+// `--config <(...)` and `--config /dev/stdin` are such pipes).
+TEST(TrainOptions, AConfigFromAPipeIsReadToItsWritersEnd) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::thread writer([fd = fds[1]] {
+    const std::string first = "batches = 9\n", second = "lr = 0.5\n";
+    if (::write(fd, first.data(), first.size()) >= 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      if (::write(fd, second.data(), second.size()) < 0) ADD_FAILURE() << "write: " << std::strerror(errno);
+    }
+    ::close(fd);
+  });
+  const ParseOutcome p = parse("--config /dev/fd/" + std::to_string(fds[0]));
+  writer.join();
+  ::close(fds[0]);
+  ASSERT_EQ(p.status, ParseStatus::Run) << p.message;
+  EXPECT_EQ(p.options.batches, 9);
+  EXPECT_FLOAT_EQ(p.options.lr, 0.5f);
 }
 
 TEST(TrainOptions, ValuesWithWhitespaceOrEmptyAreRejected) {
@@ -438,6 +515,35 @@ TEST(TrainMlp, AnUnwritableOutputIsRefusedUpFrontNamingItsOption) {
     EXPECT_NE(r.err.find(want), std::string::npos) << r.err;
     EXPECT_EQ(r.out, "") << "nothing ran";
   }
+}
+
+// A config FIFO that no process writes to: one line and status 2 after a
+// bounded wait, not a hang (before, the run waited for ever; here `timeout`
+// ends such a run, TERM then KILL, with a status other than 2: a failure).
+TEST(TrainMlp, AConfigFifoWithNoWriterIsOneLineNotAHang) {
+  ScratchDir dir;
+  const std::string fifo = amlp::testing::make_fifo(dir, "c.pipe");
+  const Ran r = run_command("timeout -k 5 20 " + program_path("train_mlp") + " --config " + fifo);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(r.err_lines(), 1u) << r.err;
+  EXPECT_EQ(r.err, "train_mlp: error: cannot read config file '" + fifo +
+                       "': nothing came in 5 s (a FIFO that no process writes to?)\n");
+  EXPECT_EQ(r.out, "");
+}
+
+// The shell's process substitution: a pipe with its writer, read to its end.
+TEST(TrainMlp, AConfigFromProcessSubstitutionRuns) {
+  const Ran r = run_command("bash -c \"timeout -k 5 60 " + program_path("train_mlp") +
+                            " --device cpu --quiet --batch-size 8 --hidden 4 --config <(printf 'batches=3\\nlr=0.01\\n')\"");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("3 batches of 8, lr 0.01,"), std::string::npos) << r.out;
+}
+
+// /dev/zero never ends: a config past 16 MiB is refused, not read for ever.
+TEST(TrainMlp, AnEndlessConfigIsRefused) {
+  const Ran r = run_command("timeout -k 5 60 " + program_path("train_mlp") + " --config /dev/zero");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(r.err, "train_mlp: error: cannot read config file '/dev/zero': it is over 16 MiB: not an INI file of options\n");
 }
 
 TEST(TrainMlp, UnknownConfigKeyFailsUpFront) {

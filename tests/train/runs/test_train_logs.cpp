@@ -1,3 +1,4 @@
+// Covers train/runs/memory_log.cpp, train/runs/experiment.cpp, train/report/summary_json.cpp, framework/core/trace.cpp, framework/core/write_file.cpp (train_mlp's outputs, through the real binary).
 // test_train_logs.cpp — what train_mlp writes, parsed back: the memory log
 // (header, one row per batch, loss only on synchronized batches, intact when a
 // run fails half way), the Chrome trace, the summary JSON, and the plot that
@@ -27,6 +28,7 @@ using amlp::testing::FifoReader;
 using amlp::testing::is_full_device;
 using amlp::testing::make_fifo;
 using amlp::testing::make_full_device;
+using amlp::testing::program_path;
 using amlp::testing::Ran;
 using amlp::testing::source_file;
 using amlp::testing::read_file;
@@ -273,7 +275,57 @@ TEST(TrainMlpLogs, TraceIntoAFifo) {
   EXPECT_TRUE(temporaries_of(fifo).empty());
 }
 
+// A FIFO that no process reads (issue 36): the run never waits for a reader.
+// The memory log is opened before the first batch, the trace and the summary
+// after the last; each fails the run at once with one line naming the FIFO
+// and why, status 1, and the FIFO stays a FIFO. Before, each waited for ever
+// (here `timeout` ends such a run, TERM then KILL, whose handler only notes
+// a SIGTERM: a status other than 1, a failure, not a hung test).
+class TrainMlpFifoWithNoReader : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(TrainMlpFifoWithNoReader, IsOneLineAndStatusOneNotAHang) {
+  ScratchDir dir;
+  const std::string fifo = make_fifo(dir, "out.pipe");
+  const Ran r = run_command("timeout -k 5 20 " + program_path("train_mlp") +
+                            " --device cpu --quiet --batches 2 --batch-size 8 --hidden 4 " + GetParam() + " " + fifo);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err_lines(), 1u) << r.err;
+  EXPECT_NE(r.err.find("'" + fifo + "': no process has the FIFO open for reading"), std::string::npos) << r.err;
+  struct stat st {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+}
+
+INSTANTIATE_TEST_SUITE_P(TrainMlp, TrainMlpFifoWithNoReader,
+                         ::testing::Values("--memory-log", "--trace", "--summary-json"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           std::string name;
+                           for (const char* c = info.param + 2; *c; ++c)
+                             if (std::isalnum(static_cast<unsigned char>(*c))) name += *c;
+                           return name;
+                         });
+
 // --- failing half way ---------------------------------------------------------------
+
+// A file-size limit reached mid-log (a full disk, as `ulimit -f` makes one):
+// the run fails with one line naming the log, status 1, and the log holds
+// every whole row so far and no half row. Before, it ended mid-row (issue 36:
+// "the file ends `...,325324` without a newline").
+TEST(TrainMlpLogs, AFileSizeLimitLeavesOnlyWholeRows) {
+  ScratchDir dir;
+  const std::string log = dir.file("m.csv");
+  const Ran r = run_command("bash -c \"trap '' XFSZ; ulimit -f 4; exec timeout -k 5 60 " + program_path("train_mlp") +
+                            " --device cpu --quiet --batches 300 --batch-size 8 --hidden 4 --memory-log " + log + "\"");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err_lines(), 1u) << r.err;
+  EXPECT_NE(r.err.find("cannot write memory log '" + log + "': " + std::strerror(EFBIG)), std::string::npos) << r.err;
+  const amlp::testing::CsvRows rows = amlp::testing::read_csv_strict(log);
+  EXPECT_EQ(rows.problem, "");
+  EXPECT_GE(rows.rows.size(), 10u);
+  EXPECT_LT(rows.rows.size(), 300u);
+  EXPECT_LE(std::filesystem::file_size(log), 4096u);
+}
+
 
 // Unsynchronized with a pool capped at ~10 batches' footprint: out of memory
 // mid-run. One line naming the figures and what to do, status 1, every row
@@ -310,6 +362,32 @@ TEST(TrainMlpLogs, OutOfMemoryMidRunKeepsTheRowsSoFar) {
   const nlohmann::json t = read_json(dir.file("t.json"));  // what was recorded, whole
   EXPECT_EQ(t.at("otherData").at("status"), "failed");
   EXPECT_EQ("train_mlp: error: " + t.at("otherData").at("error").get<std::string>() + "\n", r.err);
+}
+
+// A run whose training diverged (a learning rate so large that the final
+// loss is inf or nan) is a failed run, not "completed" with exit 0: one line
+// that says so and what to do, status 1, the summary marked failed with that
+// line (issue 36: `--lr 9223372036854775808` ended with loss -nan, exit 0).
+// --check-finite stops such a run at its first non-finite loss instead (below).
+// DISABLED_ until train/runs/experiment.cpp fails a run whose final loss is
+// not finite (the change is in branch outputs-fifo's report; train/runs/ is
+// not that branch's to edit): enable it with that change.
+TEST(TrainMlpLogs, DISABLED_ADivergedRunFailsWithStatusOne) {
+  for (const std::string sync : {"batch", "none", "every=2"}) {
+    SCOPED_TRACE(sync);
+    ScratchDir dir;
+    const Ran r = run_train_mlp("--device cpu --quiet --sync " + sync +
+                                " --batches 3 --batch-size 8 --hidden 4 --lr 9223372036854775808 --summary-json " +
+                                dir.file("s.json"));
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_EQ(r.err_lines(), 1u) << r.err;
+    EXPECT_NE(r.err.find("diverged"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--lr"), std::string::npos) << r.err;
+    const nlohmann::json s = read_json(dir.file("s.json"));
+    ASSERT_EQ(s.size(), 1u);
+    EXPECT_EQ(s[0].at("status"), "failed");
+    EXPECT_EQ("train_mlp: error: " + s[0].at("error").get<std::string>() + "\n", r.err);
+  }
 }
 
 // A queued check that fails (a non-finite loss from a huge step) surfaces at
