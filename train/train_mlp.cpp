@@ -3,6 +3,8 @@
 // See `train_mlp --help`; the work is in the asyncmlp_train library.
 #include <iostream>
 
+#include "framework/error.h"
+#include "framework/runtime.h"
 #include "train/driver.h"
 #include "train/models/predict.h"
 #include "train/plan/outputs.h"
@@ -38,6 +40,12 @@ int main(int argc, char** argv) {
     }
   // SIGINT/SIGTERM/SIGHUP: stop queueing, finish, write everything marked
   // (130/143/129); SIGPIPE ignored: a closed stdout fails the run (exit 1).
+  try {
+    amlp::check_environment();  // a library switch set to a value it does not take: bad input
+  } catch (const amlp::EnvError& e) {
+    std::cerr << "train_mlp: error: " << e.what() << std::endl;
+    return kExitBadInput;
+  }
   install_interrupt_handlers();
   return run_driver(p.options, std::cout, std::cerr);
 }

@@ -112,7 +112,7 @@ TEST(TrainMlpEnvironment, ASwitchSetToAnythingButZeroOrOneStopsTheRun) {
     const std::string value = std::string(env).substr(name.size() + 1);
     Ran r = run_command(std::string("env ") + env + " " + program_path("train_mlp") +
                         " --device cpu --batches 2 --batch-size 8 --hidden 4");
-    EXPECT_TRUE(r.code == 1 || r.code == 2) << env << ": exit " << r.code << "\n" << r.err;
+    EXPECT_EQ(r.code, 2) << env << ": exit " << r.code << "\n" << r.err;
     EXPECT_EQ(r.err, "train_mlp: error: environment variable " + name + " must be 0 or 1 (got '" + value + "')\n")
         << env;
     EXPECT_EQ(r.out.find("batch "), std::string::npos) << env << ": a batch ran\n" << r.out;

@@ -5,6 +5,7 @@
 #endif
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <limits>
@@ -262,6 +263,17 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
     }
     r.error = failure_message(s, r, meter, e, batch, in_loop);
     throw_failed(r, meter, wall_s);
+  }
+  // Training that diverged (the final loss NaN or infinite): a failed run, not a result.
+  if (r.status == RunStatus::Completed && !std::isfinite(r.final_loss)) {
+    char lr[32], loss[32];
+    std::snprintf(lr, sizeof lr, "%g", static_cast<double>(s.lr));
+    std::snprintf(loss, sizeof loss, "%g", r.final_loss);
+    r.error = "run '" + s.label + "' diverged: its final loss is " + loss + " after " + std::to_string(r.batches_done) +
+              " batches; use a smaller --lr (" + lr + " now), or --check-finite to stop at the first batch whose loss "
+              "is not finite";
+    r.status = RunStatus::Failed;
+    throw RunFailed(r.error, r);
   }
   char line[128];
   std::snprintf(line, sizeof line, "increased memory: %.1f MB (tracked; RSS +%.1f MB)", r.mem_increase_bytes / 1e6,

@@ -369,10 +369,7 @@ TEST(TrainMlpLogs, OutOfMemoryMidRunKeepsTheRowsSoFar) {
 // that says so and what to do, status 1, the summary marked failed with that
 // line (issue 36: `--lr 9223372036854775808` ended with loss -nan, exit 0).
 // --check-finite stops such a run at its first non-finite loss instead (below).
-// DISABLED_ until train/runs/experiment.cpp fails a run whose final loss is
-// not finite (the change is in branch outputs-fifo's report; train/runs/ is
-// not that branch's to edit): enable it with that change.
-TEST(TrainMlpLogs, DISABLED_ADivergedRunFailsWithStatusOne) {
+TEST(TrainMlpLogs, ADivergedRunFailsWithStatusOne) {
   for (const std::string sync : {"batch", "none", "every=2"}) {
     SCOPED_TRACE(sync);
     ScratchDir dir;
