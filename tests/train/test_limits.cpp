@@ -43,6 +43,12 @@ void expect_a_clean_end(const Ran& r, const std::string& what) {
   EXPECT_TRUE(oom || refused) << what << ":\n" << r.err;
 }
 
+// ASan and TSan reserve terabytes of shadow address space at start, so no
+// address-space limit leaves their builds room to start at all: these run in
+// the release build (the test command's first build).
+constexpr const char* kNoLimitsUnderSanitizers =
+    "a sanitizer build reserves terabytes of shadow address space: ulimit -v cannot apply (the release build runs it)";
+
 // From too small to start to comfortable: every limit ends cleanly, fast,
 // and the sweep crosses from refusals to runs. Before (db84c1d..06ed51d, two
 // cores): train_mlp hung at 64, 128, 256, 320 and 390 MiB, spinning in
@@ -51,6 +57,7 @@ void expect_a_clean_end(const Ran& r, const std::string& what) {
 // start a thread; async_demo hung at 128 to 640 MiB, at 640 after printing
 // its out-of-memory line.
 TEST(UnderUlimitV, EveryLimitEndsInARunOrOneLine) {
+  if (kSanitized) GTEST_SKIP() << kNoLimitsUnderSanitizers;
   const std::vector<long> limits = {64, 128, 192, 256, 320, 390, 430, 470, 512, 640, 768, 1024, 1536, 2048, 3072};
   int ran = 0, refused = 0;
   for (long mib : limits) {
@@ -73,6 +80,7 @@ TEST(UnderUlimitV, EveryLimitEndsInARunOrOneLine) {
 // Too small to start: one line naming the limit, what a run needs and the
 // limit to ask for; nothing on stdout. (With CUDA the loader refuses first.)
 TEST(UnderUlimitV, TooSmallToStartIsOneLineNamingTheLimitToAskFor) {
+  if (kSanitized) GTEST_SKIP() << kNoLimitsUnderSanitizers;
   if (built_with_cuda()) GTEST_SKIP() << "the CUDA libraries alone map more than the limit: the loader refuses";
   const Ran r = under_limit(200 * kMiB, "train_mlp", "--device cpu --batches 2 --batch-size 8 --hidden 4");
   EXPECT_EQ(r.code, 1) << r.err;
@@ -89,6 +97,7 @@ TEST(UnderUlimitV, TooSmallToStartIsOneLineNamingTheLimitToAskFor) {
 // out-of-memory message naming RLIMIT_AS, at the pool's budget, before the
 // address space is full: OpenBLAS keeps the room for its buffers.
 TEST(UnderUlimitV, OutgrowingTheLimitIsTheOneLineOutOfMemoryNamingIt) {
+  if (kSanitized) GTEST_SKIP() << kNoLimitsUnderSanitizers;
   const long mib = built_with_cuda() ? 3072 : 1024;  // the CUDA libraries map about 1 GB of it
   const Ran r = under_limit(mib * kMiB, "train_mlp", "--config " + source_file("configs/quick.ini") +
                                                          " --device cpu --quiet --sync none --batch-size 4096 --batches 200");
