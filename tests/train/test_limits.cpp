@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "framework/device.h"
-#include "train_test_util.h"
+#include "sanitized.h"
+#include "train/train_test_util.h"
 
 namespace amlp::testing {
 namespace {
