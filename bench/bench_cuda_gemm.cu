@@ -140,8 +140,11 @@ Floor& floor_state() {
   return *f;
 }
 
+// Times `body` after a warm-up, each iteration kRepeat calls between two
+// events; the seconds per call (0 when nothing was timed), with
+// us_per_call set. The benchmarks add their rate from it.
 template <class Body>
-void measure(benchmark::State& state, Floor& f, Body body, double flops) {
+double measure(benchmark::State& state, Floor& f, Body body) {
   for (int i = 0; i < kWarmUp; ++i) body();
   AMLP_CUDA_CHECK(cudaStreamSynchronize(f.stream.get()));
   double total = 0;
@@ -150,11 +153,10 @@ void measure(benchmark::State& state, Floor& f, Body body, double flops) {
     state.SetIterationTime(s);
     total += s;
   }
-  const double iters = static_cast<double>(state.iterations());
-  if (total > 0) {
-    state.counters["us_per_call"] = total / iters * 1e6;
-    state.counters["TFLOPS"] = flops * iters / total / 1e12;
-  }
+  if (total <= 0) return 0;
+  const double per = total / static_cast<double>(state.iterations());
+  state.counters["us_per_call"] = per * 1e6;
+  return per;
 }
 
 void BM_CudaMlpGemmFloor(benchmark::State& state) {
@@ -169,9 +171,10 @@ void BM_CudaMlpGemmFloor(benchmark::State& state) {
   f.set_tf32(tf32);
   double flops = 0;
   for (const Gemm& g : step) flops += g.flops();
-  measure(state, f, [&] {
-    for (int i = 0; i < kGemms; ++i) f.run(i, step[i]);
-  }, flops);
+  if (const double per = measure(state, f, [&] {
+        for (int i = 0; i < kGemms; ++i) f.run(i, step[i]);
+      }))
+    state.counters["TFLOPS"] = flops / per / 1e12;
   f.set_tf32(false);
   state.SetLabel(std::string("8 GEMMs of a d2l step at batch ") + std::to_string(batch) + (tf32 ? ", TF32" : ", FP32"));
 }
@@ -189,7 +192,8 @@ void BM_CudaMlpGemm(benchmark::State& state) {
   }
   const int i = static_cast<int>(state.range(0));
   f.set_tf32(false);
-  measure(state, f, [&] { f.run(i, kStep[i]); }, kStep[i].flops());
+  if (const double per = measure(state, f, [&] { f.run(i, kStep[i]); }))
+    state.counters["TFLOPS"] = kStep[i].flops() / per / 1e12;
   state.SetLabel(kStep[i].name);
 }
 BENCHMARK(BM_CudaMlpGemm)->DenseRange(0, kGemms - 1)->UseManualTime()->Unit(benchmark::kMicrosecond);
@@ -226,21 +230,10 @@ Params& params_state(Floor& f) {
   return *p;
 }
 
+// measure(), with the bytes read and written per second (GBps).
 template <class Body>
 void measure_bytes(benchmark::State& state, Floor& f, Body body, size_t bytes) {
-  for (int i = 0; i < kWarmUp; ++i) body();
-  AMLP_CUDA_CHECK(cudaStreamSynchronize(f.stream.get()));
-  double total = 0;
-  for (auto _ : state) {
-    const double s = f.timed(body);
-    state.SetIterationTime(s);
-    total += s;
-  }
-  if (total > 0) {
-    const double per = total / static_cast<double>(state.iterations());
-    state.counters["us_per_call"] = per * 1e6;
-    state.counters["GBps"] = double(bytes) / per / 1e9;
-  }
+  if (const double per = measure(state, f, body)) state.counters["GBps"] = double(bytes) / per / 1e9;
 }
 
 void BM_SgdUpdate(benchmark::State& state) {
