@@ -10,11 +10,16 @@
 //   BM_CudaMlpGemm/<i>                   one GEMM at a time at batch 1024 (the label names it)
 //   BM_SgdUpdate                         the step's SGD update of its six parameters (the
 //                                        backend's launcher, cuda/kernels.h), one launch
-//   BM_DeviceCopy                        cudaMemcpyAsync device to device, reading and writing
-//                                        as many bytes as the update does
-// Both report GBps: bytes read and written per second; the update's share of
-// the copy's is how near it runs to what the memory gives.
-// The GPU kit runs the floor and the pair: --benchmark_filter='Floor|Sgd|Copy'.
+//   BM_BiasRelu                          the forward's bias and ReLU pass over layer 1's
+//                                        output at batch 1024 (1024 x 2048, in place)
+//   BM_ReluBackwardSumRows               the backward's ReLU mask and bias gradient over the
+//                                        same shape (dz = dy * (y > 0) in place, db)
+//   BM_DeviceCopy/of:P                   cudaMemcpyAsync device to device, reading and writing
+//                                        as many bytes as pass P does (0 the update, 1 the
+//                                        bias and ReLU, 2 the ReLU's backward)
+// Each reports GBps: bytes read and written per second; a pass's share of
+// its copy's is how near it runs to what the memory gives.
+// The GPU kit runs the floor and the passes: --benchmark_filter='Floor|Sgd|Relu|Copy'.
 //
 // Each timed iteration runs kRepeat steps back to back between two events,
 // after a warm-up, so the launch cost of the small GEMMs is hidden as it is
@@ -24,9 +29,11 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
+#include "framework/cuda/cuda_backend.h"
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/cuda_handles.h"
 #include "framework/cuda/kernels.h"
@@ -204,7 +211,7 @@ struct Params {
   std::vector<DeviceBuffer> w, g;
   std::vector<amlp::SgdParam> table;
   size_t floats = 0;
-  DeviceBuffer copy_src, copy_dst;
+  DeviceBuffer copy_src, copy_dst, bias, db, colsum;
   Params(Floor& f) {
     for (size_t n : {size_t(kH1) * kIn, size_t(kH1), size_t(kH2) * kH1, size_t(kH2), size_t(kOut) * kH2, size_t(kOut)}) {
       w.push_back(device_alloc(n * sizeof(float)));
@@ -216,13 +223,24 @@ struct Params {
       table.push_back({static_cast<float*>(w.back().get()), static_cast<const float*>(g.back().get()), nullptr, n});
       floats += n;
     }
-    copy_src = device_alloc(copy_bytes());
-    copy_dst = device_alloc(copy_bytes());
-    AMLP_CUDA_CHECK(cudaMemsetAsync(copy_src.get(), 0, copy_bytes(), f.stream.get()));
+    const size_t most = std::max(update_bytes(), relu_backward_bytes()) / 2;
+    copy_src = device_alloc(most);
+    copy_dst = device_alloc(most);
+    AMLP_CUDA_CHECK(cudaMemsetAsync(copy_src.get(), 0, most, f.stream.get()));
+    bias = device_alloc(kH1 * sizeof(float));
+    init_kernel<<<8, 256, 0, f.stream.get()>>>(static_cast<float*>(bias.get()), kH1, 7u);
+    AMLP_CUDA_CHECK_LAUNCH();
+    db = device_alloc(kH1 * sizeof(float));
+    const size_t colsum_bytes = CudaBackend::kColsumPartials * sizeof(double) + CudaBackend::kColsumTickets * sizeof(unsigned);
+    colsum = device_alloc(colsum_bytes);  // as the backend's: the tickets start at zero
+    AMLP_CUDA_CHECK(cudaMemsetAsync(colsum.get(), 0, colsum_bytes, f.stream.get()));
     AMLP_CUDA_CHECK(cudaStreamSynchronize(f.stream.get()));
   }
+  static constexpr size_t kLayer1 = size_t(kMaxBatch) * kH1;  // floats of layer 1's output
   size_t update_bytes() const { return 3 * floats * sizeof(float); }  // w and g read, w written
-  size_t copy_bytes() const { return update_bytes() / 2; }           // read once, written once
+  static size_t bias_relu_bytes() { return 2 * kLayer1 * sizeof(float); }       // y read and written
+  static size_t relu_backward_bytes() { return 3 * kLayer1 * sizeof(float); }   // y, dy read; dz written
+  size_t pass_bytes(int of) const { return of == 0 ? update_bytes() : of == 1 ? bias_relu_bytes() : relu_backward_bytes(); }
 };
 
 Params& params_state(Floor& f) {
@@ -250,6 +268,40 @@ void BM_SgdUpdate(benchmark::State& state) {
 }
 BENCHMARK(BM_SgdUpdate)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
+// Layer 1's output (the floor's fwd1 result) and its input gradient (dH1's), as the step holds them.
+void BM_BiasRelu(benchmark::State& state) {
+  Floor& f = floor_state();
+  if (!f.no_gpu.empty()) {
+    state.SkipWithError(f.no_gpu.c_str());
+    return;
+  }
+  Params& p = params_state(f);
+  const int sms = amlp::bench::multiprocessors();
+  measure_bytes(state, f, [&] {
+    launch_bias_relu(static_cast<float*>(f.c[0].get()), static_cast<const float*>(p.bias.get()), kMaxBatch, kH1, sms,
+                     f.stream.get());
+  }, p.bias_relu_bytes());
+  state.SetLabel("y = max(y + b, 0), 1024 x 2048");
+}
+BENCHMARK(BM_BiasRelu)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+void BM_ReluBackwardSumRows(benchmark::State& state) {
+  Floor& f = floor_state();
+  if (!f.no_gpu.empty()) {
+    state.SkipWithError(f.no_gpu.c_str());
+    return;
+  }
+  Params& p = params_state(f);
+  const int sms = amlp::bench::multiprocessors();
+  auto* dz = static_cast<float*>(f.c[5].get());
+  measure_bytes(state, f, [&] {
+    launch_relu_backward_sum_rows(static_cast<const float*>(f.c[0].get()), dz, dz, static_cast<float*>(p.db.get()),
+                                  kMaxBatch, kH1, sms, static_cast<double*>(p.colsum.get()), f.stream.get());
+  }, p.relu_backward_bytes());
+  state.SetLabel("dz = dy * (y > 0) in place, db = column sums, 1024 x 2048");
+}
+BENCHMARK(BM_ReluBackwardSumRows)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
 void BM_DeviceCopy(benchmark::State& state) {
   Floor& f = floor_state();
   if (!f.no_gpu.empty()) {
@@ -257,13 +309,15 @@ void BM_DeviceCopy(benchmark::State& state) {
     return;
   }
   Params& p = params_state(f);
+  const int of = static_cast<int>(state.range(0));
+  const size_t half = p.pass_bytes(of) / 2;  // read once, written once
   measure_bytes(state, f, [&] {
-    AMLP_CUDA_CHECK(cudaMemcpyAsync(p.copy_dst.get(), p.copy_src.get(), p.copy_bytes(), cudaMemcpyDeviceToDevice,
-                                    f.stream.get()));
-  }, 2 * p.copy_bytes());
-  state.SetLabel("as many bytes read and written as BM_SgdUpdate");
+    AMLP_CUDA_CHECK(cudaMemcpyAsync(p.copy_dst.get(), p.copy_src.get(), half, cudaMemcpyDeviceToDevice, f.stream.get()));
+  }, 2 * half);
+  static const char* const kOf[] = {"BM_SgdUpdate", "BM_BiasRelu", "BM_ReluBackwardSumRows"};
+  state.SetLabel(std::string("as many bytes read and written as ") + kOf[of]);
 }
-BENCHMARK(BM_DeviceCopy)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DeviceCopy)->ArgName("of")->DenseRange(0, 2)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

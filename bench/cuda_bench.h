@@ -21,6 +21,13 @@ inline std::string use_first_gpu() {
   return "";
 }
 
+// GPU 0's multiprocessors (the backend's grid sizing: CudaBackend::sms()).
+inline int multiprocessors() {
+  int n = 0;
+  AMLP_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0));
+  return n;
+}
+
 // Seconds per call of `body`, run `repeats` times on `stream` between two
 // events (launch costs hidden, as in a run-ahead loop).
 template <class Body>

@@ -9,7 +9,7 @@
 #          rounds alternated with PyTorch eager and PyTorch's whole-step CUDA
 #          graph (FP32 and TF32); cuBLASLt on/off at batch 64 in more
 #          alternated rounds (lt64); the cuBLAS floor at both sizes, FP32 and
-#          TF32, and the SGD update beside a device copy of its bytes;
+#          TF32, and the SGD update and the ReLU passes beside a device copy of their bytes;
 #          bench_op_cost with the raw-launch and raw-capture floors;
 #          a traced `none` run (and a `--graph on` one) through
 #          tools/trace_summary.py; mpirun -np 1 train_mlp --distributed mpi
@@ -67,7 +67,7 @@ declare -A WHAT=(
   [perf64]="$ROUNDS rounds at batch 64 (300 batches): train_mlp batch, none (segments, and a cudaMalloc per block), none --alloc run, bounded, graph batch/none, batch and graph none with cuBLASLt, graph none TF32 (and with cuBLASLt) | torch_mlp.py eager+graph, graph TF32"
   [perf1024]="the same at batch 1024 (100 batches)"
   [lt64]="$LT_ROUNDS alternated rounds at batch 64 (1000 batches): --graph on --sync none with cuBLASLt's epilogues on and off (ASYNCMLP_LT=1 and unset)"
-  [floor]="bench_cuda_gemm: the eight GEMMs of one step (cuBLAS alone) at 64 and 1024, FP32 and TF32; the SGD update of the step's parameters beside a device copy of as many bytes"
+  [floor]="bench_cuda_gemm: the eight GEMMs of one step (cuBLAS alone) at 64 and 1024, FP32 and TF32; the SGD update of the step's parameters, the bias+ReLU pass and the ReLU's backward at 1024, each beside a device copy of as many bytes"
   [opcost]="bench_op_cost on cuda0: push, worker per op, round trip, BM_RawLaunch (the bare-loop floor), a recorded step against BM_RawCapture"
   [trace]="train_mlp --sync none (and --graph on) at 1024 with --trace, summarised by tools/trace_summary.py"
   [mpi]="mpirun -np 1 train_mlp --distributed mpi --device cuda (bundled OpenMPI, NCCL over MPI) vs one process"
@@ -84,11 +84,10 @@ declare -A WHAT=(
 # within its bound (memcheck serialises every launch: a whole training suite
 # takes minutes).
 SANITIZE=(
-  "memcheck test_cuda_backend Ops/CudaVsCpu.*/*relu*:CudaTraining.EveryDenseGemm*:CudaTraining.TheMaskPass* 60"  # the fused input gradient, the mask pass
-  "racecheck test_cuda_backend Ops/CudaVsCpu.*/*over_relu_odd*:CudaTraining.TheMaskPass* 40"
-  "memcheck test_optimizer SgdMultiCuda.* 30"  # the vectorised SGD update
-  "synccheck test_optimizer SgdMultiCuda.* 30"
-  "memcheck test_cuda_graph CudaGraph.HeldStepsTrainLikeEagerLaunches 90"  # step graphs with the fused ops
+  "memcheck test_cuda_backend Ops/CudaVsCpu.*/*relu*:Ops/CudaVsCpu.*/linear*:CudaTraining.TheMaskPass* 60"  # the float4 bias+ReLU and ReLU-backward passes
+  "racecheck test_cuda_backend Ops/CudaVsCpu.*/*row_chunks*:Ops/CudaVsCpu.*/*unbiased_relu* 40"  # their shared-memory sums and tickets
+  "synccheck test_cuda_backend Ops/CudaVsCpu.*/*row_chunks* 30"
+  "memcheck test_cuda_graph CudaGraph.HeldStepsTrainLikeEagerLaunches 90"  # step graphs with the new passes
 )
 
 usage() {
@@ -322,7 +321,7 @@ step_lt64() {
 }
 
 step_floor() {
-  if x "$(cap 40)" "$BUILD/bin/bench_cuda_gemm" --benchmark_filter='Floor/tf32:[01]/batch:(64|1024)/|SgdUpdate|DeviceCopy' \
+  if x "$(cap 40)" "$BUILD/bin/bench_cuda_gemm" --benchmark_filter='Floor/tf32:[01]/batch:(64|1024)/|SgdUpdate|Relu|DeviceCopy' \
     --benchmark_min_time=0.1 --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
     --benchmark_out="$dir/gemm_floor.json" --benchmark_out_format=json >"$dir/gemm_floor.log" 2>&1; then
     record PASS floor "$dir/gemm_floor.json"

@@ -3,6 +3,8 @@
 // like the CPU backend and are deterministic: no atomics on values, a fixed
 // tree per launch configuration.
 #include <algorithm>
+#include <cstdint>
+#include <type_traits>
 
 #include "framework/cuda/cuda_backend.h"
 #include "framework/cuda/cuda_check.h"
@@ -53,53 +55,66 @@ __global__ void __launch_bounds__(32 * 32) sum_rows_kernel(const float* x, float
 }
 
 // relu_backward_sum_rows in one launch: dz = dy * (y > 0) and db(c) = sum_r dz(r,c).
-// A 32x32 block per 32 columns and a chunk of rows (chunks = gridDim.y):
-// thread (tx, ty) masks and sums rows ty, ty+32, ... of its chunk in column
-// blockIdx.x*32 + tx, row ty == 0 adds the 32 sums in order. With one chunk
-// that is the column's sum; with several, each block writes its chunk's
-// sums to partials[chunk][c] and takes a ticket for its column group: the
-// block that takes the last one adds the chunks' sums in chunk order and
-// resets the ticket for the next launch. A fixed order of additions per
-// launch configuration: deterministic, no atomics on values.
-__global__ void __launch_bounds__(32 * 32)
+// A block of 32 x kRows threads per 32*V columns and a chunk of rows
+// (chunks = gridDim.y): thread (tx, ty) masks and sums rows ty, ty+kRows, ...
+// of its chunk in columns c..c+V-1, c = (blockIdx.x*32 + tx)*V (V = 4: one
+// float4 per access, where cols % 4 == 0); row ty == 0 adds the kRows sums in
+// order. With one chunk that is the column's sum; with several, each block
+// writes its chunk's sums to partials[chunk][c] and takes a ticket for its
+// column group: the block that takes the last one adds the chunks' sums in
+// chunk order and resets the ticket for the next launch. A fixed order of
+// additions per launch configuration: deterministic, no atomics on values.
+template <int V, int kRows>
+__global__ void __launch_bounds__(32 * kRows)
     relu_backward_sum_rows_kernel(const float* y, const float* dy, float* dz, float* db, int rows, int cols,
                                   int rows_per_chunk, double* partials, unsigned* tickets) {
-  __shared__ double part[32][33];
+  using Vec = typename std::conditional<V == 4, float4, float>::type;
+  __shared__ double part[kRows][32 * V + 1];
   __shared__ bool last;
-  const int c = blockIdx.x * 32 + threadIdx.x;
+  const int c = (static_cast<int>(blockIdx.x) * 32 + static_cast<int>(threadIdx.x)) * V;
   const int chunks = static_cast<int>(gridDim.y);
   const int r0 = static_cast<int>(blockIdx.y) * rows_per_chunk;
   const int r1 = min(rows, r0 + rows_per_chunk);
-  double acc = 0.0;
+  double acc[V] = {};
   if (c < cols)
-    for (int r = r0 + static_cast<int>(threadIdx.y); r < r1; r += 32) {
+    for (int r = r0 + static_cast<int>(threadIdx.y); r < r1; r += kRows) {
       const size_t i = static_cast<size_t>(r) * cols + c;
-      const float v = y[i] > 0.f ? dy[i] : 0.f;
-      dz[i] = v;
-      acc += v;
+      const Vec yv = *reinterpret_cast<const Vec*>(y + i);
+      Vec g = *reinterpret_cast<const Vec*>(dy + i);
+      const float* yf = reinterpret_cast<const float*>(&yv);
+      float* gf = reinterpret_cast<float*>(&g);
+      for (int j = 0; j < V; ++j) {
+        gf[j] = yf[j] > 0.f ? gf[j] : 0.f;
+        acc[j] += gf[j];
+      }
+      *reinterpret_cast<Vec*>(dz + i) = g;
     }
   if (!db) return;  // the whole block
-  part[threadIdx.y][threadIdx.x] = acc;
+  for (int j = 0; j < V; ++j) part[threadIdx.y][threadIdx.x * V + j] = acc[j];
   __syncthreads();
-  double sum = 0.0;
+  double sum[V] = {};
   if (threadIdx.y == 0)
-    for (int k = 0; k < 32; ++k) sum += part[k][threadIdx.x];
+    for (int k = 0; k < kRows; ++k)
+      for (int j = 0; j < V; ++j) sum[j] += part[k][threadIdx.x * V + j];
   if (chunks == 1) {
-    if (threadIdx.y == 0 && c < cols) db[c] = static_cast<float>(sum);
+    if (threadIdx.y == 0 && c < cols)
+      for (int j = 0; j < V; ++j) db[c + j] = static_cast<float>(sum[j]);
     return;
   }
-  if (threadIdx.y == 0 && c < cols) partials[static_cast<size_t>(blockIdx.y) * cols + c] = sum;
+  if (threadIdx.y == 0 && c < cols)
+    for (int j = 0; j < V; ++j) partials[static_cast<size_t>(blockIdx.y) * cols + c + j] = sum[j];
   __threadfence();  // the sums are visible to every block before the ticket is taken
   __syncthreads();
   if (threadIdx.x == 0 && threadIdx.y == 0)
     last = atomicAdd(&tickets[blockIdx.x], 1u) == static_cast<unsigned>(chunks - 1);
   __syncthreads();
   if (!last) return;
-  if (threadIdx.y == 0 && c < cols) {
-    double total = 0.0;
-    for (int k = 0; k < chunks; ++k) total += __ldcg(&partials[static_cast<size_t>(k) * cols + c]);
-    db[c] = static_cast<float>(total);
-  }
+  if (threadIdx.y == 0 && c < cols)
+    for (int j = 0; j < V; ++j) {
+      double total = 0.0;
+      for (int k = 0; k < chunks; ++k) total += __ldcg(&partials[static_cast<size_t>(k) * cols + c + j]);
+      db[c + j] = static_cast<float>(total);
+    }
   if (threadIdx.x == 0 && threadIdx.y == 0) tickets[blockIdx.x] = 0;
 }
 
@@ -129,31 +144,50 @@ void column_sums(Backend& dev, const float* x, float* y, int rows, int cols) {
   AMLP_CUDA_CHECK_LAUNCH();
 }
 
-// One kernel. Its row chunks give the GPU about two blocks per SM (a d2l
-// layer has only 16-64 column groups), within the partial sums' room.
 void relu_backward_sum_rows(Backend& dev, const float* y, const float* dy, float* dz, float* db, int rows, int cols) {
   auto& be = static_cast<CudaBackend&>(dev);
-  cudaStream_t s = be.stream();
-  rows = rows < 0 ? 0 : rows;
-  if (cols <= 0) return;
-  const int groups = (cols + 31) / 32;
+  launch_relu_backward_sum_rows(y, dy, dz, db, rows, cols, be.sms(), static_cast<double*>(be.colsum()), be.stream());
+}
+
+template <int V, int kRows>
+void launch_chunked(const float* y, const float* dy, float* dz, float* db, int rows, int cols, int sms,
+                    double* partials, cudaStream_t s) {
+  constexpr int kBlocksPerSm = 2048 / (32 * kRows);  // as many threads as a multiprocessor holds
+  const int groups = (cols + 32 * V - 1) / (32 * V);
   int chunks = 1;
   if (db && groups <= CudaBackend::kColsumTickets) {
-    const int want = std::max(1, (2 * be.sms() + groups - 1) / groups);
+    const int want = std::max(1, (kBlocksPerSm * std::max(sms, 1) + groups - 1) / groups);
     const int most = static_cast<int>(std::min<size_t>(CudaBackend::kColsumPartials / static_cast<size_t>(cols), size_t(1) << 16));
     chunks = std::max(1, std::min({want, (rows + 63) / 64, most}));
   }
   int per_chunk = (rows + chunks - 1) / chunks;
   per_chunk = std::max(32, (per_chunk + 31) / 32 * 32);
   chunks = std::max(1, (rows + per_chunk - 1) / per_chunk);
-  auto* partials = static_cast<double*>(be.colsum());
+  if (!db) chunks = std::max(1, std::min((rows + kRows - 1) / kRows, kBlocksPerSm * std::max(sms, 1) / groups));
+  if (!db) per_chunk = (rows + chunks - 1) / chunks;
   auto* tickets = reinterpret_cast<unsigned*>(partials + CudaBackend::kColsumPartials);
-  const dim3 block(32, 32), grid(static_cast<unsigned>(groups), static_cast<unsigned>(chunks));
-  relu_backward_sum_rows_kernel<<<grid, block, 0, s>>>(y, dy, dz, db, rows, cols, per_chunk, partials, tickets);
+  const dim3 block(32, kRows), grid(static_cast<unsigned>(groups), static_cast<unsigned>(chunks));
+  relu_backward_sum_rows_kernel<V, kRows><<<grid, block, 0, s>>>(y, dy, dz, db, rows, cols, per_chunk, partials, tickets);
   AMLP_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
+
+// One kernel. Its row chunks give the GPU about a multiprocessor's worth of
+// threads per multiprocessor (a d2l layer has only 4-64 column groups),
+// within the partial sums' room. float4 accesses where every row starts on
+// 16 bytes.
+void launch_relu_backward_sum_rows(const float* y, const float* dy, float* dz, float* db, int rows, int cols,
+                                   int sms, double* partials, cudaStream_t s) {
+  rows = rows < 0 ? 0 : rows;
+  if (cols <= 0) return;
+  const bool wide = cols % 4 == 0 && (reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(dy) |
+                                      reinterpret_cast<uintptr_t>(dz)) % 16 == 0;
+  if (wide)
+    launch_chunked<4, 8>(y, dy, dz, db, rows, cols, sms, partials, s);
+  else
+    launch_chunked<1, 32>(y, dy, dz, db, rows, cols, sms, partials, s);
+}
 
 void add_reduce_kernels(KernelTable& t) {
   t.sum_scaled = sum_scaled;

@@ -285,6 +285,11 @@ std::vector<OpCase> op_cases() {
                Bound::NormRel, 2e-5, colsum});
   c.push_back({"linear_relu_grad_input_row_chunks", {{1000, 13}, {37, 13}, {37}, {1000, 37}}, linear_relu_grad(0),
                Bound::NormRel, 1e-5, gemm});
+  // The same with float4 accesses (columns a multiple of 4; rows not of the block's 8).
+  c.push_back({"linear_relu_grad_bias_wide_row_chunks", {{1001, 13}, {36, 13}, {36}, {1001, 36}}, linear_relu_grad(2),
+               Bound::NormRel, 2e-5, colsum});
+  c.push_back({"linear_relu_grad_input_wide_row_chunks", {{1001, 13}, {36, 13}, {36}, {1001, 36}},
+               linear_relu_grad(0), Bound::NormRel, 1e-5, gemm});
   c.push_back({"linear_relu_grad_bias_one_chunk", {{20, 13}, {37, 13}, {37}, {20, 37}}, linear_relu_grad(2),
                Bound::NormRel, 2e-5, colsum});
   // A layer over a Dense with ReLU: its input gradient carries the ReLU's
@@ -305,6 +310,16 @@ std::vector<OpCase> op_cases() {
   c.push_back({"dense_over_relu_grad_bias", d2l12, over_relu_grad(2), Bound::NormRel, 2e-5, colsum});
   c.push_back({"dense_over_relu_odd_grad_input", odd, over_relu_grad(0), Bound::NormRel, 1e-5, gemm});
   c.push_back({"dense_over_relu_odd_grad_bias", odd, over_relu_grad(2), Bound::NormRel, 2e-5, colsum});
+  // A lower layer without a bias: the ReLU's backward alone (no column sums), wide and odd.
+  auto over_unbiased_relu_grad_input = [](Device, In& in) {
+    for (size_t i = 0; i + 1 < in.size(); ++i) in[i].requires_grad_();
+    l2_loss(linear(linear_relu(in[0], in[1], Tensor()), in[2], in[3]), in[4]).backward();
+    return grad_of(in[0]);
+  };
+  c.push_back({"dense_over_unbiased_relu_grad_input", {{1001, 64}, {256, 64}, {8, 256}, {8}, {1001, 8}},
+               over_unbiased_relu_grad_input, Bound::NormRel, 1e-5, gemm});
+  c.push_back({"dense_over_unbiased_relu_odd_grad_input", {{100, 13}, {37, 13}, {5, 37}, {5}, {100, 5}},
+               over_unbiased_relu_grad_input, Bound::NormRel, 1e-5, gemm});
   // cuBLASLt's epilogues (lt_gemm.h): the d2l output layer (one unit), odd
   // sizes, no bias; the weight gradient with its bias gradient (BGRADB).
   c.push_back({"linear_d2l_layer3", {{1024, 512}, {1, 512}, {1}},
