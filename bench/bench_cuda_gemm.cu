@@ -9,10 +9,6 @@
 //   BM_CudaMlpGemmFloor/tf32:1/batch:B   the same with TF32 tensor cores
 //   BM_CudaMlpGemm/gemm:i/beta:b         one GEMM at a time at batch 1024 (the label names
 //                                        it), accumulating onto C (b = 1) or not (b = 0)
-//   BM_DenseReluForward/layer:l/prefill:p  a Dense layer with bias and ReLU at batch 1024 as the
-//                                        backend composes it: p = 0, the SGEMM (beta 0) then the
-//                                        bias+ReLU pass; p = 1, the bias broadcast, the SGEMM
-//                                        onto it (beta 1), then the ReLU pass
 //   BM_SgdUpdate                         the step's SGD update of its six parameters (the
 //                                        backend's launcher, cuda/kernels.h), one launch
 //   BM_BiasRelu                          the forward's bias and ReLU pass over layer 1's
@@ -312,44 +308,6 @@ void BM_ReluBackwardSumRows(benchmark::State& state) {
   state.SetLabel("dz = dy * (y > 0) in place, db = column sums, 1024 x 2048");
 }
 BENCHMARK(BM_ReluBackwardSumRows)->UseManualTime()->Unit(benchmark::kMicrosecond);
-
-// Layer 1 (fwd1: 1024 x 512 -> 2048) or layer 2 (fwd2: 2048 -> 512), its
-// output with bias and ReLU, each of the backend's two compositions
-// (cuda/linalg.cpp's dense_forward, ASYNCMLP_BIAS_PREFILL), FP32 or TF32.
-void BM_DenseReluForward(benchmark::State& state) {
-  Floor& f = floor_state();
-  if (!f.no_gpu.empty()) {
-    state.SkipWithError(f.no_gpu.c_str());
-    return;
-  }
-  Params& p = params_state(f);
-  const int i = static_cast<int>(state.range(0)) - 1;  // fwd1 or fwd2
-  const bool prefill = state.range(1) != 0, tf32 = state.range(2) != 0;
-  const Gemm& g = kStep[i];
-  auto* y = static_cast<float*>(f.c[i].get());
-  const auto* b = static_cast<const float*>(p.bias.get());  // kH1 floats: enough for either layer
-  const int sms = amlp::bench::multiprocessors();
-  f.set_tf32(tf32);
-  if (const double per = measure(state, f, [&] {
-        if (prefill) {
-          launch_bias_broadcast(y, b, g.M, g.N, sms, f.stream.get());
-          f.run(i, g, 1.f);
-          launch_bias_relu(y, nullptr, g.M, g.N, sms, f.stream.get());
-        } else {
-          f.run(i, g, 0.f);
-          launch_bias_relu(y, b, g.M, g.N, sms, f.stream.get());
-        }
-      }))
-    state.counters["TFLOPS"] = g.flops() / per / 1e12;
-  f.set_tf32(false);
-  state.SetLabel(std::string(g.name) + (prefill ? ": bias, SGEMM beta 1, ReLU" : ": SGEMM beta 0, bias+ReLU") +
-                 (tf32 ? ", TF32" : ""));
-}
-BENCHMARK(BM_DenseReluForward)
-    ->ArgNames({"layer", "prefill", "tf32"})
-    ->ArgsProduct({{1, 2}, {0, 1}, {0, 1}})
-    ->UseManualTime()
-    ->Unit(benchmark::kMicrosecond);
 
 void BM_DeviceCopy(benchmark::State& state) {
   Floor& f = floor_state();

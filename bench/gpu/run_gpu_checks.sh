@@ -67,7 +67,7 @@ declare -A WHAT=(
   [perf64]="$ROUNDS rounds at batch 64 (300 batches): train_mlp batch, none (segments, and a cudaMalloc per block), none --alloc run, bounded, graph batch/none, batch and graph none with cuBLASLt, graph none TF32 (and with cuBLASLt) | torch_mlp.py eager+graph, graph TF32"
   [perf1024]="the same at batch 1024 (100 batches)"
   [lt64]="$LT_ROUNDS alternated rounds at batch 64 (1000 batches): --graph on --sync none with cuBLASLt's epilogues on and off (ASYNCMLP_LT=1 and unset)"
-  [floor]="bench_cuda_gemm: the eight GEMMs of one step (cuBLAS alone) at 64 and 1024, FP32 and TF32; the forward's two GEMMs with beta 0 and 1, and its Dense+ReLU composed both ways; the SGD update of the step's parameters, the bias+ReLU pass and the ReLU's backward at 1024, each beside a device copy of as many bytes"
+  [floor]="bench_cuda_gemm: the eight GEMMs of one step (cuBLAS alone) at 64 and 1024, FP32 and TF32; the forward's two GEMMs with beta 0 and 1; the SGD update of the step's parameters, the bias+ReLU pass and the ReLU's backward at 1024, each beside a device copy of as many bytes"
   [opcost]="bench_op_cost on cuda0: push, worker per op, round trip, BM_RawLaunch (the bare-loop floor), a recorded step against BM_RawCapture"
   [trace]="train_mlp --sync none (and --graph on) at 1024 with --trace, summarised by tools/trace_summary.py"
   [mpi]="mpirun -np 1 train_mlp --distributed mpi --device cuda (bundled OpenMPI, NCCL over MPI) vs one process"
@@ -262,14 +262,11 @@ step_tests() {
 # epilogues on (ASYNCMLP_LT=1: one GEMM each, the bias, ReLU and their
 # gradients in its epilogue), the fusion measured beside the default.
 # graph_none_tf32: the best mode with TF32 GEMMs, beside PyTorch's graph with TF32.
-# *_beta0: the forward's SGEMM with beta 0 and one bias+ReLU pass
-# (ASYNCMLP_BIAS_PREFILL=0) beside the default's pre-filled bias.
 # MODES_ONLY (tags, space-separated) runs only those.
 MODES=("batch:--sync batch" "none:--sync none" "none_malloc:--sync none" "none_run:--sync none --alloc run"
   "bounded:--sync none --max-pending-bytes 128MiB" "graph_batch:--sync batch --graph on"
   "graph_none:--sync none --graph on" "batch_lt:--sync batch" "graph_none_lt:--sync none --graph on"
-  "graph_none_tf32:--sync none --graph on --tf32" "graph_none_tf32_lt:--sync none --graph on --tf32"
-  "graph_none_beta0:--sync none --graph on" "graph_none_tf32_beta0:--sync none --graph on --tf32")
+  "graph_none_tf32:--sync none --graph on --tf32" "graph_none_tf32_lt:--sync none --graph on --tf32")
 
 perf() {  # BATCH STEPS
   local batch=$1 steps=$2 r m tag opts
@@ -289,7 +286,6 @@ perf() {  # BATCH STEPS
       # shellcheck disable=SC2086
       ASYNCMLP_SEGMENTS=$([ "$tag" = none_malloc ] && echo 0 || echo 1) \
         ASYNCMLP_LT=$([[ $tag == *_lt ]] && echo 1 || echo 0) \
-        ASYNCMLP_BIAS_PREFILL=$([[ $tag == *_beta0 ]] && echo 0 || echo 1) \
         train "perf$batch/train_${tag}_$r" $opts --batches "$steps" --batch-size "$batch" ||
         record FAIL "train_mlp $opts, batch $batch #$r" "see perf$batch/train_${tag}_$r.log"
     done

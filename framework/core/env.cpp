@@ -27,7 +27,6 @@ EnvSettings read_env_settings(const EnvLookup& lookup) {
   on_off("ASYNCMLP_SEGMENTS", &s.segments);
   on_off("ASYNCMLP_POPULATOR_NORMAL", &s.populator_normal_priority);
   on_off("ASYNCMLP_LT", &s.lt_epilogues);
-  on_off("ASYNCMLP_BIAS_PREFILL", &s.bias_prefill);
   const auto set = [&](const char* name) { return lookup(name) != nullptr; };
   s.launched_by_mpirun = set("OMPI_COMM_WORLD_SIZE") || set("PMI_SIZE") || set("PMIX_RANK");
   return s;

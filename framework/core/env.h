@@ -44,14 +44,6 @@ struct EnvSettings {
   // epilogues").
   bool lt_epilogues = false;
 
-  // ASYNCMLP_BIAS_PREFILL: a CUDA Dense layer with a bias and a ReLU (and
-  // cuBLASLt off) writes the bias into its output first and lets the SGEMM
-  // add onto it (beta = 1), then clamps in a pass: the SGEMM cuBLAS picks
-  // for beta = 1 measured faster at the d2l shapes than beta = 0's
-  // (docs/gpu.md, "The forward's GEMM"). "0": the SGEMM with beta = 0, then
-  // one bias+ReLU pass; "1", "" or unset: the pre-filled bias.
-  bool bias_prefill = true;
-
   // OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK: the process was started by an
   // MPI launcher (mpirun, srun, ...) when any of them is set, to any value
   // (the launcher's variables, not ours: no value is a problem); none set: a

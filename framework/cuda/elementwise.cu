@@ -21,9 +21,9 @@ __global__ void fill_kernel(float* y, size_t n, float v) {
   for (size_t i = global_thread(); i < n; i += grid_threads()) y[i] = v;
 }
 
-// x, y: (rows, cols) with n = rows*cols; b: (cols). y may alias x. (x null: launch_bias_broadcast.)
+// x, y: (rows, cols) with n = rows*cols; b: (cols). y may alias x.
 __global__ void add_bias_kernel(const float* x, const float* b, float* y, size_t n, size_t cols) {
-  for (size_t i = global_thread(); i < n; i += grid_threads()) y[i] = __fadd_rn(x[i], b[i % cols]);
+  for (size_t i = global_thread(); i < n; i += grid_threads()) y[i] = x ? __fadd_rn(x[i], b[i % cols]) : b[i % cols];
 }
 
 __global__ void relu_kernel(const float* x, float* y, size_t n) {
@@ -37,16 +37,12 @@ __global__ void relu_backward_kernel(const float* x, const float* dy, float* dx,
   for (size_t i = global_thread(); i < n; i += grid_threads()) dx[i] = x[i] > 0.f ? dy[i] : 0.f;
 }
 
-// Row passes over y (rows, cols) with a bias b (cols): kBiasRelu, y(r,c) =
-// max(y + b(c), 0) in place (the CPU's order: one add, then the compare; b
-// may be null: the ReLU alone); kBroadcast, y(r,c) = b(c). Thread (tx, ty)
-// owns columns c..c+V-1 and walks the rows ty, ty + blockDim.y*gridDim.y,
-// ...: its bias is read once, no index is divided, and with V = 4 (cols % 4
-// == 0, 16-byte aligned) each access is one float4.
-enum RowPass { kBiasRelu, kBroadcast };
-
-template <int V, RowPass kPass>
-__global__ void __launch_bounds__(kBlock) row_pass_kernel(float* y, const float* b, int rows, int cols) {
+// y(r,c) = max(y + b(c), 0) in place; the CPU's order: one add, then the
+// compare. Thread (tx, ty) owns columns c..c+V-1 and walks the rows ty,
+// ty + blockDim.y*gridDim.y, ...: its bias is read once, no index is divided,
+// and with V = 4 (cols % 4 == 0, 16-byte aligned) each access is one float4.
+template <int V>
+__global__ void __launch_bounds__(kBlock) bias_relu_kernel(float* y, const float* b, int rows, int cols) {
   using Vec = typename std::conditional<V == 4, float4, float>::type;
   const int c = (static_cast<int>(blockIdx.x * blockDim.x) + static_cast<int>(threadIdx.x)) * V;
   if (c >= cols) return;
@@ -56,16 +52,11 @@ __global__ void __launch_bounds__(kBlock) row_pass_kernel(float* y, const float*
   const int step = static_cast<int>(blockDim.y * gridDim.y);
   for (int r = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y); r < rows; r += step) {
     Vec* p = reinterpret_cast<Vec*>(y + static_cast<size_t>(r) * cols + c);
-    Vec v;
+    Vec v = *p;
     float* f = reinterpret_cast<float*>(&v);
-    if (kPass == kBroadcast) {
-      for (int j = 0; j < V; ++j) f[j] = bias[j];
-    } else {
-      v = *p;
-      for (int j = 0; j < V; ++j) {
-        const float t = b ? __fadd_rn(f[j], bias[j]) : f[j];
-        f[j] = t > 0.f ? t : 0.f;
-      }
+    for (int j = 0; j < V; ++j) {
+      const float t = b ? __fadd_rn(f[j], bias[j]) : f[j];
+      f[j] = t > 0.f ? t : 0.f;
     }
     *p = v;
   }
@@ -139,14 +130,9 @@ void fill_value(Backend& dev, float* y, size_t n, float value) {
 }
 
 void add_bias(Backend& dev, const float* x, const float* b, float* y, int rows, int cols) {
-  auto& be = static_cast<CudaBackend&>(dev);
-  cudaStream_t s = be.stream();
+  cudaStream_t s = static_cast<CudaBackend&>(dev).stream();
   const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cols);
   if (n == 0) return;
-  if (!x) {  // y = broadcast(b): linear's pre-fill
-    launch_bias_broadcast(y, b, rows, cols, be.sms(), s);
-    return;
-  }
   add_bias_kernel<<<blocks_for(n), kBlock, 0, s>>>(x, b, y, n, static_cast<size_t>(cols));
   AMLP_CUDA_CHECK_LAUNCH();
 }
@@ -230,8 +216,7 @@ void launch_affine(float* y, size_t n, float lo, float width, cudaStream_t s) {
 // A block of kBlock threads: as many of them across a row as its columns
 // need (whole warps), the rest down the rows; about eight blocks per
 // multiprocessor, each thread then looping over its rows.
-template <RowPass kPass>
-void launch_row_pass(float* y, const float* b, int rows, int cols, int sms, cudaStream_t s) {
+void launch_bias_relu(float* y, const float* b, int rows, int cols, int sms, cudaStream_t s) {
   if (rows <= 0 || cols <= 0) return;
   const bool wide = cols % 4 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
   const int V = wide ? 4 : 1, lanes = (cols + V - 1) / V;
@@ -241,18 +226,10 @@ void launch_row_pass(float* y, const float* b, int rows, int cols, int sms, cuda
   const unsigned gy = static_cast<unsigned>(std::min(want, (rows + ty - 1) / ty));
   const dim3 block(static_cast<unsigned>(tx), static_cast<unsigned>(ty)), grid(gx, gy);
   if (wide)
-    row_pass_kernel<4, kPass><<<grid, block, 0, s>>>(y, b, rows, cols);
+    bias_relu_kernel<4><<<grid, block, 0, s>>>(y, b, rows, cols);
   else
-    row_pass_kernel<1, kPass><<<grid, block, 0, s>>>(y, b, rows, cols);
+    bias_relu_kernel<1><<<grid, block, 0, s>>>(y, b, rows, cols);
   AMLP_CUDA_CHECK_LAUNCH();
-}
-
-void launch_bias_relu(float* y, const float* b, int rows, int cols, int sms, cudaStream_t s) {
-  launch_row_pass<kBiasRelu>(y, b, rows, cols, sms, s);
-}
-
-void launch_bias_broadcast(float* y, const float* b, int rows, int cols, int sms, cudaStream_t s) {
-  launch_row_pass<kBroadcast>(y, b, rows, cols, sms, s);
 }
 
 void launch_relu_mask(const float* y, uint32_t* mask, int rows, int cols, cudaStream_t s) {

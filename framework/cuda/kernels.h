@@ -29,8 +29,6 @@ void launch_normal(float* y, size_t n, uint64_t seed, uint64_t offset, float mea
 // bitwise cpu/elementwise.cpp's bias_relu; float4 accesses where cols % 4 == 0;
 // `sms` sizes the grid. Also timed beside a device copy by bench_cuda_gemm.cu.
 void launch_bias_relu(float* y, const float* b, int rows, int cols, int sms, cudaStream_t s);
-// elementwise.cu: y(r,c) = b(c), the pre-fill of a GEMM with beta = 1 (core/kernels.h's add_bias, x null).
-void launch_bias_broadcast(float* y, const float* b, int rows, int cols, int sms, cudaStream_t s);
 // reduce.cu: dz = dy * (y > 0) and db(c) = sum_r dz(r,c) (db may be null),
 // relu_backward_sum_rows of core/kernels.h in one launch. `partials` holds
 // kColsumPartials doubles and then kColsumTickets zeroed tickets

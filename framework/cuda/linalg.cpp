@@ -22,20 +22,12 @@ void gemm(Backend& dev, bool ta, bool tb, int M, int N, int K, float alpha, cons
 }
 
 // One cuBLASLt matmul with the bias (and the ReLU) in its epilogue; composed
-// (core/kernels.h) where it has no plan. With a bias and a ReLU, by default
-// (ASYNCMLP_BIAS_PREFILL, core/env.h): y = b broadcast, y += x·Wᵀ in the
-// SGEMM (beta = 1), then y = max(y, 0) in a pass.
+// (core/kernels.h) where it has no plan.
 void dense_forward(Backend& dev, const float* x, const float* w, const float* bias, float* y, int B, int in, int out,
                    bool relu) {
   auto& be = static_cast<CudaBackend&>(dev);
-  cudaStream_t s = be.stream();
+  (void)be.stream();
   if (be.lt().linear(x, w, bias, y, B, in, out, relu, tf32())) return;
-  if (relu && bias && env_settings().bias_prefill && B > 0 && out > 0) {
-    launch_bias_broadcast(y, bias, B, out, be.sms(), s);
-    gemm(dev, false, /*trans_b=*/true, B, out, in, 1.f, x, in, w, in, /*beta=*/1.f, y, out);
-    launch_bias_relu(y, /*b=*/nullptr, B, out, be.sms(), s);
-    return;
-  }
   composed::dense_forward(dev, x, w, bias, y, B, in, out, relu);
 }
 

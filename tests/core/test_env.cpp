@@ -49,7 +49,6 @@ const Switch kSwitches[] = {
     {"ASYNCMLP_SEGMENTS", &EnvSettings::segments, true},
     {"ASYNCMLP_POPULATOR_NORMAL", &EnvSettings::populator_normal_priority, false},
     {"ASYNCMLP_LT", &EnvSettings::lt_epilogues, false},
-    {"ASYNCMLP_BIAS_PREFILL", &EnvSettings::bias_prefill, true},
 };
 
 TEST(EnvSettings, EmptyEnvironmentGivesTheDefaults) {
