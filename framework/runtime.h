@@ -160,7 +160,8 @@ class BlasThreadsShare {
   bool changed_ = false;
 };
 
-// TF32 tensor-core math for CUDA GEMMs (off by default; no effect on the CPU).
+// TF32 tensor-core math for CUDA GEMMs (off by default); the CPU GEMM emulates
+// it, rounding its inputs to TF32 (cpu/linalg.cpp).
 void set_tf32(bool on);
 bool tf32();
 

@@ -58,6 +58,9 @@ class CpuBackend final : public Backend {
 
 // Each kernel file's filler: puts that file's kernels into the table.
 void add_linalg_kernels(KernelTable& t);       // linalg.cpp
+// linalg.cpp: v with its mantissa rounded to TF32's 10 bits (to nearest, ties
+// to even); what the CPU GEMM reads with TF32 on. Infinities and NaNs unchanged.
+float round_to_tf32(float v);
 void add_elementwise_kernels(KernelTable& t);  // elementwise.cpp
 void add_reduce_kernels(KernelTable& t);       // reduce.cpp
 void add_loss_kernels(KernelTable& t);         // loss.cpp

@@ -1,10 +1,14 @@
-// linalg.cpp — the CPU GEMM: OpenBLAS's CBLAS, row-major; and OpenBLAS's
-// threads (runtime.h).
+// linalg.cpp — the CPU GEMM: OpenBLAS's CBLAS, row-major, and with TF32 on
+// (set_tf32, runtime.h) the tensor cores' input rounding emulated; and
+// OpenBLAS's threads (runtime.h).
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "framework/cpu/blas_room.h"
 #include "framework/cpu/cpu_backend.h"
@@ -14,9 +18,29 @@ namespace amlp::cpu {
 
 namespace {
 
+// `rows` rows of `cols` floats at stride `ld`, each rounded to TF32 (the
+// nearest value with 10 mantissa bits, ties to even) into `out` (same
+// stride). Infinities and NaNs pass unchanged.
+const float* rounded_to_tf32(const float* x, int rows, int cols, int ld, std::vector<float>& out) {
+  if (rows <= 0 || cols <= 0) return x;
+  out.resize(static_cast<size_t>(rows - 1) * ld + cols);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) out[static_cast<size_t>(r) * ld + c] = round_to_tf32(x[static_cast<size_t>(r) * ld + c]);
+  return out.data();
+}
+
+// With TF32 on, A and B are rounded first, as a tensor core reads them, and
+// the products accumulate in FP32 as cuBLAS's TF32 GEMMs do: the loss's
+// response to TF32 can be seen, and tested, without a GPU. The copies live
+// in the worker thread's buffers, kept for the next GEMM.
 void gemm(Backend& be, bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
           int ldb, float beta, float* C, int ldc) {
   const BlasCall room(static_cast<CpuBackend&>(be).name());  // OutOfMemory, not OpenBLAS's endless retry (blas_room.h)
+  if (tf32()) {
+    thread_local std::vector<float> a32, b32;
+    A = rounded_to_tf32(A, ta ? K : M, ta ? M : K, lda, a32);
+    B = rounded_to_tf32(B, tb ? N : K, tb ? K : N, ldb, b32);
+  }
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda,
               B, ldb, beta, C, ldc);
 }
@@ -25,6 +49,16 @@ void gemm(Backend& be, bool ta, bool tb, int M, int N, int K, float alpha, const
 
 void add_linalg_kernels(KernelTable& t) {
   t.gemm = gemm;
+}
+
+float round_to_tf32(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  if ((bits & 0x7f800000u) == 0x7f800000u) return v;  // inf, NaN
+  bits += 0xfffu + ((bits >> 13) & 1u);                 // to nearest, ties to even; may carry into the exponent
+  bits &= ~0x1fffu;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
 }
 
 }  // namespace amlp::cpu

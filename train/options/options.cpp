@@ -309,7 +309,7 @@ po::options_description general_options() {
      "one by one where the device cannot record (the CPU: the same results); off in synchronous mode "
      "and under back-pressure; a batch that differs falls back and is learned again")
     .flag("blocking", "synchronous mode: every push waits for its op (default: off)")
-    .flag("tf32", "TF32 tensor-core GEMMs on CUDA; no effect on the CPU (default: off)")
+    .flag("tf32", "TF32 tensor-core GEMMs on CUDA; on the CPU, emulated: the GEMMs' inputs rounded to TF32 (default: off)")
     .flag("check-finite",
      "queue a check that each batch's loss is finite; a failure surfaces at the next blocker "
      "(default: off)")
