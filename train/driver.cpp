@@ -59,8 +59,9 @@ bool finish_trace(const Options& o, std::ostream& err, bool* ok, std::string* fa
     if (group->rank() == 0) merge_rank_traces(o.trace, group->size());
     return true;
   } catch (const std::exception& e) {
-    if (*ok) write_line(err, std::string("train_mlp: error: ") + e.what());
-    if (failure->empty()) *failure = e.what();
+    const std::string what = std::string("--trace: ") + e.what();  // found after the run: the option named, as before it
+    if (*ok) write_line(err, "train_mlp: error: " + what);
+    if (failure->empty()) *failure = what;
     *ok = false;
     return false;
   }
@@ -193,9 +194,10 @@ int run_driver(const Options& given, std::ostream& rank0_out, std::ostream& err,
     try {
       study.write_summary(o.summary_json, results);
     } catch (const std::exception& e) {
-      if (ok) write_line(err, std::string("train_mlp: error: ") + e.what());
+      const std::string what = std::string("--summary-json: ") + e.what();
+      if (ok) write_line(err, "train_mlp: error: " + what);
       const bool trace_says_failed = !failure.empty();
-      if (failure.empty()) failure = e.what();
+      if (failure.empty()) failure = what;
       ok = false;
       mark_failed(results, failure);
       if (trace_written && !trace_says_failed && !group) finish_trace(o, err, &ok, &failure);

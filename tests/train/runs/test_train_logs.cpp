@@ -326,6 +326,22 @@ TEST(TrainMlpLogs, AFileSizeLimitLeavesOnlyWholeRows) {
   EXPECT_LE(std::filesystem::file_size(log), 4096u);
 }
 
+// The trace outgrows a file-size limit after the run (its events are written
+// at the end): one line naming the option, status 1, and the summary, which
+// fits, says the run failed and why. Before, the line named only the file.
+TEST(TrainMlpLogs, ATraceThatCannotBeWrittenAfterTheRunNamesItsOption) {
+  ScratchDir dir;
+  const std::string trace = dir.file("t.json"), summary = dir.file("s.json");
+  const Ran r = run_command("bash -c \"trap '' XFSZ; ulimit -f 16; exec timeout -k 5 60 " + program_path("train_mlp") +
+                            " --device cpu --quiet --batches 200 --batch-size 8 --hidden 4 --trace " + trace +
+                            " --summary-json " + summary + "\" >/dev/null");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err, "train_mlp: error: --trace: cannot write '" + trace + "': " + std::strerror(EFBIG) + "\n");
+  const nlohmann::json s = nlohmann::json::parse(read_file(summary));
+  ASSERT_TRUE(s.is_array() && !s.empty()) << s.dump();
+  EXPECT_EQ(s[0].value("status", ""), "failed") << s.dump();
+  EXPECT_EQ(s[0].value("error", "").rfind("--trace: cannot write", 0), 0u) << s.dump();
+}
 
 // Unsynchronized with a pool capped at ~10 batches' footprint: out of memory
 // mid-run. One line naming the figures and what to do, status 1, every row
