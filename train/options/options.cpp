@@ -266,6 +266,9 @@ po::options_description general_options() {
     .option<size_t>("memory-budget", "BYTES", "0", read_bytes,
      "--sync auto: the most memory the run may hold for queued batches (its predicted increase)")
     .option<int>("batches", "N", "100", int_in(1, kMaxBatches), "minibatches to train, in [1, 100000000]")
+    .option<int>("epochs", "E", "1", int_in(1, kMaxBatches),
+     "passes of --batches batches, in [1, 100000000], at most 100000000 batches in all; every mode reads "
+     "the last loss of each epoch (none waits there), and the pool keeps its blocks from one to the next")
     .option<int>("batch-size", "N", "1024", int_in(1, kMaxBatchSize), "samples per minibatch, in [1, 16777216]")
     .option<int>("features", "N", "512", int_in(1, kMaxFeatures), "input features, in [1, 16777216]")
     .option<models::LayerSpec>("hidden", "W1,W2,..", "2048,512", read_hidden,
@@ -386,6 +389,7 @@ Options to_options(const po::variables_map& vm) {
   o.sync_auto = vm["sync"].as<SyncChoice>().automatic;
   o.memory_budget = vm["memory-budget"].as<size_t>();
   o.batches = vm["batches"].as<int>();
+  o.epochs = vm["epochs"].as<int>();
   o.batch_size = vm["batch-size"].as<int>();
   o.features = vm["features"].as<int>();
   o.hidden = vm["hidden"].as<models::LayerSpec>();
@@ -503,6 +507,12 @@ std::string options_problem(const Options& o) {
     return std::string("--save keeps one run's parameters: not with ") +
            (o.compare ? "--compare" : o.compare_policies ? "--compare-policies" : "--sweep") +
            ", which trains a model per mode (use --load to start them all from one file)";
+  if (static_cast<int64_t>(o.batches) * o.epochs > kMaxBatches)
+    return "--epochs " + std::to_string(o.epochs) + " x --batches " + std::to_string(o.batches) + " is " +
+           std::to_string(static_cast<int64_t>(o.batches) * o.epochs) + " batches: at most 100000000 in all";
+  if (o.epochs > 1 && (o.sweep || o.sync_auto))
+    return std::string(o.sweep ? "--sweep" : "--sync auto") +
+           " measures one pass: not with --epochs (each epoch after the first reuses the pool's blocks)";
   if (std::string why = sweep_options_problem(o); !why.empty()) return why;
   if (std::string why = sync_auto_options_problem(o); !why.empty()) return why;
   if (o.distributed && !o.devices.empty())

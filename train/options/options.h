@@ -40,6 +40,7 @@ struct Options {
   std::vector<Device> devices;
   SyncMode sync;  // --sync batch|none|every=K
   int batches = 100;
+  int epochs = 1;  // passes of `batches` batches; each ends by reading its last loss
   int batch_size = 1024;
   int features = 512;
   models::LayerSpec hidden{{2048, 512}};

@@ -93,6 +93,22 @@ struct RunPrediction {
   double comm_exposed_s = 0;  // --distributed: the reductions' exposed seconds per batch
 };
 
+// One epoch of a run with --epochs: its wall time (its first batch queued to
+// its last loss read), the tracked memory it added over what was in use as
+// it began (bytes in use at its peak row, less the start's), the most the
+// pool reserved, and the fresh memory backed in it (the CPU pool's
+// counters: the worker's bytes and seconds, the populator's bytes; 0 on a
+// GPU), the loss read at its end.
+struct EpochResult {
+  int epoch = 0;  // 1-based
+  int batches = 0;
+  double wall_s = 0, samples_per_s = 0;
+  size_t mem_increase_bytes = 0, peak_reserved_bytes = 0;
+  uint64_t fresh_bytes = 0;
+  double fresh_worker_s = 0;
+  double loss = 0;
+};
+
 // What a run measured. Memory figures are the devices' sums (the backlog and
 // depth their maxima, d the slowest device's); samples/s counts the whole batch.
 struct RunMeasurement {
@@ -155,6 +171,7 @@ struct RunMeasurement {
   std::vector<RankResult> ranks;
   double comm_alpha_s = 0, comm_beta_s_per_byte = 0;
   StepGraphStats graph;  // --graph on: the first device's step verdicts
+  std::vector<EpochResult> epochs;  // with --epochs E > 1: one per epoch that ended
 };
 
 // One run in three parts: what was asked (the plan's RunSpec), what it

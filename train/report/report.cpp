@@ -70,12 +70,25 @@ void print_summary(const RunResult& r, std::ostream& out) {
   }
   line("mode", mode);
   if (!s.sync_chosen.empty()) line("sync auto", s.sync_chosen);
-  if (r.batches_done < s.batches)
-    std::snprintf(buf, sizeof buf, "%.3f s (%d of %d batches of %d: %s)", r.wall_s, r.batches_done, s.batches,
+  const int total = s.batches * s.epochs;
+  if (r.batches_done < total)
+    std::snprintf(buf, sizeof buf, "%.3f s (%d of %d batches of %d: %s)", r.wall_s, r.batches_done, total,
                   s.batch_size, to_string(r.status));
+  else if (s.epochs > 1)
+    std::snprintf(buf, sizeof buf, "%.3f s (%d epochs of %d batches of %d)", r.wall_s, s.epochs, s.batches,
+                  s.batch_size);
   else
     std::snprintf(buf, sizeof buf, "%.3f s (%d batches of %d)", r.wall_s, s.batches, s.batch_size);
   line("wall time", buf);
+  for (const EpochResult& e : r.epochs) {
+    std::snprintf(buf, sizeof buf,
+                  "%.0f samples/s, memory +%s (reserved %s), fresh %s backed (the worker %.3f s), loss %.6g",
+                  e.samples_per_s, format_mb(double(e.mem_increase_bytes)).c_str(),
+                  format_mb(double(e.peak_reserved_bytes)).c_str(), format_mb(double(e.fresh_bytes)).c_str(),
+                  e.fresh_worker_s, e.loss);
+    const std::string key = "epoch " + std::to_string(e.epoch);
+    line(key.c_str(), buf);
+  }
   std::snprintf(buf, sizeof buf, "%.0f", r.samples_per_s);
   line("samples/s", buf);
   line("memory increase",
@@ -218,6 +231,27 @@ void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out) {
                                : "predicted = peak backlog x " + format_mb(double(rs[0].bytes_per_batch)) +
                                      " per batch (at most max-pending-bytes + one op's output when bounded)\n")
       << "faults/batch: the process's minor page faults in the median batch of the run's second half.\n";
+  if (rs[0].asked.epochs > 1) {  // each epoch of each mode, against `batch`'s same epoch
+    const RunResult* batch = nullptr;
+    for (const RunResult& r : rs)
+      if (r.label() == "batch") batch = &r;
+    out << "\nper epoch (" << rs[0].asked.epochs << " epochs of " << rs[0].asked.batches << " batches)\n";
+    std::snprintf(buf, sizeof buf, "%-10s %5s %10s %9s %12s %12s %10s %9s %11s\n", "mode", "epoch", "samples/s",
+                  "vs batch", "mem incr MB", "reserved MB", "fresh MB", "fresh s", "loss");
+    out << buf;
+    for (const RunResult& r : rs)
+      for (const EpochResult& e : r.epochs) {
+        const EpochResult* b = batch && size_t(e.epoch) <= batch->epochs.size() ? &batch->epochs[e.epoch - 1] : nullptr;
+        std::snprintf(buf, sizeof buf, "%-10s %5d %10.0f %9.2f %12.1f %12.1f %10.1f %9.3f %11.6g\n", r.label().c_str(),
+                      e.epoch, e.samples_per_s, b && b->samples_per_s > 0 ? e.samples_per_s / b->samples_per_s : 0.0,
+                      e.mem_increase_bytes / 1e6, e.peak_reserved_bytes / 1e6, e.fresh_bytes / 1e6, e.fresh_worker_s,
+                      e.loss);
+        out << buf;
+      }
+    out << "an epoch: its first batch queued to its last loss read (every mode reads it); mem incr: its peak bytes in\n"
+           "use over those at its start; reserved: the most the pool held; fresh: memory the system backed in it, and\n"
+           "the worker's seconds backing it (the pool reuses its blocks after the first epoch).\n";
+  }
   if (rs[0].data_parallel()) {  // each device's memory against its own prediction
     out << "\nper device (data parallel)\n";
     std::snprintf(buf, sizeof buf, "%-10s %-8s %6s %12s %12s %9s %13s %9s\n", "mode", "device", "rows", "mem incr MB",

@@ -117,6 +117,20 @@ nlohmann::ordered_json runs_json(const std::vector<RunResult>& runs) {
                                                               {"slot_bytes", r.graph.slot_bytes},
                                                               {"last_reason", r.graph.last_reason}}
                                      : nlohmann::ordered_json()}});
+    if (s.epochs > 1) {  // with --epochs only: one object per epoch that ended
+      nlohmann::ordered_json epochs = nlohmann::ordered_json::array();
+      for (const EpochResult& e : r.epochs)
+        epochs.push_back({{"epoch", e.epoch},
+                          {"batches", e.batches},
+                          {"wall_s", e.wall_s},
+                          {"samples_per_s", e.samples_per_s},
+                          {"mem_increase_bytes", e.mem_increase_bytes},
+                          {"peak_reserved_bytes", e.peak_reserved_bytes},
+                          {"fresh_bytes", e.fresh_bytes},
+                          {"fresh_worker_s", e.fresh_worker_s},
+                          {"loss", e.loss}});
+      doc.back()["epochs"] = {{"asked", s.epochs}, {"each", std::move(epochs)}};
+    }
   }
   return doc;
 }

@@ -98,9 +98,12 @@ std::string failure_message(const RunSpec& s, const RunResult& r, const RunMeter
                             int batch, bool in_loop) {
   std::string what = dynamic_cast<const std::bad_alloc*>(&e) ? "the host ran out of memory (std::bad_alloc)"
                                                                : std::string(e.what());
+  const int total = s.batches * s.epochs;
   const std::string where = !in_loop ? (batch == 0 ? "before its first batch" : "in the final waitall()")
-                            : batch <= s.batches
-                                ? "at batch " + std::to_string(batch) + " of " + std::to_string(s.batches)
+                            : batch <= total
+                                ? "at batch " + std::to_string(batch) + " of " + std::to_string(total) +
+                                      (s.epochs > 1 ? " (epoch " + std::to_string((batch - 1) / s.batches + 1) + ")"
+                                                    : std::string())
                                 : "in the final waitall()";
   if (auto* k = dynamic_cast<const KernelError*>(&e))  // the batch that queued the op
     if (int b = meter.batch_of(k->device, k->seq); b && b != batch)
@@ -136,6 +139,64 @@ void print_time(int batch, double s, std::ostream& out) {
   out << line << std::endl;
 }
 
+// An epoch's figures as it runs: what the pools held and had backed as it
+// began, the rows' peaks since.
+class EpochMeter {
+ public:
+  explicit EpochMeter(const std::vector<Device>& devs) : devs_(devs) {}
+  void begin(int epoch, double now_s, size_t in_use) {
+    e_ = EpochResult{};
+    e_.epoch = epoch;
+    t0_ = now_s;
+    in_use0_ = in_use;
+    fresh0_ = fresh();
+  }
+  void row(const BatchSample& b) {
+    ++e_.batches;
+    peak_in_use_ = e_.batches == 1 ? b.bytes_in_use : std::max(peak_in_use_, b.bytes_in_use);
+    e_.peak_reserved_bytes = std::max(e_.peak_reserved_bytes, b.reserved_bytes);
+  }
+  EpochResult end(double now_s, int64_t batch_size, double loss) {
+    e_.wall_s = now_s - t0_;
+    e_.samples_per_s = e_.wall_s > 0 ? double(e_.batches) * double(batch_size) / e_.wall_s : 0;
+    e_.mem_increase_bytes = peak_in_use_ > in_use0_ ? peak_in_use_ - in_use0_ : 0;
+    const MemoryStats f = fresh();
+    e_.fresh_bytes = (f.fresh_worker_bytes + f.fresh_populator_bytes) -
+                     (fresh0_.fresh_worker_bytes + fresh0_.fresh_populator_bytes);
+    e_.fresh_worker_s = f.fresh_worker_s - fresh0_.fresh_worker_s;
+    e_.loss = loss;
+    return e_;
+  }
+
+ private:
+  MemoryStats fresh() const {  // the devices' fresh-memory counters, summed
+    MemoryStats sum;
+    for (const Device& d : devs_) {
+      const MemoryStats m = memory_stats(d);
+      sum.fresh_worker_bytes += m.fresh_worker_bytes;
+      sum.fresh_populator_bytes += m.fresh_populator_bytes;
+      sum.fresh_worker_s += m.fresh_worker_s;
+    }
+    return sum;
+  }
+  std::vector<Device> devs_;
+  EpochResult e_;
+  double t0_ = 0;
+  size_t in_use0_ = 0, peak_in_use_ = 0;
+  MemoryStats fresh0_;
+};
+
+// The line each epoch of a run with --epochs ends with.
+void print_epoch(const EpochResult& e, int epochs, std::ostream& out) {
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "epoch %d of %d: %d batches in %.4f sec, %.0f samples/s, loss %.6g, memory +%.1f MB "
+                "(reserved %.1f MB, fresh %.1f MB backed)",
+                e.epoch, epochs, e.batches, e.wall_s, e.samples_per_s, e.loss, e.mem_increase_bytes / 1e6,
+                e.peak_reserved_bytes / 1e6, e.fresh_bytes / 1e6);
+  out << line << std::endl;
+}
+
 }  // namespace
 
 RunResult run_experiment(const RunSpec& s, std::ostream& out) {
@@ -161,7 +222,8 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
       r.comm_alpha_s = c.alpha_s;
       r.comm_beta_s_per_byte = c.beta_s_per_byte;
     }
-    if (!s.memory_log.empty()) log = MemoryLog(s.memory_log, r.data_parallel() ? devs : std::vector<Device>{});
+    if (!s.memory_log.empty())
+      log = MemoryLog(s.memory_log, r.data_parallel() ? devs : std::vector<Device>{}, s.epochs > 1);
     const ScopedMaxPending pending_limit(s.max_pending_ops, s.max_pending_bytes);
     const ScopedStepGraph graphs(s.graph ? devs : std::vector<Device>{}, r.graph);
     const std::string run_name = "run " + s.label;
@@ -170,8 +232,12 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
     LiveStatus live(s, devs, r.memory_limit_bytes, r.start_bytes);
     std::vector<Tensor> last_loss;  // the last batch's per-sample losses, for the final figure
     bool synced = false;
+    const int total = s.batches * s.epochs;
+    EpochMeter epoch_meter(devs);
+    if (s.epochs > 1) epoch_meter.begin(1, meter.seconds(), meter.bytes_in_use());
     in_loop = true;
-    for (batch = 1; batch <= s.batches; ++batch) {
+    for (batch = 1; batch <= total; ++batch) {
+      const int in_epoch = (batch - 1) % s.batches + 1, epoch = (batch - 1) / s.batches + 1;
       trace::Scope batch_span("batch");
       if (s.host_work.ns) {  // the input pipeline's work for this batch, before any of its ops is queued
         trace::Scope host_span("host work");
@@ -192,9 +258,9 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
         if (s.data_queue) loader.emplace(d);
         std::tie(X, y) = trainer.draw_batch(B, s.features, d);
       }
-      if (prints_time_at(batch, s.batches)) {
+      if (prints_time_at(in_epoch, s.batches)) {
         live.clear();
-        print_time(batch, meter.seconds(), out);
+        print_time(in_epoch, meter.seconds(), out);
       }
       // The batch's step: forward, backward, update. The data's draw stays
       // out of it: its Philox offset moves every batch, which a replayed
@@ -210,6 +276,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
       if (s.check_finite)
         for (const Tensor& l : ls) check_finite(l, "loss");
       BatchSample row = meter.after_queue(batch);
+      if (s.epochs > 1) row.epoch = epoch;
       live.batch_queued(batch, meter.last_queued_seq(), meter.bytes_per_batch());
       synced = s.sync.syncs_after(batch);
       if (synced) {  // the book's run 1: read the loss (a blocking item())
@@ -219,6 +286,23 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
         meter.waited(meter.seconds() - w0);
         r.final_loss = *row.loss;
         unwritten.reset();
+      }
+      // An epoch ends as a real loop's does: its last loss read, in every
+      // mode (`none` waits for its backlog here, as at the book's waitall).
+      if (s.epochs > 1 && in_epoch == s.batches) {
+        epoch_meter.row(row);
+        if (!synced) {
+          const double w0 = meter.seconds();
+          row.loss = trainer.mean_loss(ls).item();
+          meter.waited(meter.seconds() - w0);
+          r.final_loss = *row.loss;
+        }
+        r.epochs.push_back(epoch_meter.end(meter.seconds(), B, *row.loss));
+        live.clear();
+        print_epoch(r.epochs.back(), s.epochs, out);
+        if (epoch < s.epochs) epoch_meter.begin(epoch + 1, meter.seconds(), meter.bytes_in_use());
+      } else if (s.epochs > 1) {
+        epoch_meter.row(row);
       }
       log.write(row);
       r.batches_done = batch;
@@ -230,7 +314,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
       const bool stop_here = interrupt_signal() != 0 || out_failed;
       const bool stop = group ? group->agree_to_stop(stop_here) : stop_here;
       if (stop && !stop_here) note_interrupt(SIGINT);  // another rank's
-      if (batch == s.batches) {
+      if (batch == total) {
         last_loss = ls;
       } else if (stop) {  // queue nothing more; what is queued finishes
         r.interrupt_signal = interrupt_signal();
@@ -284,7 +368,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
   if (const std::string why = output_problem(out); !why.empty()) {
     r.status = RunStatus::Failed;
     r.error = "run '" + s.label + "' failed at batch " + std::to_string(r.batches_done) + " of " +
-              std::to_string(s.batches) + ": " + why;
+              std::to_string(s.batches * s.epochs) + ": " + why;
     throw RunFailed(r.error, r);
   }
   return r;

@@ -7,17 +7,19 @@ namespace amlp::train {
 const char* const kMemoryLogHeader =
     "batch,wall_s,queue_depth,bytes_in_use,peak_bytes,reserved_bytes,rss_bytes,loss,backlog_batches,backlog_bytes,minor_faults";
 
-std::string memory_log_header(const std::vector<Device>& devices) {
+std::string memory_log_header(const std::vector<Device>& devices, bool epochs) {
   std::string h = kMemoryLogHeader;
   for (const Device& d : devices) {
     const std::string tag = std::string(d.is_cuda() ? "cuda" : "cpu") + std::to_string(d.index);
     h += ",queue_depth_" + tag + ",bytes_in_use_" + tag + ",backlog_batches_" + tag;
   }
+  if (epochs) h += ",epoch";
   return h;
 }
 
-MemoryLog::MemoryLog(const std::string& path, const std::vector<Device>& devices) : file_(path, "memory log") {
-  file_.append(memory_log_header(devices) + "\n");
+MemoryLog::MemoryLog(const std::string& path, const std::vector<Device>& devices, bool epochs)
+    : file_(path, "memory log") {
+  file_.append(memory_log_header(devices, epochs) + "\n");
 }
 
 std::string format_row(const BatchSample& s) {
@@ -34,6 +36,7 @@ std::string format_row(const BatchSample& s) {
                   d.backlog_batches);
     row += buf;
   }
+  if (s.epoch > 0) row += "," + std::to_string(s.epoch);
   return row;
 }
 

@@ -48,6 +48,7 @@ struct BatchSample {
   size_t backlog_bytes = 0;    // bytes referenced by pending ops (QueueStats)
   uint64_t minor_faults = 0;   // process minor page faults since the previous sample
   std::vector<DeviceSample> per_device;  // with several devices, one per device, in order
+  int epoch = 0;                         // with --epochs E > 1: the batch's epoch, 1-based (the last column)
 };
 
 extern const char* const kMemoryLogHeader;
@@ -56,7 +57,8 @@ class MemoryLog {
  public:
   MemoryLog() = default;  // writes nothing
   // `devices`: the per-device columns to add (none for a single device).
-  explicit MemoryLog(const std::string& path, const std::vector<Device>& devices = {});
+  // `epochs`: an `epoch` column last (a run with --epochs E > 1).
+  explicit MemoryLog(const std::string& path, const std::vector<Device>& devices = {}, bool epochs = false);
 
   bool is_open() const { return file_.is_open(); }
   const std::string& path() const { return file_.path(); }
@@ -70,6 +72,6 @@ class MemoryLog {
 
 std::string format_row(const BatchSample& s);  // without the newline
 // The header for these devices' columns (kMemoryLogHeader alone for none).
-std::string memory_log_header(const std::vector<Device>& devices);
+std::string memory_log_header(const std::vector<Device>& devices, bool epochs = false);
 
 }  // namespace amlp::train

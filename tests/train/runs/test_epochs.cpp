@@ -1,0 +1,112 @@
+// Covers train/runs/experiment.cpp's epochs, train/report/report.cpp's and
+// summary_json.cpp's per-epoch figures, train/runs/memory_log.cpp's epoch
+// column and train/options/options.cpp's --epochs: E passes of --batches
+// batches, each ending as a real loop's does (its last loss read in every
+// mode), the pool keeping its blocks from one epoch to the next. No timing
+// assertions.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "train/train_test_util.h"
+
+namespace {
+
+using amlp::testing::read_csv_strict;
+using amlp::testing::read_json;
+using amlp::testing::run_train_mlp;
+using amlp::testing::ScratchDir;
+
+constexpr const char* kSmall = "--device cpu --quiet --batch-size 64 --features 32 --hidden 64,16 ";
+
+// `none` never reads a loss inside an epoch, but reads each epoch's last:
+// the memory log's loss column is filled at batches 10, 20 and 30 only, its
+// epoch column counts 1, 2, 3, and the summary has one object per epoch
+// whose last loss is the run's final loss.
+TEST(TrainMlpEpochs, EveryModeReadsEachEpochsLastLoss) {
+  ScratchDir dir;
+  const auto r = run_train_mlp(std::string(kSmall) + "--sync none --batches 10 --epochs 3 --memory-log " +
+                               dir.file("m.csv") + " --summary-json " + dir.file("s.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const amlp::testing::CsvRows log = read_csv_strict(dir.file("m.csv"));
+  ASSERT_EQ(log.problem, "");
+  ASSERT_EQ(log.rows.size(), 30u);
+  EXPECT_EQ(log.header.back(), "epoch");
+  for (size_t i = 0; i < log.rows.size(); ++i) {
+    EXPECT_EQ(log.field(i, "epoch"), std::to_string(i / 10 + 1)) << "row " << i + 1;
+    EXPECT_EQ(log.field(i, "loss").empty(), (i + 1) % 10 != 0) << "row " << i + 1 << ": " << log.field(i, "loss");
+  }
+  const nlohmann::json s = read_json(dir.file("s.json"));
+  ASSERT_EQ(s.size(), 1u);
+  const nlohmann::json& e = s[0].at("epochs");
+  EXPECT_EQ(e.at("asked"), 3);
+  ASSERT_EQ(e.at("each").size(), 3u);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(e["each"][k].at("epoch"), k + 1);
+    EXPECT_EQ(e["each"][k].at("batches"), 10);
+    EXPECT_GT(e["each"][k].at("samples_per_s").get<double>(), 0);
+    EXPECT_FLOAT_EQ(e["each"][k].at("loss").get<float>(), std::stof(log.field(10 * k + 9, "loss")));
+  }
+  EXPECT_FLOAT_EQ(e["each"][2].at("loss").get<float>(), s[0].at("final_loss").get<float>());
+  EXPECT_NE(r.out.find("epoch 1 of 3: 10 batches in "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("epoch 3 of 3: "), std::string::npos) << r.out;
+}
+
+// The pool keeps what it holds: after the first epoch, a run that queues at
+// most five batches (every=5) gets its blocks from the pool's cache, so the
+// later epochs back (almost) no fresh memory and reserve no more than the
+// first. The losses are the one-pass run's over 30 batches, epoch by epoch.
+TEST(TrainMlpEpochs, LaterEpochsReuseThePoolsBlocksAndTrainOn) {
+  ScratchDir dir;
+  const std::string quick = "--device cpu --quiet --batch-size 256 --features 512 --hidden 512,128 ";  // quick.ini's
+  const auto r = run_train_mlp(quick + "--sync every=5 --batches 20 --epochs 3 --summary-json " + dir.file("s.json") +
+                               " --memory-log " + dir.file("m.csv"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json e = read_json(dir.file("s.json"))[0].at("epochs").at("each");
+  ASSERT_EQ(e.size(), 3u);
+  const double reserved1 = e[0].at("peak_reserved_bytes").get<double>();
+  const double fresh1 = e[0].at("fresh_bytes").get<double>();
+  EXPECT_GT(fresh1, 0) << "the first epoch backs its blocks";
+  for (int k = 1; k < 3; ++k) {
+    EXPECT_LE(e[k].at("peak_reserved_bytes").get<double>(), 1.05 * reserved1) << "epoch " << k + 1;
+    EXPECT_LE(e[k].at("fresh_bytes").get<double>(), 0.1 * fresh1) << "epoch " << k + 1;
+  }
+  // One pass of 60 batches reads the same losses at 20, 40, 60.
+  const auto one = run_train_mlp(quick + "--sync every=5 --batches 60 --memory-log " + dir.file("one.csv"));
+  ASSERT_EQ(one.code, 0) << one.err;
+  const amlp::testing::CsvRows a = read_csv_strict(dir.file("m.csv")), b = read_csv_strict(dir.file("one.csv"));
+  ASSERT_EQ(a.rows.size(), 60u);
+  ASSERT_EQ(b.rows.size(), 60u);
+  for (size_t i : {19u, 39u, 59u}) EXPECT_EQ(a.field(i, "loss"), b.field(i, "loss")) << "batch " << i + 1;
+}
+
+// --compare with epochs: the per-epoch table, each mode's epochs beside `batch`'s.
+TEST(TrainMlpEpochs, CompareShowsEachModesEpochs) {
+  const auto r = run_train_mlp(std::string(kSmall) + "--compare --batches 8 --epochs 2");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("per epoch (2 epochs of 8 batches)"), std::string::npos) << r.out;
+  for (const char* mode : {"batch ", "none ", "every=10 ", "bounded "})
+    EXPECT_NE(r.out.find(std::string("\n") + mode), std::string::npos) << mode;
+}
+
+// Bad input: one line naming the option, exit 2.
+TEST(TrainMlpEpochs, BadValuesAreOneLineAndExitTwo) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"--epochs 0", "--epochs"},
+      {"--epochs -1", "--epochs"},
+      {"--epochs x", "--epochs"},
+      {"--epochs 2.5", "--epochs"},
+      {"--epochs 1000 --batches 1000000", "--epochs 1000 x --batches 1000000 is 1000000000 batches: at most 100000000 in all"},
+      {"--epochs 2 --sweep", "--sweep measures one pass: not with --epochs"},
+  };
+  for (const auto& [args, want] : cases) {
+    const auto r = run_train_mlp(std::string(kSmall) + args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    EXPECT_EQ(r.err_lines(), 1u) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(want), std::string::npos) << args << "\n" << r.err;
+    EXPECT_EQ(r.out.find("batch "), std::string::npos) << args;
+  }
+}
+
+}  // namespace
