@@ -18,6 +18,7 @@
 #include "framework/ops.h"
 #include "framework/parse.h"
 #include "framework/process_group.h"
+#include "train/options/npy_file.h"
 #include "train/options/program_options.h"
 
 namespace amlp::train {
@@ -329,6 +330,14 @@ po::options_description general_options() {
      "start from the parameters in this safetensors file (dense0.weight, dense0.bias, ...: every "
      "tensor of the model, float32, the model's shapes; checked before anything runs) instead of "
      "drawing them from --seed (default: none)")
+    .text("data", "X.npy", "",
+     "train on these rows instead of random data: a NumPy float32 C-order array (N, features), "
+     "memory-mapped; --features is its columns; an epoch is one pass, N / --batch-size batches "
+     "(default: random data)")
+    .text("targets", "Y.npy", "", "the targets of --data's rows: float32, (N) or (N, 1) (default: none)")
+    .flag("shuffle", "with --data: the rows in an order drawn again each epoch from --seed (default: off, in file order)")
+    .option<std::string>("last-batch", "drop|keep", "drop", read_last_batch,
+     "with --data: a last batch of fewer than --batch-size rows is dropped, or kept and trained")
     .text("save", "FILE.safetensors", "",
      "write the parameters when training ends, also when interrupted (the queued batches run "
      "first): a safetensors file PyTorch and the safetensors package read, written whole or not "
@@ -419,6 +428,10 @@ Options to_options(const po::variables_map& vm) {
   o.summary_json = s("summary-json");
   o.load = s("load");
   o.save = s("save");
+  o.data = s("data");
+  o.targets = s("targets");
+  o.shuffle = vm["shuffle"].as<bool>();
+  o.keep_last = vm["last-batch"].as<std::string>() == "keep";
   return o;
 }
 
@@ -515,6 +528,9 @@ std::string options_problem(const Options& o) {
            " measures one pass: not with --epochs (each epoch after the first reuses the pool's blocks)";
   if (std::string why = sweep_options_problem(o); !why.empty()) return why;
   if (std::string why = sync_auto_options_problem(o); !why.empty()) return why;
+  if (!o.data.empty() && (o.distributed || !o.devices.empty() || o.data_queue))
+    return std::string("--data trains one device's batches: not with ") +
+           (o.distributed ? "--distributed mpi" : !o.devices.empty() ? "--devices" : "--data-queue");
   if (o.distributed && !o.devices.empty())
     return "--devices and --distributed mpi do not combine: under mpirun each rank trains one replica on its --device";
   if (o.devices.size() > static_cast<size_t>(o.batch_size))
@@ -527,6 +543,58 @@ std::string options_problem(const Options& o) {
   if (o.data_queue && o.device.is_cuda())
     return "--data-queue needs a CPU device: on " + o.device.str() +
            " every kernel launches onto the device's one stream (use --device cpu)";
+  return "";
+}
+
+std::string read_last_batch(const std::string& t) {
+  if (t != "drop" && t != "keep") throw ParseError("", "must be drop or keep (got " + quote(t) + ")");
+  return t;
+}
+
+std::string data_problem(Options& o, bool features_given, bool batches_given) {
+  if (o.data.empty() && o.targets.empty()) {
+    if (o.shuffle) return "--shuffle orders --data's rows: add --data X.npy --targets Y.npy";
+    if (o.keep_last) return "--last-batch keep is --data's last partial batch: add --data X.npy --targets Y.npy";
+    return "";
+  }
+  if (o.data.empty()) return "--targets needs --data X.npy, the rows they belong to";
+  if (o.targets.empty()) return "--data needs --targets Y.npy, a target for each of its rows";
+  if (o.data == o.targets) return "--data and --targets name one file: the rows and their targets are two arrays";
+  NpyHeader x, y;
+  try {
+    x = npy_header(o.data);
+  } catch (const NpyError& e) {
+    return std::string("--data ") + e.what();
+  }
+  try {
+    y = npy_header(o.targets);
+  } catch (const NpyError& e) {
+    return std::string("--targets ") + e.what();
+  }
+  const auto shape = [](const NpyHeader& h) {
+    std::string t = "(";
+    for (size_t i = 0; i < h.shape.size(); ++i) t += (i ? ", " : "") + std::to_string(h.shape[i]);
+    return t + (h.shape.size() == 1 ? ",)" : ")");
+  };
+  if (x.shape.size() != 2) return "--data '" + shown_path(o.data) + "': its shape is " + shape(x) + ": it must be (rows, features)";
+  if (y.cols() != 1)
+    return "--targets '" + shown_path(o.targets) + "': its shape is " + shape(y) + ": it must be (rows,) or (rows, 1)";
+  if (y.rows() != x.rows())
+    return "--targets '" + shown_path(o.targets) + "' has " + std::to_string(y.rows()) + " rows, --data '" +
+           shown_path(o.data) + "' " + std::to_string(x.rows()) + ": one target per row";
+  if (x.cols() > kMaxFeatures) return "--data '" + shown_path(o.data) + "': " + std::to_string(x.cols()) + " features, at most 16777216";
+  if (features_given && x.cols() != o.features)
+    return "--features " + std::to_string(o.features) + " disagrees with --data '" + shown_path(o.data) + "', which has " +
+           std::to_string(x.cols()) + " (drop --features: it is taken from the file)";
+  if (batches_given) return "--batches with --data: an epoch is one pass over its rows (use --epochs for more)";
+  if (x.rows() < o.batch_size)
+    return "--data '" + shown_path(o.data) + "' has " + std::to_string(x.rows()) + " rows, fewer than a batch of " +
+           std::to_string(o.batch_size) + " (--batch-size)";
+  o.features = static_cast<int>(x.cols());
+  o.data_rows = x.rows();
+  const int64_t batches = o.keep_last ? (x.rows() + o.batch_size - 1) / o.batch_size : x.rows() / o.batch_size;
+  if (batches > kMaxBatches) return "--data: " + std::to_string(batches) + " batches per epoch, at most 100000000";
+  o.batches = static_cast<int>(batches);
   return "";
 }
 
@@ -644,6 +712,9 @@ ParseOutcome parse_options(const std::vector<std::string>& args) {
   } catch (const po::error& e) {
     return fail(option_error(e, ""));
   }
+  if (const std::string why = data_problem(out.options, !vm["features"].defaulted(), !vm["batches"].defaulted());
+      !why.empty())
+    return fail(why);
   if (const std::string why = options_problem(out.options); !why.empty()) return fail(why);
   return out;
 }

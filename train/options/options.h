@@ -60,6 +60,13 @@ struct Options {
   std::string sync_chosen;  // --sync auto: what the models chose and why ("" otherwise)
   std::string memory_log;  // "" = not written
   std::string load;        // --load FILE.safetensors: the parameters to start from ("" = drawn from --seed)
+  // --data X.npy --targets Y.npy: train on these rows instead of random data
+  // (npy_file.h; "" = random). With them `features` is X's columns and
+  // `batches` the batches of one pass over its `data_rows` rows.
+  std::string data, targets;
+  int64_t data_rows = 0;
+  bool shuffle = false;    // --shuffle: the rows' order drawn again each epoch from --seed
+  bool keep_last = false;  // --last-batch keep: a last partial batch is trained (else dropped)
   std::string save;        // --save FILE.safetensors: the parameters when training ends ("" = not kept)
   bool quiet = false;             // --quiet: no live status line
   double status_every_s = 10;     // --status-every: the status line's period off a terminal
@@ -125,6 +132,14 @@ HostWork parse_host_work(const std::string& text);
 // "" when the parsed options combine, else why not (one line); parse_options
 // calls it after every value has parsed.
 std::string options_problem(const Options& o);
+// --last-batch's value: "drop" or "keep" (ParseError otherwise).
+std::string read_last_batch(const std::string& text);
+// --data and --targets: both or neither, each a float32 C-order .npy (its
+// header read, the file's size checked), one target per row, at least a
+// batch of rows; sets `features` from X and `batches` to one pass's. One
+// line naming the option on a problem ("" otherwise). `features_given`,
+// `batches_given`: set by the user, not defaulted.
+std::string data_problem(Options& o, bool features_given, bool batches_given);
 ParseOutcome parse_options(const std::vector<std::string>& args);  // args without argv[0]
 
 }  // namespace amlp::train

@@ -44,14 +44,16 @@ namespace {
 
 // Two outputs on one file (by device and inode where it exists, else by the
 // path with its directories' links resolved: "./x", "x" and "d/../x" alike),
-// or an output on an input (the config file; the --load file, which only
-// --save may replace: it is read before anything runs and written at the
+// or an output on an input (the config file; --data and --targets, which
+// the run reads while it writes; the --load file, which only --save may replace: it is read before anything runs and written at the
 // end, so a run can carry its parameters on in one file): one line naming
 // them, else "". A FIFO or a device is written in place, never replaced, so
 // outputs may share one.
 std::string clash_problem(const Options& o, const std::vector<OutputFile>& files) {
   const std::string config = o.config.empty() ? "" : file_identity(o.config);
   const std::string load = o.load.empty() ? "" : file_identity(o.load);
+  const std::string data = o.data.empty() ? "" : file_identity(o.data);
+  const std::string targets = o.targets.empty() ? "" : file_identity(o.targets);
   const auto spelled_as = [](const std::string& path, const std::string& input, const char* option) {
     return path == input ? std::string() : " (--" + std::string(option) + " '" + shown_path(input) + "')";
   };
@@ -62,6 +64,11 @@ std::string clash_problem(const Options& o, const std::vector<OutputFile>& files
     if (!id.empty() && id == config)
       return "--" + f.option + " would overwrite the config file " + shown + spelled_as(f.path, o.config, "config") +
              ": give the output a file of its own";
+    if (!id.empty() && (id == data || id == targets)) {
+      const bool x = id == data;
+      return "--" + f.option + " would overwrite the " + (x ? "data" : "targets") + " file " + shown +
+             spelled_as(f.path, x ? o.data : o.targets, x ? "data" : "targets") + ": give the output a file of its own";
+    }
     if (!id.empty() && id == load && f.option != "save")
       return "--" + f.option + " would overwrite the parameters file " + shown + spelled_as(f.path, o.load, "load") +
              ": give the output a file of its own";

@@ -19,6 +19,7 @@
 #include "framework/asyncmlp.h"
 #include "framework/scoped_settings.h"
 #include "train/runs/checked_output.h"
+#include "train/runs/data_set.h"
 #include "train/runs/distributed_run.h"
 #include "framework/parse.h"
 #include "train/runs/interrupt.h"
@@ -147,18 +148,20 @@ class EpochMeter {
   void begin(int epoch, double now_s, size_t in_use) {
     e_ = EpochResult{};
     e_.epoch = epoch;
+    samples_ = 0;
     t0_ = now_s;
     in_use0_ = in_use;
     fresh0_ = fresh();
   }
-  void row(const BatchSample& b) {
+  void row(const BatchSample& b, int64_t rows) {
     ++e_.batches;
+    samples_ += rows;
     peak_in_use_ = e_.batches == 1 ? b.bytes_in_use : std::max(peak_in_use_, b.bytes_in_use);
     e_.peak_reserved_bytes = std::max(e_.peak_reserved_bytes, b.reserved_bytes);
   }
-  EpochResult end(double now_s, int64_t batch_size, double loss) {
+  EpochResult end(double now_s, double loss) {
     e_.wall_s = now_s - t0_;
-    e_.samples_per_s = e_.wall_s > 0 ? double(e_.batches) * double(batch_size) / e_.wall_s : 0;
+    e_.samples_per_s = e_.wall_s > 0 ? double(samples_) / e_.wall_s : 0;
     e_.mem_increase_bytes = peak_in_use_ > in_use0_ ? peak_in_use_ - in_use0_ : 0;
     const MemoryStats f = fresh();
     e_.fresh_bytes = (f.fresh_worker_bytes + f.fresh_populator_bytes) -
@@ -183,6 +186,7 @@ class EpochMeter {
   EpochResult e_;
   double t0_ = 0;
   size_t in_use0_ = 0, peak_in_use_ = 0;
+  int64_t samples_ = 0;
   MemoryStats fresh0_;
 };
 
@@ -233,11 +237,14 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
     std::vector<Tensor> last_loss;  // the last batch's per-sample losses, for the final figure
     bool synced = false;
     const int total = s.batches * s.epochs;
+    std::optional<DataSet> data;  // --data: the file's rows; else random batches
+    if (!s.data.empty()) data.emplace(s);
     EpochMeter epoch_meter(devs);
     if (s.epochs > 1) epoch_meter.begin(1, meter.seconds(), meter.bytes_in_use());
     in_loop = true;
     for (batch = 1; batch <= total; ++batch) {
       const int in_epoch = (batch - 1) % s.batches + 1, epoch = (batch - 1) / s.batches + 1;
+      if (data && in_epoch == 1) data->begin_epoch(epoch);
       trace::Scope batch_span("batch");
       if (s.host_work.ns) {  // the input pipeline's work for this batch, before any of its ops is queued
         trace::Scope host_span("host work");
@@ -256,7 +263,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
       {
         std::optional<DataQueueGuard> loader;
         if (s.data_queue) loader.emplace(d);
-        std::tie(X, y) = trainer.draw_batch(B, s.features, d);
+        std::tie(X, y) = data ? data->batch(in_epoch - 1, B, d) : trainer.draw_batch(B, s.features, d);
       }
       if (prints_time_at(in_epoch, s.batches)) {
         live.clear();
@@ -268,7 +275,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
       if (s.graph)
         for (const Device& dev : devs) begin_step(dev);
       std::vector<Tensor> ls = trainer.forward_backward(X, y);
-      trainer.step(B);
+      trainer.step(X.dim(0));  // B, or a kept last batch's rows
       if (s.graph)
         for (const Device& dev : devs) end_step(dev);
       step_memory.close();
@@ -290,19 +297,19 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
       // An epoch ends as a real loop's does: its last loss read, in every
       // mode (`none` waits for its backlog here, as at the book's waitall).
       if (s.epochs > 1 && in_epoch == s.batches) {
-        epoch_meter.row(row);
+        epoch_meter.row(row, X.dim(0));
         if (!synced) {
           const double w0 = meter.seconds();
           row.loss = trainer.mean_loss(ls).item();
           meter.waited(meter.seconds() - w0);
           r.final_loss = *row.loss;
         }
-        r.epochs.push_back(epoch_meter.end(meter.seconds(), B, *row.loss));
+        r.epochs.push_back(epoch_meter.end(meter.seconds(), *row.loss));
         live.clear();
         print_epoch(r.epochs.back(), s.epochs, out);
         if (epoch < s.epochs) epoch_meter.begin(epoch + 1, meter.seconds(), meter.bytes_in_use());
       } else if (s.epochs > 1) {
-        epoch_meter.row(row);
+        epoch_meter.row(row, X.dim(0));
       }
       log.write(row);
       r.batches_done = batch;

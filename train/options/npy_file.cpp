@@ -1,0 +1,164 @@
+#include "train/options/npy_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "framework/parse.h"  // shown_path
+
+namespace amlp::train {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& shown, const std::string& why) {
+  throw NpyError("'" + shown + "': " + why);
+}
+
+// The value after 'key': in the dict literal `h`, up to its end (the
+// quoted string, the True/False word, or the parenthesised tuple).
+std::string dict_value(const std::string& h, const std::string& key, const std::string& shown) {
+  const std::string quoted[] = {"'" + key + "'", "\"" + key + "\""};
+  size_t at = std::string::npos;
+  for (const std::string& q : quoted)
+    if ((at = h.find(q)) != std::string::npos) {
+      at += q.size();
+      break;
+    }
+  if (at == std::string::npos) fail(shown, "not a NumPy file: its header has no '" + key + "'");
+  while (at < h.size() && (h[at] == ' ' || h[at] == ':')) ++at;
+  if (at >= h.size()) fail(shown, "not a NumPy file: its header ends after '" + key + "'");
+  size_t end = at;
+  if (h[at] == '\'' || h[at] == '"') {
+    end = h.find(h[at], at + 1);
+    if (end == std::string::npos) fail(shown, "not a NumPy file: an unterminated string in its header");
+    return h.substr(at + 1, end - at - 1);
+  }
+  if (h[at] == '(') {
+    end = h.find(')', at);
+    if (end == std::string::npos) fail(shown, "not a NumPy file: an unterminated shape in its header");
+    return h.substr(at, end - at + 1);
+  }
+  while (end < h.size() && h[end] != ',' && h[end] != '}' && h[end] != ' ') ++end;
+  return h.substr(at, end - at);
+}
+
+std::vector<int64_t> parse_shape(const std::string& t, const std::string& shown) {
+  std::vector<int64_t> shape;
+  size_t i = 1;  // past '('
+  for (;;) {
+    while (i < t.size() && (t[i] == ' ' || t[i] == ',')) ++i;
+    if (i >= t.size() || t[i] == ')') break;
+    if (t[i] < '0' || t[i] > '9') fail(shown, "not a NumPy file: its shape " + t + " is not a tuple of sizes");
+    int64_t v = 0;
+    while (i < t.size() && t[i] >= '0' && t[i] <= '9') {
+      if (v > (int64_t(1) << 40)) fail(shown, "its shape " + t + " is too large");
+      v = v * 10 + (t[i++] - '0');
+    }
+    if (i < t.size() && t[i] == 'L') ++i;  // Python 2's longs
+    shape.push_back(v);
+  }
+  return shape;
+}
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+}  // namespace
+
+NpyHeader parse_npy_header(const char* bytes, size_t size, size_t file_size, const std::string& shown) {
+  static const char kMagic[] = "\x93NUMPY";
+  if (size < 10 || std::memcmp(bytes, kMagic, 6) != 0)
+    fail(shown, "not a NumPy file (it does not begin with \\x93NUMPY; write it with numpy.save)");
+  const int major = static_cast<unsigned char>(bytes[6]);
+  size_t header_len = 0, start = 0;
+  if (major == 1) {
+    header_len = static_cast<unsigned char>(bytes[8]) | (size_t(static_cast<unsigned char>(bytes[9])) << 8);
+    start = 10;
+  } else if (major == 2 || major == 3) {
+    if (size < 12) fail(shown, "not a NumPy file: it ends inside its header");
+    header_len = 0;
+    for (int k = 0; k < 4; ++k) header_len |= size_t(static_cast<unsigned char>(bytes[8 + k])) << (8 * k);
+    start = 12;
+  } else {
+    fail(shown, "NumPy format version " + std::to_string(major) + " (this reads 1, 2 and 3)");
+  }
+  if (header_len > (size_t(1) << 20)) fail(shown, "not a NumPy file: a header of " + std::to_string(header_len) + " bytes");
+  if (start + header_len > size) fail(shown, "truncated: it ends inside its header");
+  const std::string h(bytes + start, header_len);
+  if (h.find('{') == std::string::npos) fail(shown, "not a NumPy file: its header is not a dict");
+  const std::string descr = dict_value(h, "descr", shown);
+  if (descr != "<f4" && descr != "=f4" && descr != "f4")
+    fail(shown, "its dtype is '" + descr + "', not float32 ('<f4'): save it with .astype(numpy.float32)");
+  const std::string order = dict_value(h, "fortran_order", shown);
+  if (order == "True") fail(shown, "it is in Fortran order: save a C-order array (numpy.ascontiguousarray)");
+  if (order != "False") fail(shown, "not a NumPy file: 'fortran_order' is '" + order + "'");
+  const std::string shape_text = dict_value(h, "shape", shown);
+  if (shape_text.empty() || shape_text[0] != '(') fail(shown, "not a NumPy file: its shape is not a tuple");
+  NpyHeader out;
+  out.shape = parse_shape(shape_text, shown);
+  out.data_offset = start + header_len;
+  if (out.shape.empty() || out.shape.size() > 2)
+    fail(shown, "its shape is " + shape_text + ": it must have one or two dimensions");
+  for (int64_t v : out.shape)
+    if (v <= 0) fail(shown, "its shape is " + shape_text + ": an empty array");
+  const unsigned __int128 need = static_cast<unsigned __int128>(out.rows()) * static_cast<uint64_t>(out.cols()) * 4;
+  const size_t have = file_size > out.data_offset ? file_size - out.data_offset : 0;
+  if (need > have)
+    fail(shown, "truncated: its shape " + shape_text + " needs " + std::to_string(static_cast<uint64_t>(need)) +
+                    " bytes of data, the file holds " + std::to_string(have));
+  return out;
+}
+
+NpyHeader npy_header(const std::string& path) { return NpyFile::open(path).header(); }  // maps, reads the header only
+
+NpyFile NpyFile::open(const std::string& path) {
+  const std::string shown = shown_path(path);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) fail(shown, "cannot read it: " + errno_text(errno));
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail(shown, "not a regular file");
+  }
+  NpyFile f;
+  f.map_bytes_ = static_cast<size_t>(st.st_size);
+  if (f.map_bytes_ == 0) {
+    ::close(fd);
+    fail(shown, "not a NumPy file: it is empty");
+  }
+  void* m = ::mmap(nullptr, f.map_bytes_, PROT_READ, MAP_PRIVATE, fd, 0);
+  const int err = errno;
+  ::close(fd);
+  if (m == MAP_FAILED) fail(shown, "cannot map it: " + errno_text(err));
+  f.map_ = m;
+  f.header_ = parse_npy_header(static_cast<const char*>(m), f.map_bytes_, f.map_bytes_, shown);
+  return f;
+}
+
+NpyFile::NpyFile(NpyFile&& o) noexcept
+    : header_(std::move(o.header_)), map_(std::exchange(o.map_, nullptr)), map_bytes_(std::exchange(o.map_bytes_, 0)) {}
+
+NpyFile& NpyFile::operator=(NpyFile&& o) noexcept {
+  if (this != &o) {
+    if (map_) ::munmap(map_, map_bytes_);
+    header_ = std::move(o.header_);
+    map_ = std::exchange(o.map_, nullptr);
+    map_bytes_ = std::exchange(o.map_bytes_, 0);
+  }
+  return *this;
+}
+
+NpyFile::~NpyFile() {
+  if (map_) ::munmap(map_, map_bytes_);
+}
+
+void NpyFile::copy_row(int64_t r, float* out) const {
+  const size_t row_bytes = static_cast<size_t>(cols()) * sizeof(float);
+  std::memcpy(out, static_cast<const char*>(map_) + header_.data_offset + static_cast<size_t>(r) * row_bytes, row_bytes);
+}
+
+}  // namespace amlp::train

@@ -1,0 +1,65 @@
+// npy_file.h — a NumPy .npy file of float32 in C order, memory-mapped
+// read-only, its rows read where they lie (never the whole file). What
+// `--data X.npy --targets Y.npy` train on: X (N, features), Y (N) or (N, 1).
+//
+//   NpyFile x = NpyFile::open("x.npy");      // throws NpyError: one line, the file named
+//   x.rows(), x.cols()                        // (N, F); a 1-D file is (N, 1)
+//   x.copy_row(r, out)                        // F floats of row r into out
+//
+// The header is checked as NumPy writes it (format 1.0, 2.0 or 3.0, a
+// Python dict literal with 'descr', 'fortran_order' and 'shape'), and the
+// file's size against the shape: a truncated file is refused before any row
+// is read. npy_header() reads the header alone (for the options' checks).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace amlp::train {
+
+struct NpyError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// A header, parsed and checked against the file's size.
+struct NpyHeader {
+  std::vector<int64_t> shape;  // as the file says: (N,), (N, 1) or (N, F)
+  size_t data_offset = 0;      // where the data begins
+  int64_t rows() const { return shape.empty() ? 0 : shape[0]; }
+  int64_t cols() const { return shape.size() < 2 ? 1 : shape[1]; }
+};
+
+// Parses the header of `bytes` (the file's first `size` bytes, or all of
+// it), which must hold float32 ('<f4') in C order, one or two dimensions,
+// and at least `file_size` bytes for the data. `shown`: the file as
+// messages name it. Throws NpyError.
+NpyHeader parse_npy_header(const char* bytes, size_t size, size_t file_size, const std::string& shown);
+
+// The header of the file at `path` (mapped: only its first pages are read). Throws NpyError.
+NpyHeader npy_header(const std::string& path);
+
+class NpyFile {
+ public:
+  static NpyFile open(const std::string& path);  // mapped read-only; throws NpyError
+  NpyFile() = default;
+  NpyFile(NpyFile&& o) noexcept;
+  NpyFile& operator=(NpyFile&& o) noexcept;
+  NpyFile(const NpyFile&) = delete;
+  NpyFile& operator=(const NpyFile&) = delete;
+  ~NpyFile();
+
+  const NpyHeader& header() const { return header_; }
+  int64_t rows() const { return header_.rows(); }
+  int64_t cols() const { return header_.cols(); }
+  // cols() floats of row r (0 <= r < rows()) into `out` (the data may sit unaligned in the file).
+  void copy_row(int64_t r, float* out) const;
+
+ private:
+  NpyHeader header_;
+  void* map_ = nullptr;
+  size_t map_bytes_ = 0;
+};
+
+}  // namespace amlp::train

@@ -1,0 +1,44 @@
+#include "train/runs/data_set.h"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+namespace amlp::train {
+
+DataSet::DataSet(const Options& s)
+    : x_(NpyFile::open(s.data)), y_(NpyFile::open(s.targets)), shuffle_(s.shuffle), seed_(s.seed) {
+  order_.resize(static_cast<size_t>(x_.rows()));
+  std::iota(order_.begin(), order_.end(), int64_t(0));
+}
+
+void DataSet::begin_epoch(int epoch) {
+  std::iota(order_.begin(), order_.end(), int64_t(0));
+  if (!shuffle_) return;
+  // A Fisher-Yates shuffle of our own over splitmix64 draws: the same order
+  // on every standard library (std::shuffle's is the library's own).
+  uint64_t state = seed_ * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(epoch);
+  const auto next = [&state] {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  for (size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[next() % i]);
+}
+
+std::pair<Tensor, Tensor> DataSet::batch(int64_t b, int64_t batch_size, Device d) {
+  const int64_t first = b * batch_size;
+  const int64_t n = std::min<int64_t>(batch_size, rows() - first);
+  const int64_t f = x_.cols();
+  xs_.resize(static_cast<size_t>(n * f));
+  ys_.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t r = order_[static_cast<size_t>(first + i)];
+    x_.copy_row(r, xs_.data() + i * f);
+    y_.copy_row(r, ys_.data() + i);
+  }
+  return {from_host({n, f}, xs_.data(), d), from_host({n}, ys_.data(), d)};
+}
+
+}  // namespace amlp::train

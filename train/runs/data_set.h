@@ -1,0 +1,39 @@
+// data_set.h — the rows `--data X.npy --targets Y.npy` name, batch by batch:
+// each batch's rows gathered from the mapped files on the frontend (host
+// work that the throughput model's h measures) and handed to the device by
+// a queued copy (from_host). The order is the file's, or with --shuffle
+// drawn again at each epoch's start from --seed.
+//
+//   DataSet data(settings);                  // maps both files (checked by the options already)
+//   data.begin_epoch(epoch);                 // 1-based
+//   auto [X, y] = data.batch(b, B, device);  // b: 0-based within the epoch; the last may be short
+#pragma once
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "framework/asyncmlp.h"
+#include "train/options/npy_file.h"
+#include "train/options/options.h"
+
+namespace amlp::train {
+
+class DataSet {
+ public:
+  explicit DataSet(const Options& s);
+  int64_t rows() const { return x_.rows(); }
+  void begin_epoch(int epoch);
+  // Batch b of the epoch: rows order[b*B ...], at most B of them; X (rows, features), y (rows).
+  std::pair<Tensor, Tensor> batch(int64_t b, int64_t batch_size, Device d);
+  // The order of the epoch begun last (row indices into the files).
+  const std::vector<int64_t>& order() const { return order_; }
+
+ private:
+  NpyFile x_, y_;
+  bool shuffle_;
+  uint64_t seed_;
+  std::vector<int64_t> order_;
+  std::vector<float> xs_, ys_;  // the gathered batch, reused
+};
+
+}  // namespace amlp::train
