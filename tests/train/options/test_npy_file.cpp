@@ -15,6 +15,7 @@
 namespace {
 
 using amlp::testing::ScratchDir;
+using amlp::testing::source_file;
 using amlp::train::npy_header;
 using amlp::train::NpyError;
 using amlp::train::NpyFile;
@@ -123,6 +124,36 @@ TEST(NpyFile, MapsTheFileAndCopiesItsRows) {
       EXPECT_NE(std::string(e.what()).find(bad[0] ? "cannot read it: No such file" : "not a regular file"),
                 std::string::npos)
           << e.what();
+    }
+  }
+}
+
+// The fuzzing corpus (tools/fuzz_npy.sh's seeds) is what numpy.save wrote:
+// the float32 ones open with their shapes, the others are refused saying why.
+TEST(NpyFile, ReadsWhatNumpyItselfWrote) {
+  const std::pair<const char*, std::vector<int64_t>> good[] = {
+      {"x_2d_v1.npy", {4, 3}}, {"x_2d_v2.npy", {2, 3}}, {"x_2d_v3.npy", {3, 2}},
+      {"y_1d_v1.npy", {4}},    {"y_col_v1.npy", {4, 1}},
+  };
+  for (const auto& [name, shape] : good) {
+    const NpyFile f = NpyFile::open(source_file(std::string("tests/data/npy_corpus/") + name));
+    EXPECT_EQ(f.header().shape, shape) << name;
+    std::vector<float> row(static_cast<size_t>(f.cols()));
+    f.copy_row(f.rows() - 1, row.data());  // numpy.arange: the last row ends at rows*cols - 1
+    EXPECT_EQ(row.back(), float(f.rows() * f.cols() - 1)) << name;
+  }
+  const std::pair<const char*, const char*> bad[] = {
+      {"x_f8.npy", "its dtype is '<f8'"},
+      {"x_fortran.npy", "it is in Fortran order"},
+      {"x_3d.npy", "one or two dimensions"},
+      {"x_big_endian.npy", "its dtype is '>f4'"},
+  };
+  for (const auto& [name, want] : bad) {
+    try {
+      NpyFile::open(source_file(std::string("tests/data/npy_corpus/") + name));
+      ADD_FAILURE() << name << " opened";
+    } catch (const NpyError& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << name << ": " << e.what();
     }
   }
 }
