@@ -69,6 +69,8 @@ RunResult measure_synchronized(const Options& settings, int batches, const HostW
   c.max_pending_ops = 0;
   c.max_pending_bytes = 0;
   c.memory_log.clear();
+  c.save.clear();  // a calibration keeps nothing
+  c.epochs = 1;    // one pass of its few batches
   c.quiet = true;
   std::ostringstream quiet;  // its lines are not the run's
   if (warm_up) {
