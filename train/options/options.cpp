@@ -523,9 +523,6 @@ std::string options_problem(const Options& o) {
   if (static_cast<int64_t>(o.batches) * o.epochs > kMaxBatches)
     return "--epochs " + std::to_string(o.epochs) + " x --batches " + std::to_string(o.batches) + " is " +
            std::to_string(static_cast<int64_t>(o.batches) * o.epochs) + " batches: at most 100000000 in all";
-  if (o.epochs > 1 && (o.sweep || o.sync_auto))
-    return std::string(o.sweep ? "--sweep" : "--sync auto") +
-           " measures one pass: not with --epochs (each epoch after the first reuses the pool's blocks)";
   if (std::string why = sweep_options_problem(o); !why.empty()) return why;
   if (std::string why = sync_auto_options_problem(o); !why.empty()) return why;
   if (!o.data.empty() && (o.distributed || !o.devices.empty() || o.data_queue))

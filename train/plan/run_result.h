@@ -104,6 +104,7 @@ struct EpochResult {
   int batches = 0;
   double wall_s = 0, samples_per_s = 0;
   size_t mem_increase_bytes = 0, peak_reserved_bytes = 0;
+  int peak_backlog_batches = 0;  // the most batches alive at a row of the epoch
   uint64_t fresh_bytes = 0;
   double fresh_worker_s = 0;
   double loss = 0;

@@ -126,6 +126,7 @@ nlohmann::ordered_json runs_json(const std::vector<RunResult>& runs) {
                           {"samples_per_s", e.samples_per_s},
                           {"mem_increase_bytes", e.mem_increase_bytes},
                           {"peak_reserved_bytes", e.peak_reserved_bytes},
+                          {"peak_backlog_batches", e.peak_backlog_batches},
                           {"fresh_bytes", e.fresh_bytes},
                           {"fresh_worker_s", e.fresh_worker_s},
                           {"loss", e.loss}});

@@ -158,6 +158,7 @@ class EpochMeter {
     samples_ += rows;
     peak_in_use_ = e_.batches == 1 ? b.bytes_in_use : std::max(peak_in_use_, b.bytes_in_use);
     e_.peak_reserved_bytes = std::max(e_.peak_reserved_bytes, b.reserved_bytes);
+    e_.peak_backlog_batches = std::max(e_.peak_backlog_batches, b.backlog_batches);
   }
   EpochResult end(double now_s, double loss) {
     e_.wall_s = now_s - t0_;

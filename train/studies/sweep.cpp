@@ -84,6 +84,7 @@ void run_sweep(const Options& o, std::ostream& out, std::vector<RunResult>& runs
   s.calibration_batches = cal.asked.batches;
   s.batches = o.batches;
   s.batch_size = o.batch_size;
+  s.epochs = o.epochs;
   char line[256];
   std::snprintf(line, sizeof line,
                 "sweep: d = %.3f ms per batch (the device's), h = %.3f ms with no host work (queueing a batch): the "
@@ -156,6 +157,21 @@ void fill_predictions(SweepResult& s, const std::vector<RunResult>& runs) {
     row.mem_increase_bytes = r.mem_increase_bytes;
     row.predicted_increase_bytes = r.predicted.increase_bytes;
     row.model_increase_bytes = increase_for(r, row.predicted_backlog);
+    if (!r.epochs.empty()) {  // --epochs: the run's last epoch, warm (its fresh memory was the first epoch's)
+      const EpochResult& e = r.epochs.back();
+      const double d = r.d_measured ? std::max(0.0, r.device_s_per_batch - r.d_fresh_s) : r.device_s_per_batch;
+      row.d_s = d;
+      row.wall_s = e.wall_s;
+      row.samples_per_s = e.samples_per_s;
+      row.predicted_wall_s = predicted_wall_s(e.batches, r.predicted.every, r.host_s_per_batch, d);
+      row.predicted_samples_per_s = row.predicted_wall_s > 0 ? double(e.batches) * r.asked.batch_size / row.predicted_wall_s : 0;
+      row.predicted_backlog =
+          predicted_backlog(e.batches, r.predicted.every, r.host_s_per_batch, d, r.asked.max_pending_bytes, r.bytes_per_batch);
+      row.mem_increase_bytes = e.mem_increase_bytes;
+      row.peak_backlog = e.peak_backlog_batches;
+      row.predicted_increase_bytes = increase_for(r, e.peak_backlog_batches);  // the summary's rule, the epoch's backlog
+      row.model_increase_bytes = increase_for(r, row.predicted_backlog);
+    }
     s.bytes_per_batch = std::max(s.bytes_per_batch, r.bytes_per_batch);
     s.largest_tensor_bytes = std::max(s.largest_tensor_bytes, r.largest_tensor_bytes);
     if (row.mode == "bounded") s.max_pending_bytes = r.asked.max_pending_bytes;
@@ -167,7 +183,9 @@ void fill_predictions(SweepResult& s, const std::vector<RunResult>& runs) {
     if (base == s.rows.end()) continue;
     const RunResult &r = runs.at(row.run), &b = runs.at(base->run);
     row.speedup = ratio(row.samples_per_s, base->samples_per_s);
-    if (r.batches_done && b.batches_done)
+    if (!r.epochs.empty())
+      row.predicted_speedup = ratio(base->predicted_wall_s, row.predicted_wall_s);  // one epoch each
+    else if (r.batches_done && b.batches_done)
       row.predicted_speedup = ratio(b.predicted.wall_s / b.batches_done, r.predicted.wall_s / r.batches_done);
   }
   // Each mode's curve: its K and bound, at the sweep's d, over 0 .. the largest fraction.
@@ -198,8 +216,14 @@ void fill_predictions(SweepResult& s, const std::vector<RunResult>& runs) {
 void print_sweep_table(const SweepResult& s, std::ostream& out) {
   if (s.rows.empty()) return;
   char buf[320];
-  std::snprintf(buf, sizeof buf, "\nsweep: %d batches of %d, d = %.3f ms per batch; each cell measured / predicted\n",
-                s.batches, s.batch_size, s.device_s * 1e3);
+  if (s.epochs > 1)
+    std::snprintf(buf, sizeof buf,
+                  "\nsweep: %d epochs of %d batches of %d, d = %.3f ms per batch; each cell the run's last epoch (warm: "
+                  "the pool reuses the first epoch's blocks), measured / predicted\n",
+                  s.epochs, s.batches, s.batch_size, s.device_s * 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "\nsweep: %d batches of %d, d = %.3f ms per batch; each cell measured / predicted\n",
+                  s.batches, s.batch_size, s.device_s * 1e3);
   out << buf;
   std::snprintf(buf, sizeof buf, "%-5s %-9s %6s %8s %8s %6s %6s %6s %6s %6s %8s %8s %6s\n", "h/d", "mode", "h/d",
                 "samp/s", "pred", "m/p", "speed", "pred", "bklog", "pred", "mem MB", "pred MB", "m/p");
@@ -275,6 +299,7 @@ nlohmann::ordered_json sweep_model_json(const SweepResult& s) {
   return {{"device_s", s.device_s},
           {"queue_host_s", s.queue_host_s},
           {"batches", s.batches},
+          {"epochs", s.epochs},
           {"batch_size", s.batch_size},
           {"bytes_per_batch", s.bytes_per_batch},
           {"curves", curves}};

@@ -57,6 +57,7 @@ struct SweepResult {
   double queue_host_s = 0;    // h with no host work: queueing a batch
   int calibration_batches = 0;
   int batches = 0, batch_size = 0;
+  int epochs = 1;  // with --epochs E > 1 each cell is its run's last epoch: warm, the pool's blocks reused
   size_t bytes_per_batch = 0, max_pending_bytes = 0, largest_tensor_bytes = 0;  // the curves' memory terms
   std::vector<SweepRow> rows;
   std::vector<SweepCurve> curves;
