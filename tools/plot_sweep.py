@@ -122,7 +122,7 @@ def main(argv):
         epochs = model.get("epochs", 1) or 1
         title += " (%s, %s%s batches of %s, d = %.3f ms%s)" % (
             r0["device"], "%d epochs of " % epochs if epochs > 1 else "", r0["batches"], r0["batch_size"],
-            model.get("device_s", 0) * 1e3, "; each point the last epoch, warm" if epochs > 1 else "")
+            model.get("device_s", 0) * 1e3, "; the last epoch" if epochs > 1 else "")
     fig.suptitle(title, fontsize="x-large", fontweight="bold")
     return plot_common.save(fig, a.output, PROG)
 

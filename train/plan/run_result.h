@@ -105,6 +105,9 @@ struct EpochResult {
   double wall_s = 0, samples_per_s = 0;
   size_t mem_increase_bytes = 0, peak_reserved_bytes = 0;
   int peak_backlog_batches = 0;  // the most batches alive at a row of the epoch
+  // The throughput model's h and d over the epoch alone (CPU devices: the
+  // busiest queue's busy time; 0 where not measured, on a GPU).
+  double host_s_per_batch = 0, device_s_per_batch = 0;
   uint64_t fresh_bytes = 0;
   double fresh_worker_s = 0;
   double loss = 0;

@@ -127,6 +127,8 @@ nlohmann::ordered_json runs_json(const std::vector<RunResult>& runs) {
                           {"mem_increase_bytes", e.mem_increase_bytes},
                           {"peak_reserved_bytes", e.peak_reserved_bytes},
                           {"peak_backlog_batches", e.peak_backlog_batches},
+                          {"host_s_per_batch", e.host_s_per_batch},
+                          {"device_s_per_batch", e.device_s_per_batch},
                           {"fresh_bytes", e.fresh_bytes},
                           {"fresh_worker_s", e.fresh_worker_s},
                           {"loss", e.loss}});

@@ -149,10 +149,14 @@ class EpochMeter {
     e_ = EpochResult{};
     e_.epoch = epoch;
     samples_ = 0;
+    waited_s_ = 0;
     t0_ = now_s;
     in_use0_ = in_use;
     fresh0_ = fresh();
+    queues0_ = queues();
   }
+  // Seconds the loop spent blocked reading a loss in this epoch.
+  void waited(double s) { waited_s_ += s; }
   void row(const BatchSample& b, int64_t rows) {
     ++e_.batches;
     samples_ += rows;
@@ -169,6 +173,21 @@ class EpochMeter {
                      (fresh0_.fresh_worker_bytes + fresh0_.fresh_populator_bytes);
     e_.fresh_worker_s = f.fresh_worker_s - fresh0_.fresh_worker_s;
     e_.loss = loss;
+    // h and d over the epoch, as the run meter takes them over the run: the
+    // loop's time less its waits (loss reads, back-pressure), the busiest
+    // CPU queue's busy time; per batch.
+    const std::vector<QueueStats> q = queues();
+    double busy = 0, held = 0;
+    bool cpu = true;
+    for (size_t i = 0; i < q.size(); ++i) {
+      cpu = cpu && !devs_[i].is_cuda();
+      busy = std::max(busy, q[i].busy_s - queues0_[i].busy_s);
+      held += q[i].held_s - queues0_[i].held_s;
+    }
+    if (e_.batches > 0 && cpu) {
+      e_.host_s_per_batch = std::max(0.0, e_.wall_s - waited_s_ - held) / e_.batches;
+      e_.device_s_per_batch = busy / e_.batches;
+    }
     return e_;
   }
 
@@ -183,7 +202,14 @@ class EpochMeter {
     }
     return sum;
   }
+  std::vector<QueueStats> queues() const {
+    std::vector<QueueStats> q;
+    for (const Device& d : devs_) q.push_back(queue_stats(d));
+    return q;
+  }
   std::vector<Device> devs_;
+  std::vector<QueueStats> queues0_;
+  double waited_s_ = 0;
   EpochResult e_;
   double t0_ = 0;
   size_t in_use0_ = 0, peak_in_use_ = 0;
@@ -292,6 +318,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
         const double w0 = meter.seconds();
         row.loss = trainer.mean_loss(ls).item();
         meter.waited(meter.seconds() - w0);
+        epoch_meter.waited(meter.seconds() - w0);
         r.final_loss = *row.loss;
         unwritten.reset();
       }
@@ -303,6 +330,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
           const double w0 = meter.seconds();
           row.loss = trainer.mean_loss(ls).item();
           meter.waited(meter.seconds() - w0);
+          epoch_meter.waited(meter.seconds() - w0);
           r.final_loss = *row.loss;
         }
         r.epochs.push_back(epoch_meter.end(meter.seconds(), *row.loss));

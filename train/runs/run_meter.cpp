@@ -252,7 +252,9 @@ void RunMeter::finish(double wall_s) {
     r.host_s_per_batch = std::max(0.0, loop_s - waited_s_ - held_s) / r.batches_done;
     r.device_s_per_batch = busy_max;
   }
-  r.predicted.every = model_every(r.asked.sync, r.batches_done, r.asked.max_pending_bytes, r.bytes_per_batch);
+  // With --epochs every mode also reads each epoch's last loss: `none` syncs once an epoch.
+  r.predicted.every = model_every(r.asked.sync, std::min(r.batches_done, r.asked.batches), r.asked.max_pending_bytes,
+                                  r.bytes_per_batch);
   decompose_d(kernels_s, fresh, busiest);
   // The cost of fresh memory: what the worker spent backing it, counted where
   // it was paid (a CPU pool that obtained memory and counted its backing);

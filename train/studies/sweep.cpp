@@ -159,14 +159,19 @@ void fill_predictions(SweepResult& s, const std::vector<RunResult>& runs) {
     row.model_increase_bytes = increase_for(r, row.predicted_backlog);
     if (!r.epochs.empty()) {  // --epochs: the run's last epoch, warm (its fresh memory was the first epoch's)
       const EpochResult& e = r.epochs.back();
-      const double d = r.d_measured ? std::max(0.0, r.device_s_per_batch - r.d_fresh_s) : r.device_s_per_batch;
+      // The epoch's own h and d where measured (CPU devices); else the run's, less its fresh-memory term.
+      const double d = e.device_s_per_batch > 0 ? e.device_s_per_batch
+                       : r.d_measured          ? std::max(0.0, r.device_s_per_batch - r.d_fresh_s)
+                                               : r.device_s_per_batch;
+      const double h = e.device_s_per_batch > 0 ? e.host_s_per_batch : r.host_s_per_batch;
+      row.h_s = h;
       row.d_s = d;
       row.wall_s = e.wall_s;
       row.samples_per_s = e.samples_per_s;
-      row.predicted_wall_s = predicted_wall_s(e.batches, r.predicted.every, r.host_s_per_batch, d);
+      row.predicted_wall_s = predicted_wall_s(e.batches, r.predicted.every, h, d);
       row.predicted_samples_per_s = row.predicted_wall_s > 0 ? double(e.batches) * r.asked.batch_size / row.predicted_wall_s : 0;
       row.predicted_backlog =
-          predicted_backlog(e.batches, r.predicted.every, r.host_s_per_batch, d, r.asked.max_pending_bytes, r.bytes_per_batch);
+          predicted_backlog(e.batches, r.predicted.every, h, d, r.asked.max_pending_bytes, r.bytes_per_batch);
       row.mem_increase_bytes = e.mem_increase_bytes;
       row.peak_backlog = e.peak_backlog_batches;
       row.predicted_increase_bytes = increase_for(r, e.peak_backlog_batches);  // the summary's rule, the epoch's backlog
