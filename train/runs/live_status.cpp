@@ -28,8 +28,10 @@ void write_stderr(const std::string& s) {
 
 std::string live_line(const LiveFigures& f) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%s: %d/%d batches queued, %d finished | backlog %d batch%s, %s | memory +%s (",
-                f.label.c_str(), f.queued, f.batches, f.finished, f.backlog_batches, f.backlog_batches == 1 ? "" : "es",
+  char epoch[48] = "";
+  if (f.epochs > 1) std::snprintf(epoch, sizeof epoch, "epoch %d/%d, ", f.epoch, f.epochs);
+  std::snprintf(buf, sizeof buf, "%s: %s%d/%d batches queued, %d finished | backlog %d batch%s, %s | memory +%s (",
+                f.label.c_str(), epoch, f.queued, f.batches, f.finished, f.backlog_batches, f.backlog_batches == 1 ? "" : "es",
                 format_mb(double(f.backlog_bytes)).c_str(), format_mb(double(f.in_use_bytes)).c_str());
   std::string t = buf;
   if (f.predicted_bytes) t += "predicted " + format_mb(double(f.predicted_bytes)) + ", ";
@@ -43,7 +45,7 @@ LiveStatus::LiveStatus(const RunSpec& spec, const std::vector<Device>& devices, 
     : spec_(spec), devices_(devices), budget_(budget_bytes), start_bytes_(start_bytes),
       terminal_(::isatty(STDERR_FILENO) == 1), t0_(std::chrono::steady_clock::now()) {
   if (spec_.quiet) return;
-  last_seq_.reserve(static_cast<size_t>(std::max(0, spec_.batches)));
+  last_seq_.reserve(static_cast<size_t>(std::max(0, spec_.batches)) * static_cast<size_t>(std::max(1, spec_.epochs)));
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -76,7 +78,8 @@ void LiveStatus::clear() {
 LiveFigures LiveStatus::figures() {
   LiveFigures f;
   f.label = spec_.label;
-  f.batches = spec_.batches;
+  f.batches = spec_.batches * spec_.epochs;
+  f.epochs = spec_.epochs;
   f.budget_bytes = budget_;
   size_t in_use = 0;
   for (const Device& d : devices_) {
@@ -87,6 +90,7 @@ LiveFigures LiveStatus::figures() {
   f.in_use_bytes = in_use > start_bytes_ ? in_use - start_bytes_ : 0;
   std::lock_guard<std::mutex> lk(mu_);
   f.queued = queued_;
+  f.epoch = spec_.batches > 0 ? std::min(spec_.epochs, std::max(1, (queued_ + spec_.batches - 1) / spec_.batches)) : 1;
   f.finished = static_cast<int>(std::upper_bound(last_seq_.begin(), last_seq_.end(), completed) - last_seq_.begin());
   f.backlog_batches = f.queued - f.finished;
   if (spec_.alloc == AllocPolicy::Enqueue) f.predicted_bytes = size_t(f.backlog_batches) * bytes_per_batch_;

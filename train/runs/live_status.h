@@ -30,7 +30,8 @@ namespace amlp::train {
 // What the line shows; figures() reads them, line() formats them.
 struct LiveFigures {
   std::string label;
-  int queued = 0, finished = 0, batches = 0;
+  int queued = 0, finished = 0, batches = 0;  // batches: in all (every epoch's)
+  int epoch = 0, epochs = 1;                  // --epochs: the epoch being queued, of how many
   int backlog_batches = 0;
   size_t backlog_bytes = 0;
   size_t in_use_bytes = 0;     // above the run's start

@@ -44,6 +44,11 @@ TEST(LiveStatus, TheLineNamesEveryFigure) {
   f.backlog_batches = 1;
   EXPECT_EQ(live_line(f), "none: 37/100 batches queued, 12 finished | backlog 1 batch, 95.3 MB | memory +120.1 MB "
                           "(budget none) | 4470 samples/s");
+  f.epochs = 3;  // --epochs: the epoch being queued first
+  f.epoch = 2;
+  f.batches = 300;
+  EXPECT_EQ(live_line(f), "none: epoch 2/3, 37/300 batches queued, 12 finished | backlog 1 batch, 95.3 MB | memory "
+                          "+120.1 MB (budget none) | 4470 samples/s");
 }
 
 TEST(LiveStatus, OffATerminalAWholeLineEveryPeriodOnStderr) {
