@@ -108,6 +108,7 @@ struct EpochResult {
   // The throughput model's h and d over the epoch alone (CPU devices: the
   // busiest queue's busy time; 0 where not measured, on a GPU).
   double host_s_per_batch = 0, device_s_per_batch = 0;
+  double predicted_samples_per_s = 0;  // the throughput model on them (0 where they were not measured)
   uint64_t fresh_bytes = 0;
   double fresh_worker_s = 0;
   double loss = 0;

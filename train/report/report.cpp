@@ -236,19 +236,21 @@ void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out) {
     for (const RunResult& r : rs)
       if (r.label() == "batch") batch = &r;
     out << "\nper epoch (" << rs[0].asked.epochs << " epochs of " << rs[0].asked.batches << " batches)\n";
-    std::snprintf(buf, sizeof buf, "%-10s %5s %10s %9s %12s %12s %10s %9s %11s\n", "mode", "epoch", "samples/s",
-                  "vs batch", "mem incr MB", "reserved MB", "fresh MB", "fresh s", "loss");
+    std::snprintf(buf, sizeof buf, "%-10s %5s %10s %10s %9s %12s %12s %10s %9s %11s\n", "mode", "epoch", "samples/s",
+                  "predicted", "vs batch", "mem incr MB", "reserved MB", "fresh MB", "fresh s", "loss");
     out << buf;
     for (const RunResult& r : rs)
       for (const EpochResult& e : r.epochs) {
         const EpochResult* b = batch && size_t(e.epoch) <= batch->epochs.size() ? &batch->epochs[e.epoch - 1] : nullptr;
-        std::snprintf(buf, sizeof buf, "%-10s %5d %10.0f %9.2f %12.1f %12.1f %10.1f %9.3f %11.6g\n", r.label().c_str(),
-                      e.epoch, e.samples_per_s, b && b->samples_per_s > 0 ? e.samples_per_s / b->samples_per_s : 0.0,
+        std::snprintf(buf, sizeof buf, "%-10s %5d %10.0f %10.0f %9.2f %12.1f %12.1f %10.1f %9.3f %11.6g\n",
+                      r.label().c_str(), e.epoch, e.samples_per_s, e.predicted_samples_per_s,
+                      b && b->samples_per_s > 0 ? e.samples_per_s / b->samples_per_s : 0.0,
                       e.mem_increase_bytes / 1e6, e.peak_reserved_bytes / 1e6, e.fresh_bytes / 1e6, e.fresh_worker_s,
                       e.loss);
         out << buf;
       }
-    out << "an epoch: its first batch queued to its last loss read (every mode reads it); mem incr: its peak bytes in\n"
+    out << "an epoch: its first batch queued to its last loss read (every mode reads it); predicted: the throughput\n"
+           "model on the epoch's own h and d (CPU queues; 0 on a GPU); mem incr: its peak bytes in\n"
            "use over those at its start; reserved: the most the pool held; fresh: memory the system backed in it, and\n"
            "the worker's seconds backing it (the pool reuses its blocks after the first epoch).\n";
   }

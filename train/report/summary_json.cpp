@@ -129,6 +129,7 @@ nlohmann::ordered_json runs_json(const std::vector<RunResult>& runs) {
                           {"peak_backlog_batches", e.peak_backlog_batches},
                           {"host_s_per_batch", e.host_s_per_batch},
                           {"device_s_per_batch", e.device_s_per_batch},
+                          {"predicted_samples_per_s", e.predicted_samples_per_s},
                           {"fresh_bytes", e.fresh_bytes},
                           {"fresh_worker_s", e.fresh_worker_s},
                           {"loss", e.loss}});

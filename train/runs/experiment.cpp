@@ -164,7 +164,8 @@ class EpochMeter {
     e_.peak_reserved_bytes = std::max(e_.peak_reserved_bytes, b.reserved_bytes);
     e_.peak_backlog_batches = std::max(e_.peak_backlog_batches, b.backlog_batches);
   }
-  EpochResult end(double now_s, double loss) {
+  // `every`: the run's sync interval in the throughput model (its epochs' last loss read too).
+  EpochResult end(double now_s, double loss, int every) {
     e_.wall_s = now_s - t0_;
     e_.samples_per_s = e_.wall_s > 0 ? double(samples_) / e_.wall_s : 0;
     e_.mem_increase_bytes = peak_in_use_ > in_use0_ ? peak_in_use_ - in_use0_ : 0;
@@ -187,6 +188,8 @@ class EpochMeter {
     if (e_.batches > 0 && cpu) {
       e_.host_s_per_batch = std::max(0.0, e_.wall_s - waited_s_ - held) / e_.batches;
       e_.device_s_per_batch = busy / e_.batches;
+      const double wall = predicted_wall_s(e_.batches, std::min(every, e_.batches), e_.host_s_per_batch, e_.device_s_per_batch);
+      e_.predicted_samples_per_s = wall > 0 ? double(samples_) / wall : 0;
     }
     return e_;
   }
@@ -333,7 +336,9 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
           epoch_meter.waited(meter.seconds() - w0);
           r.final_loss = *row.loss;
         }
-        r.epochs.push_back(epoch_meter.end(meter.seconds(), *row.loss));
+        r.epochs.push_back(epoch_meter.end(
+            meter.seconds(), *row.loss,
+            model_every(s.sync, s.batches, s.max_pending_bytes, meter.bytes_per_batch())));
         live.clear();
         print_epoch(r.epochs.back(), s.epochs, out);
         if (epoch < s.epochs) epoch_meter.begin(epoch + 1, meter.seconds(), meter.bytes_in_use());
