@@ -11,12 +11,12 @@ seed, writes its initial weights as safetensors (train_mlp's names:
 dense0.weight, dense0.bias, ...) and a data set as .npy, then runs
 
   train_mlp --load init.safetensors --data x.npy --targets y.npy --sync batch
-            --memory-log m.csv --save final.safetensors ...
+            --summary-json s.json --save final.safetensors ...
 
 and PyTorch's own loop on the same batches (Gluon's L2Loss, 0.5 (p - y)^2 per
 sample, its mean read; SGD on the batch's mean gradient, which is what
 SGD::step(batch_size) does with the summed one). It prints the largest
-relative difference of the per-batch losses (the memory log's loss column)
+relative difference of the per-batch losses (the summary's `losses`)
 and of the final parameters, loads --save's file back into PyTorch and
 compares its loss on the last batch with PyTorch's trained model. Exit 0
 when both are within --tol, 1 when not; where PyTorch cannot be imported it
@@ -24,7 +24,6 @@ says so in one line and exits 0 (nothing to compare against). On CUDA, TF32
 is off on both sides.
 """
 import argparse
-import csv
 import json
 import os
 import struct
@@ -119,13 +118,14 @@ def main():
         write_safetensors(f("init.safetensors"), init)
         cmd = [a.train_mlp, "--device", a.device, "--quiet", "--sync", "batch", "--load", f("init.safetensors"),
                "--data", f("x.npy"), "--targets", f("y.npy"), "--batch-size", str(a.batch_size), "--hidden", a.hidden,
-               "--lr", repr(a.lr), "--memory-log", f("m.csv"), "--save", f("final.safetensors")]
+               "--lr", repr(a.lr), "--summary-json", f("s.json"), "--save", f("final.safetensors")]
         run = subprocess.run(cmd, capture_output=True, text=True)
         if run.returncode != 0:
             print(f"torch_parity.py: error: train_mlp failed ({run.returncode}): {run.stderr.strip()}", file=sys.stderr)
             return 1
-        with open(f("m.csv")) as fh:
-            ours = [float(r["loss"]) for r in csv.DictReader(fh)]
+        with open(f("s.json")) as fh:
+            read = json.load(fh)[0]["losses"]  # [batch, loss] for each loss the loop read: every batch's in `batch`
+        ours = [loss for _, loss in read]
         saved = read_safetensors(f("final.safetensors"), np)
 
         opt = torch.optim.SGD(net.parameters(), lr=a.lr)

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "framework/error.h"
@@ -177,6 +178,10 @@ struct RunMeasurement {
   double comm_alpha_s = 0, comm_beta_s_per_byte = 0;
   StepGraphStats graph;  // --graph on: the first device's step verdicts
   std::vector<EpochResult> epochs;  // with --epochs E > 1: one per epoch that ended
+  // Each loss the loop read (batch, mean loss), in order, at most
+  // kMaxLossesKept of them (the memory log has every one).
+  std::vector<std::pair<int, double>> losses;
+  static constexpr size_t kMaxLossesKept = 100000;
 };
 
 // One run in three parts: what was asked (the plan's RunSpec), what it

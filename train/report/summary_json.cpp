@@ -1,5 +1,7 @@
 #include "train/report/summary_json.h"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "framework/write_file.h"
@@ -7,6 +9,14 @@
 namespace amlp::train {
 
 namespace {
+
+// [[batch, loss], ...]: each loss the loop read, a non-finite one as null.
+nlohmann::ordered_json losses_json(const RunResult& r) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& [batch, loss] : r.losses)
+    out.push_back({batch, std::isfinite(loss) ? nlohmann::ordered_json(loss) : nlohmann::ordered_json()});
+  return out;
+}
 
 nlohmann::ordered_json runs_json(const std::vector<RunResult>& runs) {
   nlohmann::ordered_json doc = nlohmann::ordered_json::array();
@@ -67,6 +77,7 @@ nlohmann::ordered_json runs_json(const std::vector<RunResult>& runs) {
                    {"max_pending_bytes", s.max_pending_bytes},
                    {"sync_auto", s.sync_chosen.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(s.sync_chosen)},
                    {"final_loss", r.final_loss},
+                   {"losses", losses_json(r)},
                    {"status", to_string(r.status)},
                    {"failed", r.status == RunStatus::Failed},
                    {"interrupted", r.status == RunStatus::Interrupted},

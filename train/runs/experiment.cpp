@@ -323,6 +323,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
         meter.waited(meter.seconds() - w0);
         epoch_meter.waited(meter.seconds() - w0);
         r.final_loss = *row.loss;
+        if (r.losses.size() < RunResult::kMaxLossesKept) r.losses.emplace_back(batch, *row.loss);
         unwritten.reset();
       }
       // An epoch ends as a real loop's does: its last loss read, in every
@@ -335,6 +336,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
           meter.waited(meter.seconds() - w0);
           epoch_meter.waited(meter.seconds() - w0);
           r.final_loss = *row.loss;
+          if (r.losses.size() < RunResult::kMaxLossesKept) r.losses.emplace_back(batch, *row.loss);
         }
         r.epochs.push_back(epoch_meter.end(
             meter.seconds(), *row.loss,

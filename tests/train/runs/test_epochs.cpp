@@ -49,6 +49,13 @@ TEST(TrainMlpEpochs, EveryModeReadsEachEpochsLastLoss) {
     EXPECT_FLOAT_EQ(e["each"][k].at("loss").get<float>(), std::stof(log.field(10 * k + 9, "loss")));
   }
   EXPECT_FLOAT_EQ(e["each"][2].at("loss").get<float>(), s[0].at("final_loss").get<float>());
+  // The summary's losses: the three the loop read, at each epoch's end.
+  const nlohmann::json& read = s[0].at("losses");
+  ASSERT_EQ(read.size(), 3u) << read.dump();
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(read[k][0], 10 * (k + 1));
+    EXPECT_FLOAT_EQ(read[k][1].get<float>(), e["each"][k].at("loss").get<float>());
+  }
   EXPECT_NE(r.out.find("epoch 1 of 3: 10 batches in "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("epoch 3 of 3: "), std::string::npos) << r.out;
 }
