@@ -305,7 +305,9 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
       if (s.graph)
         for (const Device& dev : devs) begin_step(dev);
       std::vector<Tensor> ls = trainer.forward_backward(X, y);
-      trainer.step(X.dim(0));  // B, or a kept last batch's rows
+      // The whole batch's rows: B (a distributed X holds this rank's share), or a kept last batch's.
+      const int64_t rows = data ? X.dim(0) : B;
+      trainer.step(rows);
       if (s.graph)
         for (const Device& dev : devs) end_step(dev);
       step_memory.close();
@@ -329,7 +331,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
       // An epoch ends as a real loop's does: its last loss read, in every
       // mode (`none` waits for its backlog here, as at the book's waitall).
       if (s.epochs > 1 && in_epoch == s.batches) {
-        epoch_meter.row(row, X.dim(0));
+        epoch_meter.row(row, rows);
         if (!synced) {
           const double w0 = meter.seconds();
           row.loss = trainer.mean_loss(ls).item();
@@ -345,7 +347,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
         print_epoch(r.epochs.back(), s.epochs, out);
         if (epoch < s.epochs) epoch_meter.begin(epoch + 1, meter.seconds(), meter.bytes_in_use());
       } else if (s.epochs > 1) {
-        epoch_meter.row(row, X.dim(0));
+        epoch_meter.row(row, rows);
       }
       log.write(row);
       r.batches_done = batch;
