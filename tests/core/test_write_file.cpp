@@ -687,6 +687,7 @@ std::vector<train::RunResult> some_runs() {
   a.mem_increase_bytes = size_t(3) << 40;  // past 32 bits
   a.peak_queue_depth = 42;
   a.final_loss = 0.5;
+  a.losses = {{1, 0.75}, {3, 0.5}};
   a.batches_done = 3;
   a.memory_limit_bytes = size_t(5) << 30;
   a.memory_limit_source = "MemAvailable at start, less a 10% margin";
@@ -743,6 +744,7 @@ void expect_summary(const nlohmann::json& s) {
                         "max_pending_bytes",
                         "sync_auto",
                         "final_loss",
+                        "losses",
                         "status",
                         "failed",
                         "interrupted",
@@ -796,6 +798,7 @@ void expect_summary(const nlohmann::json& s) {
   EXPECT_EQ(s[0].at("mem_increase_bytes").get<uint64_t>(), uint64_t(3) << 40);
   EXPECT_EQ(s[0].at("peak_queue_depth"), 42);
   EXPECT_EQ(s[0].at("final_loss"), 0.5);
+  EXPECT_EQ(s[0].at("losses"), nlohmann::json::parse("[[1, 0.75], [3, 0.5]]"));
   EXPECT_EQ(s[0].at("status"), "completed");
   EXPECT_EQ(s[0].at("failed"), false);
   EXPECT_EQ(s[0].at("interrupted"), false);

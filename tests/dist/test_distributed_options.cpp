@@ -61,6 +61,10 @@ TEST(DistributedOption, TheOptionsTextTellsRanksApart) {
   EXPECT_NE(options_text(a), options_text(b));
   EXPECT_NE(options_text(a).find("lr=0.005\n"), std::string::npos) << options_text(a);
   EXPECT_NE(options_text(b).find("lr=0.01\n"), std::string::npos);
+  Options c = a;
+  c.epochs = 3;  // ranks running different numbers of epochs would stop at different batches
+  EXPECT_NE(options_text(a), options_text(c));
+  EXPECT_NE(options_text(c).find("epochs=3\n"), std::string::npos) << options_text(c);
 }
 
 }  // namespace

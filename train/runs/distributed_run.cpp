@@ -35,7 +35,7 @@ std::string options_text(const Options& o) {
   for (int k : o.compare_every) every += (every.empty() ? "" : ",") + std::to_string(k);
   const std::string lr = float_text(o.lr), momentum = float_text(o.momentum);
   t << "device=" << o.device_text << "\nsync=" << to_string(o.sync) << "\nbatches=" << o.batches
-    << "\nbatch-size=" << o.batch_size << "\nfeatures=" << o.features << "\nhidden=" << hidden << "\nlr=" << lr
+    << "\nepochs=" << o.epochs << "\nbatch-size=" << o.batch_size << "\nfeatures=" << o.features << "\nhidden=" << hidden << "\nlr=" << lr
     << "\nmomentum=" << momentum << "\nseed=" << o.seed << "\nmax-pending=" << o.max_pending_ops
     << "\nmax-pending-bytes=" << o.max_pending_bytes
     << "\nmemory-limit=" << (o.memory_limit ? std::to_string(*o.memory_limit) : std::string("auto"))
