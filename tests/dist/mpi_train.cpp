@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "dist/mpi_job.h"
+#include "npy_writer.h"
 #include "test_paths.h"
 
 namespace {
@@ -275,6 +276,31 @@ TEST_F(MpiTrain, AnInterruptOnOneRankStopsEveryRankAfterTheSameBatch) {
   EXPECT_EQ(count_lines_with(j.output, "mpirun exited 130"), 1) << j.output;
   EXPECT_EQ(count_lines_with(j.output, "(SIGINT): the queued batches finished"), 2) << j.output;
   expect_every_rank_stopped_after_the_same_batch();
+}
+
+// On a data set (--data) each rank gathers its rows of every batch (33 and
+// 32 of 65; the last batch of 30 kept, 15 and 15): the losses of one process.
+TEST_F(MpiTrain, TwoRanksOnADataSetTrainAsOneProcess) {
+  std::vector<float> xs, ys;
+  for (int r = 0; r < 680; ++r) {
+    float sum = 0;
+    for (int c = 0; c < 24; ++c) {
+      xs.push_back(float(((r * 7 + c * 13) % 21) - 10) / 10.f);
+      sum += xs.back();
+    }
+    ys.push_back(1.f + sum / 8);
+  }
+  amlp::testing::write_npy(file("x.npy"), {680, 24}, xs);
+  amlp::testing::write_npy(file("y.npy"), {680}, ys);
+  const std::string data = kShape + " --data x.npy --targets y.npy --last-batch keep --shuffle --epochs 2";
+  const Job one = run_script(dir(), "$TRAIN " + data + " --memory-log one.csv");
+  ASSERT_EQ(one.status, 0) << one.output;
+  const Job two = run_script(dir(), "$MPIRUN -np 2 $TRAIN " + data + " --distributed mpi --memory-log two.csv");
+  ASSERT_EQ(two.status, 0) << two.output;
+  const std::vector<double> a = losses(file("one.csv")), b = losses(file("two.rank0.csv"));
+  ASSERT_EQ(a.size(), 22u) << "two epochs of 11 batches: ten of 65 and one of 30";
+  ASSERT_EQ(b.size(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 1e-5 * std::fabs(a[i])) << "batch " << i + 1;
 }
 
 TEST_F(MpiTrain, OptionsThatDifferBetweenRanksAreRefusedBeforeAnyBatch) {

@@ -525,9 +525,8 @@ std::string options_problem(const Options& o) {
            std::to_string(static_cast<int64_t>(o.batches) * o.epochs) + " batches: at most 100000000 in all";
   if (std::string why = sweep_options_problem(o); !why.empty()) return why;
   if (std::string why = sync_auto_options_problem(o); !why.empty()) return why;
-  if (!o.data.empty() && (o.distributed || !o.devices.empty() || o.data_queue))
-    return std::string("--data trains one device's batches: not with ") +
-           (o.distributed ? "--distributed mpi" : !o.devices.empty() ? "--devices" : "--data-queue");
+  if (!o.data.empty() && o.data_queue)
+    return "--data's rows are copied by the frontend's queued copy: not with --data-queue (random data drawn on a loader queue)";
   if (o.distributed && !o.devices.empty())
     return "--devices and --distributed mpi do not combine: under mpirun each rank trains one replica on its --device";
   if (o.devices.size() > static_cast<size_t>(o.batch_size))

@@ -27,9 +27,13 @@ void DataSet::begin_epoch(int epoch) {
   for (size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[next() % i]);
 }
 
-std::pair<Tensor, Tensor> DataSet::batch(int64_t b, int64_t batch_size, Device d) {
-  const int64_t first = b * batch_size;
-  const int64_t n = std::min<int64_t>(batch_size, rows() - first);
+int64_t DataSet::batch_rows(int64_t b, int64_t batch_size) const {
+  return std::min<int64_t>(batch_size, rows() - b * batch_size);
+}
+
+std::pair<Tensor, Tensor> DataSet::batch(int64_t b, int64_t batch_size, Device d, int64_t first_row, int64_t count) {
+  const int64_t first = b * batch_size + first_row;
+  const int64_t n = count < 0 ? batch_rows(b, batch_size) : count;
   const int64_t f = x_.cols();
   xs_.resize(static_cast<size_t>(n * f));
   ys_.resize(static_cast<size_t>(n));

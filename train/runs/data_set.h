@@ -23,8 +23,11 @@ class DataSet {
   explicit DataSet(const Options& s);
   int64_t rows() const { return x_.rows(); }
   void begin_epoch(int epoch);
-  // Batch b of the epoch: rows order[b*B ...], at most B of them; X (rows, features), y (rows).
-  std::pair<Tensor, Tensor> batch(int64_t b, int64_t batch_size, Device d);
+  // The rows of batch b of the epoch: B, or fewer for a last partial one.
+  int64_t batch_rows(int64_t b, int64_t batch_size) const;
+  // Batch b of the epoch, rows order[b*B ...] (batch_rows of them), or of
+  // those the `count` from `first` (a rank's share): X (count, features), y (count).
+  std::pair<Tensor, Tensor> batch(int64_t b, int64_t batch_size, Device d, int64_t first = 0, int64_t count = -1);
   // The order of the epoch begun last (row indices into the files).
   const std::vector<int64_t>& order() const { return order_; }
 

@@ -265,6 +265,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
     meter.start();
     LiveStatus live(s, devs, r.memory_limit_bytes, r.start_bytes);
     std::vector<Tensor> last_loss;  // the last batch's per-sample losses, for the final figure
+    int64_t last_rows = B;          // and that batch's rows
     bool synced = false;
     const int total = s.batches * s.epochs;
     std::optional<DataSet> data;  // --data: the file's rows; else random batches
@@ -293,7 +294,12 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
       {
         std::optional<DataQueueGuard> loader;
         if (s.data_queue) loader.emplace(d);
-        std::tie(X, y) = data ? data->batch(in_epoch - 1, B, d) : trainer.draw_batch(B, s.features, d);
+        if (data) {  // distributed: this rank's rows of the batch
+          const auto [first, count] = trainer.local_slice(data->batch_rows(in_epoch - 1, B));
+          std::tie(X, y) = data->batch(in_epoch - 1, B, d, first, count);
+        } else {
+          std::tie(X, y) = trainer.draw_batch(B, s.features, d);
+        }
       }
       if (prints_time_at(in_epoch, s.batches)) {
         live.clear();
@@ -306,7 +312,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
         for (const Device& dev : devs) begin_step(dev);
       std::vector<Tensor> ls = trainer.forward_backward(X, y);
       // The whole batch's rows: B (a distributed X holds this rank's share), or a kept last batch's.
-      const int64_t rows = data ? X.dim(0) : B;
+      const int64_t rows = data ? data->batch_rows(in_epoch - 1, B) : B;
       trainer.step(rows);
       if (s.graph)
         for (const Device& dev : devs) end_step(dev);
@@ -321,7 +327,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
       if (synced) {  // the book's run 1: read the loss (a blocking item())
         unwritten = row;  // a failure while reading still leaves the batch's row (loss empty)
         const double w0 = meter.seconds();
-        row.loss = trainer.mean_loss(ls).item();
+        row.loss = trainer.mean_loss(ls, rows).item();
         meter.waited(meter.seconds() - w0);
         epoch_meter.waited(meter.seconds() - w0);
         r.final_loss = *row.loss;
@@ -334,7 +340,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
         epoch_meter.row(row, rows);
         if (!synced) {
           const double w0 = meter.seconds();
-          row.loss = trainer.mean_loss(ls).item();
+          row.loss = trainer.mean_loss(ls, rows).item();
           meter.waited(meter.seconds() - w0);
           epoch_meter.waited(meter.seconds() - w0);
           r.final_loss = *row.loss;
@@ -361,9 +367,11 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
       if (stop && !stop_here) note_interrupt(SIGINT);  // another rank's
       if (batch == total) {
         last_loss = ls;
+        last_rows = rows;
       } else if (stop) {  // queue nothing more; what is queued finishes
         r.interrupt_signal = interrupt_signal();
         last_loss = ls;
+        last_rows = rows;
         break;
       }
     }
@@ -371,7 +379,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
     meter.loop_ended();
     waitall();
     meter.finish(meter.seconds());
-    if (!synced && !last_loss.empty()) r.final_loss = trainer.mean_loss(last_loss).item();
+    if (!synced && !last_loss.empty()) r.final_loss = trainer.mean_loss(last_loss, last_rows).item();
     last_loss.clear();
     if (!s.save.empty()) {  // also when interrupted: the batches queued before the signal have run
       trainer.save(s.save);

@@ -25,6 +25,11 @@ std::vector<int64_t> Trainer::rows(int64_t batch) const {
   return dp_ ? dp_->split(batch) : std::vector<int64_t>{batch};
 }
 
+std::pair<int64_t, int64_t> Trainer::local_slice(int64_t batch) const {
+  if (ddp_) return {ddp_->first_row(batch), ddp_->local_rows(batch)};
+  return {0, batch};
+}
+
 std::pair<Tensor, Tensor> Trainer::draw_batch(int64_t batch, int64_t features, Device d) const {
   if (ddp_) return {ddp_->randn_local({batch, features}), ones({ddp_->local_rows(batch)}, d)};
   return {randn({batch, features}, d), ones({batch}, d)};
@@ -56,9 +61,9 @@ void Trainer::step(int64_t batch) {
   }
 }
 
-Tensor Trainer::mean_loss(const std::vector<Tensor>& ls) const {
+Tensor Trainer::mean_loss(const std::vector<Tensor>& ls, int64_t rows) const {
   NoGradGuard ng;
-  if (ddp_) return ddp_->mean(ls[0], batch_);
+  if (ddp_) return ddp_->mean(ls[0], rows > 0 ? rows : batch_);
   return dp_ ? dp_->mean(ls) : mean(ls[0]);
 }
 

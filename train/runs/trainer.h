@@ -23,6 +23,9 @@ class Trainer {
   Trainer(const Options& s, const std::vector<Device>& devices);
   // Rows of each replica for a batch of `batch` (one entry with one device).
   std::vector<int64_t> rows(int64_t batch) const;
+  // This process's share of a batch of `batch` rows: its first row and how
+  // many (distributed: this rank's; else the whole batch).
+  std::pair<int64_t, int64_t> local_slice(int64_t batch) const;
   // A batch's data, X ~ N(0, 1) (batch, features) and y = ones, on `d`:
   // distributed, this rank's rows of the one global draw.
   std::pair<Tensor, Tensor> draw_batch(int64_t batch, int64_t features, Device d) const;
@@ -35,7 +38,8 @@ class Trainer {
   void step(int64_t batch);
   // The batch's mean loss, a scalar on the first device, for reading
   // (distributed: collective, the global batch's mean on every rank).
-  Tensor mean_loss(const std::vector<Tensor>& ls) const;
+  // `rows`: the global batch's rows where it is not --batch-size (a kept last batch of --data).
+  Tensor mean_loss(const std::vector<Tensor>& ls, int64_t rows = 0) const;
   // The parameters from a safetensors file (framework/nn/checkpoint.h), into
   // every replica (every rank reads the file); and into one, once the
   // queued work is done: rank 0's, written whole or not at all.

@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "npy_writer.h"
 #include "train/runs/data_set.h"
 #include "train/train_test_util.h"
 
@@ -20,18 +22,7 @@ using amlp::testing::read_csv_strict;
 using amlp::testing::read_json;
 using amlp::testing::run_train_mlp;
 using amlp::testing::ScratchDir;
-
-// numpy.save's layout for a float32 array of `shape`.
-void write_npy(const std::string& path, const std::vector<int64_t>& shape, const std::vector<float>& data) {
-  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
-  for (size_t i = 0; i < shape.size(); ++i) dict += std::to_string(shape[i]) + (shape.size() == 1 || i ? "," : ", ");
-  dict += "), }";
-  while ((10 + dict.size() + 1) % 64 != 0) dict += ' ';
-  dict += '\n';
-  std::ofstream f(path, std::ios::binary);
-  f << "\x93NUMPY" << char(1) << char(0) << char(dict.size() & 0xff) << char(dict.size() >> 8) << dict;
-  f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size() * sizeof(float)));
-}
+using amlp::testing::write_npy;
 
 // X(r, c) = 10 r + c, y(r) = r: each value names its row.
 struct Files {
@@ -128,6 +119,37 @@ TEST(TrainMlpData, AnEpochIsOnePassOverTheRows) {
   }
 }
 
+// Two CPU devices split each batch of the file's rows as one device trains it:
+// the same losses (the replicas' gradients summed, within rounding).
+TEST(TrainMlpData, TwoDevicesTrainAsOne) {
+  ScratchDir dir;
+  const std::string x = dir.file("x.npy"), y = dir.file("y.npy");
+  std::vector<float> xs, ys;
+  for (int r = 0; r < 640; ++r) {  // y = 1 + sum(x) / 2, x in [-1, 1]
+    float sum = 0;
+    for (int c = 0; c < 8; ++c) {
+      xs.push_back(float(((r * 7 + c * 13) % 21) - 10) / 10.f);
+      sum += xs.back();
+    }
+    ys.push_back(1.f + sum / 2);
+  }
+  write_npy(x, {640, 8}, xs);
+  write_npy(y, {640}, ys);
+  const std::string common = "--quiet --batch-size 64 --hidden 16 --lr 0.05 --epochs 2 --shuffle --data " + x +
+                             " --targets " + y + " --memory-log ";
+  const auto one = run_train_mlp("--device cpu " + common + dir.file("one.csv"));
+  const auto two = run_train_mlp("--devices cpu:0,cpu:1 " + common + dir.file("two.csv"));
+  ASSERT_EQ(one.code, 0) << one.err;
+  ASSERT_EQ(two.code, 0) << two.err;
+  const auto a = read_csv_strict(dir.file("one.csv")), b = read_csv_strict(dir.file("two.csv"));
+  ASSERT_EQ(a.rows.size(), 20u);
+  ASSERT_EQ(b.rows.size(), 20u);
+  for (size_t i = 0; i < a.rows.size(); ++i) {
+    const double x = std::stod(a.field(i, "loss")), y = std::stod(b.field(i, "loss"));
+    EXPECT_NEAR(y, x, 1e-5 * std::fabs(x)) << "batch " << i + 1;
+  }
+}
+
 TEST(TrainMlpData, WrongFilesAndCombinationsAreOneLineAndExitTwo) {
   Files f(100, 4);
   ScratchDir dir;
@@ -151,7 +173,7 @@ TEST(TrainMlpData, WrongFilesAndCombinationsAreOneLineAndExitTwo) {
       {d + t + " --batches 3", "--batches with --data"},
       {d + t + " --batch-size 101", "has 100 rows, fewer than a batch of 101"},
       {" --data " + f.x + " --targets " + f.x, "--data and --targets name one file"},
-      {d + t + " --devices cpu:0,cpu:1", "--data trains one device's batches: not with --devices"},
+      {d + t + " --data-queue", "not with --data-queue"},
       {d + t + " --summary-json " + f.y, "--summary-json would overwrite the targets file"},
   };
   for (const auto& [args, want] : cases) {
