@@ -323,8 +323,13 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
       BatchSample row = meter.after_queue(batch);
       if (s.epochs > 1) row.epoch = epoch;
       live.batch_queued(batch, meter.last_queued_seq(), meter.bytes_per_batch());
-      synced = s.sync.syncs_after(batch);
-      if (synced) {  // the book's run 1: read the loss (a blocking item())
+      // The book's run 1 reads the loss after every batch (a blocking
+      // item()); with --epochs every mode also reads each epoch's last, as a
+      // real loop's epoch ends (`none` waits for its backlog there, as at the
+      // book's waitall).
+      const bool epoch_ends = s.epochs > 1 && in_epoch == s.batches;
+      synced = s.sync.syncs_after(batch) || epoch_ends;
+      if (synced) {
         unwritten = row;  // a failure while reading still leaves the batch's row (loss empty)
         const double w0 = meter.seconds();
         row.loss = trainer.mean_loss(ls, rows).item();
@@ -334,26 +339,14 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
         if (r.losses.size() < RunResult::kMaxLossesKept) r.losses.emplace_back(batch, *row.loss);
         unwritten.reset();
       }
-      // An epoch ends as a real loop's does: its last loss read, in every
-      // mode (`none` waits for its backlog here, as at the book's waitall).
-      if (s.epochs > 1 && in_epoch == s.batches) {
-        epoch_meter.row(row, rows);
-        if (!synced) {
-          const double w0 = meter.seconds();
-          row.loss = trainer.mean_loss(ls, rows).item();
-          meter.waited(meter.seconds() - w0);
-          epoch_meter.waited(meter.seconds() - w0);
-          r.final_loss = *row.loss;
-          if (r.losses.size() < RunResult::kMaxLossesKept) r.losses.emplace_back(batch, *row.loss);
-        }
+      if (s.epochs > 1) epoch_meter.row(row, rows);
+      if (epoch_ends) {
         r.epochs.push_back(epoch_meter.end(
             meter.seconds(), *row.loss,
             model_every(s.sync, s.batches, s.max_pending_bytes, meter.bytes_per_batch())));
         live.clear();
         print_epoch(r.epochs.back(), s.epochs, out);
         if (epoch < s.epochs) epoch_meter.begin(epoch + 1, meter.seconds(), meter.bytes_in_use());
-      } else if (s.epochs > 1) {
-        epoch_meter.row(row, rows);
       }
       log.write(row);
       r.batches_done = batch;
