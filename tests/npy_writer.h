@@ -1,7 +1,9 @@
-// npy_writer.h — writes a float32 C-order array as numpy.save does (format
-// 1.0, the header padded to 64 bytes), for the tests of --data and --targets.
+// npy_writer.h — a float32 C-order array's bytes as numpy.save writes them
+// (the header padded to a multiple of 64 bytes), for the tests of the .npy
+// reader and of --data and --targets.
 //
-//   write_npy(dir.file("x.npy"), {rows, cols}, values);
+//   std::string b = npy_bytes("{'descr': '<f4', ...}", values, /*major=*/2);  // any header dict, any version
+//   write_npy(dir.file("x.npy"), {rows, cols}, values);                      // a well-formed file
 #pragma once
 #include <cstdint>
 #include <fstream>
@@ -10,15 +12,33 @@
 
 namespace amlp::testing {
 
+// Magic, version, header length (2 bytes in format 1, 4 in 2 and 3), `dict`
+// padded with spaces and ended by '\n', then the data.
+inline std::string npy_bytes(const std::string& dict, const std::vector<float>& data, int major = 1) {
+  const size_t prefix = major == 1 ? 10 : 12;
+  std::string h = dict;
+  while ((prefix + h.size() + 1) % 64 != 0) h += ' ';
+  h += '\n';
+  std::string out = "\x93NUMPY";
+  out += static_cast<char>(major);
+  out += '\0';
+  const size_t len = h.size();
+  out += static_cast<char>(len & 0xff);
+  out += static_cast<char>((len >> 8) & 0xff);
+  if (major != 1) {
+    out += static_cast<char>((len >> 16) & 0xff);
+    out += static_cast<char>((len >> 24) & 0xff);
+  }
+  out += h;
+  out.append(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(float));
+  return out;
+}
+
 inline void write_npy(const std::string& path, const std::vector<int64_t>& shape, const std::vector<float>& data) {
   std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
   for (size_t i = 0; i < shape.size(); ++i) dict += (i ? ", " : "") + std::to_string(shape[i]);
   dict += shape.size() == 1 ? ",), }" : "), }";
-  while ((10 + dict.size() + 1) % 64 != 0) dict += ' ';
-  dict += '\n';
-  std::ofstream f(path, std::ios::binary);
-  f << "\x93NUMPY" << char(1) << char(0) << char(dict.size() & 0xff) << char(dict.size() >> 8) << dict;
-  f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size() * sizeof(float)));
+  std::ofstream(path, std::ios::binary) << npy_bytes(dict, data);
 }
 
 }  // namespace amlp::testing

@@ -9,39 +9,19 @@
 #include <string>
 #include <vector>
 
+#include "npy_writer.h"
 #include "train/options/npy_file.h"
 #include "train/train_test_util.h"
 
 namespace {
 
+using amlp::testing::npy_bytes;
 using amlp::testing::ScratchDir;
 using amlp::testing::source_file;
 using amlp::train::npy_header;
 using amlp::train::NpyError;
 using amlp::train::NpyFile;
 using amlp::train::parse_npy_header;
-
-// A .npy as numpy.save writes it: magic, version, header length, the dict
-// padded with spaces to a multiple of 64 bytes and ended by '\n', then the data.
-std::string npy_bytes(const std::string& dict, const std::vector<float>& data, int major = 1) {
-  const size_t prefix = major == 1 ? 10 : 12;
-  std::string h = dict;
-  while ((prefix + h.size() + 1) % 64 != 0) h += ' ';
-  h += '\n';
-  std::string out = "\x93NUMPY";
-  out += static_cast<char>(major);
-  out += '\0';
-  const size_t len = h.size();
-  out += static_cast<char>(len & 0xff);
-  out += static_cast<char>((len >> 8) & 0xff);
-  if (major != 1) {
-    out += static_cast<char>((len >> 16) & 0xff);
-    out += static_cast<char>((len >> 24) & 0xff);
-  }
-  out += h;
-  out.append(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(float));
-  return out;
-}
 
 std::string dict2(int64_t n, int64_t f, const char* descr = "<f4", const char* order = "False") {
   return std::string("{'descr': '") + descr + "', 'fortran_order': " + order + ", 'shape': (" + std::to_string(n) +
