@@ -149,6 +149,13 @@ Floor& floor_state() {
   return *f;
 }
 
+// Without a GPU the benchmark reports why and is skipped (true).
+bool skipped_without_gpu(benchmark::State& state, const Floor& f) {
+  if (f.no_gpu.empty()) return false;
+  state.SkipWithError(f.no_gpu.c_str());
+  return true;
+}
+
 // Times `body` after a warm-up, each iteration kRepeat calls between two
 // events; the seconds per call (0 when nothing was timed), with
 // us_per_call set. The benchmarks add their rate from it.
@@ -170,10 +177,7 @@ double measure(benchmark::State& state, Floor& f, Body body) {
 
 void BM_CudaMlpGemmFloor(benchmark::State& state) {
   Floor& f = floor_state();
-  if (!f.no_gpu.empty()) {
-    state.SkipWithError(f.no_gpu.c_str());
-    return;
-  }
+  if (skipped_without_gpu(state, f)) return;
   const bool tf32 = state.range(0) != 0;
   const int batch = static_cast<int>(state.range(1));
   const std::vector<Gemm> step = step_gemms(batch);
@@ -195,10 +199,7 @@ BENCHMARK(BM_CudaMlpGemmFloor)
 
 void BM_CudaMlpGemm(benchmark::State& state) {
   Floor& f = floor_state();
-  if (!f.no_gpu.empty()) {
-    state.SkipWithError(f.no_gpu.c_str());
-    return;
-  }
+  if (skipped_without_gpu(state, f)) return;
   const int i = static_cast<int>(state.range(0));
   const float beta = static_cast<float>(state.range(1));
   f.set_tf32(false);
@@ -263,10 +264,7 @@ void measure_bytes(benchmark::State& state, Floor& f, Body body, size_t bytes) {
 
 void BM_SgdUpdate(benchmark::State& state) {
   Floor& f = floor_state();
-  if (!f.no_gpu.empty()) {
-    state.SkipWithError(f.no_gpu.c_str());
-    return;
-  }
+  if (skipped_without_gpu(state, f)) return;
   Params& p = params_state(f);
   measure_bytes(state, f, [&] {
     launch_sgd_multi(p.table.data(), static_cast<int>(p.table.size()), 1e-6f, 0.f, 0.f, 1.f, f.stream.get());
@@ -278,10 +276,7 @@ BENCHMARK(BM_SgdUpdate)->UseManualTime()->Unit(benchmark::kMicrosecond);
 // Layer 1's output (the floor's fwd1 result) and its input gradient (dH1's), as the step holds them.
 void BM_BiasRelu(benchmark::State& state) {
   Floor& f = floor_state();
-  if (!f.no_gpu.empty()) {
-    state.SkipWithError(f.no_gpu.c_str());
-    return;
-  }
+  if (skipped_without_gpu(state, f)) return;
   Params& p = params_state(f);
   const int sms = amlp::bench::multiprocessors();
   measure_bytes(state, f, [&] {
@@ -294,10 +289,7 @@ BENCHMARK(BM_BiasRelu)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 void BM_ReluBackwardSumRows(benchmark::State& state) {
   Floor& f = floor_state();
-  if (!f.no_gpu.empty()) {
-    state.SkipWithError(f.no_gpu.c_str());
-    return;
-  }
+  if (skipped_without_gpu(state, f)) return;
   Params& p = params_state(f);
   const int sms = amlp::bench::multiprocessors();
   auto* dz = static_cast<float*>(f.c[5].get());
@@ -311,10 +303,7 @@ BENCHMARK(BM_ReluBackwardSumRows)->UseManualTime()->Unit(benchmark::kMicrosecond
 
 void BM_DeviceCopy(benchmark::State& state) {
   Floor& f = floor_state();
-  if (!f.no_gpu.empty()) {
-    state.SkipWithError(f.no_gpu.c_str());
-    return;
-  }
+  if (skipped_without_gpu(state, f)) return;
   Params& p = params_state(f);
   const int of = static_cast<int>(state.range(0));
   const size_t half = p.pass_bytes(of) / 2;  // read once, written once
