@@ -116,8 +116,9 @@ int stdio_fd(const struct stat& st) {
   return -1;
 }
 
-// Through our own stdout or stderr, after what was printed there already.
-void write_through(const std::string& path, int fd, const std::string& content) {
+// What the program printed to stdout (fd 1) or stderr so far, written out:
+// a file that is one of them continues after it.
+void flush_printed(int fd) {
   if (fd == 1) {
     std::cout.flush();
     std::fflush(stdout);
@@ -125,6 +126,11 @@ void write_through(const std::string& path, int fd, const std::string& content) 
     std::cerr.flush();
     std::fflush(stderr);
   }
+}
+
+// Through our own stdout or stderr, after what was printed there already.
+void write_through(const std::string& path, int fd, const std::string& content) {
+  flush_printed(fd);
   NoSigpipe guard;
   if (const int err = write_all(fd, content)) fail(path, err);
 }
@@ -231,13 +237,7 @@ RecordFile::RecordFile(const std::string& path, const std::string& what) : path_
   const bool exists = ::stat(path.c_str(), &st) == 0;
   if (exists && S_ISDIR(st.st_mode)) failed(EISDIR, false);
   if (const int fd = exists ? stdio_fd(st) : -1; fd >= 0) {  // after what the program printed, never truncated
-    if (fd == 1) {
-      std::cout.flush();
-      std::fflush(stdout);
-    } else {
-      std::cerr.flush();
-      std::fflush(stderr);
-    }
+    flush_printed(fd);
     fd_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
     if (fd_ < 0) failed(errno, false);
     return;
