@@ -5,6 +5,7 @@
 // mode), the pool keeping its blocks from one epoch to the next. No timing
 // assertions.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -117,6 +118,28 @@ TEST(TrainMlpEpochs, SweepCellsAreTheLastEpoch) {
     EXPECT_EQ(row.at("peak_backlog"), last.at("peak_backlog_batches")) << row.dump();
     EXPECT_GT(row.at("predicted_samples_per_s").get<double>(), 0) << row.dump();
   }
+}
+
+// A signal mid-run: the line counts the batches of every epoch, and the
+// summary keeps the epochs that ended.
+TEST(TrainMlpEpochs, AnInterruptCountsEveryEpochsBatches) {
+  ScratchDir dir;
+  const std::string log = dir.file("m.csv"), summary = dir.file("s.json");
+  amlp::testing::Spawned p("train_mlp", {"--device", "cpu", "--quiet", "--batch-size", "64", "--features", "32", "--hidden",
+                                         "64,16", "--batches", "10", "--epochs", "100000", "--memory-log", log,
+                                         "--summary-json", summary});
+  ASSERT_TRUE(p.running());
+  ASSERT_TRUE(amlp::testing::wait_for_lines(log, 1 + 25, [] { return false; })) << p.err_so_far();
+  p.signal(SIGINT);
+  const amlp::testing::Ran r = p.wait();
+  EXPECT_EQ(r.code, 130) << r.err;
+  const size_t rows = read_csv_strict(log).rows.size();
+  EXPECT_NE(r.err.find("train_mlp: interrupted at batch " + std::to_string(rows) + " of 1000000 (SIGINT)"),
+            std::string::npos)
+      << r.err;
+  const nlohmann::json s = read_json(summary);
+  EXPECT_EQ(s[0].at("status"), "interrupted");
+  EXPECT_EQ(s[0].at("epochs").at("each").size(), rows / 10) << "the epochs that ended";
 }
 
 // Bad input: one line naming the option, exit 2.
