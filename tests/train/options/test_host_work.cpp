@@ -74,11 +74,11 @@ TEST(HostWork, WaitSleepsAndComputeSpins) {
 TEST(HostWork, StopFlagCutsItShort) {
   for (HostWorkKind kind : {HostWorkKind::Wait, HostWorkKind::Compute}) {
     std::atomic<int> stop{0};
+    const double w0 = wall_s();  // before the signaller's 100 ms begin: the flag is set no sooner than w0 + 0.1
     std::thread signaller([&stop] {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       stop = 2;  // SIGINT's number, as the handler stores it
     });
-    const double w0 = wall_s();
     const bool done = do_host_work(HostWork{kMaxHostWorkNs, kind, false}, &stop);
     const double wall = wall_s() - w0;
     signaller.join();
