@@ -35,7 +35,10 @@ struct EnvError : Error {
 // A pool could not satisfy a request even after releasing its cache: past
 // its limit (`limit` > 0: the request would have taken the reserved bytes past
 // it), or the device itself had no more. The message names every figure and,
-// for a limit, where it came from ("MemAvailable at start, less 10%", ...).
+// for a limit, where it came from ("MemAvailable at start, less 10%", ...);
+// below any limit, `limit_source` says why the device gave no more when it is
+// not that it had none (a CPU pool: the room an address-space limit keeps
+// for OpenBLAS).
 struct OutOfMemory : Error {
   OutOfMemory(const std::string& device, size_t requested, size_t in_use, size_t reserved, size_t limit = 0,
               const std::string& limit_source = "");

@@ -25,6 +25,7 @@ namespace amlp {
 struct ForwardingAllocator : RawAllocator {
   explicit ForwardingAllocator(RawAllocator* to) : to_(to) {}
   void* raw_alloc(size_t bytes) override { return to_->raw_alloc(bytes); }
+  std::string why_failed() const override { return to_->why_failed(); }
   void raw_free(void* p) noexcept override { to_->raw_free(p); }
   void before_raw_free() noexcept override { to_->before_raw_free(); }
   bool host_memory() const override { return to_->host_memory(); }

@@ -11,7 +11,7 @@ static std::string oom_message(const std::string& device, size_t req, size_t in_
   if (limit)
     return m + detail::concat(", past the limit of ", limit, " bytes (", mib(limit),
                               source.empty() ? std::string() : ", " + source, "; cache already released)");
-  return m + " (the device has no more; cache already released)";
+  return m + " (" + (source.empty() ? std::string("the device has no more") : source) + "; cache already released)";
 }
 
 OutOfMemory::OutOfMemory(const std::string& device, size_t req, size_t in_use_, size_t reserved_, size_t limit_,

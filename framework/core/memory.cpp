@@ -149,7 +149,8 @@ void* Pool::take(size_t sz, size_t requested, bool in_step) {
     if (!p) {
       const size_t reserved = reserved_.load();
       const bool over = limit_ && reserved + sz > limit_;
-      throw OutOfMemory(device_, requested, in_use_.load(), reserved, over ? limit_ : 0, over ? limit_source_ : "");
+      throw OutOfMemory(device_, requested, in_use_.load(), reserved, over ? limit_ : 0,
+                        over ? limit_source_ : raw_->why_failed());
     }
     if (step) {
       const auto displaced = steps_.adopt(p, sz);  // the block this position had, free

@@ -34,6 +34,11 @@ namespace amlp {
 struct RawAllocator {
   virtual ~RawAllocator() = default;
   virtual void* raw_alloc(size_t bytes) = 0;  // returns nullptr when out of memory
+  // Why the last raw_alloc returned nullptr when the device had memory but a
+  // limit of the process's kept it (the CPU: room an address-space limit
+  // keeps for OpenBLAS, cpu/blas_room.h); "" for the device having no more.
+  // Read under the pool's lock, as raw_alloc is called.
+  virtual std::string why_failed() const { return ""; }
   virtual void raw_free(void* p) noexcept = 0;
   // Called once before a batch of raw_free()s (CUDA: wait for the device, so
   // no launched kernel still uses a block that goes back to the driver).

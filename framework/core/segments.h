@@ -36,6 +36,7 @@ class SegmentAllocator final : public RawAllocator {
   ~SegmentAllocator() override;  // frees the segments still held (their blocks came back)
 
   void* raw_alloc(size_t bytes) override;  // nullptr when the device has no segment to give
+  std::string why_failed() const override { return up_->why_failed(); }
   void raw_free(void* p) noexcept override;
   void before_raw_free() noexcept override { up_->before_raw_free(); }
   bool host_memory() const override { return up_->host_memory(); }

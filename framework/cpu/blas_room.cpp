@@ -35,7 +35,9 @@ std::string mib(size_t bytes) { return format_mib(double(bytes)); }
 // for each of those and keeps it, free for the next caller.
 std::atomic<int> g_in_flight{0};
 std::atomic<int> g_peak{0};
-std::mutex g_peak_mu;
+
+// OpenBLAS maps the buffer whole; a little more for what the call allocates beside it.
+constexpr size_t kBlasSlack = size_t(16) << 20;
 
 // The check at load (blas_room.h). Runs from .preinit_array: after the
 // libraries are mapped and relocated, before any of their initialisers
@@ -120,26 +122,42 @@ std::string refusal(const detail::AddressSpace& a, const LoadPlan& p) {
   return m;
 }
 
+std::mutex& room_mutex() {
+  static std::mutex m;
+  return m;
+}
+
 std::string blas_room_problem(const detail::AddressSpace& a) {
-  // OpenBLAS maps the buffer whole; a little more for what the call allocates beside it.
-  constexpr size_t kSlack = size_t(16) << 20;
-  if (!a.limited() || a.left() >= kBlasBufferBytes + kSlack) return "";
+  if (!a.limited() || a.left() >= kBlasBufferBytes + kBlasSlack) return "";
   return "OpenBLAS maps a " + mib(kBlasBufferBytes) + " buffer for a GEMM that finds none free, and " + a.describe() +
          " leaves " + mib(a.left()) +
          " (OpenBLAS would retry the mapping for ever): raise the limit, or give the pool less with --memory-limit";
 }
 
+std::string pool_mapping_problem(size_t bytes, const detail::AddressSpace& a) {
+  if (!a.limited()) return "";
+  const size_t keep = kBlasBufferBytes + kBlasSlack, left = a.left();
+  if (left >= keep && left - keep >= bytes) return "";
+  return a.describe() + " leaves " + mib(left) + ", and " + mib(keep) +
+         " of it stays free for OpenBLAS's buffer (a GEMM that finds none free maps one, and would retry the "
+         "mapping for ever): raise the limit, or give the pools less with --memory-limit";
+}
+
+// The peak is raised under room_mutex(); under a limit the lock stays held
+// until this GEMM ends, so whatever maps next sees its buffer mapped.
 BlasCall::BlasCall(const std::string& device) {
   const int n = g_in_flight.fetch_add(1, std::memory_order_acq_rel) + 1;
   if (n <= g_peak.load(std::memory_order_acquire)) return;  // a buffer mapped before is free for it
-  std::lock_guard<std::mutex> lk(g_peak_mu);
+  std::unique_lock<std::mutex> lk(room_mutex());
   if (n <= g_peak.load(std::memory_order_relaxed)) return;
-  const std::string why = blas_room_problem(detail::address_space_now());
+  const detail::AddressSpace a = detail::address_space_now();
+  const std::string why = blas_room_problem(a);
   if (!why.empty()) {
     g_in_flight.fetch_sub(1, std::memory_order_acq_rel);
     throw OutOfMemory(device, kBlasBufferBytes, why);
   }
   g_peak.store(n, std::memory_order_release);
+  if (a.limited()) room_ = std::move(lk);
 }
 
 BlasCall::~BlasCall() { g_in_flight.fetch_sub(1, std::memory_order_acq_rel); }

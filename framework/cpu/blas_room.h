@@ -27,9 +27,17 @@
 //   (runtime.h) first. set_blas_threads() starts no more server threads than
 //   the limit has room for.
 //
+// And a CPU pool's fresh mappings leave that room: under a limit, a pool maps
+// only what leaves a GEMM's buffer beside it (pool_mapping_problem), whatever
+// its budget; two pools with a budget each could otherwise take it between a
+// GEMM's check and OpenBLAS's mapping. Check and mapping are one step under
+// room_mutex(), which a GEMM that may map a buffer holds through its call:
+// two such GEMMs, or such a GEMM and a pool, never count the same room.
+//
 // Where nothing limits the address space, each is one getrlimit per call.
 #pragma once
 #include <cstddef>
+#include <mutex>
 #include <string>
 
 #include "framework/core/address_space.h"
@@ -75,16 +83,29 @@ std::string refusal(const detail::AddressSpace& a, const LoadPlan& p);
 // Held around one GEMM. Its constructor throws OutOfMemory (naming `device`
 // and the limit) when more GEMMs are in flight than ever before, so OpenBLAS
 // will map a buffer for this one, and the address space has no room for it;
-// otherwise it reads nothing.
+// otherwise it reads nothing. Such a GEMM, under a limit, holds room_mutex()
+// until it ends (its buffer is mapped by then).
 class BlasCall {
  public:
   explicit BlasCall(const std::string& device);
   ~BlasCall();
   BlasCall(const BlasCall&) = delete;
   BlasCall& operator=(const BlasCall&) = delete;
+
+ private:
+  std::unique_lock<std::mutex> room_;
 };
 // The reason alone, from a reading of the address space ("" when there is room).
 std::string blas_room_problem(const detail::AddressSpace& a);
+
+// Whether a CPU pool may map `bytes` more in the address space `a` and leave
+// room for a GEMM's buffer: "" when it may (or nothing is limited), else the
+// reason, naming the limit. Read and mapped under room_mutex().
+std::string pool_mapping_problem(size_t bytes, const detail::AddressSpace& a);
+
+// The lock that makes a check of the room and the mapping it allows one step
+// (above). Taken only where the address space is limited.
+std::mutex& room_mutex();
 
 // `n` threads for set_blas_threads, or fewer: OpenBLAS starts a server thread
 // for each past `started` (the most it ran so far), which maps a buffer and a

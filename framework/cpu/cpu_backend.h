@@ -34,6 +34,7 @@ class CpuBackend final : public Backend {
   const void* chunk_of(const void* p) const { return arena_.chunk_of(p); }
   size_t chunk_count() const { return arena_.chunk_count(); }
   void* raw_alloc(size_t bytes) override { return arena_.allocate(bytes); }
+  std::string why_failed() const override { return arena_.why_failed(); }
   void raw_free(void* p) noexcept override { arena_.deallocate(p); }
   bool prepare_write(void* p) noexcept override { return arena_.prepare_write(p); }
   void add_fresh_stats(MemoryStats& s) const override;

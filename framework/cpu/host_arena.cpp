@@ -15,8 +15,10 @@
 #include <new>
 #include <system_error>
 
+#include "framework/core/address_space.h"
 #include "framework/core/elapsed.h"
 #include "framework/core/env.h"
+#include "framework/cpu/blas_room.h"
 
 namespace amlp::cpu {
 
@@ -64,9 +66,17 @@ bool populate(char* p, size_t len) {
 }
 
 // A fresh, 2 MiB-aligned anonymous mapping of `len` bytes (a multiple of the
-// page size), or nullptr: over-map by 2 MiB, then trim the ends.
-char* map_aligned(size_t len, size_t align) {
+// page size), or nullptr: over-map by 2 MiB, then trim the ends. Under an
+// address-space limit, only where it leaves OpenBLAS its room (blas_room.h),
+// checked and mapped under room_mutex(); `why` says so when it does not.
+char* map_aligned(size_t len, size_t align, std::string& why) {
   const size_t over = len + align - page_bytes();
+  std::unique_lock<std::mutex> room;
+  if (detail::AddressSpace a = detail::address_space_now(); a.limited()) {
+    room = std::unique_lock<std::mutex>(room_mutex());
+    why = pool_mapping_problem(over, detail::address_space_now());
+    if (!why.empty()) return nullptr;
+  }
   void* m = mmap(nullptr, over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return nullptr;
   char* base = static_cast<char*>(m);
@@ -82,9 +92,9 @@ char* map_aligned(size_t len, size_t align) {
 // only writes populate, and a write may not race a kernel's (or, in a chunk,
 // another block's data): then it is populated here, before anything else can
 // see it.
-char* map_huge(size_t len, bool& later) {
+char* map_huge(size_t len, bool& later, std::string& why) {
   later = populate_write_known.load(std::memory_order_relaxed);
-  char* p = map_aligned(len, HostArena::kMapBytes);
+  char* p = map_aligned(len, HostArena::kMapBytes, why);
   if (!p) return nullptr;
   madvise(p, len, MADV_HUGEPAGE);  // a hint: without THP (or with it off) the pages are 4 KiB
   if (!later && !populate(p, len)) {
@@ -109,11 +119,12 @@ struct AddElapsed {
 // makes them resident (host_arena.h). Small ones are carved, 64-byte aligned,
 // from the current chunk (bytes is a multiple of the pool's 512-byte rounding).
 void* HostArena::allocate(size_t bytes) {
+  why_failed_.clear();
   if (bytes < kMapBytes) return chunk_alloc(bytes);
   const size_t page = page_bytes();
   const size_t len = (bytes + page - 1) / page * page;
   bool later;
-  char* p = map_huge(len, later);
+  char* p = map_huge(len, later, why_failed_);
   if (!p) return nullptr;
   try {
     std::lock_guard<std::mutex> lk(maps_mu_);
@@ -307,7 +318,7 @@ void* HostArena::chunk_alloc(size_t bytes) {
   try {
     if (!current_ || current_->used + bytes > kMapBytes) {
       bool later;
-      char* base = map_huge(kMapBytes, later);
+      char* base = map_huge(kMapBytes, later, why_failed_);
       if (!base) return nullptr;
       Chunk* old = current_;
       try {

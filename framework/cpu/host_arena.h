@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -50,6 +51,10 @@ class HostArena {
   HostArena& operator=(const HostArena&) = delete;
 
   void* allocate(size_t bytes);  // nullptr when the memory cannot be had
+  // Why the last allocate() returned nullptr when memory was there but an
+  // address-space limit keeps it for OpenBLAS (blas_room.h); "" otherwise.
+  // Read by the thread that called allocate(), as the pool does under its lock.
+  const std::string& why_failed() const { return why_failed_; }
   void deallocate(void* p) noexcept;
   // Before a kernel writes block p: its pages are resident when this returns
   // true; false when the memory cannot be had.
@@ -107,6 +112,7 @@ class HostArena {
   void forget(const Mapping& m);             // under maps_mu_: m is being unmapped
   void populator_loop();
 
+  std::string why_failed_;      // allocate()'s caller's (the pool's lock)
   mutable std::mutex maps_mu_;  // allocate and deallocate may come from different threads
   std::unordered_map<const void*, Mapping> maps_;  // large block -> its mapping
   std::unordered_map<char*, Chunk> chunks_;       // base -> chunk (node-based: pointers stay valid)

@@ -9,11 +9,13 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "framework/core/address_space.h"
@@ -256,6 +258,81 @@ TEST(BlasRoomDeathTest, AGemmWithoutRoomIsOutOfMemoryNotAnEndlessRetry) {
   EXPECT_EXIT(child(), ::testing::ExitedWithCode(3),
               "out of memory on cpu:7: requested 134217728 bytes \\(128 MiB\\) outside the pool: OpenBLAS maps a "
               "128.0 MiB buffer for a GEMM that finds none free, and RLIMIT_AS \\(ulimit -v\\)");
+}
+
+// A CPU pool's fresh mapping under a limit leaves room for a GEMM's buffer
+// (128 MiB and 16 MiB beside it), whatever its budget; past that, the reason,
+// naming the limit.
+TEST(BlasRoom, APoolMapsOnlyWhatLeavesAGemmItsBuffer) {
+  detail::AddressSpace a;
+  EXPECT_EQ(cpu::pool_mapping_problem(64 * GiB, a), "");
+  a.as_limit = 1 * GiB;
+  a.vm_size = 512 * MiB;
+  EXPECT_EQ(cpu::pool_mapping_problem(512 * MiB - 144 * MiB, a), "");
+  const std::string why = cpu::pool_mapping_problem(512 * MiB - 144 * MiB + 1, a);
+  EXPECT_EQ(why, "RLIMIT_AS (ulimit -v) of 1024.0 MiB, 512.0 MiB of it mapped leaves 512.0 MiB, and 144.0 MiB of it "
+                 "stays free for OpenBLAS's buffer (a GEMM that finds none free maps one, and would retry the mapping "
+                 "for ever): raise the limit, or give the pools less with --memory-limit");
+  a.vm_size = 1 * GiB - 100 * MiB;  // less than the room left already: nothing more
+  EXPECT_NE(cpu::pool_mapping_problem(1, a), "");
+}
+
+// Two CPU pools, each with no budget of its own, under a real RLIMIT_AS in
+// a child: the first fills the address space as far as it may, and the
+// process's first GEMM, which maps OpenBLAS's buffer, still runs. Without the
+// room kept, the pool would take it and the GEMM be OutOfMemory (or, had the
+// pool grown between the GEMM's check and its mapping, spin for ever: the
+// alarm ends such a child). The pool's failure names what the room is for.
+TEST(BlasRoomDeathTest, PoolsFillingTheAddressSpaceLeaveAGemmItsBuffer) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto child = [] {
+    ::alarm(30);
+    const Device d5 = Device::cpu(5), d6 = Device::cpu(6);
+    Tensor a = full({256, 256}, 1.f, d6), b = full({256, 256}, 1.f, d6);
+    waitall();
+    limit_address_space_to(512 * MiB);
+    set_memory_limit(d5, 0, "none");
+    std::vector<Tensor> held;
+    try {
+      for (int i = 0; i < 64; ++i) held.push_back(full({2048, 2048}, 0.f, d5));  // 16 MiB each
+      std::exit(4);  // 1 GiB fitted in 512 MiB
+    } catch (const OutOfMemory& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+    }
+    waitall();
+    if (held.size() < 16) std::exit(5);  // the pool took far less than the room it had
+    std::fprintf(stderr, "sum %g\n", double(sum(matmul(a, b)).item()));  // 256 * 256 * 256
+    std::exit(3);
+  };
+  EXPECT_EXIT(child(), ::testing::ExitedWithCode(3),
+              "out of memory on cpu:5: requested 16777216 bytes .* \\(RLIMIT_AS \\(ulimit -v\\) of .* and 144.0 MiB "
+              "of it stays free for OpenBLAS's buffer .*\n(.*\n)*sum 1.67772e\\+07");
+}
+
+// Under a limit, a GEMM that may map a buffer of its own holds the room
+// until it ends, and a pool's fresh mapping waits for it: neither counts
+// room the other is about to take. In a child, where no GEMM ran before.
+TEST(BlasRoomDeathTest, APoolMappingWaitsForAGemmThatMayMapItsBuffer) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto child = [] {
+    ::alarm(30);
+    limit_address_space_to(1 * GiB);
+    std::atomic<bool> mapped{false};
+    std::thread pool;
+    {
+      cpu::BlasCall gemm("cpu:0");  // the first: beyond the peak, so it holds the room
+      pool = std::thread([&] {
+        Tensor t = empty({4096, 1024}, Device::cpu(4));  // 16 MiB: a mapping of its own
+        waitall();
+        mapped = true;
+      });
+      ::usleep(300000);
+      if (mapped) std::exit(4);  // mapped while the GEMM held the room
+    }
+    pool.join();
+    std::exit(mapped ? 3 : 5);
+  };
+  EXPECT_EXIT(child(), ::testing::ExitedWithCode(3), "");
 }
 
 }  // namespace
