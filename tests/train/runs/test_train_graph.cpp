@@ -4,8 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iomanip>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "sanitized.h"
 #include "train/train_test_util.h"
@@ -95,6 +99,52 @@ TEST(TrainGraph, TheOptionIsReadFromTheCommandLineAndTheConfig) {
   EXPECT_NE(bad.err.find("must be off or on"), std::string::npos) << bad.err;
   const Ran off = run_train_mlp(kShape);
   EXPECT_EQ(off.out.find("  graph "), std::string::npos) << "off by default";
+}
+
+// docs/gpu.md quotes a run of configs/quick.ini with its steps held: how
+// many batches replay and what the two slots and the backlog hold. The run
+// again, and each figure against its summary, so the page cannot go stale.
+TEST(TrainGraph, TheFiguresDocsGpuMdQuotes) {
+  std::string doc = read_file(source_file("docs/gpu.md"));
+  for (char& c : doc)
+    if (c == '\n') c = ' ';
+  const auto quoted = [&](const std::string& pattern) {
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(doc, m, std::regex(pattern))) << "docs/gpu.md no longer says /" << pattern << "/";
+    return m.size() > 1 ? std::vector<std::string>(m.begin() + 1, m.end()) : std::vector<std::string>(8, "?");
+  };
+  const auto counts = quoted(R"(`configs/quick.ini` \((\d+) batches\), (\d+) of them in `--sync batch` and `--sync +)"
+                             R"(none` \(`graph` in the summary: (\d+) eager, (\d+) captured, (\d+) replayed\))");
+  const auto memory = quoted(R"(`quick\.ini --sync none --graph on` on the CPU: \+([0-9.]+) MB, two slots of +)"
+                             R"(([0-9.]+) MB, where without graphs the backlog of all (\d+) batches holds \+(\d+) MB)");
+  const auto mb = [](double bytes, int decimals) {
+    std::ostringstream o;
+    o << std::fixed << std::setprecision(decimals) << bytes / 1e6;
+    return o.str();
+  };
+  const std::string quick = "--config " + source_file("configs/quick.ini") + " --device cpu --quiet --graph on ";
+  for (const char* sync : {"batch", "none"}) {
+    const nlohmann::json s = summary_of(program_path("train_mlp") + " " + quick + "--sync " + sync);
+    const nlohmann::json& g = s.at("graph");
+    const int captured = g.at("captured").get<int>();
+    const int held = captured + g.at("replayed").get<int>() + g.at("updated").get<int>();
+    EXPECT_EQ(counts[0], std::to_string(g.at("steps").get<int>())) << sync;
+    EXPECT_EQ(counts[1], std::to_string(held - captured)) << sync << ": " << g.dump();
+    EXPECT_EQ(counts[2], std::to_string(g.at("eager").get<int>())) << sync;
+    EXPECT_EQ(counts[3], std::to_string(captured)) << sync;
+    EXPECT_EQ(counts[4], std::to_string(held - captured)) << sync;
+    // A steady batch whose slot buffer a worker was still dropping is updated
+    // instead (SteadyStepsReplayAfterTheWarmUp): the page quotes a release run.
+    EXPECT_GE(g.at("replayed").get<int>(), (kSanitized ? 0.85 : 0.95) * (held - captured)) << sync << ": " << g.dump();
+    if (std::string(sync) != "none") continue;
+    const double per_batch = s.at("bytes_per_batch").get<double>(), slots = g.at("slot_bytes").get<double>();
+    EXPECT_EQ(memory[0], mb(slots, 1)) << s.dump();
+    EXPECT_EQ(memory[1], mb(per_batch, 1)) << s.dump();
+    EXPECT_EQ(slots, 2 * per_batch);
+    EXPECT_NEAR(s.at("mem_increase_bytes").get<double>(), slots, 0.1 * slots) << s.dump();
+    EXPECT_EQ(memory[2], counts[0]);
+    EXPECT_EQ(memory[3], mb(std::stod(counts[0]) * per_batch, 0));
+  }
 }
 
 }  // namespace
