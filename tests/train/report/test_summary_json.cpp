@@ -1,6 +1,6 @@
 // test_summary_json.cpp — the summary JSON (train/report/summary_json.cpp) keeps the
 // key structure scripts read: for each study (a plain run, --compare,
-// --compare-policies, --sweep, --sync auto, --host-work match) a fresh run's
+// --compare-policies, --sweep, --sync auto, --host-work match, --epochs) a fresh run's
 // keys, in order, and its runs' labels equal those captured from the base
 // commit's train_mlp in tests/train/data/summary_keys.json. Values are not
 // compared (they are measurements); an object's keys and their order are, an
@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,32 @@ TEST_P(SummaryJsonKeys, MatchTheBaseCommit) {
 
 INSTANTIATE_TEST_SUITE_P(Studies, SummaryJsonKeys, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+// Every key a study's summary has, at any depth, into `keys`.
+void collect_keys(const Json& v, std::set<std::string>& keys) {
+  if (v.is_object())
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      keys.insert(it.key());
+      collect_keys(it.value(), keys);
+    }
+  else if (v.is_array())
+    for (const Json& e : v) collect_keys(e, keys);
+}
+
+// docs/cli.md says what each key of the summary holds: every key of every
+// study above is named there (`key`, or "key" for the top-level objects), so
+// a key added to the summary and the fixture without a word fails here.
+TEST(SummaryJsonKeys, EveryKeyIsDescribedInCliMd) {
+  const std::string doc = read_file(source_file("docs/cli.md"));
+  const Json f = fixture();
+  std::set<std::string> keys;
+  for (auto it = f.begin(); it != f.end(); ++it)
+    if (it.key().front() != '_') collect_keys(it.value().at("keys"), keys);
+  EXPECT_GT(keys.size(), 90u);
+  for (const std::string& k : keys)
+    EXPECT_TRUE(doc.find("`" + k + "`") != std::string::npos || doc.find("`\"" + k + "\"`") != std::string::npos)
+        << "docs/cli.md does not name the summary key '" << k << "'";
+}
 
 // The structure itself: keys in order, arrays of objects merged, values dropped.
 TEST(SummaryJsonStructure, KeepsKeyOrderAndMergesArrays) {
