@@ -276,7 +276,7 @@ TEST(Quoted, KeepsMessagesOnOneReadableLine) {
   EXPECT_EQ(quote(std::string(1000, 'x')), "'" + std::string(64, 'x') + "...'");
 }
 
-// A path in a message (issue 36): one line whatever its bytes, its two ends
+// A path in a message: one line whatever its bytes, its two ends
 // shown when it is long, letters of any script kept.
 TEST(ShownPath, EscapesControlsAndKeepsLetters) {
   EXPECT_EQ(shown_path("out/mem.csv"), "out/mem.csv");

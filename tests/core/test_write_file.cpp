@@ -326,8 +326,8 @@ TEST(WriteFile, AReaderThatWentAwayIsOneErrorNotAKill) {
 }
 
 // A FIFO that no process has open for reading: one error at once, naming the
-// file and why, instead of waiting for ever for a reader (issue 36); the FIFO
-// stays a FIFO. Before, open(2) blocked and the run hung after its last batch.
+// file and why, instead of waiting for ever for a reader (a blocking open(2) would hang the
+// run after its last batch); the FIFO stays a FIFO.
 TEST(WriteFile, AFifoWithNoReaderIsOneErrorAtOnceNotAHang) {
   ScratchDir dir;
   const std::string fifo = make_fifo(dir, "pipe");
@@ -338,8 +338,8 @@ TEST(WriteFile, AFifoWithNoReaderIsOneErrorAtOnceNotAHang) {
 }
 
 // A name near the limit of a directory entry (255 bytes) still gets its
-// temporary beside it: the temporary's name is cut to fit. Before, the
-// temporary's name (the file's + ".tmp.<pid>.<n>") was too long.
+// temporary beside it: the temporary's name (the file's + ".tmp.<pid>.<n>",
+// too long as it stands) is cut to fit.
 TEST(WriteFile, ANameOfTheLongestLengthIsWritten) {
   ScratchDir dir;
   const std::string path = dir.file(std::string(255 - 5, 'n') + ".json");
@@ -364,7 +364,7 @@ TEST(WriteFile, AnErrorIsOneShortLineWhateverThePath) {
 
 // A write that stops short (past the file size limit: the kernel takes part of
 // the record, then refuses with EFBIG) cuts the file back to its last whole
-// record: it never ends in half a row. Before, the file ended mid-row.
+// record: it never ends in half a row.
 TEST(RecordFile, AWriteThatStopsShortLeavesOnlyWholeRecords) {
   ScratchDir dir;
   const std::string path = dir.file("m.csv");
@@ -421,9 +421,9 @@ TEST(RecordFile, AFifoWithAReaderGetsEveryRecord) {
 
 // --- the check before a run ---------------------------------------------------------------
 
-// What the check finds before anything runs, naming why; each of these was
-// found only after the run before (issue 36), or, for the long name, passed the
-// check and failed when the file was written. Root bypasses permissions, so
+// What the check finds before anything runs, naming why; a check that only
+// asked whether the path is writable would pass each of these, and the run
+// fail after its last batch (the long name: when the file was written). Root bypasses permissions, so
 // the cases are ones that fail for root too.
 TEST(OutputProblem, FindsWhatWouldFailAsTheFileWillBeOpened) {
   ScratchDir dir;
@@ -480,8 +480,8 @@ class ImmutableDir {
 
 // A file that exists in an immutable directory: written in place it could be
 // (a memory log), but a whole file's temporary cannot be made beside it, so
-// the check says so before the run. Before, only the file itself was checked
-// (writable), and the trace or summary failed after the run (issue 36).
+// the check says so before the run, not the trace or summary after it (which a
+// check of the file alone would let happen).
 TEST(OutputProblem, AWholeFileInAnImmutableDirectoryIsFound) {
   ScratchDir dir;
   const std::string sub = dir.file("frozen");

@@ -146,7 +146,7 @@ TEST_P(Shapes, DimensionsPastTheKernelsIntRangeAreRejectedBeforeAllocating) {
       {"linear", [&] { linear(tall, w10, Tensor()); }, {"(2147483648, 0)", "(1, 0)", big}},   // batch
       {"linear", [&] { linear(w10, tall, Tensor()); }, {"(1, 0)", "(2147483648, 0)", big}},   // out features
       {"bias_add", [&] { bias_add(tall, row0); }, {"(2147483648, 0)", big}},
-      {"sum_rows", [&] { sum_rows(wide); }, {"(0, 2147483648)", big}},  // used to allocate 8 GiB first
+      {"sum_rows", [&] { sum_rows(wide); }, {"(0, 2147483648)", big}},  // refused before allocating 8 GiB
       {"l2_loss", [&] { l2_loss(tall, tall_label); }, {"(2147483648, 0)", big}},
   };
   for (const Case& c : cases) {

@@ -106,11 +106,9 @@ TEST(UnderUlimitV, OutgrowingTheLimitIsTheOneLineOutOfMemoryNamingIt) {
   EXPECT_NE(r.err.find("the queued batches outgrew it"), std::string::npos) << r.err;
 }
 
-// One line naming the variable and its value, and no batch runs: garbage
-// never means on (it used to for ASYNCMLP_BLOCKING, and "0" meant on for
-// ASYNCMLP_POPULATOR_NORMAL). The status is 1 while train/train_mlp.cpp
-// reports EnvError as a failed run; 2 (bad input, as async_demo) once it
-// calls check_environment() before the run.
+// One line naming the variable and its value, status 2 (bad input, found by
+// check_environment() before the run), and no batch runs: garbage never means
+// on, and "0" always means off.
 TEST(TrainMlpEnvironment, ASwitchSetToAnythingButZeroOrOneStopsTheRun) {
   for (const char* env : {"ASYNCMLP_BLOCKING=garbage", "ASYNCMLP_POPULATOR_NORMAL=true", "ASYNCMLP_SEGMENTS=no",
                           "ASYNCMLP_LT=on"}) {

@@ -300,7 +300,7 @@ TEST(TrainOptions, ConfigErrorsNameTheFileAndKey) {
   ASSERT_EQ(p.status, ParseStatus::Error);
   EXPECT_NE(p.message.find("'batches' in " + bad), std::string::npos) << p.message;
   // Also where the command line sets the key: the file is bad input whatever
-  // overrides it (before, store() skipped the key and the file was accepted).
+  // overrides it (a parser that skipped overridden keys would accept it).
   p = parse("--config " + bad + " --batches 3");
   ASSERT_EQ(p.status, ParseStatus::Error);
   EXPECT_EQ(p.message, "'batches' in " + bad + " must be an integer in [1, 100000000] (got 0)");
@@ -362,8 +362,8 @@ TEST(TrainOptions, ConfigValuesAreReadByTheSameParsers) {
 }
 
 // A full-line ';' comment (INI's other comment mark) and a UTF-8 byte-order
-// mark (what some editors put first) are read like '#' and like nothing.
-// Before, each was a syntax error or an unknown key '\xef\xbb\xbfbatches'.
+// mark (what some editors put first) are read like '#' and like nothing,
+// not as a syntax error or an unknown key '\xef\xbb\xbfbatches'.
 TEST(TrainOptions, ConfigTakesSemicolonCommentsAndAByteOrderMark) {
   ScratchDir dir;
   const std::string ini =
@@ -381,8 +381,8 @@ TEST(TrainOptions, ConfigTakesSemicolonCommentsAndAByteOrderMark) {
   ASSERT_EQ(p.status, ParseStatus::Error);
 }
 
-// "" names no config file and no layers: both are bad input (before, --config
-// '' read no file and --hidden '' trained a lone Dense(1)).
+// "" names no config file and no layers: both are bad input (not a run that
+// reads no file, or one that trains a lone Dense(1)).
 TEST(TrainOptions, AnEmptyConfigOrHiddenIsRefused) {
   ParseOutcome p = parse_options(std::vector<std::string>{"--config", ""});
   ASSERT_EQ(p.status, ParseStatus::Error);
@@ -518,8 +518,8 @@ TEST(TrainMlp, AnUnwritableOutputIsRefusedUpFrontNamingItsOption) {
 }
 
 // A config FIFO that no process writes to: one line and status 2 after a
-// bounded wait, not a hang (before, the run waited for ever; here `timeout`
-// ends such a run, TERM then KILL, with a status other than 2: a failure).
+// bounded wait, not a hang (`timeout` ends a run that waits for ever, TERM
+// then KILL, with a status other than 2: a failure).
 TEST(TrainMlp, AConfigFifoWithNoWriterIsOneLineNotAHang) {
   ScratchDir dir;
   const std::string fifo = amlp::testing::make_fifo(dir, "c.pipe");

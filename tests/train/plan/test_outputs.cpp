@@ -1,5 +1,5 @@
 // Covers train/plan/outputs.cpp (outputs_problem, through the real train_mlp), framework/core/write_file.cpp (output_problem, file_identity).
-// The files a run will write are checked before anything runs (issue 36): each
+// The files a run will write are checked before anything runs: each
 // is opened as it will be opened, so a link to nothing, a loop of links, a
 // name too long for a directory entry and a folder that takes no new files are
 // refused up front, naming the option; no two outputs, and no output and the
@@ -61,9 +61,9 @@ std::vector<std::string> names_in(const ScratchDir& dir) {
   return names;
 }
 
-// Before, each of these passed the check; the run went to its end and then
-// failed writing the trace or summary (exit 1), or, for the memory log,
-// failed before its first batch.
+// A check that asked only whether the path is writable would pass each of
+// these, and the run go to its end and then fail writing the trace or
+// summary (exit 1), or, for the memory log, fail before its first batch.
 TEST(Outputs, WhatWouldFailToOpenIsRefusedUpFrontNamingItsOption) {
   ScratchDir dir;
   ASSERT_EQ(::symlink("/nonexistent/x.json", dir.file("dangling").c_str()), 0);
@@ -91,8 +91,8 @@ TEST(Outputs, WhatWouldFailToOpenIsRefusedUpFrontNamingItsOption) {
   EXPECT_EQ(names_in(dir), before) << "nothing created";
 }
 
-// Two outputs on one file lost one of them, and an output on the config file
-// destroyed it; each ran to the end with exit 0 (issue 36).
+// Two outputs on one file would lose one of them, and an output on the config
+// file would destroy it: each is refused before the run.
 TEST(Outputs, NoTwoOutputsAndNoOutputAndTheConfigAreOneFile) {
   ScratchDir dir;
   dir.write("x.ini", "batches = 2\n");
@@ -135,8 +135,8 @@ TEST(Outputs, NoTwoOutputsAndNoOutputAndTheConfigAreOneFile) {
 }
 
 // A path in a message is one short line: a newline in it escaped, 5000
-// characters cut to its two ends. Before, the message broke into lines and
-// echoed the whole path (10 KB).
+// characters cut to its two ends (never a message broken into lines, or one
+// that echoes the whole path: 10 KB).
 TEST(Outputs, APathInAMessageIsOneShortLine) {
   ScratchDir dir;
   const std::string path = "/nonexistent/a\nb/" + std::string(5000, 'x') + ".json";

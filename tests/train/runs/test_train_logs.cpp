@@ -275,12 +275,12 @@ TEST(TrainMlpLogs, TraceIntoAFifo) {
   EXPECT_TRUE(temporaries_of(fifo).empty());
 }
 
-// A FIFO that no process reads (issue 36): the run never waits for a reader.
+// A FIFO that no process reads: the run never waits for a reader.
 // The memory log is opened before the first batch, the trace and the summary
 // after the last; each fails the run at once with one line naming the FIFO
-// and why, status 1, and the FIFO stays a FIFO. Before, each waited for ever
-// (here `timeout` ends such a run, TERM then KILL, whose handler only notes
-// a SIGTERM: a status other than 1, a failure, not a hung test).
+// and why, status 1, and the FIFO stays a FIFO. A run that waited for ever
+// would be ended by `timeout`, TERM then KILL (the handler only notes a
+// SIGTERM): a status other than 1, a failure, not a hung test.
 class TrainMlpFifoWithNoReader : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(TrainMlpFifoWithNoReader, IsOneLineAndStatusOneNotAHang) {
@@ -309,8 +309,8 @@ INSTANTIATE_TEST_SUITE_P(TrainMlp, TrainMlpFifoWithNoReader,
 
 // A file-size limit reached mid-log (a full disk, as `ulimit -f` makes one):
 // the run fails with one line naming the log, status 1, and the log holds
-// every whole row so far and no half row. Before, it ended mid-row (issue 36:
-// "the file ends `...,325324` without a newline").
+// every whole row so far and no half row (never a file that ends mid-row,
+// `...,325324` with no newline).
 TEST(TrainMlpLogs, AFileSizeLimitLeavesOnlyWholeRows) {
   ScratchDir dir;
   const std::string log = dir.file("m.csv");
@@ -328,7 +328,7 @@ TEST(TrainMlpLogs, AFileSizeLimitLeavesOnlyWholeRows) {
 
 // The trace outgrows a file-size limit after the run (its events are written
 // at the end): one line naming the option, status 1, and the summary, which
-// fits, says the run failed and why. Before, the line named only the file.
+// fits, says the run failed and why (the line names the option, not only the file).
 TEST(TrainMlpLogs, ATraceThatCannotBeWrittenAfterTheRunNamesItsOption) {
   ScratchDir dir;
   const std::string trace = dir.file("t.json"), summary = dir.file("s.json");
@@ -383,7 +383,7 @@ TEST(TrainMlpLogs, OutOfMemoryMidRunKeepsTheRowsSoFar) {
 // A run whose training diverged (a learning rate so large that the final
 // loss is inf or nan) is a failed run, not "completed" with exit 0: one line
 // that says so and what to do, status 1, the summary marked failed with that
-// line (issue 36: `--lr 9223372036854775808` ended with loss -nan, exit 0).
+// line (`--lr 9223372036854775808` ends with loss -nan: exit 1, not 0).
 // --check-finite stops such a run at its first non-finite loss instead (below).
 TEST(TrainMlpLogs, ADivergedRunFailsWithStatusOne) {
   for (const std::string sync : {"batch", "none", "every=2"}) {
