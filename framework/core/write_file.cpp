@@ -314,10 +314,14 @@ std::string new_file_problem(const std::string& path) {
   return "";
 }
 
-}  // namespace
-
-std::string output_problem(const std::string& path, OutputWay way) {
-  if (path.empty()) return "no file named";
+// One look at `path`; `vanished` when it was there and then was not (another
+// process's check, which creates the name and removes it, as below).
+std::string output_problem_once(const std::string& path, OutputWay way, bool& vanished) {
+  vanished = false;
+  const auto gone = [&](int err) {
+    vanished = err == ENOENT;
+    return std::string(std::strerror(err));
+  };
   struct stat link {};
   if (::lstat(path.c_str(), &link) != 0) return errno == ENOENT ? new_file_problem(path) : std::strerror(errno);
   struct stat st = link;
@@ -332,10 +336,10 @@ std::string output_problem(const std::string& path, OutputWay way) {
   if (stdio_fd(st) >= 0) return "";
   if (S_ISSOCK(st.st_mode)) return "it is a socket";
   if (!S_ISREG(st.st_mode))  // a FIFO or a device: opened without waiting when it is written
-    return ::access(path.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
+    return ::access(path.c_str(), W_OK) == 0 ? "" : gone(errno);
   if (way == OutputWay::Records) {  // opened as RecordFile opens it, less the truncation
     const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) return std::strerror(errno);
+    if (fd < 0) return gone(errno);
     ::close(fd);
     return "";
   }
@@ -343,7 +347,7 @@ std::string output_problem(const std::string& path, OutputWay way) {
   std::string file = path;
   if (S_ISLNK(link.st_mode)) {
     const std::unique_ptr<char, decltype(&std::free)> target(::realpath(path.c_str(), nullptr), &std::free);
-    if (!target) return std::strerror(errno);
+    if (!target) return gone(errno);
     file = target.get();
   }
   std::string tmp;
@@ -352,6 +356,18 @@ std::string output_problem(const std::string& path, OutputWay way) {
   ::close(fd);
   ::unlink(tmp.c_str());
   return "";
+}
+
+}  // namespace
+
+// A file that goes while it is looked at is looked at again: the ranks of one
+// job check the same names at once, each creating a new one and removing it.
+std::string output_problem(const std::string& path, OutputWay way) {
+  if (path.empty()) return "no file named";
+  std::string why;
+  bool vanished = true;
+  for (int look = 0; look < 8 && vanished; ++look) why = output_problem_once(path, way, vanished);
+  return why;
 }
 
 std::string file_identity(const std::string& path) {

@@ -32,6 +32,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -514,6 +515,31 @@ TEST(OutputProblem, LeavesAnExistingFileAsItWas) {
   EXPECT_EQ(read_file(path), "the old text\n");
   EXPECT_EQ(after.st_ino, before.st_ino);
   EXPECT_TRUE(temporaries_of(path).empty());
+}
+
+// The ranks of one job check the same new names at once, and each check
+// creates the name and removes it: a check that sees another's file and then
+// finds it gone looks again, and finds nothing wrong (a single look can fail
+// with 'No such file or directory': here, within the first few thousand).
+TEST(OutputProblem, ChecksAtOnceOnOneNewNameAllPass) {
+  ScratchDir dir;
+  const std::string path = dir.file("mem.csv");
+  std::atomic<int> failed{0};
+  std::string first;
+  std::mutex mu;
+  std::vector<std::thread> checkers;
+  for (int t = 0; t < 4; ++t)
+    checkers.emplace_back([&] {
+      for (int i = 0; i < 3000; ++i)
+        for (OutputWay way : {OutputWay::Records, OutputWay::Whole})
+          if (std::string why = output_problem(path, way); !why.empty()) {
+            std::lock_guard<std::mutex> lk(mu);
+            if (failed++ == 0) first = why;
+          }
+    });
+  for (std::thread& c : checkers) c.join();
+  EXPECT_EQ(failed.load(), 0) << "first: " << first;
+  EXPECT_FALSE(std::filesystem::exists(path)) << "a check left the name it made";
 }
 
 // A FIFO is not opened by the check: opening and closing it would wake a
