@@ -22,6 +22,8 @@ HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
 # A page's path, a comma, and the quoted start of a heading (a title may run
 # on to the next line of a comment).
 CITED = re.compile(r"(docs/[\w.-]+\.md),\s*\"([^\"]+?)(\"|$)")
+# In a page: a link to a page, a comma, and the quoted start of its heading.
+CITED_LINK = re.compile(r"\]\(([\w./-]+\.md)\),\s*\"([^\"]+?)(\"|$)")
 SKIP_DIRS = {".git", "__pycache__", "build", "third_party"}
 SKIP_FILES = {"check_doc_links.py", "test_check_doc_links.py"}  # they quote citations to test them
 TEXT = (".h", ".cpp", ".cu", ".cuh", ".py", ".sh", ".md", ".txt", ".ini")
@@ -106,7 +108,11 @@ def check(root):
         except UnicodeDecodeError:
             continue
         for n, line in enumerate(lines, 1):
-            for doc, quoted, closed in CITED.findall(line):
+            cites = CITED.findall(line)
+            if path.endswith(".md"):  # a linked page's path is the link's, from this page's folder
+                cites += [(os.path.relpath(os.path.normpath(os.path.join(os.path.dirname(path), doc)), root), q, c)
+                          for doc, q, c in CITED_LINK.findall(line)]
+            for doc, quoted, closed in cites:
                 if not closed and n < len(lines):  # the title runs on: its next line, comment marks dropped
                     quoted += " " + re.sub(r"^\s*(#|//|\*)?\s*", "", lines[n]).split('"')[0]
                 quoted = re.sub(r"\s+", " ", quoted).rstrip(" .,;:")

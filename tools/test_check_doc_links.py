@@ -83,6 +83,11 @@ class Rules(unittest.TestCase):
         self.assertEqual(len(e), 1)
         self.assertIn("why the frameworks split", e[0])
 
+    def test_a_linked_page_cited_by_title_is_checked(self):
+        self.assertEqual(self.errors(docs__cli_md=GOOD["docs/cli.md"] + "[pool](pool.md), \"Under ulimit -v\".\n"), [])
+        e = self.errors(docs__cli_md=GOOD["docs/cli.md"] + "[pool](pool.md), \"Under ulimit -d\".\n")
+        self.assertEqual(e, ['docs/cli.md:4: cites docs/pool.md, "Under ulimit -d", which starts none of its headings'])
+
     def test_a_cited_page_that_is_not_there_is_caught(self):
         e = self.errors(configs__a_ini="# docs/gone.md, \"Anything\"\n")
         self.assertEqual(e, ["configs/a.ini:1: cites docs/gone.md, which is not in the repository"])
