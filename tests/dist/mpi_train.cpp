@@ -281,17 +281,7 @@ TEST_F(MpiTrain, AnInterruptOnOneRankStopsEveryRankAfterTheSameBatch) {
 // On a data set (--data) each rank gathers its rows of every batch (33 and
 // 32 of 65; the last batch of 30 kept, 15 and 15): the losses of one process.
 TEST_F(MpiTrain, TwoRanksOnADataSetTrainAsOneProcess) {
-  std::vector<float> xs, ys;
-  for (int r = 0; r < 680; ++r) {
-    float sum = 0;
-    for (int c = 0; c < 24; ++c) {
-      xs.push_back(float(((r * 7 + c * 13) % 21) - 10) / 10.f);
-      sum += xs.back();
-    }
-    ys.push_back(1.f + sum / 8);
-  }
-  amlp::testing::write_npy(file("x.npy"), {680, 24}, xs);
-  amlp::testing::write_npy(file("y.npy"), {680}, ys);
+  amlp::testing::write_linear_data(file("x.npy"), file("y.npy"), 680, 24, /*y_divisor=*/8, /*y_column=*/false);
   const std::string data = kShape + " --data x.npy --targets y.npy --last-batch keep --shuffle --epochs 2";
   const Job one = run_script(dir(), "$TRAIN " + data + " --memory-log one.csv");
   ASSERT_EQ(one.status, 0) << one.output;

@@ -22,6 +22,7 @@ using amlp::testing::read_csv_strict;
 using amlp::testing::read_json;
 using amlp::testing::run_train_mlp;
 using amlp::testing::ScratchDir;
+using amlp::testing::write_linear_data;
 using amlp::testing::write_npy;
 
 // X(r, c) = 10 r + c, y(r) = r: each value names its row.
@@ -93,17 +94,7 @@ TEST(DataSet, ShuffleDrawsAPermutationPerEpochFromTheSeed) {
 TEST(TrainMlpData, AnEpochIsOnePassOverTheRows) {
   ScratchDir dir;
   const std::string x = dir.file("x.npy"), y = dir.file("y.npy");
-  std::vector<float> xs, ys;
-  for (int r = 0; r < 1000; ++r) {  // y = 1 + sum(x) / 2, x in [-1, 1]
-    float sum = 0;
-    for (int c = 0; c < 4; ++c) {
-      xs.push_back(float(((r * 7 + c * 13) % 21) - 10) / 10.f);
-      sum += xs.back();
-    }
-    ys.push_back(1.f + sum / 2);
-  }
-  write_npy(x, {1000, 4}, xs);
-  write_npy(y, {1000, 1}, ys);
+  write_linear_data(x, y, 1000, 4, /*y_divisor=*/2, /*y_column=*/true);  // y = 1 + sum(x) / 2, x in [-1, 1]
   for (const char* last : {"drop", "keep"}) {
     const auto r = run_train_mlp("--device cpu --quiet --batch-size 64 --hidden 16 --lr 0.05 --epochs 2 --data " + x +
                                  " --targets " + y + " --last-batch " + last + " --summary-json " +
@@ -124,17 +115,7 @@ TEST(TrainMlpData, AnEpochIsOnePassOverTheRows) {
 TEST(TrainMlpData, TwoDevicesTrainAsOne) {
   ScratchDir dir;
   const std::string x = dir.file("x.npy"), y = dir.file("y.npy");
-  std::vector<float> xs, ys;
-  for (int r = 0; r < 640; ++r) {  // y = 1 + sum(x) / 2, x in [-1, 1]
-    float sum = 0;
-    for (int c = 0; c < 8; ++c) {
-      xs.push_back(float(((r * 7 + c * 13) % 21) - 10) / 10.f);
-      sum += xs.back();
-    }
-    ys.push_back(1.f + sum / 2);
-  }
-  write_npy(x, {640, 8}, xs);
-  write_npy(y, {640}, ys);
+  write_linear_data(x, y, 640, 8, /*y_divisor=*/2, /*y_column=*/false);
   const std::string common = "--quiet --batch-size 64 --hidden 16 --lr 0.05 --epochs 2 --shuffle --data " + x +
                              " --targets " + y + " --memory-log ";
   const auto one = run_train_mlp("--device cpu " + common + dir.file("one.csv"));
