@@ -94,6 +94,8 @@ AddressSpace address_space_now() {
   return a;
 }
 
+bool address_space_limited() { return soft_limit(RLIMIT_AS) != kUnlimited || soft_limit(RLIMIT_DATA) != kUnlimited; }
+
 void note_mapped_at_start(size_t vm_size, size_t vm_data, size_t soon) {
   g_start_vm_size = vm_size + soon;
   g_start_vm_data = vm_data + soon;

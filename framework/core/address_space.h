@@ -53,6 +53,8 @@ AddressSpace read_address_space(const char* proc, size_t as_limit, size_t data_l
 // (nothing is read when neither is). What was noted at load counts as mapped
 // even before it is (below).
 AddressSpace address_space_now();
+// Whether either limit is set now: getrlimit alone.
+bool address_space_limited();
 
 // Noted at load by cpu/blas_room.cpp: what was mapped then and what the
 // libraries will map soon after, on threads of their own (OpenBLAS's server

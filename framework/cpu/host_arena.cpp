@@ -72,7 +72,7 @@ bool populate(char* p, size_t len) {
 char* map_aligned(size_t len, size_t align, std::string& why) {
   const size_t over = len + align - page_bytes();
   std::unique_lock<std::mutex> room;
-  if (detail::AddressSpace a = detail::address_space_now(); a.limited()) {
+  if (detail::address_space_limited()) {  // read under the lock: what the holder mapped counts
     room = std::unique_lock<std::mutex>(room_mutex());
     why = pool_mapping_problem(over, detail::address_space_now());
     if (!why.empty()) return nullptr;
