@@ -210,7 +210,7 @@ int run_driver(const Options& given, std::ostream& rank0_out, std::ostream& err,
   } else if (const int sig = interrupt_signal()) {
     const RunResult* last = results.empty() ? nullptr : &results.back();
     write_line(err, "train_mlp: interrupted at batch " + std::to_string(last ? last->batches_done : 0) + " of " +
-                        std::to_string(last ? last->asked.batches * last->asked.epochs : o.batches * o.epochs) + " (" + signal_name(sig) +
+                        std::to_string(last ? last->asked.total_batches() : o.total_batches()) + " (" + signal_name(sig) +
                         "): the queued batches finished; the summary and trace say \"interrupted\"");
     status = 128 + sig;
   }

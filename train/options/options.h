@@ -41,6 +41,7 @@ struct Options {
   SyncMode sync;  // --sync batch|none|every=K
   int batches = 100;
   int epochs = 1;  // passes of `batches` batches; each ends by reading its last loss
+  int total_batches() const { return batches * epochs; }  // checked to fit (at most 100000000)
   int batch_size = 1024;
   int features = 512;
   models::LayerSpec hidden{{2048, 512}};

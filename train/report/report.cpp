@@ -70,7 +70,7 @@ void print_summary(const RunResult& r, std::ostream& out) {
   }
   line("mode", mode);
   if (!s.sync_chosen.empty()) line("sync auto", s.sync_chosen);
-  const int total = s.batches * s.epochs;
+  const int total = s.total_batches();
   if (r.batches_done < total)
     std::snprintf(buf, sizeof buf, "%.3f s (%d of %d batches of %d: %s)", r.wall_s, r.batches_done, total,
                   s.batch_size, to_string(r.status));

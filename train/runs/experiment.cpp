@@ -99,7 +99,7 @@ std::string failure_message(const RunSpec& s, const RunResult& r, const RunMeter
                             int batch, bool in_loop) {
   std::string what = dynamic_cast<const std::bad_alloc*>(&e) ? "the host ran out of memory (std::bad_alloc)"
                                                                : std::string(e.what());
-  const int total = s.batches * s.epochs;
+  const int total = s.total_batches();
   const std::string where = !in_loop ? (batch == 0 ? "before its first batch" : "in the final waitall()")
                             : batch <= total
                                 ? "at batch " + std::to_string(batch) + " of " + std::to_string(total) +
@@ -267,7 +267,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
     std::vector<Tensor> last_loss;  // the last batch's per-sample losses, for the final figure
     int64_t last_rows = B;          // and that batch's rows
     bool synced = false;
-    const int total = s.batches * s.epochs;
+    const int total = s.total_batches();
     std::optional<DataSet> data;  // --data: the file's rows; else random batches
     if (!s.data.empty()) data.emplace(s);
     EpochMeter epoch_meter(devs);
@@ -414,7 +414,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
   if (const std::string why = output_problem(out); !why.empty()) {
     r.status = RunStatus::Failed;
     r.error = "run '" + s.label + "' failed at batch " + std::to_string(r.batches_done) + " of " +
-              std::to_string(s.batches * s.epochs) + ": " + why;
+              std::to_string(s.total_batches()) + ": " + why;
     throw RunFailed(r.error, r);
   }
   return r;

@@ -45,7 +45,7 @@ LiveStatus::LiveStatus(const RunSpec& spec, const std::vector<Device>& devices, 
     : spec_(spec), devices_(devices), budget_(budget_bytes), start_bytes_(start_bytes),
       terminal_(::isatty(STDERR_FILENO) == 1), t0_(std::chrono::steady_clock::now()) {
   if (spec_.quiet) return;
-  last_seq_.reserve(static_cast<size_t>(std::max(0, spec_.batches)) * static_cast<size_t>(std::max(1, spec_.epochs)));
+  last_seq_.reserve(static_cast<size_t>(std::max(0, spec_.total_batches())));
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -78,7 +78,7 @@ void LiveStatus::clear() {
 LiveFigures LiveStatus::figures() {
   LiveFigures f;
   f.label = spec_.label;
-  f.batches = spec_.batches * spec_.epochs;
+  f.batches = spec_.total_batches();
   f.epochs = spec_.epochs;
   f.budget_bytes = budget_;
   size_t in_use = 0;
