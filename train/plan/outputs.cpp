@@ -45,8 +45,9 @@ namespace {
 // Two outputs on one file (by device and inode where it exists, else by the
 // path with its directories' links resolved: "./x", "x" and "d/../x" alike),
 // or an output on an input (the config file; --data and --targets, which
-// the run reads while it writes; the --load file, which only --save may replace: it is read before anything runs and written at the
-// end, so a run can carry its parameters on in one file): one line naming
+// the run reads while it writes; the --load file, which only --save may
+// replace: it is read before anything runs and written at the end, so a run
+// can carry its parameters on in one file): one line naming
 // them, else "". A FIFO or a device is written in place, never replaced, so
 // outputs may share one.
 std::string clash_problem(const Options& o, const std::vector<OutputFile>& files) {

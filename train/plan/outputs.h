@@ -2,7 +2,8 @@
 // summary), known from the options and the plan before anything runs: whether
 // each can be written, opened as it will be opened (framework/write_file.h
 // output_problem), and that no two of them are one file, nor one of them and
-// an input (the config file, the --load file but for --save).
+// an input (the config file, --data and --targets, the --load file but for
+// --save).
 //
 //   if (std::string why = outputs_problem(options); !why.empty()) refuse(why);  // exit 2
 #pragma once
