@@ -12,9 +12,12 @@
 #   bash tools/run.sh --config configs/d2l.ini --compare   # one run of any train_mlp options
 # Outputs land in out/: summary.json, memory.<mode>.csv, trace.json, memory.svg;
 # host_work.json, host_work.<mode>.csv, host_work.svg; sweep.json, sweep.svg.
+#
+# It builds train_mlp alone (the tests, benchmarks and examples are the test
+# command's) and ends with a table of the seconds each phase took.
 source "$(dirname "$0")/setup.sh"
 amlp_install_deps
-amlp_build build
+AMLP_TARGETS=train_mlp amlp_build build
 cd "$AMLP_ROOT"
 mkdir -p out
 rm -f out/memory*.csv out/memory.svg out/summary.json out/host_work*.csv out/host_work.svg out/host_work.json \
@@ -28,19 +31,23 @@ if ((${#args[@]} == 0)); then
   nvidia-smi -L 2>/dev/null | grep -q '^GPU' && config=configs/d2l.ini
   args=(--config "$config" --compare)
 fi
+amlp_phase "train_mlp ${args[*]}, and its plot"
 amlp_log "build/bin/train_mlp ${args[*]}"
 build/bin/train_mlp "${args[@]}" --memory-log out/memory.csv --summary-json out/summary.json --trace out/trace.json
 "$(amlp_python)" tools/plot_memory.py out/memory*.csv out/summary.json -o out/memory.svg
 amlp_log "plot: out/memory.svg   trace: out/trace.json (open in https://ui.perfetto.dev)"
 if ((both)); then
+  amlp_phase "train_mlp ${args[*]} --host-work match, and its plot"
   amlp_log "build/bin/train_mlp ${args[*]} --host-work match"
   build/bin/train_mlp "${args[@]}" --host-work match --memory-log out/host_work.csv --summary-json out/host_work.json
   "$(amlp_python)" tools/plot_memory.py out/host_work.*.csv out/host_work.json -o out/host_work.svg
   amlp_log "plot: out/host_work.svg"
   sweep=(--config "$config" --sweep)
+  amlp_phase "train_mlp ${sweep[*]}, and its plot"
   amlp_log "build/bin/train_mlp ${sweep[*]}"
   build/bin/train_mlp "${sweep[@]}" --quiet --summary-json out/sweep.json
   "$(amlp_python)" tools/plot_sweep.py out/sweep.json -o out/sweep.svg
   amlp_log "plots: out/memory.svg (memory side), out/host_work.svg (throughput side),"
   amlp_log "       out/sweep.svg (the whole trade: speed-up and memory over h/d, measured over the models)"
 fi
+amlp_phase_table

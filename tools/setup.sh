@@ -3,7 +3,9 @@
 # folder. Quick when nothing changed: dpkg checks and an incremental build.
 #
 #   amlp_install_deps
-#   amlp_build BUILD_DIR [extra cmake args...]
+#   amlp_build BUILD_DIR [extra cmake args...]    # every target of the build folder
+#   AMLP_TARGETS="train_mlp" amlp_build build     # only these targets (and what they need)
+#   amlp_phase "building"; ...; amlp_phase_end    # "phase: 41 s" lines, and a table at the end
 #   "$(amlp_python)" tools/plot_memory.py ...     # an interpreter that sees matplotlib
 set -euo pipefail
 
@@ -18,7 +20,30 @@ amlp_python() { if [ -x /usr/bin/python3 ]; then echo /usr/bin/python3; else ech
 
 amlp_log() { printf '\033[1m==> [%4ds] %s\033[0m\n' "$SECONDS" "$*" >&2; }  # seconds since the script started
 
+# Phases: each named one's seconds, printed as it ends and again, all together, by
+# amlp_phase_table (the scripts' last lines), so a slow step is seen at once.
+AMLP_PHASES=()
+amlp_phase_name=""
+amlp_phase_start=0
+amlp_phase_end() {
+  [ -n "$amlp_phase_name" ] || return 0
+  local took=$((SECONDS - amlp_phase_start))
+  AMLP_PHASES+=("$(printf '%5d s  %s' "$took" "$amlp_phase_name")")
+  amlp_phase_name=""
+}
+amlp_phase() {
+  amlp_phase_end
+  amlp_phase_name=$1
+  amlp_phase_start=$SECONDS
+}
+amlp_phase_table() {
+  amlp_phase_end
+  printf '\033[1m==> [%4ds] where the time went:\033[0m\n' "$SECONDS" >&2
+  printf '    %s\n' "${AMLP_PHASES[@]}" >&2
+}
+
 amlp_install_deps() {
+  amlp_phase "checking packages"
   local missing=()
   for p in "${AMLP_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -39,24 +64,27 @@ amlp_install_deps() {
   fi
 }
 
-# CUDA architectures: native Hopper plus 75 (PTX runs on anything newer);
-# CI builds one to stay fast.
-amlp_cuda_archs() {
-  if [ "${CI:-}" = true ]; then echo "90"; else echo "75;90"; fi
-}
-
 amlp_build() {
   local dir=$1; shift
   local args=(-G Ninja -DCMAKE_BUILD_TYPE=Release)
-  if [ "${AMLP_NO_CUDA:-0}" = 1 ]; then args+=(-DASYNCMLP_CUDA=OFF); else args+=("-DCMAKE_CUDA_ARCHITECTURES=$(amlp_cuda_archs)"); fi
+  # CUDA architectures: CMakeLists.txt's default (the GPUs the machine has, else Hopper
+  # with its PTX), one compile of each kernel.
+  [ "${AMLP_NO_CUDA:-0}" = 1 ] && args+=(-DASYNCMLP_CUDA=OFF)
+  # ccache when it is installed (never required): what was compiled before with the same
+  # flags, in any build folder or clone, is a copy.
+  command -v ccache >/dev/null && args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
   if [ ! -f "$AMLP_ROOT/$dir/build.ninja" ]; then
+    amlp_phase "configuring $dir"
     amlp_log "configuring $dir"
     cmake -S "$AMLP_ROOT" -B "$AMLP_ROOT/$dir" "${args[@]}" "$@" >"$AMLP_ROOT/$dir.configure.log" 2>&1 ||
       { cat "$AMLP_ROOT/$dir.configure.log" >&2; return 1; }
   fi
-  amlp_log "building $dir"
+  local targets=()
+  [ -z "${AMLP_TARGETS:-}" ] || targets=(--target $AMLP_TARGETS)
+  amlp_phase "building $dir${AMLP_TARGETS:+ ($AMLP_TARGETS)}"
+  amlp_log "building $dir${AMLP_TARGETS:+: $AMLP_TARGETS}"
   # pipefail: the pipeline fails exactly when the build does (the filter never fails).
-  if ! cmake --build "$AMLP_ROOT/$dir" -j "$(nproc)" 2>&1 | { grep -vE '^\[[0-9]+/[0-9]+\] ' || true; }; then
+  if ! cmake --build "$AMLP_ROOT/$dir" -j "$(nproc)" "${targets[@]}" 2>&1 | { grep -vE '^\[[0-9]+/[0-9]+\] ' || true; }; then
     amlp_log "building $dir failed"
     return 1
   fi

@@ -49,7 +49,7 @@ echo "$commit (packed $(date -u +%FT%TZ))" >"$to/COMMIT"
 for t in "$build"/bin/test_*; do
   n=$(basename "$t")
   if "$t" --gtest_list_tests 2>/dev/null | grep -qiE 'cuda|gpu|nccl' ||
-    grep -qiE 'cuda|gpu|nccl' tests/*/"$n.cpp" 2>/dev/null; then
+    grep -qiE 'cuda|gpu|nccl' -r "tests/${n#test_}" --include='test_*.cpp' 2>/dev/null; then
     echo "$n"
   fi
 done >"$to/cuda_tests.txt"

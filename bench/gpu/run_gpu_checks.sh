@@ -84,10 +84,10 @@ declare -A WHAT=(
 # within its bound (memcheck serialises every launch: a whole training suite
 # takes minutes).
 SANITIZE=(
-  "memcheck test_cuda_backend Ops/CudaVsCpu.*/*relu*:Ops/CudaVsCpu.*/linear*:CudaTraining.TheMaskPass* 60"  # the float4 bias+ReLU and ReLU-backward passes
-  "racecheck test_cuda_backend Ops/CudaVsCpu.*/*row_chunks*:Ops/CudaVsCpu.*/*unbiased_relu* 40"  # their shared-memory sums and tickets
-  "synccheck test_cuda_backend Ops/CudaVsCpu.*/*row_chunks* 30"
-  "memcheck test_cuda_graph CudaGraph.HeldStepsTrainLikeEagerLaunches 90"  # step graphs with the new passes
+  "memcheck test_cuda Ops/CudaVsCpu.*/*relu*:Ops/CudaVsCpu.*/linear*:CudaTraining.TheMaskPass* 60"  # the float4 bias+ReLU and ReLU-backward passes
+  "racecheck test_cuda Ops/CudaVsCpu.*/*row_chunks*:Ops/CudaVsCpu.*/*unbiased_relu* 40"  # their shared-memory sums and tickets
+  "synccheck test_cuda Ops/CudaVsCpu.*/*row_chunks* 30"
+  "memcheck test_cuda CudaGraph.HeldStepsTrainLikeEagerLaunches 90"  # step graphs with the new passes
 )
 
 usage() {
@@ -249,10 +249,10 @@ step_tests() {
     test_verdict "$name" "$rc" "$dir/$name.log"
   done
   # The fused epilogues are off by default: their ops once more with them on.
-  if [ -x "$BUILD/bin/test_cuda_backend" ] && (($(cap 1000) >= 15)); then
-    ASYNCMLP_LT=1 x "$(cap 60)" "$BUILD/bin/test_cuda_backend" --gtest_filter='Ops/CudaVsCpu.*linear*:Ops/CudaVsCpu.*relu*:CudaTraining.*' \
+  if [ -x "$BUILD/bin/test_cuda" ] && (($(cap 1000) >= 15)); then
+    ASYNCMLP_LT=1 x "$(cap 60)" "$BUILD/bin/test_cuda" --gtest_filter='Ops/CudaVsCpu.*linear*:Ops/CudaVsCpu.*relu*:CudaTraining.*' \
       >"$dir/test_cuda_backend_lt.log" 2>&1
-    test_verdict "test_cuda_backend (ASYNCMLP_LT=1)" $? "$dir/test_cuda_backend_lt.log"
+    test_verdict "test_cuda_backend's cases (ASYNCMLP_LT=1)" $? "$dir/test_cuda_backend_lt.log"
   fi
 }
 

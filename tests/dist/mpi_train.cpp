@@ -21,6 +21,7 @@
 #include "dist/mpi_job.h"
 #include "npy_writer.h"
 #include "test_paths.h"
+#include "train/train_test_util.h"  // read_json
 
 namespace {
 
@@ -28,6 +29,7 @@ namespace fs = std::filesystem;
 
 using amlp::testing::count_lines_with;
 using amlp::testing::Job;
+using amlp::testing::read_json;
 
 // Runs `script` with sh in `dir`, mpirun as MPIRUN and train_mlp as TRAIN,
 // killed at 90 s (status 137).
@@ -52,11 +54,6 @@ std::vector<double> losses(const std::string& path) {
     out.push_back(cells.size() > 7 && !cells[7].empty() ? std::stod(cells[7]) : NAN);
   }
   return out;
-}
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
 }
 
 class MpiTrain : public ::testing::Test {

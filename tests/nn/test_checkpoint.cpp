@@ -58,7 +58,7 @@ TEST_P(Checkpoint, TheFileIsSafetensorsNamedByLayerAndRole) {
   uint64_t len = 0;
   for (int i = 7; i >= 0; --i) len = (len << 8) | static_cast<unsigned char>(f[i]);
   EXPECT_EQ((8 + len) % 8, 0u) << "the data starts 8-byte aligned";
-  const auto h = nlohmann::json::parse(f.substr(8, len));
+  const auto h = parse_json(f.substr(8, len));
   std::vector<std::string> names;
   for (const auto& [k, v] : h.items())
     if (k != "__metadata__") names.push_back(k);

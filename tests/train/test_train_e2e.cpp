@@ -108,7 +108,7 @@ void the_trace_names_each_modes_spans(const Compare& c) {
   std::map<std::string, std::map<std::string, int>> spans;         // label -> track kind -> count
   for (const nlohmann::json& e : c.trace.at("traceEvents")) {
     if (e.at("ph") != "X") continue;
-    ASSERT_TRUE(e.at("args").contains("run")) << e.dump();
+    ASSERT_TRUE(e.at("args").contains("run")) << amlp::testing::json_text(e);
     const std::string label = e.at("args").at("run");
     const std::string track = tracks[e.at("tid").get<int>()];
     ++spans[label][track.rfind("queue ", 0) == 0 ? "queue" : track.rfind("frontend", 0) == 0 ? "frontend" : track];
@@ -126,7 +126,7 @@ void the_trace_names_each_modes_spans(const Compare& c) {
     if (e.at("ph") != "X") continue;
     const uint64_t ts = e.at("ts");
     for (const auto& [label, span] : run_span)
-      if (ts > span.first && ts < span.second) EXPECT_EQ(e.at("args").at("run"), label) << e.dump();
+      if (ts > span.first && ts < span.second) EXPECT_EQ(e.at("args").at("run"), label) << amlp::testing::json_text(e);
   }
 }
 
