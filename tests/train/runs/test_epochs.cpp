@@ -78,7 +78,11 @@ TEST(TrainMlpEpochs, LaterEpochsReuseThePoolsBlocksAndTrainOn) {
   EXPECT_GT(fresh1, 0) << "the first epoch backs its blocks";
   for (int k = 1; k < 3; ++k) {
     EXPECT_LE(e[k].at("peak_reserved_bytes").get<double>(), 1.05 * reserved1) << "epoch " << k + 1;
-    EXPECT_LE(e[k].at("fresh_bytes").get<double>(), 0.1 * fresh1) << "epoch " << k + 1;
+    // Against what the first epoch reserves (17 MB here), not what it counted
+    // as fresh: the populator may finish the first epoch's mapping before it
+    // starts, and which blocks are free when is the worker's timing, so a
+    // later epoch may map one more 2 MiB chunk; reuse that broke maps them all.
+    EXPECT_LE(e[k].at("fresh_bytes").get<double>(), 0.15 * reserved1) << "epoch " << k + 1;
   }
   // One pass of 60 batches reads the same losses at 20, 40, 60.
   const auto one = run_train_mlp(quick + "--sync every=5 --batches 60 --memory-log " + dir.file("one.csv"));

@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <map>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -35,22 +36,24 @@ const Policy kPolicies[] = {
     {"run+data-queue/bounded", "--alloc run --data-queue --sync none --max-pending-bytes 1MiB"},
 };
 
-// Each policy's run, once for the suite.
+// Each policy's run, made when a test first reads it and kept for the rest of
+// the process: ctest runs each test in a process of its own, so a test pays
+// for the policies it reads, not for all six.
 class TrainAlloc : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    for (const Policy& p : kPolicies) {
-      ScratchDir dir;
-      const Ran r = run_train_mlp(kShape + "--batches 30 " + p.args + " --summary-json " + dir.file("s.json"));
-      ASSERT_EQ(r.code, 0) << p.name << ": " << r.err;
-      runs()[p.name] = read_json(dir.file("s.json")).at(0);
-    }
+  static const nlohmann::json& run(const std::string& name) {
+    static std::map<std::string, nlohmann::json> runs;
+    auto it = runs.find(name);
+    if (it != runs.end()) return it->second;
+    const Policy* p = nullptr;
+    for (const Policy& q : kPolicies)
+      if (name == q.name) p = &q;
+    if (!p) throw std::invalid_argument("no policy " + name);
+    ScratchDir dir;
+    const Ran r = run_train_mlp(kShape + "--batches 30 " + p->args + " --summary-json " + dir.file("s.json"));
+    if (r.code != 0) throw std::runtime_error(name + ": exit " + std::to_string(r.code) + ": " + r.err);
+    return runs[name] = read_json(dir.file("s.json")).at(0);
   }
-  static std::map<std::string, nlohmann::json>& runs() {
-    static std::map<std::string, nlohmann::json> m;
-    return m;
-  }
-  static const nlohmann::json& run(const std::string& name) { return runs().at(name); }
   static double ratio(const nlohmann::json& r) {
     return r.at("mem_increase_bytes").get<double>() / r.at("predicted_increase_bytes").get<double>();
   }
