@@ -5,7 +5,7 @@
 #   amlp_install_deps
 #   amlp_build BUILD_DIR [extra cmake args...]    # every target of the build folder
 #   AMLP_TARGETS="train_mlp" amlp_build build     # only these targets (and what they need)
-#   amlp_phase "building"; ...; amlp_phase_end    # "phase: 41 s" lines, and a table at the end
+#   amlp_phase "a step"; ...; amlp_phase_table    # each phase's seconds, in a table at the end
 #   "$(amlp_python)" tools/plot_memory.py ...     # an interpreter that sees matplotlib
 set -euo pipefail
 
@@ -20,8 +20,9 @@ amlp_python() { if [ -x /usr/bin/python3 ]; then echo /usr/bin/python3; else ech
 
 amlp_log() { printf '\033[1m==> [%4ds] %s\033[0m\n' "$SECONDS" "$*" >&2; }  # seconds since the script started
 
-# Phases: each named one's seconds, printed as it ends and again, all together, by
-# amlp_phase_table (the scripts' last lines), so a slow step is seen at once.
+# Phases: a phase lasts from its amlp_phase to the next (or to amlp_phase_table);
+# amlp_phase_table prints each one's seconds (the scripts' last lines), so a slow
+# step is seen at once.
 AMLP_PHASES=()
 amlp_phase_name=""
 amlp_phase_start=0
