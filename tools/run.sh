@@ -31,20 +31,17 @@ if ((${#args[@]} == 0)); then
   nvidia-smi -L 2>/dev/null | grep -q '^GPU' && config=configs/d2l.ini
   args=(--config "$config" --compare)
 fi
-amlp_phase "train_mlp ${args[*]}, and its plot"
-amlp_log "build/bin/train_mlp ${args[*]}"
+amlp_phase "train_mlp ${args[*]}, and its plot" "build/bin/train_mlp ${args[*]}"
 build/bin/train_mlp "${args[@]}" --memory-log out/memory.csv --summary-json out/summary.json --trace out/trace.json
 "$(amlp_python)" tools/plot_memory.py out/memory*.csv out/summary.json -o out/memory.svg
 amlp_log "plot: out/memory.svg   trace: out/trace.json (open in https://ui.perfetto.dev)"
 if ((both)); then
-  amlp_phase "train_mlp ${args[*]} --host-work match, and its plot"
-  amlp_log "build/bin/train_mlp ${args[*]} --host-work match"
+  amlp_phase "train_mlp ${args[*]} --host-work match, and its plot" "build/bin/train_mlp ${args[*]} --host-work match"
   build/bin/train_mlp "${args[@]}" --host-work match --memory-log out/host_work.csv --summary-json out/host_work.json
   "$(amlp_python)" tools/plot_memory.py out/host_work.*.csv out/host_work.json -o out/host_work.svg
   amlp_log "plot: out/host_work.svg"
   sweep=(--config "$config" --sweep)
-  amlp_phase "train_mlp ${sweep[*]}, and its plot"
-  amlp_log "build/bin/train_mlp ${sweep[*]}"
+  amlp_phase "train_mlp ${sweep[*]}, and its plot" "build/bin/train_mlp ${sweep[*]}"
   build/bin/train_mlp "${sweep[@]}" --quiet --summary-json out/sweep.json
   "$(amlp_python)" tools/plot_sweep.py out/sweep.json -o out/sweep.svg
   amlp_log "plots: out/memory.svg (memory side), out/host_work.svg (throughput side),"

@@ -5,7 +5,7 @@
 #   amlp_install_deps
 #   amlp_build BUILD_DIR [extra cmake args...]    # every target of the build folder
 #   AMLP_TARGETS="train_mlp" amlp_build build     # only these targets (and what they need)
-#   amlp_phase "a step"; ...; amlp_phase_table    # each phase's seconds, in a table at the end
+#   amlp_phase "a step" ["its log line"]; ...; amlp_phase_table   # each phase's seconds, in a table at the end
 #   "$(amlp_python)" tools/plot_memory.py ...     # an interpreter that sees matplotlib
 set -euo pipefail
 
@@ -32,10 +32,11 @@ amlp_phase_end() {
   AMLP_PHASES+=("$(printf '%5d s  %s' "$took" "$amlp_phase_name")")
   amlp_phase_name=""
 }
-amlp_phase() {
+amlp_phase() {  # NAME [LINE]: the phase's name in the table; LINE (default NAME) logged as it starts
   amlp_phase_end
   amlp_phase_name=$1
   amlp_phase_start=$SECONDS
+  amlp_log "${2:-$1}"
 }
 amlp_phase_table() {
   amlp_phase_end
@@ -76,14 +77,12 @@ amlp_build() {
   command -v ccache >/dev/null && args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
   if [ ! -f "$AMLP_ROOT/$dir/build.ninja" ]; then
     amlp_phase "configuring $dir"
-    amlp_log "configuring $dir"
     cmake -S "$AMLP_ROOT" -B "$AMLP_ROOT/$dir" "${args[@]}" "$@" >"$AMLP_ROOT/$dir.configure.log" 2>&1 ||
       { cat "$AMLP_ROOT/$dir.configure.log" >&2; return 1; }
   fi
   local targets=()
   [ -z "${AMLP_TARGETS:-}" ] || targets=(--target $AMLP_TARGETS)
   amlp_phase "building $dir${AMLP_TARGETS:+ ($AMLP_TARGETS)}"
-  amlp_log "building $dir${AMLP_TARGETS:+: $AMLP_TARGETS}"
   # pipefail: the pipeline fails exactly when the build does (the filter never fails).
   if ! cmake --build "$AMLP_ROOT/$dir" -j "$(nproc)" "${targets[@]}" 2>&1 | { grep -vE '^\[[0-9]+/[0-9]+\] ' || true; }; then
     amlp_log "building $dir failed"

@@ -22,10 +22,9 @@ jobs=$(nproc)
 
 amlp_build build
 amlp_phase "tests (release build)"
-amlp_log "tests (release build)"
 (cd build && ctest --output-on-failure -j "$jobs")
-amlp_phase "the installed library"
-amlp_log "the installed library: cmake --install into a fresh prefix, examples/ built against it and run"
+amlp_phase "the installed library" \
+  "the installed library: cmake --install into a fresh prefix, examples/ built against it and run"
 bash tools/check_install.sh build
 
 if [ "$fast" = 0 ]; then
@@ -34,13 +33,11 @@ if [ "$fast" = 0 ]; then
   export LSAN_OPTIONS=suppressions=$AMLP_ROOT/tests/lsan.supp
   amlp_build build-asan -DASYNCMLP_CUDA=OFF -DASYNCMLP_BENCH=OFF -DASYNCMLP_SANITIZE=address -DCMAKE_BUILD_TYPE=RelWithDebInfo
   amlp_phase "tests under ASan+UBSan"
-  amlp_log "tests under ASan+UBSan"
   (cd build-asan && ctest --output-on-failure -j "$jobs")
 
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$AMLP_ROOT/tests/tsan.supp"
   amlp_build build-tsan -DASYNCMLP_CUDA=OFF -DASYNCMLP_BENCH=OFF -DASYNCMLP_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo
   amlp_phase "tests under TSan"
-  amlp_log "tests under TSan"
   (cd build-tsan && ctest --output-on-failure -j "$jobs")
 fi
 amlp_log "all tests passed"

@@ -52,6 +52,7 @@ namespace {
 using testing::is_full_device;
 using testing::make_full_device;
 using testing::read_file;
+using testing::parse_json;
 using testing::read_json;
 using testing::FifoReader;
 using testing::make_fifo;
@@ -696,7 +697,7 @@ TEST(TraceFile, GoesIntoAFifo) {
   record_some_trace();
   FifoReader reader(fifo);
   trace::stop_and_write(fifo);
-  expect_trace(amlp::testing::parse_json(reader.text()));
+  expect_trace(parse_json(reader.text()));
   EXPECT_EQ(file_type(fifo), static_cast<mode_t>(S_IFIFO));
 }
 
@@ -824,7 +825,7 @@ void expect_summary(const nlohmann::json& s) {
   EXPECT_EQ(s[0].at("mem_increase_bytes").get<uint64_t>(), uint64_t(3) << 40);
   EXPECT_EQ(s[0].at("peak_queue_depth"), 42);
   EXPECT_EQ(s[0].at("final_loss"), 0.5);
-  EXPECT_EQ(s[0].at("losses"), amlp::testing::parse_json("[[1, 0.75], [3, 0.5]]"));
+  EXPECT_EQ(s[0].at("losses"), parse_json("[[1, 0.75], [3, 0.5]]"));
   EXPECT_EQ(s[0].at("status"), "completed");
   EXPECT_EQ(s[0].at("failed"), false);
   EXPECT_EQ(s[0].at("interrupted"), false);
@@ -862,7 +863,7 @@ TEST(SummaryJsonFile, GoesIntoAFifo) {
   const std::string fifo = make_fifo(dir, "summary.pipe");
   FifoReader reader(fifo);
   train::write_summary_json(fifo, some_runs());
-  expect_summary(amlp::testing::parse_json(reader.text()));
+  expect_summary(parse_json(reader.text()));
   EXPECT_EQ(file_type(fifo), static_cast<mode_t>(S_IFIFO));
 }
 

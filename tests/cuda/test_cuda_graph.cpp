@@ -28,8 +28,8 @@ TEST(CudaGraph, HeldStepsTrainLikeEagerLaunches) {
     const nlohmann::json on = summary(std::string(sync) + " --graph on");
     EXPECT_EQ(off.at("final_loss").get<double>(), on.at("final_loss").get<double>()) << sync;
     const nlohmann::json& g = on.at("graph");
-    EXPECT_EQ(g.at("captured").get<int>(), 2) << amlp::testing::json_text(g);  // both graph slots
-    EXPECT_EQ(g.at("invalidations").get<int>(), 0) << amlp::testing::json_text(g);
+    EXPECT_EQ(g.at("captured").get<int>(), 2) << json_text(g);  // both graph slots
+    EXPECT_EQ(g.at("invalidations").get<int>(), 0) << json_text(g);
   }
 }
 

@@ -22,6 +22,8 @@
 namespace amlp::train {
 namespace {
 
+using amlp::testing::json_text;
+
 // CTest runs each test in a process of its own, so the comparison (several
 // seconds) runs once, in one test, and each property is checked in its own
 // function below.
@@ -110,7 +112,7 @@ void the_trace_names_each_modes_spans(const Compare& c) {
   std::map<std::string, std::map<std::string, int>> spans;         // label -> track kind -> count
   for (const nlohmann::json& e : c.trace.at("traceEvents")) {
     if (e.at("ph") != "X") continue;
-    ASSERT_TRUE(e.at("args").contains("run")) << amlp::testing::json_text(e);
+    ASSERT_TRUE(e.at("args").contains("run")) << json_text(e);
     const std::string label = e.at("args").at("run");
     const std::string track = tracks[e.at("tid").get<int>()];
     ++spans[label][track.rfind("queue ", 0) == 0 ? "queue" : track.rfind("frontend", 0) == 0 ? "frontend" : track];
@@ -128,7 +130,7 @@ void the_trace_names_each_modes_spans(const Compare& c) {
     if (e.at("ph") != "X") continue;
     const uint64_t ts = e.at("ts");
     for (const auto& [label, span] : run_span)
-      if (ts > span.first && ts < span.second) EXPECT_EQ(e.at("args").at("run"), label) << amlp::testing::json_text(e);
+      if (ts > span.first && ts < span.second) EXPECT_EQ(e.at("args").at("run"), label) << json_text(e);
   }
 }
 

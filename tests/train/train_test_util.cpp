@@ -153,10 +153,7 @@ nlohmann::json summary_of(const std::string& command) {
   ScratchDir dir;
   const Ran r = run_command(command + " --summary-json " + dir.file("s.json"));
   EXPECT_EQ(r.code, 0) << command << "\n" << r.err;
-  std::ifstream in(dir.file("s.json"));
-  nlohmann::json j;
-  in >> j;
-  return j.at(0);
+  return read_json(dir.file("s.json")).at(0);
 }
 
 std::string host_python() { return ::access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3"; }

@@ -15,6 +15,7 @@
 namespace {
 
 using amlp::testing::read_csv_strict;
+using amlp::testing::json_text;
 using amlp::testing::read_json;
 using amlp::testing::run_train_mlp;
 using amlp::testing::ScratchDir;
@@ -52,7 +53,7 @@ TEST(TrainMlpEpochs, EveryModeReadsEachEpochsLastLoss) {
   EXPECT_FLOAT_EQ(e["each"][2].at("loss").get<float>(), s[0].at("final_loss").get<float>());
   // The summary's losses: the three the loop read, at each epoch's end.
   const nlohmann::json& read = s[0].at("losses");
-  ASSERT_EQ(read.size(), 3u) << amlp::testing::json_text(read);
+  ASSERT_EQ(read.size(), 3u) << json_text(read);
   for (int k = 0; k < 3; ++k) {
     EXPECT_EQ(read[k][0], 10 * (k + 1));
     EXPECT_FLOAT_EQ(read[k][1].get<float>(), e["each"][k].at("loss").get<float>());
@@ -118,9 +119,9 @@ TEST(TrainMlpEpochs, SweepCellsAreTheLastEpoch) {
     const nlohmann::json& run = runs.at(row.at("run").get<size_t>());
     const nlohmann::json& last = run.at("epochs").at("each").back();
     EXPECT_EQ(last.at("epoch"), 2);
-    EXPECT_DOUBLE_EQ(row.at("samples_per_s").get<double>(), last.at("samples_per_s").get<double>()) << amlp::testing::json_text(row);
-    EXPECT_EQ(row.at("peak_backlog"), last.at("peak_backlog_batches")) << amlp::testing::json_text(row);
-    EXPECT_GT(row.at("predicted_samples_per_s").get<double>(), 0) << amlp::testing::json_text(row);
+    EXPECT_DOUBLE_EQ(row.at("samples_per_s").get<double>(), last.at("samples_per_s").get<double>()) << json_text(row);
+    EXPECT_EQ(row.at("peak_backlog"), last.at("peak_backlog_batches")) << json_text(row);
+    EXPECT_GT(row.at("predicted_samples_per_s").get<double>(), 0) << json_text(row);
   }
 }
 

@@ -64,7 +64,7 @@ TEST_F(TrainAlloc, EnqueueHoldsEveryPendingBatch) {
   EXPECT_EQ(r.at("alloc_policy"), "enqueue");
   EXPECT_EQ(r.at("predicted_increase_bytes").get<uint64_t>(),
             r.at("peak_backlog_batches").get<uint64_t>() * r.at("bytes_per_batch").get<uint64_t>());
-  EXPECT_NEAR(ratio(r), 1.0, 0.10) << amlp::testing::json_text(r);
+  EXPECT_NEAR(ratio(r), 1.0, 0.10) << json_text(r);
 }
 
 // Queued work holds nothing: the increase is one batch's working set, less
@@ -78,7 +78,7 @@ TEST_F(TrainAlloc, RunHoldsOneBatchsWorkingSet) {
     EXPECT_EQ(r.at("predicted_increase_bytes"), r.at("working_set_bytes")) << name;
     EXPECT_GT(r.at("working_set_bytes").get<uint64_t>(), 0u) << name;
     EXPECT_LT(r.at("mem_increase_bytes").get<uint64_t>(), r.at("bytes_per_batch").get<uint64_t>()) << name;
-    EXPECT_NEAR(ratio(r), 1.0, 0.10) << name << ": " << amlp::testing::json_text(r);
+    EXPECT_NEAR(ratio(r), 1.0, 0.10) << name << ": " << json_text(r);
   }
   // Unsynchronized, enqueue grows with the backlog and run does not.
   EXPECT_LT(run("run/none").at("mem_increase_bytes").get<uint64_t>() * 2,
@@ -98,7 +98,7 @@ TEST_F(TrainAlloc, RunWithDataQueueHoldsTheDataAhead) {
   EXPECT_GE(lead, 1.0) << "the batch being trained holds its data";
   EXPECT_LE(lead, 30.0) << "no more data than the run's batches";
   EXPECT_EQ(r.at("predicted_increase_bytes").get<uint64_t>(), r.at("working_set_bytes").get<uint64_t>() + ahead);
-  EXPECT_NEAR(ratio(r), 1.0, 0.10) << amlp::testing::json_text(r);
+  EXPECT_NEAR(ratio(r), 1.0, 0.10) << json_text(r);
 }
 
 // Back-pressure by bytes counts the outputs queued ops will allocate, so it

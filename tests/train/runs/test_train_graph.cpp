@@ -47,7 +47,7 @@ TEST(TrainGraph, SteadyStepsReplayAfterTheWarmUp) {
       const nlohmann::json g = summary_of(program_path("train_mlp") + " " + shape + args).at("graph");
       const int held = g.at("captured").get<int>() + g.at("replayed").get<int>() + g.at("updated").get<int>();
       EXPECT_EQ(g.at("steps").get<int>(), 60) << args;
-      EXPECT_EQ(held, 58) << args << ": " << amlp::testing::json_text(g);
+      EXPECT_EQ(held, 58) << args << ": " << json_text(g);
       const int steady = held - g.at("captured").get<int>();
       // Whether a slot's buffer is held by queued ops only is read without a
       // lock and errs on the safe side (framework/core/memory.cpp): while a
@@ -57,8 +57,8 @@ TEST(TrainGraph, SteadyStepsReplayAfterTheWarmUp) {
       // of 56 steady batches in one run of five: the bound is 95% in the
       // release build, 85% there (0% without step memory fails both).
       const double share = kSanitized ? 0.85 : 0.95;
-      EXPECT_GE(g.at("replayed").get<int>(), share * steady) << args << ": " << amlp::testing::json_text(g);
-      EXPECT_EQ(g.at("invalidations").get<int>(), 0) << args << ": " << amlp::testing::json_text(g);
+      EXPECT_GE(g.at("replayed").get<int>(), share * steady) << args << ": " << json_text(g);
+      EXPECT_EQ(g.at("invalidations").get<int>(), 0) << args << ": " << json_text(g);
       EXPECT_GT(g.at("slot_bytes").get<double>(), 0) << args;
     }
 }
@@ -72,8 +72,8 @@ TEST(TrainGraph, AReplayedRunHoldsTheSlotsNotTheBacklog) {
   const nlohmann::json on = summary_of(program_path("train_mlp") + " " + shape + "--device cpu --graph on");
   EXPECT_EQ(off.at("final_loss").get<double>(), on.at("final_loss").get<double>());
   const double slots = on.at("graph").at("slot_bytes").get<double>();
-  EXPECT_LE(on.at("mem_increase_bytes").get<double>(), slots * 1.5) << amlp::testing::json_text(on);
-  EXPECT_LT(on.at("mem_increase_bytes").get<double>(), off.at("mem_increase_bytes").get<double>() / 4) << amlp::testing::json_text(on);
+  EXPECT_LE(on.at("mem_increase_bytes").get<double>(), slots * 1.5) << json_text(on);
+  EXPECT_LT(on.at("mem_increase_bytes").get<double>(), off.at("mem_increase_bytes").get<double>() / 4) << json_text(on);
   // The model: the batches queued, at most the two slots' (one batch's buffers each).
   EXPECT_LE(on.at("predicted_increase_bytes").get<double>(), 2 * on.at("bytes_per_batch").get<double>());
   EXPECT_NEAR(on.at("mem_increase_bytes").get<double>(), on.at("predicted_increase_bytes").get<double>(),
@@ -129,19 +129,19 @@ TEST(TrainGraph, TheFiguresDocsGpuMdQuotes) {
     const int captured = g.at("captured").get<int>();
     const int held = captured + g.at("replayed").get<int>() + g.at("updated").get<int>();
     EXPECT_EQ(counts[0], std::to_string(g.at("steps").get<int>())) << sync;
-    EXPECT_EQ(counts[1], std::to_string(held - captured)) << sync << ": " << amlp::testing::json_text(g);
+    EXPECT_EQ(counts[1], std::to_string(held - captured)) << sync << ": " << json_text(g);
     EXPECT_EQ(counts[2], std::to_string(g.at("eager").get<int>())) << sync;
     EXPECT_EQ(counts[3], std::to_string(captured)) << sync;
     EXPECT_EQ(counts[4], std::to_string(held - captured)) << sync;
     // A steady batch whose slot buffer a worker was still dropping is updated
     // instead (SteadyStepsReplayAfterTheWarmUp): the page quotes a release run.
-    EXPECT_GE(g.at("replayed").get<int>(), (kSanitized ? 0.85 : 0.95) * (held - captured)) << sync << ": " << amlp::testing::json_text(g);
+    EXPECT_GE(g.at("replayed").get<int>(), (kSanitized ? 0.85 : 0.95) * (held - captured)) << sync << ": " << json_text(g);
     if (std::string(sync) != "none") continue;
     const double per_batch = s.at("bytes_per_batch").get<double>(), slots = g.at("slot_bytes").get<double>();
-    EXPECT_EQ(memory[0], mb(slots, 1)) << amlp::testing::json_text(s);
-    EXPECT_EQ(memory[1], mb(per_batch, 1)) << amlp::testing::json_text(s);
+    EXPECT_EQ(memory[0], mb(slots, 1)) << json_text(s);
+    EXPECT_EQ(memory[1], mb(per_batch, 1)) << json_text(s);
     EXPECT_EQ(slots, 2 * per_batch);
-    EXPECT_NEAR(s.at("mem_increase_bytes").get<double>(), slots, 0.1 * slots) << amlp::testing::json_text(s);
+    EXPECT_NEAR(s.at("mem_increase_bytes").get<double>(), slots, 0.1 * slots) << json_text(s);
     EXPECT_EQ(memory[2], counts[0]);
     EXPECT_EQ(memory[3], mb(std::stod(counts[0]) * per_batch, 0));
   }

@@ -25,6 +25,8 @@ namespace amlp::train {
 namespace {
 
 using amlp::testing::FifoReader;
+using amlp::testing::json_text;
+using amlp::testing::parse_json;
 using amlp::testing::is_full_device;
 using amlp::testing::make_fifo;
 using amlp::testing::make_full_device;
@@ -224,7 +226,7 @@ TEST(TrainMlpLogs, SummaryJsonToStdoutFollowsThePrintedLines) {
   EXPECT_EQ(r.out.rfind("model: ", 0), 0u) << r.out;
   const size_t json_at = r.out.find("\n[");
   ASSERT_NE(json_at, std::string::npos) << r.out;
-  const nlohmann::json s = amlp::testing::parse_json(r.out.substr(json_at + 1));
+  const nlohmann::json s = parse_json(r.out.substr(json_at + 1));
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].at("batches"), 2);
   EXPECT_TRUE(std::filesystem::is_symlink("/dev/stdout"));
@@ -265,7 +267,7 @@ TEST(TrainMlpLogs, TraceIntoAFifo) {
   FifoReader reader(fifo);
   Ran r = run_train_mlp("--device cpu --sync none --batches 2 --batch-size 16 --features 8 --hidden 8 --trace " + fifo);
   ASSERT_EQ(r.code, 0) << r.err;
-  const nlohmann::json t = amlp::testing::parse_json(reader.text());
+  const nlohmann::json t = parse_json(reader.text());
   size_t spans = 0;
   for (const nlohmann::json& e : t.at("traceEvents")) spans += e.at("ph") == "X";
   EXPECT_GT(spans, 2u * 10);
@@ -337,10 +339,10 @@ TEST(TrainMlpLogs, ATraceThatCannotBeWrittenAfterTheRunNamesItsOption) {
                             " --summary-json " + summary + "\" >/dev/null");
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_EQ(r.err, "train_mlp: error: --trace: cannot write '" + trace + "': " + std::strerror(EFBIG) + "\n");
-  const nlohmann::json s = amlp::testing::parse_json(read_file(summary));
-  ASSERT_TRUE(s.is_array() && !s.empty()) << amlp::testing::json_text(s);
-  EXPECT_EQ(s[0].value("status", ""), "failed") << amlp::testing::json_text(s);
-  EXPECT_EQ(s[0].value("error", "").rfind("--trace: cannot write", 0), 0u) << amlp::testing::json_text(s);
+  const nlohmann::json s = parse_json(read_file(summary));
+  ASSERT_TRUE(s.is_array() && !s.empty()) << json_text(s);
+  EXPECT_EQ(s[0].value("status", ""), "failed") << json_text(s);
+  EXPECT_EQ(s[0].value("error", "").rfind("--trace: cannot write", 0), 0u) << json_text(s);
 }
 
 // Unsynchronized with a pool capped at ~10 batches' footprint: out of memory
