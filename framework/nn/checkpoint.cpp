@@ -157,7 +157,9 @@ std::string parameters_problem(const std::string& path, const std::vector<std::p
   } catch (const Error& e) {
     return e.what();
   }
-  for (const auto& [name, shape] : want) {
+  for (const auto& wanted : want) {
+    const std::string& name = wanted.first;
+    const auto& shape = wanted.second;
     auto it = std::find_if(got.begin(), got.end(), [&](const NamedValues& v) { return v.name == name; });
     if (it == got.end()) return quote(path) + " has no tensor " + quote(name) + " (the model's is " + shape_text(shape) + ")";
     if (it->shape != shape)

@@ -326,7 +326,7 @@ TEST_F(SliceRows, BadRangesThrowNamingShapeAndRange) {
   for (auto [b, e] : {std::pair<int64_t, int64_t>{-1, 2}, {3, 2}, {0, 5}, {5, 5}, {-2, -1}}) {
     SCOPED_TRACE("[" + std::to_string(b) + ", " + std::to_string(e) + ")");
     const std::string range = "[" + std::to_string(b) + ", " + std::to_string(e) + ")";
-    expect_rejected<ShapeError>([&] { slice_rows(x, b, e, d1); }, {"(4, 2)", range}, ds);
+    expect_rejected<ShapeError>([&, b = b, e = e] { slice_rows(x, b, e, d1); }, {"(4, 2)", range}, ds);
   }
   expect_rejected<ShapeError>([&] { slice_rows(scalar, 0, 0, d0); }, {"1-D", "()"}, ds);
   expect_rejected<Error>([&] { slice_rows(Tensor(), 0, 0, d0); }, {"undefined"}, ds);

@@ -114,7 +114,7 @@ TEST_P(Shapes, CreationOpsRejectShapesThatDoNotFit) {
   for (const auto& [name, op] : ops)
     for (const Shape& s : bad_shapes()) {
       SCOPED_TRACE(std::string(name) + " " + shape_str(s));
-      const std::string msg = shape_error_of(d, [&] { op(s); });
+      const std::string msg = shape_error_of(d, [&, &op = op] { op(s); });
       EXPECT_EQ(msg.rfind(std::string(name) + ": shape " + shape_str(s), 0), 0u) << msg;
       const bool negative = s[0] < 0 || (s.size() > 1 && s[1] < 0);
       EXPECT_TRUE(has(msg, negative ? "negative dimension" : "more elements than a tensor can hold")) << msg;
