@@ -2,9 +2,10 @@
 # (Debian packages; needs root or sudo), then configures and builds one build
 # folder. Quick when nothing changed: dpkg checks and an incremental build.
 #
-#   amlp_install_deps
+#   amlp_install_deps [more packages...]
 #   amlp_build BUILD_DIR [extra cmake args...]    # every target of the build folder
 #   AMLP_TARGETS="train_mlp" amlp_build build     # only these targets (and what they need)
+#   amlp_build_start BUILD_DIR [args...]; ...; amlp_build_wait BUILD_DIR   # the same, in the background
 #   amlp_phase "a step" ["its log line"]; ...; amlp_phase_table   # each phase's seconds, in a table at the end
 #   "$(amlp_python)" tools/plot_memory.py ...     # an interpreter that sees matplotlib
 set -euo pipefail
@@ -44,10 +45,20 @@ amlp_phase_table() {
   printf '    %s\n' "${AMLP_PHASES[@]}" >&2
 }
 
-amlp_install_deps() {
+amlp_install_deps() {  # [more packages...]: AMLP_PACKAGES and these
   amlp_phase "checking packages"
+  amlp_install_packages "${AMLP_PACKAGES[@]}" "$@"
+  # The CUDA Toolkit (nvcc, cuRAND, cuBLAS) lives in /usr/local/cuda on our machines.
+  if [ -z "${CUDACXX:-}" ] && [ -x /usr/local/cuda/bin/nvcc ]; then export CUDACXX=/usr/local/cuda/bin/nvcc; fi
+  if [ -z "${CUDACXX:-}" ] && ! command -v nvcc >/dev/null; then
+    amlp_log "no nvcc found: building without the CUDA backend"
+    AMLP_NO_CUDA=1
+  fi
+}
+
+amlp_install_packages() {  # PACKAGES...: those not installed yet, with apt-get
   local missing=()
-  for p in "${AMLP_PACKAGES[@]}"; do
+  for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if ((${#missing[@]})); then
@@ -57,12 +68,6 @@ amlp_install_deps() {
     export DEBIAN_FRONTEND=noninteractive
     $sudo apt-get update -qq
     $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
-  # The CUDA Toolkit (nvcc, cuRAND, cuBLAS) lives in /usr/local/cuda on our machines.
-  if [ -z "${CUDACXX:-}" ] && [ -x /usr/local/cuda/bin/nvcc ]; then export CUDACXX=/usr/local/cuda/bin/nvcc; fi
-  if [ -z "${CUDACXX:-}" ] && ! command -v nvcc >/dev/null; then
-    amlp_log "no nvcc found: building without the CUDA backend"
-    AMLP_NO_CUDA=1
   fi
 }
 
@@ -75,10 +80,19 @@ amlp_build() {
   # ccache when it is installed (never required): what was compiled before with the same
   # flags, in any build folder or clone, is a copy.
   command -v ccache >/dev/null && args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+  args+=("$@")
+  # A folder configured with other arguments (another compiler, say, which CMake
+  # cannot switch in place) is configured afresh.
+  local said="$AMLP_ROOT/$dir/amlp-configure-args.txt"
+  if [ -f "$AMLP_ROOT/$dir/build.ninja" ] && [ "$(cat "$said" 2>/dev/null)" != "${args[*]}" ]; then
+    amlp_log "$dir was configured with other arguments: configuring it afresh"
+    rm -rf "${AMLP_ROOT:?}/$dir"
+  fi
   if [ ! -f "$AMLP_ROOT/$dir/build.ninja" ]; then
     amlp_phase "configuring $dir"
-    cmake -S "$AMLP_ROOT" -B "$AMLP_ROOT/$dir" "${args[@]}" "$@" >"$AMLP_ROOT/$dir.configure.log" 2>&1 ||
+    cmake -S "$AMLP_ROOT" -B "$AMLP_ROOT/$dir" "${args[@]}" >"$AMLP_ROOT/$dir.configure.log" 2>&1 ||
       { cat "$AMLP_ROOT/$dir.configure.log" >&2; return 1; }
+    printf '%s\n' "${args[*]}" >"$said"
   fi
   local targets=()
   [ -z "${AMLP_TARGETS:-}" ] || targets=(--target $AMLP_TARGETS)
@@ -86,6 +100,37 @@ amlp_build() {
   # pipefail: the pipeline fails exactly when the build does (the filter never fails).
   if ! cmake --build "$AMLP_ROOT/$dir" -j "$(nproc)" "${targets[@]}" 2>&1 | { grep -vE '^\[[0-9]+/[0-9]+\] ' || true; }; then
     amlp_log "building $dir failed"
+    return 1
+  fi
+}
+
+# A build in the background, at low priority (nice 10), while the foreground runs
+# tests: it takes the cores the tests leave idle (a test waiting on a child, a pipe
+# or a timer; the last long tests of a suite) and little from the tests. Its output
+# goes to BUILD_DIR.build.log, shown if it fails; amlp_build_wait puts its seconds in
+# the phase table.
+declare -A AMLP_BG_PID AMLP_BG_START
+amlp_build_start() {  # BUILD_DIR [args...]: as amlp_build
+  local dir=$1
+  amlp_log "building $dir in the background (its output: $dir.build.log)"
+  AMLP_BG_START[$dir]=$SECONDS
+  # A process group of its own (set -m), which a failing or interrupted script ends.
+  set -m
+  ( renice -n 10 -p "$BASHPID" >/dev/null; amlp_build "$@" ) >"$AMLP_ROOT/$dir.build.log" 2>&1 &
+  AMLP_BG_PID[$dir]=$!
+  set +m
+  trap 'for p in "${AMLP_BG_PID[@]}"; do kill -- "-$p" 2>/dev/null || true; done' EXIT
+}
+amlp_build_wait() {  # BUILD_DIR: waits for it; fails, showing its output, where it failed
+  local dir=$1 rc=0
+  amlp_phase "waiting for $dir's build"
+  wait "${AMLP_BG_PID[$dir]}" || rc=$?
+  unset "AMLP_BG_PID[$dir]"
+  AMLP_PHASES+=("$(printf '%5d s  (building %s, begun in the background)' \
+                  "$((SECONDS - AMLP_BG_START[$dir]))" "$dir")")
+  if [ "$rc" != 0 ]; then
+    tail -40 "$AMLP_ROOT/$dir.build.log" >&2
+    amlp_log "building $dir failed (all of its output: $dir.build.log)"
     return 1
   fi
 }

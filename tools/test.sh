@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test: the release build's suites and the installed library (the
 # README's example built against it, tools/check_install.sh), then the suites under
-# AddressSanitizer+UBSan and under ThreadSanitizer (CPU-only builds: the CUDA
+# ThreadSanitizer and under AddressSanitizer+UBSan (CPU-only builds: the CUDA
 # runtime only adds noise there, and the suites that need a GPU are not built).
 # CUDA suites skip, with the reason, when no GPU is visible.
 #
@@ -16,11 +16,39 @@ fast=0
 [ "${1:-}" = --fast ] && fast=1
 fresh=1
 for d in build build-asan build-tsan; do [ -e "$AMLP_ROOT/$d" ] && fresh=0; done
-amlp_install_deps
+if [ "$fast" = 1 ]; then amlp_install_deps; else amlp_install_deps clang; fi
 cd "$AMLP_ROOT"
 jobs=$(nproc)
 
+# The sanitizer builds are compiled by clang where it can link both sanitizers' runtimes
+# (they are a package of their own, which apt-get installs only as a recommendation):
+# half gcc's compile time for them (ASan+UBSan 723 -> 361 compiler-seconds, TSan
+# 426 -> 287) and faster suites. Else by the default compiler, saying so.
+sanitizer_compiler() {
+  local probe; probe=$(mktemp -d)
+  can() { printf 'int main() { return 0; }\n' | clang++ -x c++ -fsanitize="$1" - -o "$probe/a.out" 2>/dev/null; }
+  if command -v clang++ >/dev/null && ! { can thread && can address,undefined; }; then
+    amlp_install_packages "libclang-rt-$(clang++ -dumpversion | cut -d. -f1)-dev" || true
+  fi
+  if command -v clang++ >/dev/null && can thread && can address,undefined; then
+    echo "-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++"
+  else
+    amlp_log "clang++ cannot link the sanitizers here: the sanitizer builds use the default compiler (slower)"
+  fi
+  rm -rf "$probe"
+}
+sanitizer_args=(-DASYNCMLP_CUDA=OFF -DASYNCMLP_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+[ "$fast" = 1 ] || sanitizer_args+=($(sanitizer_compiler))
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export LSAN_OPTIONS=suppressions=$AMLP_ROOT/tests/lsan.supp
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$AMLP_ROOT/tests/tsan.supp"
+
+# Each sanitizer build is built in the background (amlp_build_start, at low
+# priority) while the suites before it run: TSan's beside the release suites,
+# ASan's beside TSan's suites, the two suites with the most idle time.
 amlp_build build
+[ "$fast" = 1 ] || amlp_build_start build-tsan "${sanitizer_args[@]}" -DASYNCMLP_SANITIZE=thread
 amlp_phase "tests (release build)"
 (cd build && ctest --output-on-failure -j "$jobs")
 amlp_phase "the installed library" \
@@ -28,17 +56,13 @@ amlp_phase "the installed library" \
 bash tools/check_install.sh build
 
 if [ "$fast" = 0 ]; then
-  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
-  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  export LSAN_OPTIONS=suppressions=$AMLP_ROOT/tests/lsan.supp
-  amlp_build build-asan -DASYNCMLP_CUDA=OFF -DASYNCMLP_BENCH=OFF -DASYNCMLP_SANITIZE=address -DCMAKE_BUILD_TYPE=RelWithDebInfo
-  amlp_phase "tests under ASan+UBSan"
-  (cd build-asan && ctest --output-on-failure -j "$jobs")
-
-  export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$AMLP_ROOT/tests/tsan.supp"
-  amlp_build build-tsan -DASYNCMLP_CUDA=OFF -DASYNCMLP_BENCH=OFF -DASYNCMLP_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  amlp_build_wait build-tsan
+  amlp_build_start build-asan "${sanitizer_args[@]}" -DASYNCMLP_SANITIZE=address
   amlp_phase "tests under TSan"
   (cd build-tsan && ctest --output-on-failure -j "$jobs")
+  amlp_build_wait build-asan
+  amlp_phase "tests under ASan+UBSan"
+  (cd build-asan && ctest --output-on-failure -j "$jobs")
 fi
 amlp_log "all tests passed"
 amlp_phase_table

@@ -1,0 +1,25 @@
+# The suites' longest tests, with their seconds in the slowest build that runs each
+# (TSan, or the release build for those only it runs), on two cores. ctest starts
+# the costliest first, so that a suite's last minute is not one long test on one
+# core while the other idles; once a build folder has run its suite, ctest orders
+# by the times it measured instead. A name that no longer exists is ignored: keep
+# the list to the tests that take seconds.
+set_tests_properties(UnderUlimitV.EveryLimitEndsInARunOrOneLine PROPERTIES COST 17)
+set_tests_properties(AsyncDemo.AllRunsEverySubcommand PROPERTIES COST 17)
+set_tests_properties(QuickCompare.ReproducesTheExperimentAndItsMemoryModel PROPERTIES COST 16)
+set_tests_properties(Tf32.TheD2lLossTrajectoryStaysWithin16UnitsOfFp32s PROPERTIES COST 13)
+set_tests_properties(TrainGraph.TheFiguresDocsGpuMdQuotes PROPERTIES COST 9)
+set_tests_properties(TrainAlloc.FinalLossIsTheSameUnderEveryPolicy PROPERTIES COST 9)
+set_tests_properties(QueueStress.RandomCrossQueueWorkWithInjectedFaults PROPERTIES COST 8)
+set_tests_properties(MpiTrain.TheSweepRunsAcrossTheRanksAndRankZeroWritesItsSummary PROPERTIES COST 8)
+set_tests_properties(ParseFuzz.EveryParserAcceptsOrThrowsParseError PROPERTIES COST 7)
+set_tests_properties(TrainMlpEpochs.LaterEpochsReuseThePoolsBlocksAndTrainOn PROPERTIES COST 6)
+set_tests_properties(CuRandHost.UniformsAreBitwiseEqual PROPERTIES COST 6)
+set_tests_properties(TrainMlp.AConfigFifoWithNoWriterIsOneLineNotAHang PROPERTIES COST 5)
+set_tests_properties(TrainAlloc.RunHoldsOneBatchsWorkingSet PROPERTIES COST 5)
+set_tests_properties(Sweep.PlotRendersSvgAndPng PROPERTIES COST 5)
+set_tests_properties(CuRandHost.NormalsAreWithinTheBoundAndBitwiseOnTheScalarPath PROPERTIES COST 5)
+set_tests_properties(TrainGraph.AReplayedRunHoldsTheSlotsNotTheBacklog PROPERTIES COST 4)
+set_tests_properties(ThroughputModel.AnUnsynchronizedRunShowsItsFreshMemory PROPERTIES COST 4)
+set_tests_properties(InterruptTwice.SecondSignalASecondLaterExitsAtOnceLeavingAValidLog PROPERTIES COST 4)
+set_tests_properties(CheckedStdout.ClosedPipeFailsTheRunWithOneLine PROPERTIES COST 4)
