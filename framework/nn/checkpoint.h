@@ -33,19 +33,29 @@ struct NamedValues {
 // at all: framework/write_file.h). Blocks until each tensor's value is known.
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors);
 // Every tensor of a safetensors file, in the order of their offsets; throws
-// amlp::Error ("<path>: ...") for anything it cannot take.
+// amlp::Error ("<path>: ...") for anything it cannot take or that breaks the
+// format's rules (a key twice, offsets with a hole or an overlap, bytes after
+// the data, a __metadata__ value that is not a string). The file is read once
+// (framework/read_input.h): a regular file, or a FIFO or pipe; a directory or
+// a silent FIFO is an error, /dev/zero a header of 0 bytes.
 std::vector<NamedValues> read_safetensors(const std::string& path);
 
 // The parameters of `net` by name ("dense0.weight", ...), in its order;
 // empty until the network is initialised (its first forward).
 std::vector<std::pair<std::string, Parameter*>> named_parameters(Sequential& net);
 void save_parameters(const std::string& path, Sequential& net);
-// Checks the file against `net`'s parameters (every name, every shape) before
-// writing any, then copies each into its parameter (queued; the parameter
-// keeps its device and requires_grad).
+// Checks the file against `net`'s parameters (every name, every shape, every
+// value finite) before writing any, then copies each into its parameter
+// (queued; the parameter keeps its device and requires_grad). The second form
+// takes the tensors read already (read_safetensors: a pipe is read once);
+// `path` names them in messages.
 void load_parameters(const std::string& path, Sequential& net);
+void load_parameters(const std::string& path, const std::vector<NamedValues>& got, Sequential& net);
 // The same check alone, against the shapes a model will have: "" when the
-// file fits, else one line naming the tensor (and both shapes).
+// file fits, else one line naming the tensor (and both shapes, or the value
+// that is NaN or infinite).
 std::string parameters_problem(const std::string& path, const std::vector<std::pair<std::string, Shape>>& want);
+std::string parameters_problem(const std::string& path, const std::vector<NamedValues>& got,
+                               const std::vector<std::pair<std::string, Shape>>& want);
 
 }  // namespace amlp

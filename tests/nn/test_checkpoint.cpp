@@ -108,6 +108,45 @@ TEST_P(Checkpoint, AHandWrittenFileIsRead) {
   EXPECT_EQ(t[0].values, (std::vector<float>{1.5f, -2.f}));
 }
 
+// The format's rules, which a lenient reader would let through: byte ranges
+// that overlap or leave a hole, bytes after the last tensor, a key given
+// twice (nlohmann keeps the last silently), __metadata__ that is not strings
+// to strings. Each is one line naming the file.
+TEST_P(Checkpoint, FilesThatBreakTheFormatsRulesAreRefused) {
+  ScratchDir dir;
+  const std::string two = R"("a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]})";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {file_of("{" + two + R"(,"b":{"dtype":"F32","shape":[1],"data_offsets":[2,6]}})", std::string(8, '\0')),
+       "overlap the bytes before it"},
+      {file_of("{" + two + R"(,"b":{"dtype":"F32","shape":[1],"data_offsets":[20,24]}})", std::string(24, '\0')),
+       "leave a hole after the bytes before it, which end at 4"},
+      {file_of("{" + two + "}", std::string(4 + 100, '\0')), "100 bytes after its last tensor's data"},
+      {file_of("{" + two + "," + two + "}", std::string(4, '\0')), "gives the key 'a' twice"},
+      {file_of(R"({"a":{"dtype":"F32","dtype":"F32","shape":[1],"data_offsets":[0,4]}})", std::string(4, '\0')),
+       "gives the key 'dtype' twice"},
+      {file_of("{" + two + R"(,"__metadata__":{"k":1}})", std::string(4, '\0')), "__metadata__ 'k' is not a string"},
+      {file_of("{" + two + R"(,"__metadata__":"v"})", std::string(4, '\0')), "its __metadata__ is not an object"},
+  };
+  int i = 0;
+  for (const auto& [bytes, want] : cases) {
+    const std::string path = dir.write("bad" + std::to_string(i++) + ".safetensors", bytes);
+    SCOPED_TRACE(want);
+    std::string e;
+    try {
+      read_safetensors(path);
+    } catch (const Error& x) {
+      e = x.what();
+    }
+    EXPECT_NE(e.find(want), std::string::npos) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+    EXPECT_EQ(e.rfind("'" + path + "'", 0), 0u) << "names the file first: " << e;
+  }
+  // The well-formed file beside them: two tensors tiling the data.
+  const std::string ok = dir.write(
+      "ok.safetensors", file_of("{" + two + R"(,"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", std::string(8, '\0')));
+  EXPECT_EQ(read_safetensors(ok).size(), 2u);
+}
+
 TEST_P(Checkpoint, EveryFileItCannotTakeIsOneLineNamingTheFileAndWhy) {
   ScratchDir dir;
   auto n = net(1);

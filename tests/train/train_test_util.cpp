@@ -122,10 +122,46 @@ std::string FifoReader::text() {
   return out;
 }
 
+namespace {
+
+// What a shell gives the programs it starts: no signal blocked, every
+// signal at its default disposition (SIGPIPE and SIGXFSZ kill; whatever this
+// test process ignores or catches, the program does not inherit), so each
+// program sets what it needs itself.
+struct ShellSignals {
+  posix_spawnattr_t attr;
+  ShellSignals() {
+    posix_spawnattr_init(&attr);
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigemptyset(&all);
+    for (int sig = 1; sig < NSIG; ++sig)
+      if (sig != SIGKILL && sig != SIGSTOP) sigaddset(&all, sig);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  }
+  ~ShellSignals() { posix_spawnattr_destroy(&attr); }
+  ShellSignals(const ShellSignals&) = delete;
+  ShellSignals& operator=(const ShellSignals&) = delete;
+};
+
+}  // namespace
+
 Ran run_command(const std::string& command) {
   ScratchDir io;
-  const std::string cmd = command + " >" + io.file("out") + " 2>" + io.file("err") + " </dev/null";
-  const int st = std::system(cmd.c_str());
+  std::string cmd = command + " >" + io.file("out") + " 2>" + io.file("err") + " </dev/null";
+  std::string sh = "/bin/sh", dash_c = "-c";
+  char* argv[] = {sh.data(), dash_c.data(), cmd.data(), nullptr};
+  ShellSignals signals;
+  pid_t pid = -1;
+  int st = -1;
+  const int rc = posix_spawn(&pid, sh.c_str(), nullptr, &signals.attr, argv, environ);
+  if (rc != 0)
+    ADD_FAILURE() << "posix_spawn /bin/sh: " << std::strerror(rc);
+  else
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
   Ran r;
   r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   r.out = read_file(io.file("out"));
@@ -175,20 +211,9 @@ Spawned::Spawned(const std::string& program, const std::vector<std::string>& arg
   else
     posix_spawn_file_actions_adddup2(&fa, stdout_fd, 1);
   posix_spawn_file_actions_addopen(&fa, 2, io_.file("err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, dfl;
-  sigemptyset(&none);
-  sigemptyset(&dfl);
-  sigaddset(&dfl, SIGINT);
-  sigaddset(&dfl, SIGTERM);
-  sigaddset(&dfl, SIGHUP);
-  posix_spawnattr_setsigmask(&attr, &none);  // whatever this test process blocks
-  posix_spawnattr_setsigdefault(&attr, &dfl);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  const int rc = posix_spawn(&pid_, path.c_str(), &fa, &attr, argv.data(), environ);
+  ShellSignals signals;
+  const int rc = posix_spawn(&pid_, path.c_str(), &fa, &signals.attr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
   if (rc != 0) {
     ADD_FAILURE() << "posix_spawn " << path << ": " << std::strerror(rc);
     pid_ = -1;

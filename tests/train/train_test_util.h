@@ -122,7 +122,9 @@ struct Ran {
   size_t err_lines() const { return split_lines(err).size(); }
 };
 
-// Runs a shell command line, capturing both streams.
+// Runs a shell command line (/bin/sh -c), capturing both streams. The shell
+// and what it starts get the signals a shell gives: none blocked, every one
+// at its default disposition, whatever this test process ignores or catches.
 Ran run_command(const std::string& command);
 
 // Runs bin_dir()/<program> with `args` (shell words), capturing both streams.
@@ -142,8 +144,8 @@ nlohmann::json summary_of(const std::string& command);
 std::string host_python();
 
 // A program started in the background (posix_spawn, no shell), stdout and
-// stderr to files, so a test can signal it while it runs. SIGINT, SIGTERM
-// and SIGHUP start at their defaults, whatever this process does with them.
+// stderr to files, so a test can signal it while it runs. It starts with the
+// signals a shell gives (as run_command's programs).
 // `stdout_fd`: kStdoutToFile (the default: a file, read back by wait()),
 // kStdoutClosed (the child starts with fd 1 closed), or a descriptor of this
 // process that becomes the child's fd 1 (a pipe's write end).

@@ -1,11 +1,13 @@
 #include "train/options/npy_file.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 
@@ -24,12 +26,13 @@ namespace {
 std::string dict_value(const std::string& h, const std::string& key, const std::string& shown) {
   const std::string quoted[] = {"'" + key + "'", "\"" + key + "\""};
   size_t at = std::string::npos;
+  int times = 0;  // a key given twice: Python's literal keeps the last, a reader that took the first would differ
   for (const std::string& q : quoted)
-    if ((at = h.find(q)) != std::string::npos) {
-      at += q.size();
-      break;
+    for (size_t i = h.find(q); i != std::string::npos; i = h.find(q, i + q.size())) {
+      if (++times == 1) at = i + q.size();
     }
   if (at == std::string::npos) fail(shown, "not a NumPy file: its header has no '" + key + "'");
+  if (times > 1) fail(shown, "not a NumPy file: its header gives '" + key + "' " + std::to_string(times) + " times");
   while (at < h.size() && (h[at] == ' ' || h[at] == ':')) ++at;
   if (at >= h.size()) fail(shown, "not a NumPy file: its header ends after '" + key + "'");
   size_t end = at;
@@ -113,52 +116,73 @@ NpyHeader parse_npy_header(const char* bytes, size_t size, size_t file_size, con
   return out;
 }
 
-NpyHeader npy_header(const std::string& path) { return NpyFile::open(path).header(); }  // maps, reads the header only
+NpyHeader npy_header(const std::string& path) { return NpyFile::open(path).header(); }  // reads the header only
 
 NpyFile NpyFile::open(const std::string& path) {
   const std::string shown = shown_path(path);
+  // O_NONBLOCK: a FIFO is refused below instead of waiting for a writer.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) fail(shown, "cannot read it: " + errno_text(errno));
-  struct stat st{};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(shown, "not a regular file");
-  }
   NpyFile f;
-  f.map_bytes_ = static_cast<size_t>(st.st_size);
-  if (f.map_bytes_ == 0) {
-    ::close(fd);
-    fail(shown, "not a NumPy file: it is empty");
+  f.fd_ = fd;  // closed by f's destructor, also when a check below throws
+  f.shown_ = shown;
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    fail(shown, S_ISDIR(st.st_mode) ? "a directory, not a NumPy file" : "not a regular file (a pipe, FIFO or device cannot be read by row)");
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (size == 0) fail(shown, "not a NumPy file: it is empty");
+  // The header: at most 12 bytes of preamble and the 1 MiB parse_npy_header allows.
+  std::string head(std::min<size_t>(size, 12 + (size_t(1) << 20)), '\0');
+  size_t got = 0;
+  while (got < head.size()) {
+    const ssize_t n = ::pread(fd, head.data() + got, head.size() - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(shown, "cannot read it: " + errno_text(errno));
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
   }
-  void* m = ::mmap(nullptr, f.map_bytes_, PROT_READ, MAP_PRIVATE, fd, 0);
-  const int err = errno;
-  ::close(fd);
-  if (m == MAP_FAILED) fail(shown, "cannot map it: " + errno_text(err));
-  f.map_ = m;
-  f.header_ = parse_npy_header(static_cast<const char*>(m), f.map_bytes_, f.map_bytes_, shown);
+  f.header_ = parse_npy_header(head.data(), got, size, shown);
   return f;
 }
 
 NpyFile::NpyFile(NpyFile&& o) noexcept
-    : header_(std::move(o.header_)), map_(std::exchange(o.map_, nullptr)), map_bytes_(std::exchange(o.map_bytes_, 0)) {}
+    : header_(std::move(o.header_)), shown_(std::move(o.shown_)), fd_(std::exchange(o.fd_, -1)) {}
 
 NpyFile& NpyFile::operator=(NpyFile&& o) noexcept {
   if (this != &o) {
-    if (map_) ::munmap(map_, map_bytes_);
+    if (fd_ >= 0) ::close(fd_);
     header_ = std::move(o.header_);
-    map_ = std::exchange(o.map_, nullptr);
-    map_bytes_ = std::exchange(o.map_bytes_, 0);
+    shown_ = std::move(o.shown_);
+    fd_ = std::exchange(o.fd_, -1);
   }
   return *this;
 }
 
 NpyFile::~NpyFile() {
-  if (map_) ::munmap(map_, map_bytes_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 void NpyFile::copy_row(int64_t r, float* out) const {
   const size_t row_bytes = static_cast<size_t>(cols()) * sizeof(float);
-  std::memcpy(out, static_cast<const char*>(map_) + header_.data_offset + static_cast<size_t>(r) * row_bytes, row_bytes);
+  const off_t at = static_cast<off_t>(header_.data_offset + static_cast<size_t>(r) * row_bytes);
+  auto* bytes = reinterpret_cast<char*>(out);
+  size_t got = 0;
+  while (got < row_bytes) {
+    const ssize_t n = ::pread(fd_, bytes + got, row_bytes - got, at + static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(shown_, "cannot read row " + std::to_string(r) + ": " + errno_text(errno));
+    if (n == 0)
+      fail(shown_, "it ends before row " + std::to_string(r) + " (" + std::to_string(at) + " + " +
+                       std::to_string(row_bytes) + " bytes): it was truncated while the run read it");
+    got += static_cast<size_t>(n);
+  }
+  for (int64_t c = 0; c < cols(); ++c)
+    if (!std::isfinite(out[c])) {
+      char v[32];
+      std::snprintf(v, sizeof v, "%g", static_cast<double>(out[c]));
+      fail(shown_, "row " + std::to_string(r) + (cols() > 1 ? ", column " + std::to_string(c) : std::string()) +
+                       " is " + v + ": the data must be finite (NaN or infinity would be trained into every weight)");
+    }
 }
 
 }  // namespace amlp::train

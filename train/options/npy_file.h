@@ -1,10 +1,14 @@
-// npy_file.h — a NumPy .npy file of float32 in C order, memory-mapped
-// read-only, its rows read where they lie (never the whole file). What
+// npy_file.h — a NumPy .npy file of float32 in C order, open read-only,
+// its rows read where they lie with pread(2) (never the whole file, and no
+// memory mapping: a file truncated under a mapping kills the reader with
+// SIGBUS, under pread it is a short read, an error). What
 // `--data X.npy --targets Y.npy` train on: X (N, features), Y (N) or (N, 1).
 //
 //   NpyFile x = NpyFile::open("x.npy");      // throws NpyError: one line, the file named
 //   x.rows(), x.cols()                        // (N, F); a 1-D file is (N, 1)
-//   x.copy_row(r, out)                        // F floats of row r into out
+//   x.copy_row(r, out)                        // F floats of row r into out; throws NpyError
+//                                             // if the file no longer holds it, or a value
+//                                             // is NaN or infinite
 //
 // The header is checked as NumPy writes it (format 1.0, 2.0 or 3.0, a
 // Python dict literal with 'descr', 'fortran_order' and 'shape'), and the
@@ -37,12 +41,12 @@ struct NpyHeader {
 // messages name it. Throws NpyError.
 NpyHeader parse_npy_header(const char* bytes, size_t size, size_t file_size, const std::string& shown);
 
-// The header of the file at `path` (mapped: only its first pages are read). Throws NpyError.
+// The header of the file at `path` (only its first bytes are read). Throws NpyError.
 NpyHeader npy_header(const std::string& path);
 
 class NpyFile {
  public:
-  static NpyFile open(const std::string& path);  // mapped read-only; throws NpyError
+  static NpyFile open(const std::string& path);  // a regular file, opened read-only; throws NpyError
   NpyFile() = default;
   NpyFile(NpyFile&& o) noexcept;
   NpyFile& operator=(NpyFile&& o) noexcept;
@@ -53,13 +57,15 @@ class NpyFile {
   const NpyHeader& header() const { return header_; }
   int64_t rows() const { return header_.rows(); }
   int64_t cols() const { return header_.cols(); }
-  // cols() floats of row r (0 <= r < rows()) into `out` (the data may sit unaligned in the file).
+  // cols() floats of row r (0 <= r < rows()) into `out`. Throws NpyError
+  // when the file ends before the row (it shrank since it was opened) or a
+  // value is NaN or infinite (naming the row, the column and the value).
   void copy_row(int64_t r, float* out) const;
 
  private:
   NpyHeader header_;
-  void* map_ = nullptr;
-  size_t map_bytes_ = 0;
+  std::string shown_;  // the file as messages name it
+  int fd_ = -1;
 };
 
 }  // namespace amlp::train

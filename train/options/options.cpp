@@ -1,10 +1,5 @@
 #include "train/options/options.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -18,6 +13,7 @@
 #include "framework/ops.h"
 #include "framework/parse.h"
 #include "framework/process_group.h"
+#include "framework/read_input.h"
 #include "train/options/npy_file.h"
 #include "train/options/program_options.h"
 
@@ -178,51 +174,9 @@ constexpr int kConfigWaitSeconds = 5;
 constexpr size_t kMaxConfigBytes = size_t(16) << 20;
 
 // The whole text of `path`; false and why not ("it is a directory", the
-// system's reason) when it cannot be read.
+// system's reason) when it cannot be read (framework/read_input.h).
 bool read_config_text(const std::string& path, std::string* text, std::string* why) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);  // a FIFO: no wait for a writer
-  if (fd < 0) {
-    *why = std::strerror(errno);
-    return false;
-  }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-    *why = "it is a directory";
-    return false;
-  }
-  char buf[65536];
-  for (;;) {
-    // Until the writer's end: a FIFO polls ready when data comes or its
-    // writer closes, never while no writer has opened it yet.
-    pollfd p{fd, POLLIN, 0};
-    const int ready = ::poll(&p, 1, kConfigWaitSeconds * 1000);
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready < 0) {
-      *why = std::strerror(errno);
-      return false;
-    }
-    if (ready == 0) {
-      *why = "nothing came in " + std::to_string(kConfigWaitSeconds) +
-             " s (a FIFO that no process writes to?)";
-      return false;
-    }
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n == 0) return true;
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (n < 0) {
-      *why = std::strerror(errno);
-      return false;
-    }
-    text->append(buf, static_cast<size_t>(n));
-    if (text->size() > kMaxConfigBytes) {
-      *why = "it is over " + std::to_string(kMaxConfigBytes >> 20) + " MiB: not an INI file of options";
-      return false;
-    }
-  }
+  return read_input(path, kMaxConfigBytes, kConfigWaitSeconds, "an INI file of options", text, why);
 }
 
 // The INI text as Boost's reader takes it: a UTF-8 byte-order mark at the
@@ -315,8 +269,9 @@ po::options_description general_options() {
     .flag("blocking", "synchronous mode: every push waits for its op (default: off)")
     .flag("tf32", "TF32 tensor-core GEMMs on CUDA; on the CPU, emulated: the GEMMs' inputs rounded to TF32 (default: off)")
     .flag("check-finite",
-     "queue a check that each batch's loss is finite; a failure surfaces at the next blocker "
-     "(default: off)")
+     "queue a check that each batch's loss is finite; a failure surfaces at the next blocker. It "
+     "covers what training computes; --data's rows and --load's tensors are checked finite whether "
+     "it is on or not (default: off)")
     .text("memory-log", "FILE.csv", "",
      "one CSV row per batch, flushed per row, sampled when the batch has been queued: batch, "
      "wall_s, queue_depth, bytes_in_use, peak_bytes, reserved_bytes, rss_bytes, loss (empty "
@@ -331,8 +286,8 @@ po::options_description general_options() {
      "tensor of the model, float32, the model's shapes; checked before anything runs) instead of "
      "drawing them from --seed (default: none)")
     .text("data", "X.npy", "",
-     "train on these rows instead of random data: a NumPy float32 C-order array (N, features), "
-     "memory-mapped; --features is its columns; an epoch is one pass, N / --batch-size batches "
+     "train on these rows instead of random data: a NumPy float32 C-order array (N, features), a "
+     "regular file whose rows are read as batches need them, each value checked finite; --features is its columns; an epoch is one pass, N / --batch-size batches "
      "(default: random data)")
     .text("targets", "Y.npy", "", "the targets of --data's rows: float32, (N) or (N, 1) (default: none)")
     .flag("shuffle", "with --data: the rows in an order drawn again each epoch from --seed (default: off, in file order)")

@@ -1,6 +1,7 @@
 // parameters_file.cpp — the --load file checked up front (parameters_file.h).
 #include "train/plan/parameters_file.h"
 
+#include "framework/error.h"
 #include "framework/nn/checkpoint.h"
 
 namespace amlp::train {
@@ -19,9 +20,37 @@ std::vector<std::pair<std::string, Shape>> model_parameter_shapes(const Options&
   return ps;
 }
 
+namespace {
+
+// The file read last and its tensors: one --load per process.
+struct Loaded {
+  std::string path;
+  std::vector<NamedValues> tensors;
+};
+Loaded& loaded() {
+  static Loaded l;
+  return l;
+}
+
+}  // namespace
+
+const std::vector<NamedValues>& loaded_parameters(const std::string& path) {
+  Loaded& l = loaded();
+  if (l.path != path) {
+    l.tensors = read_safetensors(path);
+    l.path = path;
+  }
+  return l.tensors;
+}
+
 std::string load_problem(const Options& o) {
   if (o.load.empty()) return "";
-  const std::string why = parameters_problem(o.load, model_parameter_shapes(o));
+  std::string why;
+  try {
+    why = parameters_problem(o.load, loaded_parameters(o.load), model_parameter_shapes(o));
+  } catch (const Error& e) {
+    why = e.what();
+  }
   return why.empty() ? "" : "--load: " + why;
 }
 

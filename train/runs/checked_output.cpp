@@ -70,8 +70,10 @@ int CheckedFdBuf::sync() { return drain() ? 0 : -1; }
 
 void install_checked_stdout() {
   // A closed pipe (stdout, a FIFO output) is then a write error, EPIPE,
-  // reported as a failed run, not a silent death by SIGPIPE.
+  // reported as a failed run, not a silent death by SIGPIPE; a write past
+  // the file size limit (ulimit -f) is EFBIG the same way, not SIGXFSZ.
   ::signal(SIGPIPE, SIG_IGN);
+  ::signal(SIGXFSZ, SIG_IGN);
   bool stdout_closed = false;
   for (int fd = 0; fd <= 2; ++fd) {
     if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;

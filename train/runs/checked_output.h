@@ -51,7 +51,8 @@ class CheckedFdBuf : public std::streambuf {
   char buf_[4096];
 };
 
-// Ignores SIGPIPE (a closed pipe is then EPIPE from write(2)), opens /dev/null on whichever of fds 0, 1, 2 is closed (so no file the run
+// Ignores SIGPIPE and SIGXFSZ (a closed pipe is then EPIPE from write(2), a
+// file past `ulimit -f` EFBIG: a failed run's one line, not a death), opens /dev/null on whichever of fds 0, 1, 2 is closed (so no file the run
 // opens takes their number: a memory log on fd 1 would get the book's lines),
 // and makes std::cout write through a CheckedFdBuf on fd 1 (left in place
 // until exit), failed from the start when fd 1 was closed.

@@ -1,10 +1,10 @@
 // data_set.h — the rows `--data X.npy --targets Y.npy` name, batch by batch:
-// each batch's rows gathered from the mapped files on the frontend (host
+// each batch's rows read from the files on the frontend (host
 // work that the throughput model's h measures) and handed to the device by
 // a queued copy (from_host). The order is the file's, or with --shuffle
 // drawn again at each epoch's start from --seed.
 //
-//   DataSet data(settings);                  // maps both files (checked by the options already)
+//   DataSet data(settings);                  // opens both files (checked by the options already)
 //   data.begin_epoch(epoch);                 // 1-based
 //   auto [X, y] = data.batch(b, B, device);  // b: 0-based within the epoch; the last may be short
 #pragma once

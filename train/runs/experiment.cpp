@@ -26,6 +26,7 @@
 #include "train/runs/live_status.h"
 #include "train/runs/memory_log.h"
 #include "train/models/predict.h"
+#include "train/plan/parameters_file.h"
 #include "train/runs/run_meter.h"
 #include "train/runs/trainer.h"
 
@@ -86,7 +87,7 @@ std::unique_ptr<Trainer> new_trainer(const RunSpec& s, const std::vector<Device>
   for (const Device& dev : devs) fresh_device(dev);
   manual_seed(s.seed);
   auto trainer = std::make_unique<Trainer>(s, devs);
-  if (!s.load.empty()) trainer->load(s.load);  // checked up front (train/plan/parameters_file.h)
+  if (!s.load.empty()) trainer->load(s.load, loaded_parameters(s.load));  // read and checked up front
   const std::vector<int64_t> rows = trainer->rows(s.batch_size);
   for (size_t i = 0; i < devs.size(); ++i) r.per_device[i].rows_per_batch = rows[i];
   for (const Device& dev : devs) fresh_device(dev);
@@ -96,11 +97,12 @@ std::unique_ptr<Trainer> new_trainer(const RunSpec& s, const std::vector<Device>
 // The one line a failed run reports: where it failed, what, and for out of
 // memory how to avoid it.
 std::string failure_message(const RunSpec& s, const RunResult& r, const RunMeter& meter, const std::exception& e,
-                            int batch, bool in_loop) {
+                            int batch, bool in_loop, bool saving) {
   std::string what = dynamic_cast<const std::bad_alloc*>(&e) ? "the host ran out of memory (std::bad_alloc)"
                                                                : std::string(e.what());
   const int total = s.total_batches();
-  const std::string where = !in_loop ? (batch == 0 ? "before its first batch" : "in the final waitall()")
+  const std::string where = saving     ? "saving its parameters"
+                            : !in_loop ? (batch == 0 ? "before its first batch" : "in the final waitall()")
                             : batch <= total
                                 ? "at batch " + std::to_string(batch) + " of " + std::to_string(total) +
                                       (s.epochs > 1 ? " (epoch " + std::to_string((batch - 1) / s.batches + 1) + ")"
@@ -246,6 +248,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
   std::optional<BatchSample> unwritten;  // a batch's row, built, while its loss is read
   int batch = 0;
   bool in_loop = false;
+  bool saving = false;  // --save's file being written
   trace::set_run_label(s.label);  // --compare's modes share the tracks: each span says whose it is
   try {
     const std::unique_ptr<Trainer> model = new_trainer(s, devs, r);
@@ -375,7 +378,17 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
     if (!synced && !last_loss.empty()) r.final_loss = trainer.mean_loss(last_loss, last_rows).item();
     last_loss.clear();
     if (!s.save.empty()) {  // also when interrupted: the batches queued before the signal have run
-      trainer.save(s.save);
+      saving = true;
+      try {
+        trainer.save(s.save);
+      } catch (const KernelError&) {  // the training's own failure, met as the values were waited for
+        throw;
+      } catch (const OutOfMemory&) {
+        throw;
+      } catch (const Error& e) {  // the option is named: "cannot write 'p.st'" alone does not say which
+        throw Error(std::string("--save: ") + e.what());
+      }
+      saving = false;
       out << "parameters saved: " << quote(s.save) << std::endl;
     }
     r.end_bytes = meter.bytes_in_use();
@@ -391,7 +404,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
       if (unwritten) log.write(*std::exchange(unwritten, std::nullopt));  // the batch's row, loss empty
     } catch (const std::exception&) {  // the log's own failure is not this run's error
     }
-    r.error = failure_message(s, r, meter, e, batch, in_loop);
+    r.error = failure_message(s, r, meter, e, batch, in_loop, saving);
     throw_failed(r, meter, wall_s);
   }
   // Training that diverged (the final loss NaN or infinite): a failed run, not a result.

@@ -75,8 +75,8 @@ Sequential& Trainer::model(size_t i) {
 
 size_t Trainer::models() const { return dp_ ? dp_->size() : 1; }
 
-void Trainer::load(const std::string& path) {
-  for (size_t i = 0; i < models(); ++i) load_parameters(path, model(i));
+void Trainer::load(const std::string& path, const std::vector<NamedValues>& tensors) {
+  for (size_t i = 0; i < models(); ++i) load_parameters(path, tensors, model(i));
 }
 
 void Trainer::save(const std::string& path) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "framework/asyncmlp.h"
+#include "framework/nn/checkpoint.h"
 #include "framework/nn/dist_data_parallel.h"
 #include "train/options/options.h"
 
@@ -43,7 +44,8 @@ class Trainer {
   // The parameters from a safetensors file (framework/nn/checkpoint.h), into
   // every replica (every rank reads the file); and into one, once the
   // queued work is done: rank 0's, written whole or not at all.
-  void load(const std::string& path);
+  // The tensors of the --load file `path` (read once: train/plan/parameters_file.h) into every replica.
+  void load(const std::string& path, const std::vector<NamedValues>& tensors);
   void save(const std::string& path);
 
  private:

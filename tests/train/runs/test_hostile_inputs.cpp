@@ -1,0 +1,209 @@
+// The input files of train_mlp (--data, --targets, --load) and its outputs
+// under a file size limit, in the forms a user's shell can hand it: a data
+// file truncated while the run reads it, NaN in the data or the parameters,
+// --load naming a directory, a FIFO, /dev/zero or a pipe, and `ulimit -f`
+// with SIGXFSZ at its default disposition. Each ends in a run or in one line
+// naming the option's file and the cause: exit 2 up front, exit 1 during the
+// run (the summary marked failed) — never a signal death, a hang, or NaN
+// trained silently. The binary starts with the signals a shell gives
+// (train_test_util.h run_command, Spawned).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <thread>
+
+#include "framework/nn/checkpoint.h"
+#include "framework/ops.h"
+#include "npy_writer.h"
+#include "train/train_test_util.h"
+
+namespace amlp::train {
+namespace {
+
+using amlp::testing::make_fifo;
+using amlp::testing::Ran;
+using amlp::testing::read_file;
+using amlp::testing::read_json;
+using amlp::testing::run_command;
+using amlp::testing::run_train_mlp;
+using amlp::testing::ScratchDir;
+using amlp::testing::Spawned;
+using amlp::testing::temporaries_of;
+using amlp::testing::wait_for_lines;
+using amlp::testing::write_npy;
+
+const std::string kModel = "--device cpu --quiet --batch-size 64 --hidden 8 ";
+const std::string kLoadModel = kModel + "--features 8 ";
+
+// X (rows, 8) and y (rows) of small finite values; `bad_row` (if >= 0) gets `bad` in its column 3.
+void write_data(const ScratchDir& dir, int64_t rows, int64_t bad_row = -1,
+                float bad = std::numeric_limits<float>::quiet_NaN()) {
+  std::vector<float> x(static_cast<size_t>(rows * 8)), y(static_cast<size_t>(rows));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 13) / 13.f - 0.5f;
+  for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>(i % 7) / 7.f;
+  if (bad_row >= 0) x[static_cast<size_t>(bad_row * 8 + 3)] = bad;
+  write_npy(dir.file("x.npy"), {rows, 8}, x);
+  write_npy(dir.file("y.npy"), {rows}, y);
+}
+
+nlohmann::json summary(const std::string& path) {
+  const auto j = read_json(path);
+  return j.is_array() ? j[0] : j;
+}
+
+// A data file cut short while the run reads it: the rows are read with
+// pread, not through a mapping that would fault (SIGBUS), so the run ends
+// with one line naming the file, exit 1, the summary marked failed.
+TEST(HostileInputs, DataTruncatedDuringTheRunIsOneLineAndExitOne) {
+  for (const std::string& extra : {std::string(""), std::string("--shuffle")}) {
+    for (const off_t cut : {off_t(4096), off_t(0)}) {
+      SCOPED_TRACE(extra + " truncated to " + std::to_string(cut));
+      ScratchDir dir;
+      write_data(dir, 64 * 64);
+      const std::string log = dir.file("m.csv"), s = dir.file("s.json");
+      std::vector<std::string> args{"--device", "cpu", "--quiet", "--batch-size", "64", "--hidden", "8",
+                                    "--data", dir.file("x.npy"), "--targets", dir.file("y.npy"),
+                                    "--epochs", "1000", "--memory-log", log, "--summary-json", s};
+      if (!extra.empty()) args.push_back(extra);
+      Spawned run("train_mlp", args);
+      ASSERT_TRUE(run.running());
+      ASSERT_TRUE(wait_for_lines(log, 1 + 70, [&] { return !run.alive(); })) << run.err_so_far();
+      ASSERT_EQ(::truncate(dir.file("x.npy").c_str(), cut), 0);
+      const Ran r = run.wait();
+      EXPECT_EQ(run.signaled, 0) << "killed by signal " << run.signaled;
+      EXPECT_EQ(r.code, 1) << r.err;
+      EXPECT_EQ(r.err_lines(), 1u) << r.err;
+      EXPECT_NE(r.err.find("x.npy"), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
+      EXPECT_EQ(summary(s)["status"], "failed");
+    }
+  }
+}
+
+// NaN or infinity in --data is refused as the row is gathered, naming the
+// file, the row and the value; nothing is saved from a run that failed.
+TEST(HostileInputs, NonFiniteDataIsOneLineNamingTheRowNotTrained) {
+  const std::pair<float, std::string> bads[] = {{std::numeric_limits<float>::quiet_NaN(), "nan"},
+                                                {std::numeric_limits<float>::infinity(), "inf"}};
+  for (const auto& [bad, says] : bads) {
+    SCOPED_TRACE(says);
+    ScratchDir dir;
+    write_data(dir, 1000, 10, bad);
+    const Ran r = run_train_mlp(kModel + "--data " + dir.file("x.npy") + " --targets " + dir.file("y.npy") +
+                                " --check-finite --save " + dir.file("p.st") + " --summary-json " + dir.file("s.json"));
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_EQ(r.err_lines(), 1u) << r.err;
+    EXPECT_NE(r.err.find("x.npy"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("row 10, column 3 is " + says), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir.file("p.st"))) << "a failed run saves nothing";
+    EXPECT_EQ(summary(dir.file("s.json"))["status"], "failed");
+  }
+}
+
+// A --load file with a NaN weight is refused up front, naming the tensor.
+TEST(HostileInputs, ALoadFileWithANanWeightIsRefusedUpFront) {
+  ScratchDir dir;
+  const std::string good = dir.file("good.st"), bad = dir.file("bad.st");
+  ASSERT_EQ(run_train_mlp(kLoadModel + "--batches 2 --save " + good).code, 0);
+  std::vector<NamedValues> ts = read_safetensors(good);
+  std::vector<std::pair<std::string, Tensor>> named;
+  for (NamedValues& t : ts) {
+    if (t.name == "dense0.weight") t.values[5] = std::numeric_limits<float>::quiet_NaN();
+    named.emplace_back(t.name, from_host(t.shape, t.values.data(), Device::cpu()));
+  }
+  save_safetensors(bad, named);
+  const Ran r = run_train_mlp(kLoadModel + "--batches 2 --load " + bad + " --summary-json " + dir.file("s.json"));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(r.err_lines(), 1u) << r.err;
+  EXPECT_NE(r.err.find("--load: '" + bad + "': tensor 'dense0.weight' holds nan (value 5 of 64)"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("s.json"))) << "nothing ran";
+}
+
+// --load naming what is not a regular file: a directory, /dev/zero and a FIFO
+// nobody writes to are one line each, exit 2, at once or after the bounded
+// wait; a FIFO or pipe with a writer is read once and the run goes on.
+TEST(HostileInputs, LoadFromADirectoryDevZeroOrASilentFifoIsOneLine) {
+  ScratchDir dir;
+  const std::pair<std::string, std::string> cases[] = {
+      {dir.path(), "cannot read it: it is a directory"},
+      {"/dev/zero", "not a safetensors file: a header of 0 bytes"},
+      {make_fifo(dir, "silent"), "cannot read it: nothing came in 5 s"},
+  };
+  for (const auto& [path, says] : cases) {
+    SCOPED_TRACE(path);
+    const auto t0 = std::chrono::steady_clock::now();
+    const Ran r = run_train_mlp(kLoadModel + "--batches 2 --load " + path);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(r.err_lines(), 1u) << r.err;
+    EXPECT_NE(r.err.find("--load: '" + path + "': " + says), std::string::npos) << r.err;
+    // A safety net against a hang, not a timing check: the wait is 5 s.
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(120));
+  }
+}
+
+TEST(HostileInputs, LoadFromAPipeOrAFifoWithAWriterIsReadOnce) {
+  ScratchDir dir;
+  const std::string good = dir.file("good.st");
+  ASSERT_EQ(run_train_mlp(kLoadModel + "--batches 2 --save " + good).code, 0);
+  const std::string bin = amlp::testing::program_path("train_mlp");
+  // A pipe on stdin (inside sh -c: run_command gives the command line itself stdin from /dev/null).
+  Ran r = run_command("sh -c 'cat " + good + " | " + bin + " " + kLoadModel + "--batches 2 --load /dev/stdin'");
+  EXPECT_EQ(r.code, 0) << r.err;
+  // A FIFO whose writer comes a moment later.
+  const std::string fifo = make_fifo(dir, "f");
+  r = run_command("(sleep 1; cat " + good + " > " + fifo + ") & " + bin + " " + kLoadModel + "--batches 2 --load " + fifo +
+                  "; s=$?; wait; exit $s");
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
+// `ulimit -f` with SIGXFSZ at its default disposition (as a shell leaves it):
+// train_mlp ignores the signal itself, so a write past the limit is EFBIG —
+// one line, exit 1 — and the memory log keeps whole rows, --save no temporary.
+TEST(HostileInputs, AFileSizeLimitIsOneLineNotADeathBySigxfsz) {
+  const std::string bin = amlp::testing::program_path("train_mlp");
+  {
+    SCOPED_TRACE("stdout past the limit");
+    ScratchDir dir;
+    const Ran r = run_command("ulimit -f 1; (" + bin + " --config " + amlp::testing::source_file("configs/quick.ini") +
+                              " --device cpu --quiet --batches 5 > " + dir.file("big.out") + ")");
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_EQ(r.err_lines(), 1u) << r.err;
+    EXPECT_NE(r.err.find("File too large"), std::string::npos) << r.err;
+  }
+  {
+    SCOPED_TRACE("--memory-log past the limit");
+    ScratchDir dir;
+    const std::string log = dir.file("m.csv");
+    const Ran r = run_command("ulimit -f 8; (" + bin + " " + kModel + "--batches 400 --memory-log " + log + " > /dev/null)");
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_EQ(r.err_lines(), 1u) << r.err;
+    EXPECT_NE(r.err.find("File too large"), std::string::npos) << r.err;
+    const std::string text = read_file(log);
+    ASSERT_FALSE(text.empty());
+    EXPECT_EQ(text.back(), '\n') << "half a row at the end";
+    EXPECT_EQ(amlp::testing::read_csv_strict(log).problem, "");
+  }
+  {
+    SCOPED_TRACE("--save past the limit");
+    ScratchDir dir;
+    const std::string p = dir.file("p.st");
+    const Ran r = run_command("ulimit -f 1; (" + bin + " --device cpu --quiet --batch-size 64 --features 64 --hidden 64 --batches 2 --save " + p +
+                              " > /dev/null)");
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_EQ(r.err_lines(), 1u) << r.err;
+    EXPECT_NE(r.err.find("--save"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("File too large"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(p));
+    EXPECT_TRUE(temporaries_of(p).empty());
+  }
+}
+
+}  // namespace
+}  // namespace amlp::train
