@@ -131,7 +131,7 @@ std::string blas_room_problem(const detail::AddressSpace& a) {
   if (!a.limited() || a.left() >= kBlasBufferBytes + kBlasSlack) return "";
   return "OpenBLAS maps a " + mib(kBlasBufferBytes) + " buffer for a GEMM that finds none free, and " + a.describe() +
          " leaves " + mib(a.left()) +
-         " (OpenBLAS would retry the mapping for ever): raise the limit, or give the pool less with --memory-limit";
+         " (OpenBLAS would retry the mapping for ever): raise the limit, or give the pools less memory (set_memory_limit)";
 }
 
 std::string pool_mapping_problem(size_t bytes, const detail::AddressSpace& a) {
@@ -140,7 +140,7 @@ std::string pool_mapping_problem(size_t bytes, const detail::AddressSpace& a) {
   if (left >= keep && left - keep >= bytes) return "";
   return a.describe() + " leaves " + mib(left) + ", and " + mib(keep) +
          " of it stays free for OpenBLAS's buffer (a GEMM that finds none free maps one, and would retry the "
-         "mapping for ever): raise the limit, or give the pools less with --memory-limit";
+         "mapping for ever): raise the limit, or give the pools less memory (set_memory_limit)";
 }
 
 // The peak is raised under room_mutex(); under a limit the lock stays held

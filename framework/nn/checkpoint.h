@@ -18,27 +18,15 @@
 #include <vector>
 
 #include "framework/nn/block.h"
+#include "framework/nn/safetensors.h"
 #include "framework/nn/sequential.h"
 
 namespace amlp {
 
-// A tensor read from a file: its name, shape and values.
-struct NamedValues {
-  std::string name;
-  Shape shape;
-  std::vector<float> values;
-};
-
 // The named tensors, in order, as one safetensors file (written whole or not
 // at all: framework/write_file.h). Blocks until each tensor's value is known.
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors);
-// Every tensor of a safetensors file, in the order of their offsets; throws
-// amlp::Error ("<path>: ...") for anything it cannot take or that breaks the
-// format's rules (a key twice, offsets with a hole or an overlap, bytes after
-// the data, a __metadata__ value that is not a string). The file is read once
-// (framework/read_input.h): a regular file, or a FIFO or pipe; a directory or
-// a silent FIFO is an error, /dev/zero a header of 0 bytes.
-std::vector<NamedValues> read_safetensors(const std::string& path);
+// read_safetensors: framework/nn/safetensors.h.
 
 // The parameters of `net` by name ("dense0.weight", ...), in its order;
 // empty until the network is initialised (its first forward).

@@ -272,7 +272,7 @@ TEST(BlasRoom, APoolMapsOnlyWhatLeavesAGemmItsBuffer) {
   const std::string why = cpu::pool_mapping_problem(512 * MiB - 144 * MiB + 1, a);
   EXPECT_EQ(why, "RLIMIT_AS (ulimit -v) of 1024.0 MiB, 512.0 MiB of it mapped leaves 512.0 MiB, and 144.0 MiB of it "
                  "stays free for OpenBLAS's buffer (a GEMM that finds none free maps one, and would retry the mapping "
-                 "for ever): raise the limit, or give the pools less with --memory-limit");
+                 "for ever): raise the limit, or give the pools less memory (set_memory_limit)");
   a.vm_size = 1 * GiB - 100 * MiB;  // less than the room left already: nothing more
   EXPECT_NE(cpu::pool_mapping_problem(1, a), "");
 }

@@ -179,6 +179,19 @@ bool read_config_text(const std::string& path, std::string* text, std::string* w
   return read_input(path, kMaxConfigBytes, kConfigWaitSeconds, "an INI file of options", text, why);
 }
 
+// "" when `text` can be an INI file as Boost reads it (UTF-8, lines ending in
+// \n or \r\n), else why not, named as the user would fix it: UTF-16 (a byte-order
+// mark, or NUL bytes) or lines ended by a carriage return alone.
+std::string config_text_problem(const std::string& text) {
+  if (text.rfind("\xFF\xFE", 0) == 0 || text.rfind("\xFE\xFF", 0) == 0)
+    return "it is UTF-16 (it begins with a UTF-16 byte-order mark): save it as UTF-8";
+  if (text.find('\0') != std::string::npos)
+    return "it holds NUL bytes, which no INI text does (UTF-16 without a byte-order mark?): save it as UTF-8";
+  if (text.find('\r') != std::string::npos && text.find('\n') == std::string::npos)
+    return "its lines end in a carriage return alone (classic Mac OS line endings): save it with \\n line endings";
+  return "";
+}
+
 // The INI text as Boost's reader takes it: a UTF-8 byte-order mark at the
 // start dropped, and a line whose first non-blank character is ';' (a comment,
 // as '#' is to Boost) made blank. Any other line is left to Boost.
@@ -638,6 +651,8 @@ ParseOutcome parse_options(const std::vector<std::string>& args) {
     const std::string shown = shown_path(config);
     std::string text, why;
     if (!read_config_text(config, &text, &why)) return fail("cannot read config file '" + shown + "': " + why);
+    if (const std::string bad = config_text_problem(text); !bad.empty())
+      return fail("config file '" + shown + "': " + bad);
     std::istringstream in(ini_for_boost(std::move(text)));
     try {
       const po::parsed_options from_file = po::parse_config_file(in, general, /*allow_unregistered=*/false);

@@ -381,6 +381,32 @@ TEST(TrainOptions, ConfigTakesSemicolonCommentsAndAByteOrderMark) {
   ASSERT_EQ(p.status, ParseStatus::Error);
 }
 
+// A config file in UTF-16 or with carriage-return-only line endings is named
+// as such (not "unknown key '\xff\xfeb\x00...'" or "must be an integer (got
+// '3\rbatch-size = 32...')"); \r\n line endings are read as \n.
+TEST(TrainOptions, ConfigInUtf16OrWithCrOnlyLinesIsNamedAsSuch) {
+  ScratchDir dir;
+  std::string utf16 = "\xFF\xFE";
+  for (char c : std::string("batches = 3\n")) utf16 += std::string{c, '\0'};
+  const std::pair<std::string, std::string> cases[] = {
+      {utf16, "it is UTF-16 (it begins with a UTF-16 byte-order mark): save it as UTF-8"},
+      {utf16.substr(2), "it holds NUL bytes, which no INI text does (UTF-16 without a byte-order mark?)"},
+      {"batches = 3\rbatch-size = 32\r", "its lines end in a carriage return alone (classic Mac OS line endings)"},
+  };
+  int i = 0;
+  for (const auto& [text, says] : cases) {
+    const std::string ini = dir.write("c" + std::to_string(i++) + ".ini", text);
+    const ParseOutcome p = parse("--config " + ini);
+    ASSERT_EQ(p.status, ParseStatus::Error) << says;
+    EXPECT_EQ(p.exit_code, kExitBadInput);
+    EXPECT_EQ(p.message.rfind("config file '" + ini + "': " + says, 0), 0u) << p.message;
+  }
+  const ParseOutcome crlf = parse("--config " + dir.write("crlf.ini", "batches = 3\r\nbatch-size = 32\r\n"));
+  ASSERT_EQ(crlf.status, ParseStatus::Run) << crlf.message;
+  EXPECT_EQ(crlf.options.batches, 3);
+  EXPECT_EQ(crlf.options.batch_size, 32);
+}
+
 // "" names no config file and no layers: both are bad input (not a run that
 // reads no file, or one that trains a lone Dense(1)).
 TEST(TrainOptions, AnEmptyConfigOrHiddenIsRefused) {
