@@ -7,6 +7,7 @@
 #include "framework/runtime.h"
 #include "train/driver.h"
 #include "train/models/predict.h"
+#include "train/options/file_options.h"
 #include "train/plan/outputs.h"
 #include "train/plan/parameters_file.h"
 #include "train/options/options.h"
@@ -23,7 +24,7 @@ int main(int argc, char** argv) {
       return p.exit_code;
     case ParseStatus::Exit:
       std::cout << p.message;
-      if (p.help) std::cout << models_help() << help_after_models();
+      if (p.help) std::cout << models_help() << help_after_models() << "\n" << file_options_help();
       std::cout.flush();
       if (const std::string why = output_problem(std::cout); !why.empty()) {
         std::cerr << "train_mlp: error: " << why << std::endl;

@@ -36,9 +36,6 @@ std::string dims_text(const std::vector<int64_t>& s) {
 
 namespace {
 
-// A FIFO or pipe that stays silent this long is an error, not a hang.
-constexpr int kInputWaitSeconds = 5;
-
 // The header as JSON, refusing what nlohmann would take silently: a key given
 // twice in one object (the parser keeps the last; the format allows one).
 nlohmann::json parse_header(const std::string& path, const std::string& text) {
@@ -111,11 +108,11 @@ Entry entry_of(const std::string& path, const std::string& name, const nlohmann:
 // key once, and an optional "__metadata__" of strings to strings; the
 // tensors' byte ranges, in offset order, tiling the data from 0 with no hole
 // and no overlap; nothing after the last. Read once, whatever the file is.
-std::vector<NamedValues> read_safetensors(const std::string& path) {
+std::vector<NamedValues> read_safetensors(const std::string& path, int wait_s) {
   std::string bytes;
   std::vector<Entry> entries;
   try {
-    InputReader in(path, kInputWaitSeconds);
+    InputReader in(path, wait_s);  // a FIFO silent this long is an error, not a hang
     if (in.read(8, &bytes) < 8)
       fail(path, "not a safetensors file: " + std::to_string(bytes.size()) + " bytes, under the 8 of its header's length");
     const uint64_t n = le64(reinterpret_cast<const unsigned char*>(bytes.data()));

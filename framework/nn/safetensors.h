@@ -25,6 +25,7 @@ struct NamedValues {
 // the data, a __metadata__ value that is not a string). The file is read once
 // (framework/read_input.h): a regular file, or a FIFO or pipe; a directory or
 // a silent FIFO is an error, /dev/zero a header of 0 bytes.
-std::vector<NamedValues> read_safetensors(const std::string& path);
+// `wait_s`: how long a FIFO or pipe may stay silent.
+std::vector<NamedValues> read_safetensors(const std::string& path, int wait_s = 5);
 
 }  // namespace amlp

@@ -14,6 +14,7 @@
 #include "framework/parse.h"
 #include "framework/process_group.h"
 #include "framework/read_input.h"
+#include "train/options/file_options.h"
 #include "train/options/npy_file.h"
 #include "train/options/program_options.h"
 
@@ -167,16 +168,15 @@ double read_status_every(const std::string& t) {
 //
 // Read whole before it is parsed, so that what kind of file it is cannot stop
 // the run: a FIFO or a pipe (--config <(printf 'batches=2\n')) is read as its
-// writer writes; one that stays silent for kConfigWait (a FIFO no process
-// writes to, a terminal) is an error instead of a hang; a file past
-// kMaxConfigBytes (/dev/zero) is not an INI file of options.
-constexpr int kConfigWaitSeconds = 5;
-constexpr size_t kMaxConfigBytes = size_t(16) << 20;
+// writer writes; one that stays silent for its wait (a FIFO no process
+// writes to, a terminal) is an error instead of a hang; a file past its cap
+// (/dev/zero) is not an INI file of options (file_options.h).
 
 // The whole text of `path`; false and why not ("it is a directory", the
 // system's reason) when it cannot be read (framework/read_input.h).
 bool read_config_text(const std::string& path, std::string* text, std::string* why) {
-  return read_input(path, kMaxConfigBytes, kConfigWaitSeconds, "an INI file of options", text, why);
+  const FileOption& f = file_option("config");  // its cap and its wait: the table of files
+  return read_input(path, f.max_bytes, f.wait_s, "an INI file of options", text, why);
 }
 
 // "" when `text` can be an INI file as Boost reads it (UTF-8, lines ending in

@@ -3,6 +3,7 @@
 
 #include "framework/error.h"
 #include "framework/nn/checkpoint.h"
+#include "train/options/file_options.h"
 
 namespace amlp::train {
 
@@ -37,7 +38,7 @@ Loaded& loaded() {
 const std::vector<NamedValues>& loaded_parameters(const std::string& path) {
   Loaded& l = loaded();
   if (l.path != path) {
-    l.tensors = read_safetensors(path);
+    l.tensors = read_safetensors(path, file_option("load").wait_s);  // the table of files
     l.path = path;
   }
   return l.tensors;

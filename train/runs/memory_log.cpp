@@ -18,7 +18,7 @@ std::string memory_log_header(const std::vector<Device>& devices, bool epochs) {
 }
 
 MemoryLog::MemoryLog(const std::string& path, const std::vector<Device>& devices, bool epochs)
-    : file_(path, "memory log") {
+    : file_(path, "--memory-log") {
   file_.append(memory_log_header(devices, epochs) + "\n");
 }
 

@@ -320,7 +320,7 @@ TEST(TrainMlpLogs, AFileSizeLimitLeavesOnlyWholeRows) {
                             " --device cpu --quiet --batches 300 --batch-size 8 --hidden 4 --memory-log " + log + "\"");
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_EQ(r.err_lines(), 1u) << r.err;
-  EXPECT_NE(r.err.find("cannot write memory log '" + log + "': " + std::strerror(EFBIG)), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cannot write --memory-log '" + log + "': " + std::strerror(EFBIG)), std::string::npos) << r.err;
   const amlp::testing::CsvRows rows = amlp::testing::read_csv_strict(log);
   EXPECT_EQ(rows.problem, "");
   EXPECT_GE(rows.rows.size(), 10u);

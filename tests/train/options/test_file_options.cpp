@@ -1,0 +1,188 @@
+// Covers train/options/file_options.cpp, through the real binary: the table
+// of train_mlp's files holds every option whose value is a file (read from
+// --help, so an option added without a row fails here), and each of them,
+// against each hostile form of path a shell can hand it, ends in a run or in
+// one line naming the option, exit 2 before anything runs or exit 1 during
+// the run — never a hang, a crash or a signal death. The programs start with
+// the signals a shell gives (train_test_util.h). Inputs cut short or grown
+// during the run, NaN and Inf, and `ulimit -f`: test_hostile_inputs.cpp.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <functional>
+#include <future>
+#include <memory>
+#include <regex>
+#include <set>
+
+#include "train/options/file_options.h"
+#include "npy_writer.h"
+#include "train/train_test_util.h"
+
+namespace amlp::train {
+namespace {
+
+using amlp::testing::make_fifo;
+using amlp::testing::Ran;
+using amlp::testing::run_command;
+using amlp::testing::run_train_mlp;
+using amlp::testing::ScratchDir;
+using amlp::testing::split_lines;
+using amlp::testing::write_npy;
+
+// The options --help shows with a file for a value: FILE..., X.npy, Y.npy.
+std::set<std::string> file_options_in_help() {
+  const Ran r = run_train_mlp("--help");
+  EXPECT_EQ(r.code, 0);
+  std::set<std::string> found;
+  const std::regex option(R"(^\s+--([a-z][a-z0-9-]*)(?: \[ --[a-z-]+ \])? ([A-Za-z0-9.|,_]+))");
+  for (const std::string& line : split_lines(r.out)) {
+    std::smatch m;
+    if (!std::regex_search(line, m, option)) continue;
+    const std::string value = m[2];
+    const bool names_a_file = value.find("FILE") != std::string::npos || value.find(".npy") != std::string::npos ||
+                              value.find("PATH") != std::string::npos || value.find("DIR") != std::string::npos;
+    if (names_a_file) found.insert(m[1]);
+  }
+  return found;
+}
+
+TEST(FileOptions, EveryOptionThatNamesAFileHasARowAndEveryRowAnOption) {
+  std::set<std::string> table;
+  for (const FileOption& f : file_options()) table.insert(f.option);
+  const std::set<std::string> help = file_options_in_help();
+  EXPECT_EQ(help, table) << "an option whose value is a file needs a row in train/options/file_options.cpp "
+                            "(and a form in this file's matrix), and each row an option";
+  EXPECT_GE(help.size(), 8u) << "--help lists the file options";  // the parse above found them
+  const Ran r = run_train_mlp("--help");
+  for (const FileOption& f : file_options())
+    EXPECT_NE(r.out.find(std::string("  --") + f.option + (f.role == FileRole::Input ? " (input): " : " (output): ")),
+              std::string::npos)
+        << "--help's table of files shows --" << f.option;
+}
+
+// What a hostile path is, made in `dir`; "" for the forms a role does not take.
+struct Form {
+  std::string name;
+  std::function<std::string(const ScratchDir&, const FileOption&)> make;
+  // What must happen: 0 a run, 2 refused before anything runs, 1 a failed run.
+  std::function<int(const FileOption&)> expect;
+};
+
+std::string good_config(const ScratchDir& dir) { return dir.write("good.ini", "batches = 2\n"); }
+
+// The command line around `--<option> <path>`: a model and the other files
+// the option needs (--data needs --targets and the reverse; --load a model
+// its file fits).
+std::string args_for(const ScratchDir& dir, const FileOption& f, const std::string& path) {
+  std::string a = "--device cpu --quiet --batch-size 64 --hidden 8 ";
+  const std::string opt = std::string("--") + f.option + " '" + path + "'";
+  if (std::string(f.option) == "data") return a + opt + " --targets " + dir.file("y.npy");
+  if (std::string(f.option) == "targets") return a + "--data " + dir.file("x.npy") + " " + opt;
+  if (std::string(f.option) == "load") return a + "--features 8 --batches 2 " + opt;
+  return a + "--features 8 --batches 2 " + opt;
+}
+
+// A writer on an input FIFO's other end (bounded: it never outlives the test
+// by more than its timeout); an output's reader is a FifoReader, open before
+// the run starts.
+std::string writer(const ScratchDir& dir, const FileOption& f, const std::string& fifo) {
+  const std::string content = std::string(f.option) == "config" ? good_config(dir) : dir.file("good.st");
+  return "(timeout 60 cat '" + content + "' > '" + fifo + "' &) ; ";
+}
+
+TEST(FileOptions, EveryFileOptionAgainstEveryHostileForm) {
+  ScratchDir dir;
+  {  // the inputs the forms need: data, targets, a parameters file for the model
+    std::vector<float> x(256 * 8, 0.25f), y(256, 0.5f);
+    write_npy(dir.file("x.npy"), {256, 8}, x);
+    write_npy(dir.file("y.npy"), {256}, y);
+    const Ran r = run_train_mlp("--device cpu --quiet --batch-size 64 --features 8 --hidden 8 --batches 1 --save " +
+                                dir.file("good.st"));
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  const auto input = [](const FileOption& f) { return f.role == FileRole::Input; };
+  const auto whole = [](const FileOption& f) { return f.role == FileRole::Input && f.may_be_pipe; };  // config, load
+  const std::vector<Form> forms = {
+      {"a directory", [](const ScratchDir& d, const FileOption&) { return d.path(); }, [](const FileOption&) { return 2; }},
+      {"a link to nothing",
+       [](const ScratchDir& d, const FileOption& f) {
+         const std::string l = d.file(std::string("dangling-") + f.option);
+         return ::symlink(d.file("nowhere").c_str(), l.c_str()) == 0 ? l : "";
+       },
+       [](const FileOption&) { return 2; }},
+      {"a loop of links",
+       [](const ScratchDir& d, const FileOption& f) {
+         const std::string a = d.file(std::string("loop-a-") + f.option), b = d.file(std::string("loop-b-") + f.option);
+         return ::symlink(b.c_str(), a.c_str()) == 0 && ::symlink(a.c_str(), b.c_str()) == 0 ? a : "";
+       },
+       [](const FileOption&) { return 2; }},
+      {"/dev/zero", [](const ScratchDir&, const FileOption&) { return std::string("/dev/zero"); },
+       [&](const FileOption& f) { return input(f) ? 2 : 0; }},
+      // An empty config is a config of no keys: the run goes on.
+      {"/dev/null", [](const ScratchDir&, const FileOption&) { return std::string("/dev/null"); },
+       [&](const FileOption& f) { return !input(f) || std::string(f.option) == "config" ? 0 : 2; }},
+      {"a FIFO with no peer",
+       [](const ScratchDir& d, const FileOption& f) { return make_fifo(d, std::string("lonely-") + f.option); },
+       // Inputs: refused (not by row) or after their wait; outputs: the write fails during the run.
+       [&](const FileOption& f) { return input(f) ? 2 : 1; }},
+      {"a FIFO with a peer",
+       [](const ScratchDir& d, const FileOption& f) { return make_fifo(d, std::string("peer-") + f.option); },
+       [&](const FileOption& f) { return input(f) && !whole(f) ? 2 : 0; }},
+  };
+  struct Case {
+    std::string what, command;
+    int want;
+    std::unique_ptr<amlp::testing::FifoReader> reader;  // an output FIFO's peer
+    std::future<Ran> ran;
+  };
+  std::vector<Case> cases;
+  const std::string bin = amlp::testing::program_path("train_mlp");
+  for (const FileOption& f : file_options())
+    for (const Form& form : forms) {
+      const std::string path = form.make(dir, f);
+      if (path.empty()) {
+        ADD_FAILURE() << "could not make " << form.name << " for --" << f.option;
+        continue;
+      }
+      std::string command = bin + " " + args_for(dir, f, path);
+      Case c{"--" + std::string(f.option) + " on " + form.name, command, form.expect(f), nullptr, {}};
+      // A peer: a reader for an output; a writer for an input read whole (--data
+      // and --targets refuse a FIFO before anything reads it: no writer, none left waiting).
+      if (form.name == "a FIFO with a peer" && f.role == FileRole::Output)
+        c.reader = std::make_unique<amlp::testing::FifoReader>(path);
+      if (form.name == "a FIFO with a peer" && whole(f)) c.command = command = writer(dir, f, path) + command;
+      // All at once: the ones that wait out a silent FIFO wait together.
+      c.ran = std::async(std::launch::async, [command] { return run_command(command); });
+      cases.push_back(std::move(c));
+    }
+  // Pipes: an input read whole takes one (/dev/stdin); --data and --targets refuse it.
+  for (const FileOption& f : file_options()) {
+    if (f.role != FileRole::Input) continue;
+    const std::string content = std::string(f.option) == "config" ? good_config(dir) : dir.file("good.st");
+    const std::string command =
+        "sh -c \"cat '" + content + "' | " + bin + " " + args_for(dir, f, "/dev/stdin") + "\"";
+    Case c{"--" + std::string(f.option) + " on a pipe", command, whole(f) ? 0 : 2, nullptr, {}};
+    c.ran = std::async(std::launch::async, [command] { return run_command(command); });
+    cases.push_back(std::move(c));
+  }
+  for (Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const Ran r = c.ran.get();
+    if (c.reader) c.reader->text();  // what the run wrote there, read to its end
+    EXPECT_EQ(r.code, c.want) << c.command << "\n" << r.err;
+    if (c.want == 0) continue;
+    EXPECT_EQ(r.err_lines(), 1u) << r.err;
+    const std::string option = c.what.substr(0, c.what.find(' '));
+    EXPECT_TRUE(r.err.find(option) != std::string::npos ||
+                (option == "--config" && r.err.find("config file") != std::string::npos))
+        << "names " << option << ": " << r.err;
+  }
+  const size_t inputs = static_cast<size_t>(std::count_if(file_options().begin(), file_options().end(), input));
+  EXPECT_EQ(cases.size(), file_options().size() * forms.size() + inputs) << "the matrix: options x forms, and a pipe each input";
+}
+
+}  // namespace
+}  // namespace amlp::train
