@@ -6,7 +6,10 @@
 //   async_demo all                                   # everything, --device auto
 //   async_demo sync-vs-async --ops 20000 --repeats 3
 //   async_demo cpu-vs-device --device cpu --size 2000
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <vector>
 
@@ -31,7 +34,19 @@ static const std::vector<Subcommand> kSubcommands = {
      run_data_parallel},
 };
 
+// 0 while stdout took every write so far, else the error of the write that
+// failed (EPIPE: its reader is gone; EFBIG: a file past `ulimit -f`).
+static int stdout_error() {
+  static int err = 0;
+  if (!err && (std::fflush(stdout) != 0 || std::ferror(stdout))) err = errno ? errno : EIO;
+  return err;
+}
+
 int main(int argc, char** argv) {
+  // A closed pipe or a file past `ulimit -f` is a failed write, reported in
+  // one line (exit 1), not a silent death by SIGPIPE or SIGXFSZ.
+  std::signal(SIGPIPE, SIG_IGN);
+  std::signal(SIGXFSZ, SIG_IGN);
   Options o;
   try {
     bool help = false;
@@ -51,11 +66,15 @@ int main(int argc, char** argv) {
     if (amlp::blocking())
       std::printf("synchronous mode is on (ASYNCMLP_BLOCKING): every push waits for its op, so nothing runs ahead\n");
     for (const Subcommand& s : kSubcommands)
-      if (o.command == "all" || o.command == s.name) s.run(o);
+      if ((o.command == "all" || o.command == s.name) && !stdout_error()) s.run(o);  // no one reads: stop
     amlp::waitall();
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "async_demo: %s\n", e.what());
+    return 1;
+  }
+  if (const int err = stdout_error()) {
+    std::fprintf(stderr, "async_demo: cannot write to stdout: %s\n", std::strerror(err));
     return 1;
   }
   return 0;

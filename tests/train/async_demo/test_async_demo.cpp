@@ -4,7 +4,12 @@
 // gets one line on stderr and exit status 2. No timing is asserted.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,6 +63,26 @@ TEST(AsyncDemo, AllRunsEverySubcommand) {
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* s : {"== queued", "== blockers", "== sync-vs-async", "== cpu-vs-device", "== devices", "== data-parallel"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
+}
+
+// Its stdout a pipe whose reader is gone, or a file past `ulimit -f`, with
+// SIGPIPE and SIGXFSZ at their defaults (as a shell leaves them): one line
+// naming stdout and the cause, exit 1 — not a silent death by the signal.
+TEST(AsyncDemo, AClosedPipeOrAFileSizeLimitOnStdoutIsOneLine) {
+  int fds[2];
+  ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+  ::close(fds[0]);
+  Spawned closed("async_demo", {"queued", "--device", "cpu", "--size", "8", "--repeats", "1"}, fds[1]);
+  ::close(fds[1]);
+  const Ran r = closed.wait();
+  EXPECT_EQ(closed.signaled, 0) << "killed by signal " << closed.signaled;
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err, std::string("async_demo: cannot write to stdout: ") + std::strerror(EPIPE) + "\n");
+
+  ScratchDir dir;
+  const Ran big = run_command("ulimit -f 1; (" + program_path("async_demo") + " all" + kSmall + " > " + dir.file("out") + ")");
+  EXPECT_EQ(big.code, 1) << big.err;
+  EXPECT_EQ(big.err, std::string("async_demo: cannot write to stdout: ") + std::strerror(EFBIG) + "\n");
 }
 
 // sync-vs-async pauses a queue to time pushing alone; in synchronous mode a
