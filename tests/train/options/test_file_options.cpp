@@ -93,8 +93,17 @@ std::string writer(const ScratchDir& dir, const FileOption& f, const std::string
   return "(timeout 60 cat '" + content + "' > '" + fifo + "' &) ; ";
 }
 
+// A file the program may not open: mode 000. Root opens any file, so where the
+// test runs as root the program runs as nobody (setpriv), as an unprivileged
+// user would; the folder and the other files stay readable to it.
+bool as_root() { return ::geteuid() == 0; }
+const std::string kAsNobody = "/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups ";
+
 TEST(FileOptions, EveryFileOptionAgainstEveryHostileForm) {
+  if (as_root() && ::access("/usr/bin/setpriv", X_OK) != 0)
+    GTEST_SKIP() << "running as root without /usr/bin/setpriv: no way to run as an unprivileged user";
   ScratchDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);  // the folder readable to nobody; only its secret files are not
   {  // the inputs the forms need: data, targets, a parameters file for the model
     std::vector<float> x(256 * 8, 0.25f), y(256, 0.5f);
     write_npy(dir.file("x.npy"), {256, 8}, x);
@@ -124,6 +133,12 @@ TEST(FileOptions, EveryFileOptionAgainstEveryHostileForm) {
       // An empty config is a config of no keys: the run goes on.
       {"/dev/null", [](const ScratchDir&, const FileOption&) { return std::string("/dev/null"); },
        [&](const FileOption& f) { return !input(f) || std::string(f.option) == "config" ? 0 : 2; }},
+      {"no permission",
+       [](const ScratchDir& d, const FileOption& f) {
+         const std::string p = d.write(std::string("secret-") + f.option, "batches = 2\n");
+         return ::chmod(p.c_str(), 0) == 0 ? p : "";
+       },
+       [](const FileOption&) { return 2; }},
       {"a FIFO with no peer",
        [](const ScratchDir& d, const FileOption& f) { return make_fifo(d, std::string("lonely-") + f.option); },
        // Inputs: refused (not by row) or after their wait; outputs: the write fails during the run.
@@ -148,6 +163,7 @@ TEST(FileOptions, EveryFileOptionAgainstEveryHostileForm) {
         continue;
       }
       std::string command = bin + " " + args_for(dir, f, path);
+      if (form.name == "no permission" && as_root()) command = kAsNobody + command;
       Case c{"--" + std::string(f.option) + " on " + form.name, command, form.expect(f), nullptr, {}};
       // A peer: a reader for an output; a writer for an input read whole (--data
       // and --targets refuse a FIFO before anything reads it: no writer, none left waiting).

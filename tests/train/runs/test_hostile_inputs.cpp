@@ -57,6 +57,14 @@ nlohmann::json summary(const std::string& path) {
   return j.is_array() ? j[0] : j;
 }
 
+// y with `bad` at `row`, beside a finite X.
+void write_bad_targets(const ScratchDir& dir, int64_t rows, int64_t row, float bad) {
+  write_data(dir, rows);
+  std::vector<float> y(static_cast<size_t>(rows), 0.5f);
+  y[static_cast<size_t>(row)] = bad;
+  write_npy(dir.file("y.npy"), {rows}, y);
+}
+
 // A data file cut short while the run reads it: the rows are read with
 // pread, not through a mapping that would fault (SIGBUS), so the run ends
 // with one line naming the file, exit 1, the summary marked failed.
@@ -104,6 +112,15 @@ TEST(HostileInputs, NonFiniteDataIsOneLineNamingTheRowNotTrained) {
     EXPECT_FALSE(std::filesystem::exists(dir.file("p.st"))) << "a failed run saves nothing";
     EXPECT_EQ(summary(dir.file("s.json"))["status"], "failed");
   }
+}
+
+TEST(HostileInputs, NonFiniteTargetsAreOneLineNamingTheRow) {
+  ScratchDir dir;
+  write_bad_targets(dir, 1000, 7, -std::numeric_limits<float>::infinity());
+  const Ran r = run_train_mlp(kModel + "--data " + dir.file("x.npy") + " --targets " + dir.file("y.npy"));
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err_lines(), 1u) << r.err;
+  EXPECT_NE(r.err.find("'" + dir.file("y.npy") + "': row 7 is -inf"), std::string::npos) << r.err;
 }
 
 // A --load file with a NaN weight is refused up front, naming the tensor.
@@ -189,6 +206,18 @@ TEST(HostileInputs, AFileSizeLimitIsOneLineNotADeathBySigxfsz) {
     ASSERT_FALSE(text.empty());
     EXPECT_EQ(text.back(), '\n') << "half a row at the end";
     EXPECT_EQ(amlp::testing::read_csv_strict(log).problem, "");
+  }
+  for (const std::string option : {"--trace", "--summary-json"}) {
+    SCOPED_TRACE(option + " past the limit");
+    ScratchDir dir;
+    const std::string out = dir.file("out.json");
+    const Ran r = run_command("ulimit -f 1; (" + bin + " " + kModel + "--batches 20 " + option + " " + out + " > /dev/null)");
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_EQ(r.err_lines(), 1u) << r.err;
+    EXPECT_NE(r.err.find(option), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("File too large"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(out)) << "written whole or not at all";
+    EXPECT_TRUE(temporaries_of(out).empty());
   }
   {
     SCOPED_TRACE("--save past the limit");
