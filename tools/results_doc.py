@@ -10,9 +10,11 @@ list of them, as with --compare; with --sweep an object whose "sweep" rows get
 a table of their own), each given as FILE or FILE=TITLE. With none,
 out/summary.json and, when they exist, out/host_work.json and out/sweep.json.
 For each file: a memory table (increase measured against the memory model's
-prediction) and a throughput table (h, d and the throughput model's wall
-time); for a sweep, one table of every (h/d, mode) measured beside both
-models. The header names the machine
+prediction, with each run's ops and bytes per batch), for `--compare-policies`
+a table of the working sets and the data ahead, and a throughput table (h, d
+and the throughput model's wall time); for a sweep, one table of every (h/d,
+mode) measured beside both models, headed by the bytes per batch.
+tools/check_doc_figures.py checks the figures a run determines against one. The header names the machine
 this script runs on (cores, CPU model, memory, kernel, OPENBLAS_CORETYPE, GPUs):
 run it where train_mlp ran. Python 3 standard library only; bad input: one line
 on stderr, exit status 2.
@@ -92,6 +94,11 @@ def mb(b):
     return num(b, ".1f", 1e-6)
 
 
+def bytes_per_batch(b):
+    """The memory model's unit, exact and in MB: "bytes per batch 3153920 (3.15 MB)"."""
+    return f"bytes per batch {b} ({b * 1e-6:.2f} MB)" if isinstance(b, int) else "bytes per batch unknown"
+
+
 def ratio(a, b, digits=3):
     ok = all(isinstance(v, (int, float)) and v for v in (a, b))
     return f"{a / b:.{digits}f}" if ok else ""
@@ -109,7 +116,8 @@ def sweep_section(title, path, runs, sweep):
     out = [f"## {title}", "",
            f"`{path}`: {first.get('device', '?')}, {first.get('batches', '?')} batches of "
            f"{first.get('batch_size', '?')}; d = {num(model.get('device_s'), '.3f', 1e3)} ms per batch "
-           f"(synchronized), h with no host work {num(model.get('queue_host_s'), '.3f', 1e3)} ms. "
+           f"(synchronized), h with no host work {num(model.get('queue_host_s'), '.3f', 1e3)} ms, "
+           f"{bytes_per_batch(model.get('bytes_per_batch'))}. "
            "Each pair is measured, then predicted; m/p is measured / predicted."]
     rows, misses = [], []
     for r in sweep["sweep"]:
@@ -146,11 +154,22 @@ def section(title, path, runs):
         pred = r.get("predicted_increase_bytes")
         rows.append([f"`{r.get('label', r['mode'])}`", num(r.get("wall_s"), ".3f"), num(r.get("samples_per_s"), ".0f"),
                      mb(r.get("mem_increase_bytes")), mb(r.get("rss_increase_bytes")),
-                     r.get("peak_backlog_batches", ""), r.get("peak_queue_depth", ""), mb(pred),
+                     r.get("peak_backlog_batches", ""), r.get("peak_queue_depth", ""),
+                     num(r.get("ops_per_batch"), "g"), num(r.get("bytes_per_batch"), ".2f", 1e-6), mb(pred),
                      ratio(r.get("mem_increase_bytes"), pred), num(r.get("final_loss"), ".6g"),
                      num(r.get("minor_faults_steady_per_batch"), ".0f")])
     out += ["", table(["mode", "wall s", "samples/s", "mem incr MB", "RSS incr MB", "peak backlog", "peak depth",
-                       "predicted MB", "meas/pred", "final loss", "faults/batch"], rows)]
+                       "ops/batch", "MB/batch", "predicted MB", "meas/pred", "final loss", "faults/batch"], rows)]
+    # The allocation policies (--compare-policies): what the memory model predicts under --alloc run.
+    if any(r.get("alloc_policy") == "run" for r in runs):
+        rows = [[f"`{r.get('label', r['mode'])}`", r.get("alloc_policy", ""), "yes" if r.get("data_queue") else "no",
+                 mb(r.get("working_set_bytes")), num(r.get("data_bytes_per_batch"), ".2f", 1e-6),
+                 num(r.get("peak_data_lead_batches"), "g"), mb(r.get("peak_data_ahead_bytes")),
+                 mb(r.get("mem_increase_bytes")), mb(r.get("predicted_increase_bytes"))] for r in runs]
+        out += ["", "The policies: under `--alloc run` the prediction is the working set, plus with the data "
+                "queue the data generated ahead (data MB per batch × the peak data lead in batches).", "",
+                table(["policy", "alloc", "data queue", "working set MB", "data MB/batch", "peak data lead",
+                       "data ahead MB", "mem incr MB", "predicted MB"], rows)]
     base = next((r for r in runs if r["mode"] == "batch"), None)
     rows = []
     for r in runs:
@@ -177,8 +196,11 @@ LEGEND = """\
 How to read the tables (the README has the long form; the models are in
 [memory-model.md](memory-model.md)): `mem incr` is the peak of tracked bytes in
 use during the run less the bytes in use at its start, `RSS incr` the same from
-the resident set; `peak backlog` the most batches alive at once; `predicted`
-the memory model (peak backlog × bytes per batch); `faults/batch` the minor
+the resident set; `peak backlog` the most batches alive at once; `peak depth`
+the most ops queued and not yet run; `ops/batch` the ops queued per batch (a
+run that reads every loss peaks at one batch's); `MB/batch` the bytes the
+frontend allocates per batch; `predicted` the memory model (peak backlog ×
+bytes per batch, capped by a bound); `faults/batch` the minor
 page faults of the median batch in the run's second half; `h` and `d` the
 frontend's and the device's time per batch; `predicted s` the throughput
 model. In the sweep, `h/d` is the fraction asked for, then measured; the
@@ -189,8 +211,13 @@ the measured backlog. Where h ≥ d the predicted backlog is 1 and the measured
 peak is often 2: a peak over the whole run, which one batch the device
 finishes late (a stall on a shared machine) raises; and that second batch is
 mostly done, its earlier buffers freed, so the memory lands under the
-prediction (peak backlog × bytes per batch is an upper bound). MB are 10^6
-bytes."""
+prediction (peak backlog × bytes per batch is an upper bound). In the policies
+table (`--compare-policies`, unsynchronized), the working set is the most bytes
+the queue's pending ops held in blocks that exist, and the data lead how many
+batches of data the data queue generated ahead of training. The memory figures
+(bytes per batch, a synchronized run's increase, depth and backlog, the working
+sets) follow from the shapes, whatever the machine's load;
+`tools/check_doc_figures.py` checks them against a run. MB are 10^6 bytes."""
 
 
 def main():
