@@ -75,6 +75,13 @@ def train_mlp(*args, check=True):
         return runs, p
 
 
+def sanitized(path):
+    """Whether the executable is an ASan or TSan build: its frontend is 5-10x slower, its BLAS calls are not."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return b"__asan_init" in data or b"__tsan_init" in data
+
+
 class Shape:
     """What the runs at one shape determine, and the relations the pages' figures follow."""
 
@@ -520,20 +527,23 @@ class Figures(unittest.TestCase):
     def test_the_relations_hold_on_the_runs(self):
         """What the checks compute from the runs, checked on each --compare mode at quick.ini's shape."""
         q = self.live.quick
+        # What holds while the frontend queues a batch faster than the device runs its first ops: under a
+        # sanitizer the frontend is slowed and the BLAS calls are not, so there they are bounds only.
+        exact = self.assertEqual if not sanitized(TRAIN_MLP) else self.assertLessEqual
         for label, run in self.live.quick_runs.items():
             self.assertEqual(run["bytes_per_batch"], q.bytes(label), label)
             self.assertEqual(g(run["ops_per_batch"]), g(q.ops(label)), label)
             self.assertEqual(run["predicted_increase_bytes"], q.predicted(label, run["peak_backlog_batches"]), label)
         runs = self.live.quick_runs
-        self.assertEqual(runs["batch"]["mem_increase_bytes"], q.increase("batch"))
+        exact(runs["batch"]["mem_increase_bytes"], q.increase("batch"))
         self.assertEqual(runs["batch"]["peak_backlog_batches"], 1)
-        self.assertEqual(runs["batch"]["peak_queue_depth"], q.ops_read, "a synchronized run's depth: one batch's ops")
-        self.assertEqual(runs["every=2"]["mem_increase_bytes"], q.increase("every=2"))
-        self.assertEqual(runs["every=2"]["peak_backlog_batches"], 2)
+        exact(runs["batch"]["peak_queue_depth"], q.ops_read, "a synchronized run's depth: one batch's ops")
+        exact(runs["every=2"]["mem_increase_bytes"], q.increase("every=2"))
+        exact(runs["every=2"]["peak_backlog_batches"], 2)
         self.assertEqual(runs["bounded"]["max_pending_bytes"], 2 * q.read, "bounded's bound: two batches")
         d = self.live.d2l
-        self.assertEqual(self.live.d2l_batch["mem_increase_bytes"], d.read)
-        self.assertEqual(self.live.d2l_batch["peak_queue_depth"], d.ops_read)
+        exact(self.live.d2l_batch["mem_increase_bytes"], d.read)
+        exact(self.live.d2l_batch["peak_queue_depth"], d.ops_read)
         self.assertEqual(d.read - d.unread, q.read - q.unread, "a read loss costs the same at both shapes")
         for label in ("run", "run+data"):  # --alloc run: the prediction is the working set (+ the data ahead)
             p = self.live.policies[label]
