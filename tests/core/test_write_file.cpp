@@ -400,7 +400,7 @@ TEST(RecordFile, AFifoWithNoReaderIsOneErrorAtOnceNotAHang) {
   ScratchDir dir;
   const std::string fifo = make_fifo(dir, "pipe");
   const std::string msg = error_within(std::chrono::seconds(20), [&] { train::MemoryLog log(fifo); });
-  EXPECT_EQ(msg, "cannot write memory log '" + fifo +
+  EXPECT_EQ(msg, "cannot write --memory-log '" + fifo +
                      "': no process has the FIFO open for reading (start its reader first)");
   EXPECT_EQ(file_type(fifo), static_cast<mode_t>(S_IFIFO));
 }
