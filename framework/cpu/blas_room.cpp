@@ -14,6 +14,7 @@
 
 #include "framework/error.h"
 #include "framework/parse.h"
+#include "framework/runtime.h"
 
 namespace amlp::cpu {
 
@@ -36,19 +37,17 @@ std::string mib(size_t bytes) { return format_mib(double(bytes)); }
 std::atomic<int> g_in_flight{0};
 std::atomic<int> g_peak{0};
 
-// OpenBLAS maps the buffer whole; a little more for what the call allocates beside it.
-constexpr size_t kBlasSlack = size_t(16) << 20;
-
 // The check at load (blas_room.h). Runs from .preinit_array: after the
 // libraries are mapped and relocated, before any of their initialisers
 // (OpenBLAS's, which starts its threads, and the CUDA libraries', which
 // crash when an allocation fails) and before this program's own; so it
 // uses nothing an initialiser sets up (system calls, snprintf, strings),
 // and ends the program with _exit. argv and envp are the process's own.
-void check_at_load(int, char** argv, char** envp) {
+void check_at_load(int argc, char** argv, char** envp) {
   const detail::AddressSpace a = detail::address_space_now();
   if (!a.limited()) return;
-  const LoadPlan p = plan_at_load(a.left(), openblas_threads_at_load(envp));
+  const size_t room = amlp_tensor_room_at_load ? amlp_tensor_room_at_load(argc, argv) : kRunTensorBytes;
+  const LoadPlan p = plan_at_load(a.left(), openblas_threads_at_load(envp), room);
   if (p.fits) {
     detail::note_mapped_at_start(a.vm_size, a.vm_data, size_t(p.threads - 1) * kBlasThreadBytes);
     // glibc gives each thread that allocates an arena of its own, 64 MiB of
@@ -73,13 +72,16 @@ __attribute__((section(".preinit_array"), used)) void (*const kCheckAtLoad)(int,
 
 }  // namespace
 
-LoadPlan plan_at_load(size_t left, int openblas_threads) {
+LoadPlan plan_at_load(size_t left, int openblas_threads, size_t tensor_room) {
   LoadPlan p;
   p.threads = openblas_threads < 1 ? 1 : openblas_threads;
-  p.need_one = kLibraryStartBytes + detail::kAddressReserveBytes + kMinPoolBytes;
-  p.need = p.need_one + size_t(p.threads - 1) * kBlasThreadBytes;
+  p.tensor_room = tensor_room < kMinPoolBytes ? kMinPoolBytes : tensor_room;
+  const size_t beyond_first = size_t(p.threads - 1) * kBlasThreadBytes;
+  p.need = kLibraryStartBytes + detail::kAddressReserveBytes + kMinPoolBytes + beyond_first;
+  p.advise_one = kLibraryStartBytes + detail::kAddressReserveBytes + kBlasKeepBytes + p.tensor_room;
+  p.advise = p.advise_one + beyond_first;
   p.fits = left >= p.need;
-  p.threads_fit = left < p.need_one ? 0 : static_cast<int>(1 + (left - p.need_one) / kBlasThreadBytes);
+  p.threads_fit = left < p.advise_one ? 0 : static_cast<int>(1 + (left - p.advise_one) / kBlasThreadBytes);
   if (p.threads_fit > p.threads) p.threads_fit = p.threads;
   return p;
 }
@@ -109,16 +111,17 @@ std::string refusal(const detail::AddressSpace& a, const LoadPlan& p) {
   std::string m = std::string("the address-space limit leaves no room to start: ") +
                   (data ? "RLIMIT_DATA (ulimit -d) is " : "RLIMIT_AS (ulimit -v) is ") + mib(limit) +
                   ", the program and its libraries map " + mib(used) + (data ? " of private writable memory" : "") +
-                  ", and a run needs " + mib(p.need) + " more (";
+                  ", and a run needs " + mib(p.advise) + " more (";
   if (p.threads > 1)
     m += "OpenBLAS's " + std::to_string(p.threads) + " threads: " + mib(kBlasThreadBytes) +
          " for each beyond the first, its buffer and stack; ";
-  m += "a GEMM's " + mib(kBlasBufferBytes) + " buffer, thread stacks and the heap, and " + mib(kMinPoolBytes) +
-       " for tensors): raise it to at least " + at_least(p.need);
+  m += mib(detail::kAddressReserveBytes) + " for a GEMM's buffer, thread stacks and the heap; " + mib(kBlasKeepBytes) +
+       " the pools keep free for another GEMM's buffer; " + mib(p.tensor_room) +
+       " for this run's tensors): raise it to at least " + at_least(p.advise);
   if (p.threads_fit >= 1)
     m += ", or set OPENBLAS_NUM_THREADS=" + std::to_string(p.threads_fit) + ", which fits";
   else if (p.threads > 1)
-    m += ", or to " + at_least(p.need_one) + " with OPENBLAS_NUM_THREADS=1";
+    m += ", or to " + at_least(p.advise_one) + " with OPENBLAS_NUM_THREADS=1";
   return m;
 }
 
@@ -128,7 +131,7 @@ std::mutex& room_mutex() {
 }
 
 std::string blas_room_problem(const detail::AddressSpace& a) {
-  if (!a.limited() || a.left() >= kBlasBufferBytes + kBlasSlack) return "";
+  if (!a.limited() || a.left() >= kBlasKeepBytes) return "";
   return "OpenBLAS maps a " + mib(kBlasBufferBytes) + " buffer for a GEMM that finds none free, and " + a.describe() +
          " leaves " + mib(a.left()) +
          " (OpenBLAS would retry the mapping for ever): raise the limit, or give the pools less memory (set_memory_limit)";
@@ -136,7 +139,7 @@ std::string blas_room_problem(const detail::AddressSpace& a) {
 
 std::string pool_mapping_problem(size_t bytes, const detail::AddressSpace& a) {
   if (!a.limited()) return "";
-  const size_t keep = kBlasBufferBytes + kBlasSlack, left = a.left();
+  const size_t keep = kBlasKeepBytes, left = a.left();
   if (left >= keep && left - keep >= bytes) return "";
   return a.describe() + " leaves " + mib(left) + ", and " + mib(keep) +
          " of it stays free for OpenBLAS's buffer (a GEMM that finds none free maps one, and would retry the "

@@ -56,19 +56,33 @@ static_assert(detail::kAddressReserveBytes >= kBlasBufferBytes + 4 * (size_t(8) 
 constexpr size_t kLibraryStartBytes = size_t(8) << 20;
 // The least a run gets for its tensors before the check at load refuses.
 constexpr size_t kMinPoolBytes = size_t(16) << 20;
+// What a CPU pool's fresh mappings leave free for a GEMM's buffer beyond what
+// is mapped (pool_mapping_problem): OpenBLAS maps the buffer whole, and a
+// little more for what the call allocates beside it.
+constexpr size_t kBlasKeepBytes = kBlasBufferBytes + (size_t(16) << 20);
+// The room for tensors the limit the check at load suggests leaves a run,
+// where the program does not say (amlp_tensor_room_at_load, runtime.h).
+constexpr size_t kRunTensorBytes = size_t(64) << 20;
 
 // What the check at load decides, from the room the limit leaves once the
 // libraries are mapped and the threads OpenBLAS would start with (each
 // beyond the first maps a buffer and a stack as it starts).
+// Below `need` no run can start; the figure a refusal suggests is `advise`,
+// at which the run has what it maps beside its pools (kAddressReserveBytes:
+// the first GEMM's buffer, thread stacks, the heap), the room the pools keep
+// free for a further GEMM's buffer (kBlasKeepBytes) and `tensor_room` for
+// its tensors: the run works there (tests/train/test_limits.cpp runs it).
 struct LoadPlan {
   bool fits = true;
   int threads = 1;        // OpenBLAS's, as it will count them
-  int threads_fit = 0;    // the most that would fit (0: not even one)
-  size_t need = 0;        // the room it needs with `threads`: start-up, their buffers, one GEMM's buffer and
+  int threads_fit = 0;    // the most with which the run works at this limit (0: not even one)
+  size_t need = 0;        // the least room to start with `threads`: start-up, their buffers, one GEMM's buffer and
                           // margin (kAddressReserveBytes), kMinPoolBytes
-  size_t need_one = 0;    // the same with one thread
+  size_t advise = 0;      // the room to suggest with `threads` (above)
+  size_t advise_one = 0;  // the same with one thread
+  size_t tensor_room = 0;
 };
-LoadPlan plan_at_load(size_t left, int openblas_threads);
+LoadPlan plan_at_load(size_t left, int openblas_threads, size_t tensor_room = kRunTensorBytes);
 
 // The threads OpenBLAS starts with, as its initialiser counts them:
 // OPENBLAS_NUM_THREADS, else GOTO_NUM_THREADS, else OMP_NUM_THREADS (the first

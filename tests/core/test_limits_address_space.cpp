@@ -90,23 +90,31 @@ TEST(AddressSpace, ThisProcessAsGetrlimitSaysIt) {
 
 // The check at load: a limit that holds the start-up, OpenBLAS's threads
 // (136 MiB each beyond the first), a GEMM's buffer and margin and 16 MiB for
-// tensors fits; below, it refuses, naming the OPENBLAS_NUM_THREADS that fits.
+// tensors fits; below, it refuses. What it suggests is more: the room the
+// pools keep free for another GEMM's buffer and the run's tensors besides,
+// and the OPENBLAS_NUM_THREADS it names is one at which that fits.
 TEST(BlasRoomAtLoad, NeedsRoomForEveryOpenBlasThreadBesidesARun) {
   const size_t one = cpu::kLibraryStartBytes + detail::kAddressReserveBytes + cpu::kMinPoolBytes;
   EXPECT_EQ(one, 280 * MiB);
   cpu::LoadPlan p = cpu::plan_at_load(one + 3 * cpu::kBlasThreadBytes, 4);
   EXPECT_TRUE(p.fits);
   EXPECT_EQ(p.need, one + 3 * cpu::kBlasThreadBytes);
+  EXPECT_EQ(p.advise_one, (8 + 256 + 144 + 64) * MiB);
+  EXPECT_EQ(p.advise, p.advise_one + 3 * cpu::kBlasThreadBytes);
   p = cpu::plan_at_load(one + 3 * cpu::kBlasThreadBytes - 1, 4);
   EXPECT_FALSE(p.fits);
-  EXPECT_EQ(p.threads_fit, 3);
+  EXPECT_EQ(p.threads_fit, 2) << "the run's room (advise) with 2 threads: 472 + 136 = 608 MiB of 688";
+  p = cpu::plan_at_load(one + 3 * cpu::kBlasThreadBytes - 1, 4, 200 * MiB);
+  EXPECT_EQ(p.threads_fit, 1) << "with 200 MiB of tensors: 608 MiB with one thread";
+  EXPECT_EQ(p.advise_one, (8 + 256 + 144 + 200) * MiB);
   p = cpu::plan_at_load(one, 16);
   EXPECT_FALSE(p.fits);
-  EXPECT_EQ(p.threads_fit, 1);
+  EXPECT_EQ(p.threads_fit, 0);
   p = cpu::plan_at_load(one - 1, 1);
   EXPECT_FALSE(p.fits);
   EXPECT_EQ(p.threads_fit, 0);
   EXPECT_TRUE(cpu::plan_at_load(one, 1).fits);
+  EXPECT_EQ(cpu::plan_at_load(one, 1, 0).advise_one, (8 + 256 + 144 + 16) * MiB) << "at least kMinPoolBytes";
   EXPECT_TRUE(cpu::plan_at_load(detail::kUnlimited, 64).fits);
 }
 
@@ -118,18 +126,18 @@ TEST(BlasRoomAtLoad, TheLineNamesTheLimitWhatItNeedsAndWhatWouldFit) {
   ASSERT_FALSE(p.fits);
   EXPECT_EQ(cpu::refusal(a, p),
             "the address-space limit leaves no room to start: RLIMIT_AS (ulimit -v) is 390.6 MiB, the program and its "
-            "libraries map 48.8 MiB, and a run needs 416.0 MiB more (OpenBLAS's 2 threads: 136.0 MiB for each beyond "
-            "the first, its buffer and stack; a GEMM's 128.0 MiB buffer, thread stacks and the heap, and 16.0 MiB "
-            "for tensors): raise it to at least 464.8 MiB (ulimit -v 475984), or set OPENBLAS_NUM_THREADS=1, which "
-            "fits");
-  a.as_limit = 100 * MiB;
-  const std::string small = cpu::refusal(a, cpu::plan_at_load(a.left(), 2));
-  EXPECT_NE(small.find("or to 328.8 MiB (ulimit -v 336720) with OPENBLAS_NUM_THREADS=1"), std::string::npos) << small;
+            "libraries map 48.8 MiB, and a run needs 608.0 MiB more (OpenBLAS's 2 threads: 136.0 MiB for each beyond "
+            "the first, its buffer and stack; 256.0 MiB for a GEMM's buffer, thread stacks and the heap; 144.0 MiB "
+            "the pools keep free for another GEMM's buffer; 64.0 MiB for this run's tensors): raise it to at least "
+            "656.8 MiB (ulimit -v 672592), or to 520.8 MiB (ulimit -v 533328) with OPENBLAS_NUM_THREADS=1");
+  a.as_limit = 600 * MiB;
+  const std::string fits_one = cpu::refusal(a, cpu::plan_at_load(a.left(), 4));
+  EXPECT_NE(fits_one.find("or set OPENBLAS_NUM_THREADS=1, which fits"), std::string::npos) << fits_one;
   a.data_limit = 60 * MiB;
   a.vm_data = 50 * MiB;
   const std::string data = cpu::refusal(a, cpu::plan_at_load(a.left(), 1));
   EXPECT_NE(data.find("RLIMIT_DATA (ulimit -d) is 60.0 MiB"), std::string::npos) << data;
-  EXPECT_NE(data.find("(ulimit -d 337920)"), std::string::npos) << data;
+  EXPECT_NE(data.find("(ulimit -d 534528)"), std::string::npos) << data;
   EXPECT_EQ(data.find("OPENBLAS_NUM_THREADS"), std::string::npos) << data;
 }
 

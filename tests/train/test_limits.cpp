@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "framework/device.h"
@@ -22,9 +23,18 @@ constexpr long kMiB = 1024;  // ulimit -v counts KiB
 // inside OpenBLAS would spin until then: the test fails on exit 137). Two
 // OpenBLAS threads whatever the machine's cores, so the limits below mean
 // the same everywhere.
-Ran under_limit(long kib, const std::string& program, const std::string& args) {
-  return run_command("OPENBLAS_NUM_THREADS=2 bash -c 'ulimit -v " + std::to_string(kib) + "; exec timeout -s KILL 60 " +
-                     program_path(program) + " " + args + "'");
+Ran under_limit(long kib, const std::string& program, const std::string& args, int blas_threads = 2) {
+  return run_command("OPENBLAS_NUM_THREADS=" + std::to_string(blas_threads) + " bash -c 'ulimit -v " +
+                     std::to_string(kib) + "; exec timeout -s KILL 60 " + program_path(program) + " " + args + "'");
+}
+
+// The KiB of each "(ulimit -v N)" in a refusal, in order.
+std::vector<long> suggested_limits(const std::string& err) {
+  std::vector<long> out;
+  const std::string key = "(ulimit -v ";
+  for (size_t at = err.find(key); at != std::string::npos; at = err.find(key, at + 1))
+    out.push_back(std::stol(err.substr(at + key.size())));
+  return out;
 }
 
 // How a run under a limit may end: it ran (0); it failed with the one-line
@@ -88,6 +98,32 @@ TEST(UnderUlimitV, TooSmallToStartIsOneLineNamingTheLimitToAskFor) {
       << r.err;
   EXPECT_NE(r.err.find("raise it to at least "), std::string::npos) << r.err;
   EXPECT_EQ(r.out, "");
+}
+
+// The limits a refusal suggests are ones the same run then works at: the
+// first with the OpenBLAS threads it had, the second with one. Before, the
+// figures counted start-up and OpenBLAS's room only, and the run failed at
+// its first batch there ("raise it to at least 471.7 MiB (ulimit -v 482996)":
+// out of memory at batch 1; async_demo's 478420 the same).
+TEST(UnderUlimitV, TheLimitsARefusalSuggestsAreOnesTheSameRunWorksAt) {
+  if (kSanitized) GTEST_SKIP() << kNoLimitsUnderSanitizers;
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"train_mlp", "--config " + source_file("configs/quick.ini") + " --device cpu --quiet --batches 5"},
+      {"async_demo", "all --device cpu --size 64 --repeats 1 --ops 200"},
+  };
+  for (const auto& [program, args] : runs) {
+    const Ran refused = under_limit(200 * kMiB, program, args);
+    ASSERT_EQ(refused.code, 1) << program << "\n" << refused.err;
+    ASSERT_NE(refused.err.find("the address-space limit leaves no room to start"), std::string::npos) << refused.err;
+    const std::vector<long> kib = suggested_limits(refused.err);
+    ASSERT_EQ(kib.size(), 2u) << "two threads' figure, then one's:\n" << refused.err;
+    EXPECT_NE(refused.err.find("with OPENBLAS_NUM_THREADS=1"), std::string::npos) << refused.err;
+    for (int threads : {2, 1}) {
+      const Ran r = under_limit(kib[threads == 2 ? 0 : 1], program, args, threads);
+      EXPECT_EQ(r.code, 0) << program << " at the suggested ulimit -v " << kib[threads == 2 ? 0 : 1] << " with "
+                           << threads << " OpenBLAS threads:\n" << r.err;
+    }
+  }
 }
 
 // A run that outgrows what the limit leaves ends in the one-line

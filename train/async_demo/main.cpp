@@ -42,6 +42,36 @@ static int stdout_error() {
   return err;
 }
 
+// The room for tensors the limit a refusal at load suggests leaves
+// (framework/runtime.h): `all` and `data-parallel` train the d2l MLP on two
+// CPU devices, each with its pools, stacks and GEMM buffer (data-parallel
+// alone needs 969 MiB of address space at two OpenBLAS threads, `all` 1125
+// MiB); the rest hold a few n x n matrices (n = --size, 1000 by default on a
+// CPU): 8 of them is more than any keeps (`all` grows by 7 from n = 1000 to
+// 3000). Reads argv only: it runs before any initialiser.
+extern "C" size_t amlp_tensor_room_at_load(int argc, char** argv) {
+  const auto is = [](const char* a, const char* b) {
+    while (*a && *a == *b) ++a, ++b;
+    return *a == *b;
+  };
+  const auto digits = [](const char* s) {
+    size_t n = 0;
+    for (; *s >= '0' && *s <= '9' && n < 100000; ++s) n = n * 10 + size_t(*s - '0');
+    return n;
+  };
+  bool two_devices = false;
+  size_t n = 0;
+  for (int i = 1; i < argc && argv[i]; ++i) {
+    const char* a = argv[i];
+    if (is(a, "all") || is(a, "data-parallel")) two_devices = true;
+    if (is(a, "--size") && i + 1 < argc && argv[i + 1]) n = digits(argv[i + 1]);
+    if (a[0] == '-' && a[1] == '-' && a[2] == 's' && a[3] == 'i' && a[4] == 'z' && a[5] == 'e' && a[6] == '=')
+      n = digits(a + 7);
+  }
+  if (n == 0) n = 1000;
+  return (two_devices ? size_t(560) << 20 : size_t(16) << 20) + 8 * n * n * sizeof(float);
+}
+
 int main(int argc, char** argv) {
   // A closed pipe or a file past `ulimit -f` is a failed write, reported in
   // one line (exit 1), not a silent death by SIGPIPE or SIGXFSZ.
