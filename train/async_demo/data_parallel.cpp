@@ -92,7 +92,7 @@ void run_data_parallel(const Options& o) {
   heading("data-parallel", "the d2l MLP on one device vs one replica per device, the same global batch of " +
                                std::to_string(batch));
   constexpr int kSteps = 5;
-  const int rounds = std::max(o.repeats, 7);  // the two sides alternate; a median of several damps the drift
+  const int rounds = repeats_or(o, 7);  // the two sides alternate; a median of several damps the drift
   if (two.empty()) {  // one GPU: nothing to split across
     const Timing one = time_training({first}, batch, features, kSteps, rounds);
     std::printf("  %-20s %s per step  %8.0f samples/s\n", first.str().c_str(), human(one.step_s, 10).c_str(),

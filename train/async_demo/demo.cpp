@@ -29,7 +29,7 @@ void usage(std::ostream& os, const po::options_description& opts, const std::vec
 Options parse_options(int argc, char** argv, const std::vector<Subcommand>& subcommands, bool* help) {
   // The numbers are read as text, then by framework/parse.h's parse_int, as
   // train_mlp reads its own (boost::lexical_cast would take "+5").
-  std::string device = "auto", size = "0", repeats = "5", ops = "10000";
+  std::string device = "auto", size = "0", repeats, ops = "10000";
   Options o;
   po::options_description opts("options");
   opts.add_options()
@@ -38,8 +38,8 @@ Options parse_options(int argc, char** argv, const std::vector<Subcommand>& subc
       ("size", po::value<std::string>(&size)->default_value("0")->value_name("N"),
        "matrix side n in [0, 16384] (0: each subcommand's default, scaled to the device: queued and blockers 1000 on "
        "a CPU, 4096 on a GPU; cpu-vs-device 1000; devices works on n² floats per device)")
-      ("repeats", po::value<std::string>(&repeats)->default_value("5")->value_name("N"),
-       "timed repeats per measurement, in [1, 1000] (medians are reported)")
+      ("repeats", po::value<std::string>(&repeats)->value_name("N"),
+       "timed repeats per measurement, in [1, 1000] (medians are reported; without it 5, data-parallel's rounds 7)")
       ("ops", po::value<std::string>(&ops)->default_value("10000")->value_name("N"), "N for sync-vs-async, in [1, 1000000]");
   po::options_description hidden;
   hidden.add_options()("subcommand", po::value<std::string>(&o.command));
@@ -65,7 +65,7 @@ Options parse_options(int argc, char** argv, const std::vector<Subcommand>& subc
   if (!known) throw UsageError("unknown subcommand '" + o.command + "' (try --help)");
   try {
     o.size = parse_int(size, "--size", 0, 16384);
-    o.repeats = static_cast<int>(parse_int(repeats, "--repeats", 1, 1000));
+    if (vm.count("repeats")) o.repeats = static_cast<int>(parse_int(repeats, "--repeats", 1, 1000));
     o.ops = parse_int(ops, "--ops", 1, 1000000);
   } catch (const ParseError& e) {
     throw UsageError(e.what());

@@ -27,7 +27,7 @@ struct Options {
   Device device;
   bool fell_back = false;  // --device auto found no GPU
   int64_t size = 0;        // 0: each subcommand's default, scaled to the device
-  int repeats = 5;
+  int repeats = 0;         // --repeats as given; 0: not given (repeats_or)
   int64_t ops = 10000;     // sync-vs-async's N
 };
 
@@ -51,6 +51,9 @@ Options parse_options(int argc, char** argv, const std::vector<Subcommand>& subc
 inline int64_t size_or(const Options& o, int64_t cpu, int64_t cuda) {
   return o.size ? o.size : (o.device.is_cuda() ? cuda : cpu);
 }
+
+// --repeats as given, or the subcommand's own default.
+inline int repeats_or(const Options& o, int dflt) { return o.repeats ? o.repeats : dflt; }
 
 // The subcommands, one file each.
 void run_queued(const Options& o);
