@@ -131,6 +131,8 @@ NpyFile NpyFile::open(const std::string& path) {
     fail(shown, S_ISDIR(st.st_mode) ? "a directory, not a NumPy file" : "not a regular file (a pipe, FIFO or device cannot be read by row)");
   const size_t size = static_cast<size_t>(st.st_size);
   if (size == 0) fail(shown, "not a NumPy file: it is empty");
+  f.size_ = size;
+  f.mtime_ = st.st_mtim;
   // The header: at most 12 bytes of preamble and the 1 MiB parse_npy_header allows.
   std::string head(std::min<size_t>(size, 12 + (size_t(1) << 20)), '\0');
   size_t got = 0;
@@ -146,7 +148,11 @@ NpyFile NpyFile::open(const std::string& path) {
 }
 
 NpyFile::NpyFile(NpyFile&& o) noexcept
-    : header_(std::move(o.header_)), shown_(std::move(o.shown_)), fd_(std::exchange(o.fd_, -1)) {}
+    : header_(std::move(o.header_)),
+      shown_(std::move(o.shown_)),
+      fd_(std::exchange(o.fd_, -1)),
+      size_(o.size_),
+      mtime_(o.mtime_) {}
 
 NpyFile& NpyFile::operator=(NpyFile&& o) noexcept {
   if (this != &o) {
@@ -154,12 +160,27 @@ NpyFile& NpyFile::operator=(NpyFile&& o) noexcept {
     header_ = std::move(o.header_);
     shown_ = std::move(o.shown_);
     fd_ = std::exchange(o.fd_, -1);
+    size_ = o.size_;
+    mtime_ = o.mtime_;
   }
   return *this;
 }
 
 NpyFile::~NpyFile() {
   if (fd_ >= 0) ::close(fd_);
+}
+
+void NpyFile::check_unchanged() const {
+  struct stat st{};
+  if (::fstat(fd_, &st) != 0) fail(shown_, "cannot read it: " + errno_text(errno));
+  const size_t now = static_cast<size_t>(st.st_size);
+  const std::string sizes = " (" + std::to_string(size_) + " bytes when the run opened it, " + std::to_string(now) +
+                            " now): the rows it would read are not the ones it started with";
+  if (now < size_) fail(shown_, "it was truncated while the run read it" + sizes);
+  if (now > size_) fail(shown_, "it grew while the run read it" + sizes);
+  if (st.st_mtim.tv_sec != mtime_.tv_sec || st.st_mtim.tv_nsec != mtime_.tv_nsec)
+    fail(shown_, "it was rewritten while the run read it (its modification time changed): the rows it would read "
+                 "are not the ones it started with");
 }
 
 void NpyFile::copy_row(int64_t r, float* out) const {
@@ -172,8 +193,8 @@ void NpyFile::copy_row(int64_t r, float* out) const {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) fail(shown_, "cannot read row " + std::to_string(r) + ": " + errno_text(errno));
     if (n == 0)
-      fail(shown_, "it ends before row " + std::to_string(r) + " (" + std::to_string(at) + " + " +
-                       std::to_string(row_bytes) + " bytes): it was truncated while the run read it");
+      fail(shown_, "it was truncated while the run read it: it ends before row " + std::to_string(r) + " (" +
+                       std::to_string(at) + " + " + std::to_string(row_bytes) + " bytes)");
     got += static_cast<size_t>(n);
   }
   for (int64_t c = 0; c < cols(); ++c)

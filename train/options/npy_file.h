@@ -15,6 +15,7 @@
 // file's size against the shape: a truncated file is refused before any row
 // is read. npy_header() reads the header alone (for the options' checks).
 #pragma once
+#include <time.h>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -61,11 +62,17 @@ class NpyFile {
   // when the file ends before the row (it shrank since it was opened) or a
   // value is NaN or infinite (naming the row, the column and the value).
   void copy_row(int64_t r, float* out) const;
+  // Throws NpyError when the file is no longer the one opened: its size or
+  // its modification time differ (truncated, grown or rewritten under the
+  // run, whose rows would then not be the ones it started with). One fstat.
+  void check_unchanged() const;
 
  private:
   NpyHeader header_;
   std::string shown_;  // the file as messages name it
   int fd_ = -1;
+  size_t size_ = 0;         // at open
+  struct timespec mtime_{};  // at open
 };
 
 }  // namespace amlp::train

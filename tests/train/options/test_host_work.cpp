@@ -2,9 +2,9 @@
 // and computing forms), the throughput model's arithmetic, and a run whose
 // host work dominates, predicted by the model and reported in the summary.
 #include <gtest/gtest.h>
-
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -50,17 +50,22 @@ TEST(HostWork, ParsesDurationsMatchAndKinds) {
 }
 
 // Waiting leaves the core idle; computing keeps it busy. Each lasts at least
-// the time asked for.
+// the time asked for. Busy is the thread's CPU time over the wall time: a
+// sleep's is near 0, a spin's 1 on an idle core, less where other processes
+// share the cores (a loaded machine gave 0.23): so the spin's best of up to
+// five tries is asked to pass a quarter, each wait to stay under it.
 TEST(HostWork, WaitSleepsAndComputeSpins) {
   for (HostWorkKind kind : {HostWorkKind::Wait, HostWorkKind::Compute}) {
-    const double w0 = wall_s(), c0 = thread_cpu_s();
-    do_host_work(HostWork{40000000, kind, false});  // 40 ms
-    const double wall = wall_s() - w0, cpu = thread_cpu_s() - c0;
-    EXPECT_GE(wall, 0.040) << to_string(kind);
-    if (kind == HostWorkKind::Wait)
-      EXPECT_LT(cpu, 0.010) << "waiting used the core";
-    else
-      EXPECT_GT(cpu, 0.010) << "computing left the core idle";  // well above a sleep's, even when descheduled
+    double best = 0;
+    for (int attempt = 0; attempt < 5 && (kind == HostWorkKind::Wait || best <= 0.25); ++attempt) {
+      const double w0 = wall_s(), c0 = thread_cpu_s();
+      do_host_work(HostWork{40000000, kind, false});  // 40 ms
+      const double wall = wall_s() - w0, cpu = thread_cpu_s() - c0;
+      EXPECT_GE(wall, 0.040) << to_string(kind);
+      if (kind == HostWorkKind::Wait) EXPECT_LT(cpu / wall, 0.25) << "waiting used the core";
+      best = std::max(best, cpu / wall);
+    }
+    if (kind == HostWorkKind::Compute) EXPECT_GT(best, 0.25) << "computing left the core idle";
   }
   const double w0 = wall_s();
   do_host_work(HostWork{});  // none: returns at once
