@@ -105,10 +105,11 @@ TEST(HostileInputs, AnInputChangedDuringTheRunIsOneLineAndExitOne) {
       SCOPED_TRACE(std::string(in.option) + " " + in.extra + " " + change.name);
       ScratchDir dir;
       write_data(dir, 64 * 64);
-      const std::string log = dir.file("m.csv"), s = dir.file("s.json");
+      const std::string log = dir.file("m.csv"), s = dir.file("s.json"), trace = dir.file("t.json");
       std::vector<std::string> args{"--device", "cpu", "--quiet", "--batch-size", "64", "--hidden", "8",
                                     "--data", dir.file("x.npy"), "--targets", dir.file("y.npy"),
-                                    "--epochs", "1000", "--memory-log", log, "--summary-json", s};
+                                    "--epochs", "1000", "--memory-log", log, "--summary-json", s,
+                                    "--trace", trace};
       if (*in.extra) args.push_back(in.extra);
       Spawned run("train_mlp", args);
       ASSERT_TRUE(run.running());
@@ -121,6 +122,10 @@ TEST(HostileInputs, AnInputChangedDuringTheRunIsOneLineAndExitOne) {
       EXPECT_NE(r.err.find(std::string(in.option) + " '" + dir.file(in.file) + "': " + change.says), std::string::npos)
           << r.err;
       EXPECT_EQ(summary(s)["status"], "failed");
+      const nlohmann::json t = read_json(trace);
+      EXPECT_EQ(t.at("otherData").at("status"), "failed");
+      EXPECT_EQ("train_mlp: error: " + t.at("otherData").at("error").get<std::string>() + "\n", r.err);
+      EXPECT_TRUE(temporaries_of(s).empty() && temporaries_of(trace).empty());
     }
   }
 }
