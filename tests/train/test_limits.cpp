@@ -118,10 +118,10 @@ TEST(UnderUlimitV, TheLimitsARefusalSuggestsAreOnesTheSameRunWorksAt) {
     const std::vector<long> kib = suggested_limits(refused.err);
     ASSERT_EQ(kib.size(), 2u) << "two threads' figure, then one's:\n" << refused.err;
     EXPECT_NE(refused.err.find("with OPENBLAS_NUM_THREADS=1"), std::string::npos) << refused.err;
-    for (int threads : {2, 1}) {
-      const Ran r = under_limit(kib[threads == 2 ? 0 : 1], program, args, threads);
-      EXPECT_EQ(r.code, 0) << program << " at the suggested ulimit -v " << kib[threads == 2 ? 0 : 1] << " with "
-                           << threads << " OpenBLAS threads:\n" << r.err;
+    for (const auto& [limit, threads] : {std::pair<long, int>{kib[0], 2}, {kib[1], 1}}) {
+      const Ran r = under_limit(limit, program, args, threads);
+      EXPECT_EQ(r.code, 0) << program << " at the suggested ulimit -v " << limit << " with " << threads
+                           << " OpenBLAS threads:\n" << r.err;
     }
   }
 }

@@ -36,7 +36,7 @@ void run_blockers(const Options& o) {
   make_pending();
   waitall();  // warm-up
   std::vector<std::vector<double>> pending(blockers.size()), idle(blockers.size());
-  for (int r = 0; r < repeats_or(o, 5); ++r)
+  for (int r = 0; r < repeats_or(o); ++r)
     for (size_t b = 0; b < blockers.size(); ++b) {  // interleaved, so drift hits all alike
       Tensor s = make_pending();
       const auto t0 = Clock::now();

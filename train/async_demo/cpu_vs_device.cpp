@@ -31,7 +31,7 @@ void run_cpu_vs_device(const Options& o) {
     queued();
   }
   std::vector<double> td, tq;
-  const int reps = repeats_or(o, 5);
+  const int reps = repeats_or(o);
   for (int r = 0; r < reps; ++r) {
     auto t0 = Clock::now();
     direct();

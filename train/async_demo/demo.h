@@ -52,8 +52,10 @@ inline int64_t size_or(const Options& o, int64_t cpu, int64_t cuda) {
   return o.size ? o.size : (o.device.is_cuda() ? cuda : cpu);
 }
 
-// --repeats as given, or the subcommand's own default.
-inline int repeats_or(const Options& o, int dflt) { return o.repeats ? o.repeats : dflt; }
+// --repeats as given, or the subcommand's own default (kRepeats, or more
+// where a median needs it).
+constexpr int kRepeats = 5;
+inline int repeats_or(const Options& o, int dflt = kRepeats) { return o.repeats ? o.repeats : dflt; }
 
 // The subcommands, one file each.
 void run_queued(const Options& o);

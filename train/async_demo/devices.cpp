@@ -43,7 +43,7 @@ void run_devices(const Options& o) {
     work[i].ops = std::max<int64_t>(10, static_cast<int64_t>(kTarget / (t / double(probe))));
   }
   std::vector<double> alone[2], seq, par;
-  const int reps = repeats_or(o, 5);
+  const int reps = repeats_or(o);
   for (int r = 0; r < reps; ++r) {
     double each[2];
     for (int i = 0; i < 2; ++i) {

@@ -50,9 +50,14 @@ static int stdout_error() {
 // CPU): 8 of them is more than any keeps (`all` grows by 7 from n = 1000 to
 // 3000). Reads argv only: it runs before any initialiser.
 extern "C" size_t amlp_tensor_room_at_load(int argc, char** argv) {
-  const auto is = [](const char* a, const char* b) {
-    while (*a && *a == *b) ++a, ++b;
-    return *a == *b;
+  // The rest of `a` past `prefix`, or null when `a` does not begin with it.
+  const auto after = [](const char* a, const char* prefix) -> const char* {
+    while (*prefix && *a == *prefix) ++a, ++prefix;
+    return *prefix ? nullptr : a;
+  };
+  const auto is = [&](const char* a, const char* word) {
+    const char* rest = after(a, word);
+    return rest && !*rest;
   };
   const auto digits = [](const char* s) {
     size_t n = 0;
@@ -65,8 +70,7 @@ extern "C" size_t amlp_tensor_room_at_load(int argc, char** argv) {
     const char* a = argv[i];
     if (is(a, "all") || is(a, "data-parallel")) two_devices = true;
     if (is(a, "--size") && i + 1 < argc && argv[i + 1]) n = digits(argv[i + 1]);
-    if (a[0] == '-' && a[1] == '-' && a[2] == 's' && a[3] == 'i' && a[4] == 'z' && a[5] == 'e' && a[6] == '=')
-      n = digits(a + 7);
+    if (const char* value = after(a, "--size=")) n = digits(value);
   }
   if (n == 0) n = 1000;
   return (two_devices ? size_t(560) << 20 : size_t(16) << 20) + 8 * n * n * sizeof(float);

@@ -21,7 +21,8 @@ void run_queued(const Options& o) {
   queue_work();
   waitall();  // warm-up
   std::vector<double> queued, finished, depth;
-  for (int r = 0; r < repeats_or(o, 5); ++r) {
+  const int reps = repeats_or(o);
+  for (int r = 0; r < reps; ++r) {
     const auto t0 = Clock::now();
     Tensor b = queue_work();
     queued.push_back(since(t0));
@@ -30,7 +31,7 @@ void run_queued(const Options& o) {
     finished.push_back(since(t0));
   }
   const double q = median(queued), f = median(finished);
-  std::printf("  %d × (randn %lld×%lld, matmul), medians of %d:\n", kIters, (long long)n, (long long)n, repeats_or(o, 5));
+  std::printf("  %d × (randn %lld×%lld, matmul), medians of %d:\n", kIters, (long long)n, (long long)n, reps);
   std::printf("  queued after    %s   (frontend back from the last push)\n", human(q, 12).c_str());
   std::printf("  finished after  %s   (waitall() returned)   finished/queued = %.0f×\n", human(f, 12).c_str(), f / q);
   std::printf("  queue depth right after queueing: %.0f of %d ops still pending\n", median(depth), 2 * kIters);

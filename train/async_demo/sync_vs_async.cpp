@@ -60,7 +60,8 @@ void run_sync_vs_async(const Options& o) {
   synced_loop(std::min<int64_t>(N, 1000));
   async_loop(std::min<int64_t>(N, 1000));
   std::vector<double> v1, v2, v3, rt, synced, async, async_push;
-  for (int r = 0; r < repeats_or(o, 5); ++r) {
+  const int reps = repeats_or(o);
+  for (int r = 0; r < reps; ++r) {
     paused_run(&t1_r, &t2_r);
     const double rt_before = round_trip();
     auto t0 = Clock::now();
@@ -89,7 +90,7 @@ void run_sync_vs_async(const Options& o) {
     std::snprintf(e, sizeof e, "%+.0f%%", 100.0 * (model - measured) / measured);
     row({{what, -34}, {human(measured), 11}, {human(model), 11}, {e, 8}});
   };
-  row({{"medians of " + std::to_string(repeats_or(o, 5)) + ":", -34}, {"measured", 11}, {"model", 11}, {"error", 8}});
+  row({{"medians of " + std::to_string(reps) + ":", -34}, {"measured", 11}, {"model", 11}, {"error", 8}});
   model_row("barrier each op  N·(t1+t2+t3)", ms, model_s);
   model_row("one barrier      t1+N·t2+t3", ma, model_a);
   if (t1 > t2) model_row("one barrier      N·t1+t2+t3", ma, double(N) * t1 + t2 + t3);

@@ -37,22 +37,18 @@ std::pair<Tensor, Tensor> DataSet::batch(int64_t b, int64_t batch_size, Device d
   const int64_t f = x_.cols();
   xs_.resize(static_cast<size_t>(n * f));
   ys_.resize(static_cast<size_t>(n));
-  // Each file as it was when the run opened it (two fstat a batch), then its
+  // Each file as it was when the run opened it (one fstat a batch), then its
   // rows; a failure names the option.
-  const auto from = [](const char* option, const auto& read) {
+  const auto gather = [&](const char* option, const NpyFile& file, float* out) {
     try {
-      read();
+      file.check_unchanged();
+      for (int64_t i = 0; i < n; ++i) file.copy_row(order_[static_cast<size_t>(first + i)], out + i * file.cols());
     } catch (const NpyError& e) {
       throw NpyError(std::string(option) + " " + e.what());
     }
   };
-  from("--data", [&] { x_.check_unchanged(); });
-  from("--targets", [&] { y_.check_unchanged(); });
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t r = order_[static_cast<size_t>(first + i)];
-    from("--data", [&] { x_.copy_row(r, xs_.data() + i * f); });
-    from("--targets", [&] { y_.copy_row(r, ys_.data() + i); });
-  }
+  gather("--data", x_, xs_.data());
+  gather("--targets", y_, ys_.data());
   return {from_host({n, f}, xs_.data(), d), from_host({n}, ys_.data(), d)};
 }
 
