@@ -184,6 +184,7 @@ TEST_F(MpiTrain, TheSweepRunsAcrossTheRanksAndRankZeroWritesItsSummary) {
   if (::access(ASYNCMLP_MPIEXEC, X_OK) != 0) GTEST_SKIP() << "no mpirun at " << ASYNCMLP_MPIEXEC;
   const Job j = run_script(dir(), "$MPIRUN -np 2 $TRAIN --distributed mpi --device cpu --config " +
                                       amlp::testing::source_file("configs/quick.ini") +
+                                      " --features 128 --hidden 128,32"  // quick.ini's batches, a quarter its work
                                       " --sweep --sweep-fractions 0,1 --batches 10 --quiet --summary-json s.json");
   ASSERT_EQ(j.status, 0) << j.output;
   EXPECT_EQ(count_lines_with(j.output, "sweep: d = "), 1) << "rank 0 alone prints:\n" << j.output;

@@ -133,7 +133,7 @@ std::string as_nobody(const ScratchDir& dir) {
   if (::access(copy.c_str(), X_OK) != 0)
     EXPECT_EQ(run_command("cp '" + amlp::testing::program_path("train_mlp") + "' '" + copy + "' && chmod 755 '" + copy + "'").code, 0);
   return "/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups env ASAN_OPTIONS=detect_leaks=0 "
-         "LSAN_OPTIONS= TSAN_OPTIONS=halt_on_error=1 '" + copy + "'";
+         "LSAN_OPTIONS= TSAN_OPTIONS='halt_on_error=1 atexit_sleep_ms=0' '" + copy + "'";
 }
 
 TEST(FileOptions, EveryFileOptionAgainstEveryHostileForm) {
