@@ -5,10 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 #include <utility>
 
 #include "framework/parse.h"  // shown_path
@@ -173,12 +175,20 @@ NpyFile::~NpyFile() {
 void NpyFile::check_unchanged() const {
   struct stat st{};
   if (::fstat(fd_, &st) != 0) fail(shown_, "cannot read it: " + errno_text(errno));
+  const auto same_time = [&] { return st.st_mtim.tv_sec == mtime_.tv_sec && st.st_mtim.tv_nsec == mtime_.tv_nsec; };
+  // Linux stamps a write's modification time before it moves the file's end,
+  // so an append in flight can show a new time at the old size: looked at
+  // again a moment later, it is named for what it did (grew), not "rewritten".
+  if (!same_time() && static_cast<size_t>(st.st_size) == size_) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (::fstat(fd_, &st) != 0) fail(shown_, "cannot read it: " + errno_text(errno));
+  }
   const size_t now = static_cast<size_t>(st.st_size);
   const std::string sizes = " (" + std::to_string(size_) + " bytes when the run opened it, " + std::to_string(now) +
                             " now): the rows it would read are not the ones it started with";
   if (now < size_) fail(shown_, "it was truncated while the run read it" + sizes);
   if (now > size_) fail(shown_, "it grew while the run read it" + sizes);
-  if (st.st_mtim.tv_sec != mtime_.tv_sec || st.st_mtim.tv_nsec != mtime_.tv_nsec)
+  if (!same_time())
     fail(shown_, "it was rewritten while the run read it (its modification time changed): the rows it would read "
                  "are not the ones it started with");
 }
