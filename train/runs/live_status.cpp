@@ -8,6 +8,8 @@
 
 #include "framework/runtime.h"
 #include "framework/parse.h"
+#include "train/runs/loop.h"
+#include "train/runs/run_meter.h"
 
 namespace amlp::train {
 
@@ -129,5 +131,29 @@ void LiveStatus::loop() {
     if (next < now) next = now + period;  // a draw that took longer than a tick: no burst after
   }
 }
+
+namespace {
+
+// The live status as a part of the loop: a count published as each batch is
+// queued; the line cleared before any of the run's own lines is printed.
+class LiveStatusPart : public LoopPart {
+ public:
+  explicit LiveStatusPart(Loop& loop)
+      : loop_(loop), live_(loop.spec, loop.devices, loop.result.memory_limit_bytes, loop.result.start_bytes) {
+    loop.before_print = [this] { live_.clear(); };
+  }
+  ~LiveStatusPart() override { loop_.before_print = nullptr; }
+  void after_batch(Batch& b) override {
+    live_.batch_queued(b.number, loop_.meter.last_queued_seq(), loop_.meter.bytes_per_batch());
+  }
+
+ private:
+  Loop& loop_;
+  LiveStatus live_;
+};
+
+}  // namespace
+
+std::unique_ptr<LoopPart> live_status_part(Loop& loop) { return std::make_unique<LiveStatusPart>(loop); }
 
 }  // namespace amlp::train

@@ -1,4 +1,5 @@
 #include "train/runs/memory_log.h"
+#include "train/runs/loop.h"
 
 #include <cstdio>
 
@@ -41,5 +42,31 @@ std::string format_row(const BatchSample& s) {
 }
 
 void MemoryLog::write(const BatchSample& s) { file_.append(format_row(s) + "\n"); }
+
+namespace {
+
+// --memory-log as a part of the loop: each batch's row once its loss was read
+// (if it was); the row of a batch that failed while its loss was read is
+// written with the loss empty.
+class MemoryLogPart : public LoopPart {
+ public:
+  explicit MemoryLogPart(Loop& loop)
+      : log_(loop.spec.memory_log, loop.result.data_parallel() ? loop.devices : std::vector<Device>{},
+             loop.spec.epochs > 1) {}
+  void after_batch(Batch& b) override { log_.write(b.row); }
+  void failed(const Batch* b) override {
+    if (b && b->reading) log_.write(b->row);
+  }
+
+ private:
+  MemoryLog log_;
+};
+
+}  // namespace
+
+std::unique_ptr<LoopPart> memory_log_part(Loop& loop) {
+  if (loop.spec.memory_log.empty()) return nullptr;
+  return std::make_unique<MemoryLogPart>(loop);
+}
 
 }  // namespace amlp::train
