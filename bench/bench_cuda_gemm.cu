@@ -41,6 +41,16 @@
 #include "cuda_bench.h"
 #include "framework/cuda/sgemm.h"
 
+namespace amlp::cuda {
+// reduce.cu's launcher of the ReLU backward and bias gradient (the op's
+// kernel, reached here without a Backend): dz = dy * (y > 0) and db(c) =
+// sum_r dz(r,c) in one launch. `partials` holds kColsumPartials doubles and
+// then kColsumTickets zeroed tickets (CudaBackend::colsum()); the tickets are
+// zero again when it has run. Declared here, the one caller outside reduce.cu.
+void launch_relu_backward_sum_rows(const float* y, const float* dy, float* dz, float* db, int rows, int cols,
+                                   int sms, double* partials, cudaStream_t s);
+}  // namespace amlp::cuda
+
 namespace {
 
 using namespace amlp::cuda;

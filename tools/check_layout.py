@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Checks the source layout: no include points up a layer, no framework file is long.
+"""Checks the source layout: no include points up a layer.
 
-  check_layout.py [--root DIR] [--max-lines N] FOLDER...
+  check_layout.py [--root DIR] FOLDER...
 
 FOLDER: folders to check, relative to the repository root (the default:
 framework and train). Every .h .cpp .cu .cuh file under them is checked:
@@ -9,10 +9,9 @@ framework and train). Every .h .cpp .cu .cuh file under them is checked:
     cuda do not include each other), is an error;
   - a public header (framework/*.h) includes only public headers, except the
     umbrella asyncmlp.h, which also includes the layers of nn/;
-  - no framework file includes the umbrella framework/asyncmlp.h;
-  - a framework file over N lines (400) is an error. train/ has no cap: its
-    files are by concept (one stage, one study), and a file long because it
-    is one thing is fine; its arrows are its stages' order (LAYERS).
+  - no framework file includes the umbrella framework/asyncmlp.h.
+Files go by concept, not by length: a file long because it is one thing is
+fine. train/'s arrows are its stages' order (LAYERS).
 Prints one line per error and exits 1 if there was any, 0 otherwise; bad
 arguments exit 2.
 """
@@ -78,12 +77,10 @@ def resolve(root, src, inc):
     return os.path.normpath(inc)
 
 
-def check_file(root, path, max_lines):
+def check_file(root, path):
     errors = []
     with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
         lines = f.readlines()
-    if max_lines and path.startswith("framework/") and len(lines) > max_lines:
-        errors.append(f"{path}: {len(lines)} lines, over {max_lines}: split it")
     src_folder = folder_of(path)
     for n, line in enumerate(lines, 1):
         m = INCLUDE.match(line)
@@ -114,7 +111,6 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("folders", nargs="*", default=["framework", "train"])
     ap.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    ap.add_argument("--max-lines", type=int, default=400)
     args = ap.parse_args()
     files = []
     for folder in args.folders:
@@ -128,14 +124,14 @@ def main():
                     files.append(os.path.relpath(os.path.join(dirpath, name), args.root))
     errors = []
     for path in sorted(files):
-        errors += check_file(args.root, path, args.max_lines)
+        errors += check_file(args.root, path)
     for e in errors:
         print(e)
     folders = " ".join(args.folders)
     if errors:
         print(f"layout: {len(errors)} error(s) in {len(files)} files under {folders}")
         return 1
-    print(f"layout: {len(files)} files under {folders}: no upward include, no framework file over {args.max_lines} lines")
+    print(f"layout: {len(files)} files under {folders}: no upward include")
     return 0
 
 

@@ -29,12 +29,6 @@ void launch_normal(float* y, size_t n, uint64_t seed, uint64_t offset, float mea
 // bitwise cpu/elementwise.cpp's bias_relu; float4 accesses where cols % 4 == 0;
 // `sms` sizes the grid. Also timed beside a device copy by bench_cuda_gemm.cu.
 void launch_bias_relu(float* y, const float* b, int rows, int cols, int sms, cudaStream_t s);
-// reduce.cu: dz = dy * (y > 0) and db(c) = sum_r dz(r,c) (db may be null),
-// relu_backward_sum_rows of core/kernels.h in one launch. `partials` holds
-// kColsumPartials doubles and then kColsumTickets zeroed tickets
-// (CudaBackend::colsum()); the tickets are zero again when it has run.
-void launch_relu_backward_sum_rows(const float* y, const float* dy, float* dz, float* db, int rows, int cols,
-                                   int sms, double* partials, cudaStream_t s);
 
 // elementwise.cu: the ReLU mask of y (rows, cols) in cuBLASLt's RELU_AUX
 // layout: bit c of row r is bit (r*ld + c) % 32 of word (r*ld + c) / 32,

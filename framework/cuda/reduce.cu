@@ -13,6 +13,11 @@
 
 namespace amlp::cuda {
 
+// The ReLU backward and bias gradient's launcher (below), with external
+// linkage: bench_cuda_gemm.cu times it beside a device copy.
+void launch_relu_backward_sum_rows(const float* y, const float* dy, float* dz, float* db, int rows, int cols,
+                                   int sms, double* partials, cudaStream_t s);
+
 namespace {
 
 constexpr int kSumThreads = 256;
