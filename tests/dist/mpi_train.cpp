@@ -291,6 +291,55 @@ TEST_F(MpiTrain, TwoRanksOnADataSetTrainAsOneProcess) {
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 1e-5 * std::fabs(a[i])) << "batch " << i + 1;
 }
 
+// --save across the ranks: rank 0 writes the one file once the batches ran;
+// it holds what one process of the same global batches saves (the losses of
+// a run that loads either agree), and --load under mpirun gives every rank
+// those parameters: its losses are one process's loading the same file.
+TEST_F(MpiTrain, SaveAndLoadAcrossTheRanksAsOneProcess) {
+  const Job two = run_script(dir(), "$MPIRUN -np 2 $TRAIN " + kRun + " --distributed mpi --save two.safetensors");
+  ASSERT_EQ(two.status, 0) << two.output;
+  EXPECT_EQ(count_lines_with(two.output, "parameters saved: "), 1) << "rank 0 alone writes:\n" << two.output;
+  const Job one = run_script(dir(), "$TRAIN " + kRun + " --save one.safetensors");
+  ASSERT_EQ(one.status, 0) << one.output;
+  const std::string next = kShape + " --batches 3 --sync batch";
+  const Job from_one = run_script(dir(), "$TRAIN " + next + " --load one.safetensors --memory-log a.csv");
+  const Job from_two = run_script(dir(), "$TRAIN " + next + " --load two.safetensors --memory-log b.csv");
+  const Job ranks = run_script(dir(), "$MPIRUN -np 2 $TRAIN " + next +
+                                          " --distributed mpi --load one.safetensors --memory-log c.csv");
+  ASSERT_EQ(from_one.status, 0) << from_one.output;
+  ASSERT_EQ(from_two.status, 0) << from_two.output;
+  ASSERT_EQ(ranks.status, 0) << ranks.output;
+  const std::vector<double> a = losses(file("a.csv")), b = losses(file("b.csv")), c = losses(file("c.rank0.csv")),
+                            d = losses(file("c.rank1.csv"));
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), 3u);
+  ASSERT_EQ(c.size(), 3u);
+  ASSERT_EQ(d.size(), 3u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_NEAR(b[i], a[i], 1e-5 * std::fabs(a[i])) << "batch " << i + 1 << ": the two saves hold the same parameters";
+    EXPECT_NEAR(c[i], a[i], 1e-5 * std::fabs(a[i])) << "batch " << i + 1 << ": the ranks loaded them";
+    EXPECT_EQ(d[i], c[i]) << "batch " << i + 1;
+  }
+}
+
+// Every option is compared across the ranks, the files included: ranks
+// saving to different files, or training on different data, are refused.
+TEST_F(MpiTrain, RanksGivenOtherFilesAreRefused) {
+  const Job save = run_script(dir(), "$MPIRUN -np 1 $TRAIN " + kRun + " --distributed mpi --save a.safetensors : -np 1 $TRAIN " +
+                                         kRun + " --distributed mpi --save b.safetensors");
+  EXPECT_EQ(save.status, 2) << save.output;
+  EXPECT_EQ(count_lines_with(save.output,
+                             "rank 1's options differ from rank 0's: 'save=b.safetensors' vs 'save=a.safetensors'"),
+            1)
+      << save.output;
+  EXPECT_FALSE(fs::exists(file("a.safetensors")));
+  const Job sweep = run_script(dir(), "$MPIRUN -np 1 $TRAIN " + kRun + " --distributed mpi --sweep : -np 1 $TRAIN " +
+                                          kRun + " --distributed mpi");
+  EXPECT_EQ(sweep.status, 2) << sweep.output;
+  EXPECT_EQ(count_lines_with(sweep.output, "rank 1's options differ from rank 0's: 'sweep=off' vs 'sweep=on'"), 1)
+      << sweep.output;
+}
+
 TEST_F(MpiTrain, OptionsThatDifferBetweenRanksAreRefusedBeforeAnyBatch) {
   const Job j = run_script(dir(), "$MPIRUN -np 1 $TRAIN " + kRun + " --distributed mpi --lr 0.01 --memory-log m.csv : -np 1 $TRAIN " +
                                       kRun + " --distributed mpi --lr 0.02 --memory-log m.csv");

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -645,6 +646,7 @@ ParseOutcome parse_options(const std::vector<std::string>& args) {
   if (vm.count("stray-argument"))
     return fail("unexpected argument " + quote(vm["stray-argument"].as<std::vector<std::string>>()[0]) +
                 " (options start with --; see --help)");
+  std::optional<po::parsed_options> from_file;  // the config file's values, where there is one
   const std::string config = vm["config"].as<std::string>();
   if (config.empty() && !vm["config"].defaulted()) return fail("--config must name a file (got '')");
   if (!config.empty()) {
@@ -655,17 +657,17 @@ ParseOutcome parse_options(const std::vector<std::string>& args) {
       return fail("config file '" + shown + "': " + bad);
     std::istringstream in(ini_for_boost(std::move(text)));
     try {
-      const po::parsed_options from_file = po::parse_config_file(in, general, /*allow_unregistered=*/false);
+      from_file = po::parse_config_file(in, general, /*allow_unregistered=*/false);
       // Checked here, not by store(): store() skips keys the command line set.
       std::set<std::string> seen;
-      for (const po::option& opt : from_file.options)
+      for (const po::option& opt : from_file->options)
         if (!seen.insert(opt.string_key).second)
           return fail(shown + ": key '" + opt.string_key + "' is given more than once");
       // Every value the file gives is read, also where the command line sets
       // the key: a bad file is bad input whatever overrides it.
       po::variables_map file_values;
-      po::store(from_file, file_values);
-      po::store(from_file, vm);  // keys the command line set are not read: the command line wins
+      po::store(*from_file, file_values);
+      po::store(*from_file, vm);  // keys the command line set are not read: the command line wins
     } catch (const BadValue& e) {
       return fail("'" + e.key + "' in " + shown + e.problem);
     } catch (const po::error& e) {
@@ -675,6 +677,9 @@ ParseOutcome parse_options(const std::vector<std::string>& args) {
   try {
     po::notify(vm);
     out.options = to_options(vm);
+    std::vector<const po::parsed_options*> sources{&parsed};  // the command line wins
+    if (from_file) sources.push_back(&*from_file);
+    out.options.settings = settings_text(general, sources, vm);
   } catch (const po::error& e) {
     return fail(option_error(e, ""));
   }

@@ -93,6 +93,9 @@ struct Options {
   bool sync_auto = false;
   size_t memory_budget = 0;
   std::vector<double> sweep_fractions{0, 0.25, 0.5, 0.75, 1, 1.5};
+  // Every option and its value as given, one "key=value" a line
+  // (program_options.h settings_text): what the ranks of a run compare.
+  std::string settings;
 };
 
 // The devices a run trains on: --devices, or the one device.

@@ -43,4 +43,36 @@ std::string option_error(const po::error& e, const std::string& where) {
   return one_line(where.empty() ? e.what() : where + ": " + e.what());
 }
 
+std::string settings_text(const po::options_description& table, const std::vector<const po::parsed_options*>& sources,
+                          const po::variables_map& vm) {
+  std::string text;
+  for (const auto& option : table.options()) {
+    const std::string& key = option->long_name();
+    const po::value_semantic* kind = option->semantic().get();
+    std::string value;
+    if (dynamic_cast<const po::typed_value<bool>*>(kind)) {  // a flag: "--compare" and "compare = true" alike
+      value = vm.count(key) && vm[key].as<bool>() ? "on" : "off";
+    } else {
+      bool given = false;
+      for (const po::parsed_options* from : sources) {
+        for (const po::option& o : from->options)
+          if (o.string_key == key) {  // the last of a source's (a repeat is refused before)
+            value.clear();
+            for (const std::string& t : o.value) value += (value.empty() ? "" : " ") + t;
+            given = true;
+          }
+        if (given) break;
+      }
+      if (!given) {
+        if (const auto* d = dynamic_cast<const DefaultText*>(kind))
+          value = d->default_text();
+        else if (vm.count(key) && vm[key].value().type() == typeid(std::string))
+          value = vm[key].as<std::string>();
+      }
+    }
+    text += key + "=" + value + "\n";
+  }
+  return text;
+}
+
 }  // namespace amlp::train

@@ -37,11 +37,18 @@ struct BadValue {
 template <class T>
 using Parser = std::function<T(const std::string&)>;
 
+// An option's default as the text it was declared with (Parsed<T>'s).
+class DefaultText {
+ public:
+  virtual ~DefaultText() = default;
+  virtual const std::string& default_text() const = 0;
+};
+
 // An option's value semantic for Boost: one token, read by `parse` (not by
 // boost::lexical_cast, which takes "+5", " 5" and, through strtod, "0x10" and
 // "nan"), with a default that the same parser read from its text.
 template <class T>
-class Parsed : public po::value_semantic_codecvt_helper<char> {
+class Parsed : public po::value_semantic_codecvt_helper<char>, public DefaultText {
  public:
   Parsed(std::string key, std::string value_name, std::string default_text, Parser<T> parse)
       : key_(std::move(key)),
@@ -51,6 +58,7 @@ class Parsed : public po::value_semantic_codecvt_helper<char> {
         default_(read(default_text_)) {}
 
   std::string name() const override { return value_name_ + " (=" + default_text_ + ")"; }
+  const std::string& default_text() const override { return default_text_; }
   unsigned min_tokens() const override { return 1; }
   unsigned max_tokens() const override { return 1; }
   bool is_composing() const override { return false; }
@@ -107,6 +115,14 @@ class Declare {
  private:
   po::options_description& d_;
 };
+
+// Every option of `table` and its value, one "key=value" a line in the
+// table's order: the value as the first of `sources` that gives the option
+// spelled it (the command line, then a config file), a flag's as on or off,
+// an option none gives as its default's text. The same options, however
+// given, read the same; ranks compare it (train/runs/distributed_run.h).
+std::string settings_text(const po::options_description& table, const std::vector<const po::parsed_options*>& sources,
+                          const po::variables_map& vm);
 
 // A po::error as one short line: "unknown option '--x' (see --help)", "option
 // '--batches' needs a value", "given more than once"; `where` is the config

@@ -15,38 +15,6 @@
 
 namespace amlp::train {
 
-namespace {
-
-// The shortest of %.6g and %.9g that reads back as `v`: "0.01", not "0.00999999978".
-std::string float_text(float v) {
-  char t[32];
-  std::snprintf(t, sizeof t, "%.6g", double(v));
-  if (std::strtof(t, nullptr) != v) std::snprintf(t, sizeof t, "%.9g", double(v));
-  return t;
-}
-
-}  // namespace
-
-std::string options_text(const Options& o) {
-  std::ostringstream t;
-  std::string hidden;
-  for (int64_t h : o.hidden.hidden) hidden += (hidden.empty() ? "" : ",") + std::to_string(h);
-  std::string every;
-  for (int k : o.compare_every) every += (every.empty() ? "" : ",") + std::to_string(k);
-  const std::string lr = float_text(o.lr), momentum = float_text(o.momentum);
-  t << "device=" << o.device_text << "\nsync=" << to_string(o.sync) << "\nbatches=" << o.batches
-    << "\nepochs=" << o.epochs << "\nbatch-size=" << o.batch_size << "\nfeatures=" << o.features << "\nhidden=" << hidden << "\nlr=" << lr
-    << "\nmomentum=" << momentum << "\nseed=" << o.seed << "\nmax-pending=" << o.max_pending_ops
-    << "\nmax-pending-bytes=" << o.max_pending_bytes
-    << "\nmemory-limit=" << (o.memory_limit ? std::to_string(*o.memory_limit) : std::string("auto"))
-    << "\ncheck-finite=" << o.check_finite << "\nalloc=" << to_string(o.alloc) << "\ndata-queue=" << o.data_queue
-    << "\nhost-work=" << (o.host_work.match_device ? std::string("match") : std::to_string(o.host_work.ns) + "ns")
-    << "\nhost-work-kind=" << to_string(o.host_work.kind) << "\nblocking=" << o.blocking << "\ntf32=" << o.tf32
-    << "\ngraph=" << o.graph << "\ncompare=" << o.compare << "\ncompare-policies=" << o.compare_policies << "\ncompare-every=" << every
-    << "\nmemory-log=" << o.memory_log << "\ntrace=" << o.trace << "\nsummary-json=" << o.summary_json << "\n";
-  return t.str();
-}
-
 dist::ProcessGroup* rank_group(const Options& s) {
   if (!s.distributed) return nullptr;
   dist::ProcessGroup* g = dist::ProcessGroup::current();
@@ -57,7 +25,7 @@ Options join_ranks(const Options& o) {
   if (!o.distributed) return o;
   dist::ProcessGroup& g = dist::ProcessGroup::init();
   g.set_program_name("train_mlp");
-  g.check_same("options", options_text(o));
+  g.check_same("options", o.settings);  // every option, as parsed (options.h)
   Options mine = o;
   if (!g.distributed()) return mine;  // one rank: as without --distributed
   if (mine.device.is_cuda() && (o.device_text == "cuda" || o.device_text == "auto"))

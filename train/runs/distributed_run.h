@@ -21,10 +21,6 @@
 
 namespace amlp::train {
 
-
-// The options every rank must share, one "key=value" a line (check_same).
-std::string options_text(const Options& o);
-
 // The group of a distributed run with more than one rank, else null.
 dist::ProcessGroup* rank_group(const Options& s);
 
