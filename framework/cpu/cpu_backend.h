@@ -6,8 +6,8 @@
 // return. Each concept's kernels are in the file of its name, which ends with
 // the function that puts them into the table (core/kernels.h):
 // elementwise.cpp, linalg.cpp (OpenBLAS's CBLAS), reduce.cpp, loss.cpp,
-// optimizer.cpp, random.cpp (cuRAND's Philox4x32-10 stream, philox.h, on two
-// cores through two_cores.h). The table's composed entries (kernels.h) are
+// optimizer.cpp, random.cpp (cuRAND's Philox4x32-10 stream, philox.h, in two
+// parts through split_in_two.h). The table's composed entries (kernels.h) are
 // the CPU's fused kernels. Memory in host_arena.h; copies and timers in
 // cpu_backend.cpp.
 #pragma once

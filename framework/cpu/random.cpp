@@ -1,8 +1,9 @@
 // random.cpp — CPU random numbers: cuRAND's Philox4x32-10 stream (philox.h),
 // so both backends draw the same numbers from one (seed, offset); vectorised,
-// and split over two cores (two_cores.h) from kSplitAt numbers on.
+// and from kSplitAt numbers on split in two parts, the second on a helper
+// thread (split_in_two.h).
 #include "framework/cpu/cpu_backend.h"
-#include "framework/cpu/two_cores.h"
+#include "framework/cpu/split_in_two.h"
 #include "framework/cpu/philox.h"
 
 namespace amlp::cpu {
@@ -19,7 +20,7 @@ template <class Fill>
 void draw(float* y, size_t n, uint64_t offset, Fill fill) {
   if (n < kSplitAt) return fill(y, offset, offset + n);
   const uint64_t cut = (offset + n / 2) / 32 * 32;
-  on_two_cores([&](int part) {
+  split_in_two([&](int part) {
     if (part == 0) fill(y, offset, cut);
     else fill(y + (cut - offset), cut, offset + n);
   });

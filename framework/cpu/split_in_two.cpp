@@ -1,5 +1,5 @@
-// two_cores.cpp — the helper thread behind on_two_cores() (two_cores.h).
-#include "framework/cpu/two_cores.h"
+// split_in_two.cpp — the helper thread behind split_in_two() (split_in_two.h).
+#include "framework/cpu/split_in_two.h"
 
 #include <condition_variable>
 #include <cstdint>
@@ -66,7 +66,7 @@ Helper* helper() {
 
 }  // namespace
 
-bool on_two_cores(void (*fn)(void*, int), void* arg) {
+bool split_in_two(void (*fn)(void*, int), void* arg) {
   Helper* h = helper();
   if (h && h->run(fn, arg)) return true;
   fn(arg, 0);
