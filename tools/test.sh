@@ -44,7 +44,7 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export LSAN_OPTIONS=suppressions=$AMLP_ROOT/tests/lsan.supp
 # atexit_sleep_ms=0: TSan otherwise sleeps a second in every process that exits
 # with threads still running (each train_mlp a test starts: its queues' workers),
-# idle time that was a third of the TSan suite's.
+# idle time that was 195 of the TSan suite's 450 test-seconds.
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 atexit_sleep_ms=0 suppressions=$AMLP_ROOT/tests/tsan.supp"
 
 # Each sanitizer build is built in the background (amlp_build_start, at low

@@ -87,7 +87,7 @@ std::unique_ptr<Trainer> new_trainer(const RunSpec& s, const std::vector<Device>
 // in the final waitall() or in what a part was doing after it.
 std::string failure_place(const RunSpec& s, const Batch& b, bool in_loop, const char* doing) {
   if (doing) return doing;
-  if (!in_loop || b.number > s.total_batches()) return b.number == 0 ? "before its first batch" : "in the final waitall()";
+  if (!in_loop) return b.number == 0 ? "before its first batch" : "in the final waitall()";
   return "at batch " + std::to_string(b.number) + " of " + std::to_string(s.total_batches()) +
          (s.epochs > 1 ? " (epoch " + std::to_string(b.epoch) + ")" : std::string());
 }
@@ -125,6 +125,27 @@ std::string failure_message(const RunSpec& s, const RunResult& r, const RunMeter
   r.status = RunStatus::Failed;
   throw RunFailed(r.error, r);
 }
+
+// The book's lines: "batch 50, time 1.2345 sec" at batches 50 and 100 of
+// each epoch (shorter runs: at the halfway point and at the end), the time
+// since the loop started, as each such batch's data is drawn; the run ends
+// with "increased memory" (check_finished).
+class BookLinesPart : public LoopPart {
+ public:
+  explicit BookLinesPart(Loop& loop) : loop_(loop) {}
+  void begin_step(Batch& b) override {
+    const int batches = loop_.spec.batches;
+    const bool at = batches >= 100 ? b.in_epoch % 50 == 0 || b.in_epoch == batches
+                                   : b.in_epoch == batches || (batches >= 2 && b.in_epoch == batches / 2);
+    if (!at) return;
+    char line[64];
+    std::snprintf(line, sizeof line, "batch %d, time %.4f sec", b.in_epoch, loop_.meter.seconds());
+    loop_.print(line);
+  }
+
+ private:
+  Loop& loop_;
+};
 
 // A batch's data on the first device: --data's rows (this rank's, across
 // processes), else X ~ N(0, 1) (B, F) and y = ones (B) drawn by queued ops;
@@ -243,6 +264,8 @@ void check_finished(const RunSpec& s, RunResult& r, std::ostream& out) {
 }
 
 }  // namespace
+
+std::unique_ptr<LoopPart> book_lines_part(Loop& loop) { return std::make_unique<BookLinesPart>(loop); }
 
 RunResult run_experiment(const RunSpec& s, std::ostream& out) {
   const std::vector<Device> devs = run_devices(s);

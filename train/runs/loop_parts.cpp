@@ -8,7 +8,7 @@
 namespace amlp::train {
 
 std::unique_ptr<LoopPart> host_work_part(Loop&);     // host_work_part.cpp: --host-work
-std::unique_ptr<LoopPart> book_lines_part(Loop&);    // book_lines_part.cpp: "batch 50, time ..."
+std::unique_ptr<LoopPart> book_lines_part(Loop&);    // experiment.cpp: the book's "batch 50, time ..."
 std::unique_ptr<LoopPart> step_graph_part(Loop&);    // step_graph_part.cpp: --graph on
 std::unique_ptr<LoopPart> check_finite_part(Loop&);  // check_finite_part.cpp: --check-finite
 std::unique_ptr<LoopPart> live_status_part(Loop&);   // live_status.cpp: the status line
