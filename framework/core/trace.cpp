@@ -2,9 +2,9 @@
 
 #include <chrono>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <vector>
 
+#include "framework/json.h"
 #include "framework/write_file.h"
 
 namespace amlp::trace {
@@ -40,17 +40,14 @@ const auto t_start = std::chrono::steady_clock::now();
 
 // One trace event, one line: the events are serialized one by one, so a long
 // run's trace costs its text, not a document tree besides.
-std::string line(const nlohmann::ordered_json& event) {
-  return event.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::ordered_json::error_handler_t::replace);
-}
+std::string line(const Json& event) { return event.dump(); }
 
 std::string trace_json(const std::vector<std::string>& tracks, const std::vector<Event>& events,
                        const std::vector<std::string>& labels,
                        const std::vector<std::pair<std::string, std::string>>& other_data) {
-  using nlohmann::ordered_json;
   std::string out = "{\"displayTimeUnit\":\"ms\",";
   if (!other_data.empty()) {
-    ordered_json other = ordered_json::object();
+    Json other = Json::object();
     for (const auto& [k, v] : other_data) other[k] = v;
     out += "\"otherData\":" + line(other) + ",";
   }
@@ -68,7 +65,7 @@ std::string trace_json(const std::vector<std::string>& tracks, const std::vector
                          {"args", {{"sort_index", order}}}});
   }
   for (const Event& e : events) {
-    ordered_json j{{"ph", std::string(1, e.ph)}, {"pid", 1}, {"tid", e.track}, {"ts", e.ts}, {"name", e.name}};
+    Json j{{"ph", std::string(1, e.ph)}, {"pid", 1}, {"tid", e.track}, {"ts", e.ts}, {"name", e.name}};
     if (e.ph == 'X') {
       j["dur"] = e.dur;
       j["args"] = {{"seq", e.seq}};

@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <nlohmann/json.hpp>
 
 #include "framework/error.h"
+#include "framework/json.h"
 #include "framework/ops.h"
 #include "framework/parse.h"
 #include "framework/write_file.h"
@@ -40,7 +40,7 @@ std::string kind_of(const Block& b) {
 }  // namespace
 
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors) {
-  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  Json header = Json::object();
   header["__metadata__"] = {{"format", "asyncmlp"}};
   std::string data;
   for (const auto& [name, t] : tensors) {

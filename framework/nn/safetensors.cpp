@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <nlohmann/json.hpp>
 
 #include "framework/error.h"
+#include "framework/json.h"
 #include "framework/parse.h"
 #include "framework/read_input.h"
 
@@ -36,31 +36,15 @@ std::string dims_text(const std::vector<int64_t>& s) {
 
 namespace {
 
-// The header as JSON, refusing what nlohmann would take silently: a key given
-// twice in one object (the parser keeps the last; the format allows one).
-nlohmann::json parse_header(const std::string& path, const std::string& text) {
-  std::vector<std::vector<std::string>> keys;  // the keys of each object open now
-  std::string twice;
-  const auto on_event = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    using E = nlohmann::json::parse_event_t;
-    if (event == E::object_start) keys.emplace_back();
-    if (event == E::object_end && !keys.empty()) keys.pop_back();
-    if (event == E::key && !keys.empty()) {
-      const std::string k = parsed.get<std::string>();
-      auto& seen = keys.back();
-      if (std::find(seen.begin(), seen.end(), k) != seen.end() && twice.empty()) twice = k;
-      seen.push_back(k);
-    }
-    return true;
-  };
-  nlohmann::json header;
+// The header as JSON; a key given twice in one object is refused (a reader
+// that kept the last would take another file than the writer meant).
+Json parse_header(const std::string& path, const std::string& text) {
   try {
-    header = nlohmann::json::parse(text, on_event);
-  } catch (const nlohmann::json::exception&) {
+    return Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    if (!e.key_twice.empty()) fail(path, "not a safetensors file: its header gives the key " + quote(e.key_twice) + " twice");
     fail(path, "not a safetensors file: its header is not JSON");
   }
-  if (!twice.empty()) fail(path, "not a safetensors file: its header gives the key " + quote(twice) + " twice");
-  return header;
 }
 
 struct Entry {
@@ -69,7 +53,7 @@ struct Entry {
 };
 
 // One tensor's header entry, checked: F32, a shape of sizes, offsets that hold it.
-Entry entry_of(const std::string& path, const std::string& name, const nlohmann::json& e) {
+Entry entry_of(const std::string& path, const std::string& name, const Json& e) {
   const std::string what = "tensor " + quote(name);
   if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets"))
     fail(path, what + " lacks dtype, shape or data_offsets");
@@ -123,9 +107,15 @@ std::vector<NamedValues> read_safetensors(const std::string& path, int wait_s) {
     bytes.clear();
     if (in.read(n, &bytes) < n)
       fail(path, "truncated: it ends " + std::to_string(bytes.size()) + " bytes into its header of " + std::to_string(n));
-    const nlohmann::json header = parse_header(path, bytes);
+    const Json header = parse_header(path, bytes);
     if (!header.is_object()) fail(path, "not a safetensors file: its header is not a JSON object");
-    for (const auto& [name, e] : header.items()) {
+    // The tensors in the order of their names (each checked in that order).
+    std::vector<const Json::Member*> members;
+    for (const Json::Member& m : header.items()) members.push_back(&m);
+    std::sort(members.begin(), members.end(), [](const Json::Member* a, const Json::Member* c) { return a->first < c->first; });
+    for (const Json::Member* m : members) {
+      const std::string& name = m->first;
+      const Json& e = m->second;
       if (name != "__metadata__") {
         entries.push_back(entry_of(path, name, e));
         continue;

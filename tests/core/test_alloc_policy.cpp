@@ -6,7 +6,7 @@
 // and the trace cover the data queue.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
+#include "framework/json.h"
 
 #include <atomic>
 #include <optional>
@@ -300,7 +300,7 @@ TEST_F(DataQueueTest, HasItsOwnTraceTrack) {
     full({16}, 1.f, d).wait_to_read();
   }
   trace::stop_and_write(dir.file("t.json"));
-  const nlohmann::json t = read_json(dir.file("t.json"));
+  const amlp::Json t = read_json(dir.file("t.json"));
   bool track = false, span = false;
   int tid = -1;
   for (const auto& e : t.at("traceEvents"))

@@ -1,6 +1,6 @@
 // Covers framework/core/write_file.cpp, framework/core/trace.cpp, train/report/summary_json.cpp, train/runs/memory_log.cpp.
 // the writers of output files (framework/write_file.h)
-// and the two JSON files written through it, parsed back with nlohmann-json:
+// and the two JSON files written through it, parsed back with framework/json.h:
 // a regular file is replaced whole with no temporary left, a FIFO or a device is
 // written in place and stays what it was, a FIFO with no reader is an error at
 // once, never a wait, and every failure (a directory that is gone, a full
@@ -33,7 +33,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
-#include <nlohmann/json.hpp>
+#include "framework/json.h"
 #include <string>
 #include <thread>
 #include <vector>
@@ -633,18 +633,18 @@ void record_some_trace() {
   trace::counter("queue depth cpu:0", 12, 3.5);
 }
 
-void expect_trace(const nlohmann::json& t) {
+void expect_trace(const amlp::Json& t) {
   ASSERT_TRUE(t.is_object());
   EXPECT_EQ(t.at("displayTimeUnit"), "ms");
-  const nlohmann::json& events = t.at("traceEvents");
+  const amlp::Json& events = t.at("traceEvents");
   ASSERT_TRUE(events.is_array());
   std::map<int, std::string> names;
   std::map<int, int> sort_index;
   int frontend = -1, odd = -1, spans = 0, counters = 0;
-  for (const nlohmann::json& e : events) {
-    const std::string ph = e.at("ph");
+  for (const amlp::Json& e : events) {
+    const std::string ph = e.at("ph").get<std::string>();
     EXPECT_EQ(e.at("pid"), 1);
-    if (ph == "M" && e.at("name") == "thread_name") names[e.at("tid").get<int>()] = e.at("args").at("name");
+    if (ph == "M" && e.at("name") == "thread_name") names[e.at("tid").get<int>()] = e.at("args").at("name").get<std::string>();
     if (ph == "M" && e.at("name") == "thread_sort_index")
       sort_index[e.at("tid").get<int>()] = e.at("args").at("sort_index").get<int>();
     EXPECT_TRUE(ph == "M" || ph == "X" || ph == "C") << e;
@@ -658,7 +658,7 @@ void expect_trace(const nlohmann::json& t) {
   ASSERT_GE(odd, 1);
   EXPECT_EQ(sort_index[frontend], 0) << "the frontend's track first";
   EXPECT_GT(sort_index[odd], 0);
-  for (const nlohmann::json& e : events) {
+  for (const amlp::Json& e : events) {
     if (e.at("ph") == "X" && e.at("name") == "matmul") {
       ++spans;
       EXPECT_EQ(e.at("tid"), frontend);
@@ -737,7 +737,7 @@ std::vector<train::RunResult> some_runs() {
   return {a, b};
 }
 
-void expect_summary(const nlohmann::json& s) {
+void expect_summary(const amlp::Json& s) {
   ASSERT_TRUE(s.is_array());
   ASSERT_EQ(s.size(), 2u);
   const char* keys[] = {"mode",
@@ -812,7 +812,7 @@ void expect_summary(const nlohmann::json& s) {
                         "comm_beta_s_per_byte",
                         "comm_exposed_s_per_batch",
                         "graph"};
-  for (const nlohmann::json& run : s) {
+  for (const amlp::Json& run : s) {
     EXPECT_EQ(run.size(), std::size(keys));
     for (const char* key : keys) EXPECT_TRUE(run.contains(key)) << key;
   }

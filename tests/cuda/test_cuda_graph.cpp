@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <nlohmann/json.hpp>
+#include "framework/json.h"
 #include <string>
 
 #include "test_util.h"
@@ -17,17 +17,17 @@ namespace {
 
 const std::string kRun = "--device cuda:0 --batches 8 --batch-size 256 --features 64 --hidden 128,32 --seed 9 --quiet ";
 
-nlohmann::json summary(const std::string& args, const std::string& env = "") {
+amlp::Json summary(const std::string& args, const std::string& env = "") {
   return summary_of(env + " " + program_path("train_mlp") + " " + kRun + args);
 }
 
 TEST(CudaGraph, HeldStepsTrainLikeEagerLaunches) {
   SKIP_WITHOUT_GPU();
   for (const char* sync : {"--sync batch", "--sync none"}) {
-    const nlohmann::json off = summary(std::string(sync) + " --graph off");
-    const nlohmann::json on = summary(std::string(sync) + " --graph on");
+    const amlp::Json off = summary(std::string(sync) + " --graph off");
+    const amlp::Json on = summary(std::string(sync) + " --graph on");
     EXPECT_EQ(off.at("final_loss").get<double>(), on.at("final_loss").get<double>()) << sync;
-    const nlohmann::json& g = on.at("graph");
+    const amlp::Json& g = on.at("graph");
     EXPECT_EQ(g.at("captured").get<int>(), 2) << json_text(g);  // both graph slots
     EXPECT_EQ(g.at("invalidations").get<int>(), 0) << json_text(g);
   }
@@ -39,8 +39,8 @@ TEST(CudaGraph, HeldStepsTrainLikeEagerLaunches) {
 TEST(CudaGraph, SegmentsTrainLikeOneMallocPerBlock) {
   SKIP_WITHOUT_GPU();
   for (const char* sync : {"--sync none", "--sync batch"}) {
-    const nlohmann::json plain = summary(sync, "ASYNCMLP_SEGMENTS=0");
-    const nlohmann::json carved = summary(sync);
+    const amlp::Json plain = summary(sync, "ASYNCMLP_SEGMENTS=0");
+    const amlp::Json carved = summary(sync);
     EXPECT_EQ(plain.at("final_loss").get<double>(), carved.at("final_loss").get<double>()) << sync;
     if (std::string(sync) == "--sync batch")
       EXPECT_EQ(plain.at("mem_increase_bytes").get<size_t>(), carved.at("mem_increase_bytes").get<size_t>());
@@ -52,12 +52,10 @@ TEST(CudaGraph, ATraceHasTheDevicesOwnTrack) {
   ScratchDir dir;
   const Ran r = run_train_mlp(kRun + "--sync batch --trace " + dir.file("t.json"));
   ASSERT_EQ(r.code, 0) << r.err;
-  std::ifstream in(dir.file("t.json"));
-  nlohmann::json t;
-  in >> t;
+  const amlp::Json t = amlp::Json::parse(read_file(dir.file("t.json")));
   int device_tid = -1, spans = 0;
   for (const auto& e : t.at("traceEvents"))
-    if (e.value("ph", "") == "M" && e.at("args").value("name", "") == "device cuda:0") device_tid = e.at("tid");
+    if (e.value("ph", "") == "M" && e.at("args").value("name", "") == "device cuda:0") device_tid = e.at("tid").get<int>();
   ASSERT_NE(device_tid, -1) << "no device track";
   for (const auto& e : t.at("traceEvents"))
     if (e.value("ph", "") == "X" && e.at("tid") == device_tid) ++spans;

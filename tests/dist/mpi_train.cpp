@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
+#include "framework/json.h"
 #include <set>
 #include <sstream>
 #include <string>
@@ -71,7 +71,7 @@ class MpiTrain : public ::testing::Test {
   // An interrupted job: rank 0's summary says so, with both ranks' figures,
   // and both ranks' memory logs end at the batch it names.
   void expect_every_rank_stopped_after_the_same_batch() const {
-    const nlohmann::json s = read_json(file("s.json"));
+    const amlp::Json s = read_json(file("s.json"));
     ASSERT_EQ(s.size(), 1u);
     EXPECT_EQ(s[0]["status"], "interrupted");
     EXPECT_TRUE(s[0]["interrupted"].get<bool>());
@@ -104,8 +104,8 @@ TEST_F(MpiTrain, TwoRanksTrainAsOneProcess) {
     EXPECT_NEAR(b[i], a[i], 1e-5 * std::fabs(a[i])) << "batch " << i + 1;
     EXPECT_EQ(c[i], b[i]) << "batch " << i + 1 << ": the ranks read the same global loss";
   }
-  const double final_one = read_json(file("one.json"))[0]["final_loss"];
-  const double final_two = read_json(file("two.json"))[0]["final_loss"];
+  const double final_one = read_json(file("one.json"))[0]["final_loss"].get<double>();
+  const double final_two = read_json(file("two.json"))[0]["final_loss"].get<double>();
   EXPECT_EQ(final_two, final_one);
   // One rank under mpirun joins MPI, trains like one process and finalizes:
   // mpirun ends with 0, not "exiting improperly".
@@ -129,12 +129,12 @@ TEST_F(MpiTrain, EachRankLogsAndRankZeroSummarizesBoth) {
   EXPECT_EQ(count_lines_with(j.output, "    rank 1 "), 1) << j.output;
   for (const char* log : {"mem.rank0.csv", "mem.rank1.csv"}) EXPECT_EQ(losses(file(log)).size(), 12u) << log;
   EXPECT_FALSE(fs::exists(file("mem.csv")));
-  const nlohmann::json s = read_json(file("s.json"));
+  const amlp::Json s = read_json(file("s.json"));
   ASSERT_EQ(s.size(), 1u);
   EXPECT_TRUE(s[0]["distributed"].get<bool>());
   ASSERT_EQ(s[0]["ranks"].size(), 2u);
   for (int r = 0; r < 2; ++r) {
-    const nlohmann::json& k = s[0]["ranks"][r];
+    const amlp::Json& k = s[0]["ranks"][r];
     EXPECT_EQ(k["rank"], r);
     EXPECT_GT(k["samples_per_s"].get<double>(), 0);
     EXPECT_GT(k["mem_increase_bytes"].get<double>(), 0);
@@ -143,9 +143,9 @@ TEST_F(MpiTrain, EachRankLogsAndRankZeroSummarizesBoth) {
   }
   EXPECT_GT(s[0]["comm_alpha_s"].get<double>(), 0);
   // One trace, each rank a process with its queues and its reductions.
-  const nlohmann::json t = read_json(file("t.json"));
+  const amlp::Json t = read_json(file("t.json"));
   std::set<int> pids, reducing;
-  for (const nlohmann::json& e : t["traceEvents"]) {
+  for (const amlp::Json& e : t["traceEvents"]) {
     pids.insert(e["pid"].get<int>());
     if (e["name"] == "mpi_all_reduce") reducing.insert(e["pid"].get<int>());
   }
@@ -164,12 +164,12 @@ TEST_F(MpiTrain, EveryModeRunsAcrossTheRanks) {
   ASSERT_EQ(one.status, 0) << one.output;
   const Job two = run_script(dir(), "$MPIRUN -np 2 $TRAIN " + opts + " --distributed mpi --summary-json two.json");
   ASSERT_EQ(two.status, 0) << two.output;
-  const nlohmann::json a = read_json(file("one.json")), b = read_json(file("two.json"));
+  const amlp::Json a = read_json(file("one.json")), b = read_json(file("two.json"));
   ASSERT_EQ(a.size(), 5u);
   ASSERT_EQ(b.size(), a.size());
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(b[i]["label"], a[i]["label"]);
-    const double la = a[i]["final_loss"], lb = b[i]["final_loss"];
+    const double la = a[i]["final_loss"].get<double>(), lb = b[i]["final_loss"].get<double>();
     EXPECT_NEAR(lb, la, 1e-5 * std::fabs(la)) << a[i]["label"];
     EXPECT_EQ(b[i]["ranks"].size(), 2u) << a[i]["label"];
     EXPECT_EQ(b[i]["host_work_s"], b[0]["host_work_s"]) << "every run works alike";
@@ -192,16 +192,16 @@ TEST_F(MpiTrain, TheSweepRunsAcrossTheRanksAndRankZeroWritesItsSummary) {
   std::vector<std::string> written;
   for (const auto& e : fs::directory_iterator(dir_)) written.push_back(e.path().filename().string());
   EXPECT_EQ(written, std::vector<std::string>{"s.json"}) << "one summary, rank 0's";
-  const nlohmann::json s = read_json(file("s.json"));
+  const amlp::Json s = read_json(file("s.json"));
   ASSERT_TRUE(s.is_object());
-  const nlohmann::json &runs = s["runs"], &rows = s["sweep"];
+  const amlp::Json &runs = s["runs"], &rows = s["sweep"];
   ASSERT_EQ(runs.size(), 10u);  // 2 fractions x batch, none, every=2, every=10, bounded
   ASSERT_EQ(rows.size(), runs.size());
   EXPECT_EQ(s["sweep_model"]["curves"].size(), 5u);
   EXPECT_GT(s["sweep_model"]["device_s"].get<double>(), 0);
   for (size_t i = 0; i < rows.size(); ++i) {
     EXPECT_EQ(rows[i]["fraction"].get<double>(), i < 5 ? 0.0 : 1.0);
-    const nlohmann::json& run = runs.at(rows[i]["run"].get<size_t>());
+    const amlp::Json& run = runs.at(rows[i]["run"].get<size_t>());
     EXPECT_EQ(run["label"], rows[i]["mode"]);
     EXPECT_TRUE(run["distributed"].get<bool>());
     EXPECT_EQ(run["ranks"].size(), 2u) << run["label"];
@@ -211,9 +211,10 @@ TEST_F(MpiTrain, TheSweepRunsAcrossTheRanksAndRankZeroWritesItsSummary) {
   // Host work tops the frontend's own time per batch (queue_host_s) up to the
   // target f·d; where the loop alone already takes longer (a slow, loaded or
   // sanitized build) there is nothing to add. Either way the rows say so.
-  const double d = s["sweep_model"]["device_s"], h0 = s["sweep_model"]["queue_host_s"];
+  const double d = s["sweep_model"]["device_s"].get<double>(), h0 = s["sweep_model"]["queue_host_s"].get<double>();
   for (size_t i = 0; i < rows.size(); ++i) {
-    const double f = rows[i]["fraction"], target = rows[i]["target_h_s"], work = rows[i]["host_work_s"];
+    const double f = rows[i]["fraction"].get<double>(), target = rows[i]["target_h_s"].get<double>(),
+                 work = rows[i]["host_work_s"].get<double>();
     EXPECT_DOUBLE_EQ(target, f * d) << i;
     EXPECT_EQ(work > 0, target > h0) << "row " << i << ": target h " << target << " s, the loop's own h " << h0 << " s";
     EXPECT_EQ(work, rows[i < 5 ? 0 : 5]["host_work_s"].get<double>()) << "one host work per fraction";

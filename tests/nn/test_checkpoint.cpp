@@ -7,7 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <nlohmann/json.hpp>
+#include "framework/json.h"
 
 #include "framework/nn/checkpoint.h"
 #include "models/mlp.h"
@@ -66,7 +66,7 @@ TEST_P(Checkpoint, TheFileIsSafetensorsNamedByLayerAndRole) {
   EXPECT_EQ(names, (std::vector<std::string>{"dense0.bias", "dense0.weight", "dense1.bias", "dense1.weight",
                                              "dense2.bias", "dense2.weight"}));
   EXPECT_EQ(h["dense1.weight"]["dtype"], "F32");
-  EXPECT_EQ(h["dense1.weight"]["shape"], nlohmann::json::array({4, 5}));
+  EXPECT_EQ(h["dense1.weight"]["shape"], amlp::Json::array({4, 5}));
   const auto off = h["dense1.weight"]["data_offsets"];
   EXPECT_EQ(off[1].get<uint64_t>() - off[0].get<uint64_t>(), 4u * 5 * 4);
   // The values little-endian at their offsets: dense1.weight's first is the parameter's.
@@ -110,7 +110,7 @@ TEST_P(Checkpoint, AHandWrittenFileIsRead) {
 
 // The format's rules, which a lenient reader would let through: byte ranges
 // that overlap or leave a hole, bytes after the last tensor, a key given
-// twice (nlohmann keeps the last silently), __metadata__ that is not strings
+// twice (a lenient parser keeps the last silently), __metadata__ that is not strings
 // to strings. Each is one line naming the file.
 TEST_P(Checkpoint, FilesThatBreakTheFormatsRulesAreRefused) {
   ScratchDir dir;

@@ -33,7 +33,7 @@ using amlp::testing::json_text;
 struct Compare {
   Options options;
   std::string output;
-  nlohmann::json trace;
+  amlp::Json trace;
   std::map<std::string, RunResult> runs;
   const RunResult& run(const std::string& label) const {
     auto it = runs.find(label);
@@ -109,18 +109,18 @@ void back_pressure_keeps_memory_within_its_bound(const Compare& c) {
 // inside a mode's "run <label>" span on the frontend carries that label.
 void the_trace_names_each_modes_spans(const Compare& c) {
   std::map<int, std::string> tracks;  // tid -> name
-  for (const nlohmann::json& e : c.trace.at("traceEvents"))
-    if (e.at("ph") == "M" && e.at("name") == "thread_name") tracks[e.at("tid").get<int>()] = e.at("args").at("name");
+  for (const amlp::Json& e : c.trace.at("traceEvents"))
+    if (e.at("ph") == "M" && e.at("name") == "thread_name") tracks[e.at("tid").get<int>()] = e.at("args").at("name").get<std::string>();
   std::map<std::string, std::pair<uint64_t, uint64_t>> run_span;  // label -> [begin, end]
   std::map<std::string, std::map<std::string, int>> spans;         // label -> track kind -> count
-  for (const nlohmann::json& e : c.trace.at("traceEvents")) {
+  for (const amlp::Json& e : c.trace.at("traceEvents")) {
     if (e.at("ph") != "X") continue;
     ASSERT_TRUE(e.at("args").contains("run")) << json_text(e);
-    const std::string label = e.at("args").at("run");
+    const std::string label = e.at("args").at("run").get<std::string>();
     const std::string track = tracks[e.at("tid").get<int>()];
     ++spans[label][track.rfind("queue ", 0) == 0 ? "queue" : track.rfind("frontend", 0) == 0 ? "frontend" : track];
     if (e.at("name") == "run " + label) {
-      const uint64_t b = e.at("ts"), d = e.at("dur");
+      const uint64_t b = e.at("ts").get<uint64_t>(), d = e.at("dur").get<uint64_t>();
       run_span[label] = {b, b + d};
     }
   }
@@ -129,9 +129,9 @@ void the_trace_names_each_modes_spans(const Compare& c) {
     EXPECT_GT(spans[label]["queue"], 0) << label;
     EXPECT_TRUE(run_span.count(label)) << "no 'run " << label << "' span";
   }
-  for (const nlohmann::json& e : c.trace.at("traceEvents")) {
+  for (const amlp::Json& e : c.trace.at("traceEvents")) {
     if (e.at("ph") != "X") continue;
-    const uint64_t ts = e.at("ts");
+    const uint64_t ts = e.at("ts").get<uint64_t>();
     for (const auto& [label, span] : run_span)
       if (ts > span.first && ts < span.second) EXPECT_EQ(e.at("args").at("run"), label) << json_text(e);
   }

@@ -28,7 +28,7 @@ TEST(ExitStatus, TraceThatFailsMarksTheSummaryFailed) {
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_EQ(r.err_lines(), 1u) << r.err;
   EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
-  const nlohmann::json s = read_json(summary);
+  const amlp::Json s = read_json(summary);
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].at("status"), "failed");
   EXPECT_EQ(s[0].at("failed"), true);
@@ -46,7 +46,7 @@ TEST(ExitStatus, SummaryThatFailsMarksTheTraceFailed) {
   const Ran r = run_train_mlp(std::string(kRun) + "--trace " + trace + " --summary-json " + full);
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_EQ(r.err_lines(), 1u) << r.err;
-  const nlohmann::json t = read_json(trace);
+  const amlp::Json t = read_json(trace);
   EXPECT_EQ(t.at("otherData").at("status"), "failed");
   EXPECT_NE(t.at("otherData").at("error").get<std::string>().find("No space left on device"), std::string::npos);
   EXPECT_TRUE(amlp::testing::temporaries_of(trace).empty());

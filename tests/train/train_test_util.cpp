@@ -6,10 +6,6 @@
 
 extern char** environ;
 
-namespace nlohmann {
-void PrintTo(const json& j, std::ostream* os) { *os << j.dump(); }
-void PrintTo(const ordered_json& j, std::ostream* os) { *os << j.dump(); }
-}  // namespace nlohmann
 
 namespace amlp::testing {
 
@@ -39,9 +35,9 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
-nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_file(path)); }
-nlohmann::json parse_json(const std::string& text) { return nlohmann::json::parse(text); }
-std::string json_text(const nlohmann::json& j) { return j.dump(); }
+amlp::Json read_json(const std::string& path) { return amlp::Json::parse(read_file(path)); }
+amlp::Json parse_json(const std::string& text) { return amlp::Json::parse(text); }
+std::string json_text(const amlp::Json& j) { return j.dump(); }
 
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;
@@ -185,7 +181,7 @@ void expect_bad_input(const std::vector<std::pair<std::string, std::string>>& ca
   }
 }
 
-nlohmann::json summary_of(const std::string& command) {
+amlp::Json summary_of(const std::string& command) {
   ScratchDir dir;
   const Ran r = run_command(command + " --summary-json " + dir.file("s.json"));
   EXPECT_EQ(r.code, 0) << command << "\n" << r.err;

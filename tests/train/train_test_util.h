@@ -28,7 +28,7 @@
 #include <functional>
 #include <future>
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
+#include "framework/json.h"
 #include <sstream>
 #include <string>
 #include <thread>
@@ -38,14 +38,6 @@
 #include "test_paths.h"
 
 extern char** environ;
-
-namespace nlohmann {
-// How GoogleTest prints a JSON value in a failed check (found by argument-
-// dependent lookup before the value's operator<<, whose printer would be
-// compiled into every suite): its compact text.
-void PrintTo(const json& j, std::ostream* os);
-void PrintTo(const ordered_json& j, std::ostream* os);
-}  // namespace nlohmann
 
 namespace amlp::testing {
 
@@ -67,11 +59,11 @@ class ScratchDir {
 
 std::string read_file(const std::string& path);
 
-// The whole file as JSON; throws nlohmann::json::parse_error when it is not.
-nlohmann::json read_json(const std::string& path);
-// `text` as JSON (throws nlohmann::json::parse_error), and a value's compact text.
-nlohmann::json parse_json(const std::string& text);
-std::string json_text(const nlohmann::json& j);
+// The whole file as JSON; throws amlp::Json::parse_error when it is not.
+amlp::Json read_json(const std::string& path);
+// `text` as JSON (throws amlp::Json::parse_error), and a value's compact text.
+amlp::Json parse_json(const std::string& text);
+std::string json_text(const amlp::Json& j);
 
 std::vector<std::string> split_lines(const std::string& text);
 
@@ -138,7 +130,7 @@ void expect_bad_input(const std::vector<std::pair<std::string, std::string>>& ca
 
 // Runs a shell command line ending in train_mlp's arguments (after an
 // environment, say), adding --summary-json; the first run's object.
-nlohmann::json summary_of(const std::string& command);
+amlp::Json summary_of(const std::string& command);
 
 // The Python that sees Debian's packages (matplotlib), for the tools/ scripts.
 std::string host_python();

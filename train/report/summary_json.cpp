@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include <nlohmann/json.hpp>
 
+#include "framework/json.h"
 #include "framework/write_file.h"
 
 namespace amlp::train {
@@ -11,17 +11,17 @@ namespace amlp::train {
 namespace {
 
 // [[batch, loss], ...]: each loss the loop read, a non-finite one as null.
-nlohmann::ordered_json losses_json(const RunResult& r) {
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+Json losses_json(const RunResult& r) {
+  Json out = Json::array();
   for (const auto& [batch, loss] : r.losses)
-    out.push_back({batch, std::isfinite(loss) ? nlohmann::ordered_json(loss) : nlohmann::ordered_json()});
+    out.push_back({batch, std::isfinite(loss) ? Json(loss) : Json()});
   return out;
 }
 
-nlohmann::ordered_json runs_json(const std::vector<RunResult>& runs) {
-  nlohmann::ordered_json doc = nlohmann::ordered_json::array();
+Json runs_json(const std::vector<RunResult>& runs) {
+  Json doc = Json::array();
   for (const RunResult& r : runs) {
-    nlohmann::ordered_json devices = nlohmann::ordered_json::array();
+    Json devices = Json::array();
     for (const DeviceResult& d : r.per_device)
       devices.push_back({{"device", d.device},
                          {"rows_per_batch", d.rows_per_batch},
@@ -35,7 +35,7 @@ nlohmann::ordered_json runs_json(const std::vector<RunResult>& runs) {
                          {"peak_backlog_bytes", d.peak_backlog_bytes},
                          {"working_set_bytes", d.working_set_bytes},
                          {"device_s_per_batch", d.device_s_per_batch}});
-    nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+    Json ranks = Json::array();
     for (const RankResult& k : r.ranks)
       ranks.push_back({{"rank", k.rank},
                        {"samples_per_s", k.samples_per_s},
@@ -75,16 +75,16 @@ nlohmann::ordered_json runs_json(const std::vector<RunResult>& runs) {
                    {"end_rss_bytes", r.end_rss},
                    {"max_pending_ops", s.max_pending_ops},
                    {"max_pending_bytes", s.max_pending_bytes},
-                   {"sync_auto", s.sync_chosen.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(s.sync_chosen)},
+                   {"sync_auto", s.sync_chosen.empty() ? Json() : Json(s.sync_chosen)},
                    {"final_loss", r.final_loss},
                    {"losses", losses_json(r)},
                    {"status", to_string(r.status)},
                    {"failed", r.status == RunStatus::Failed},
                    {"interrupted", r.status == RunStatus::Interrupted},
-                   {"error", r.error.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(r.error)},
+                   {"error", r.error.empty() ? Json() : Json(r.error)},
                    {"batches_done", r.batches_done},
                    {"memory_limit_bytes",
-                    r.memory_limit_bytes ? nlohmann::ordered_json(r.memory_limit_bytes) : nlohmann::ordered_json()},
+                    r.memory_limit_bytes ? Json(r.memory_limit_bytes) : Json()},
                    {"memory_limit_source", r.memory_limit_source},
                    {"minor_faults", r.minor_faults},
                    {"minor_faults_per_batch", r.minor_faults_per_batch},
@@ -118,7 +118,7 @@ nlohmann::ordered_json runs_json(const std::vector<RunResult>& runs) {
                    {"comm_alpha_s", r.comm_alpha_s},
                    {"comm_beta_s_per_byte", r.comm_beta_s_per_byte},
                    {"comm_exposed_s_per_batch", r.predicted.comm_exposed_s},
-                   {"graph", s.graph ? nlohmann::ordered_json{{"steps", r.graph.steps},
+                   {"graph", s.graph ? Json{{"steps", r.graph.steps},
                                                               {"eager", r.graph.eager},
                                                               {"captured", r.graph.captured},
                                                               {"replayed", r.graph.replayed},
@@ -127,9 +127,9 @@ nlohmann::ordered_json runs_json(const std::vector<RunResult>& runs) {
                                                               {"capture_failures", r.graph.capture_failures},
                                                               {"slot_bytes", r.graph.slot_bytes},
                                                               {"last_reason", r.graph.last_reason}}
-                                     : nlohmann::ordered_json()}});
+                                     : Json()}});
     if (s.epochs > 1) {  // with --epochs only: one object per epoch that ended
-      nlohmann::ordered_json epochs = nlohmann::ordered_json::array();
+      Json epochs = Json::array();
       for (const EpochResult& e : r.epochs)
         epochs.push_back({{"epoch", e.epoch},
                           {"batches", e.batches},
@@ -153,12 +153,12 @@ nlohmann::ordered_json runs_json(const std::vector<RunResult>& runs) {
 }  // namespace
 
 std::string summary_json(const std::vector<RunResult>& runs, const std::vector<SummarySection>& sections) {
-  nlohmann::ordered_json doc = runs_json(runs);
+  Json doc = runs_json(runs);
   if (!sections.empty()) {
-    doc = nlohmann::ordered_json{{"runs", std::move(doc)}};
-    for (const SummarySection& s : sections) doc[s.name] = nlohmann::ordered_json::parse(s.json);
+    doc = Json{{"runs", std::move(doc)}};
+    for (const SummarySection& s : sections) doc[s.name] = Json::parse(s.json);
   }
-  return doc.dump(2, ' ', /*ensure_ascii=*/false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  return doc.dump(2) + "\n";
 }
 
 void write_summary_json(const std::string& path, const std::vector<RunResult>& runs,

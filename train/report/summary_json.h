@@ -1,5 +1,5 @@
 // summary_json.h — the run summaries for scripts (--summary-json): a JSON
-// array, one object per run (nlohmann-json), written with amlp::write_file
+// array, one object per run (framework/json.h), written with amlp::write_file
 // (framework/write_file.h), so a reader never sees half a file.
 //
 //   [{"mode": "none", "label": "none", "device": "cpu:0", "batches": 60, "batch_size": 256,

@@ -5,11 +5,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
 #include "framework/asyncmlp.h"
+#include "framework/json.h"
 #include "framework/parse.h"
 #include "framework/write_file.h"
 
@@ -75,14 +75,15 @@ void gather_rank_figures(std::vector<RunResult>& results) {
 }
 
 void merge_rank_traces(const std::string& path, int ranks) {
-  using nlohmann::ordered_json;
-  ordered_json merged = {{"displayTimeUnit", "ms"}, {"traceEvents", ordered_json::array()}};
+  Json merged = {{"displayTimeUnit", "ms"}, {"traceEvents", Json::array()}};
   double origin0 = 0;
   for (int r = 0; r < ranks; ++r) {
     const std::string part = dist::rank_path(path, r);
     std::ifstream in(part);
     if (!in) throw Error("cannot read rank " + std::to_string(r) + "'s trace '" + part + "'");
-    const ordered_json t = ordered_json::parse(in);
+    std::stringstream text;
+    text << in.rdbuf();
+    const Json t = Json::parse(text.str());
     // Each rank's clock counts from its own start: shifted onto rank 0's.
     double origin = 0;
     if (t.contains("otherData") && t["otherData"].contains("steady_origin_us"))
@@ -92,7 +93,7 @@ void merge_rank_traces(const std::string& path, int ranks) {
       if (t.contains("otherData")) merged["otherData"] = t["otherData"];
     }
     const double shift = origin - origin0;
-    for (ordered_json e : t["traceEvents"]) {
+    for (Json e : t["traceEvents"]) {
       e["pid"] = r;
       if (e.value("name", "") == "process_name") e["args"]["name"] = "rank " + std::to_string(r);
       if (e.contains("ts")) e["ts"] = std::max(0.0, e["ts"].get<double>() + shift);
@@ -101,7 +102,7 @@ void merge_rank_traces(const std::string& path, int ranks) {
     in.close();
     std::remove(part.c_str());
   }
-  write_file(path, merged.dump(-1, ' ', false, ordered_json::error_handler_t::replace) + "\n");
+  write_file(path, merged.dump() + "\n");
 }
 
 }  // namespace amlp::train

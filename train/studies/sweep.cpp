@@ -2,7 +2,6 @@
 
 #include "train/plan/outputs.h"
 
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -10,6 +9,7 @@
 #include <cstdio>
 #include <ostream>
 
+#include "framework/json.h"
 #include "framework/parse.h"
 #include "train/runs/distributed_run.h"
 #include "train/runs/experiment.h"
@@ -268,8 +268,8 @@ void print_sweep_table(const SweepResult& s, std::ostream& out) {
 namespace {
 
 // --summary-json's "sweep" (a row per fraction and mode) and "sweep_model" (the curves).
-nlohmann::ordered_json sweep_rows_json(const SweepResult& s) {
-  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+Json sweep_rows_json(const SweepResult& s) {
+  Json rows = Json::array();
   for (const SweepRow& r : s.rows)
     rows.push_back({{"fraction", r.fraction},
                     {"mode", r.mode},
@@ -293,10 +293,10 @@ nlohmann::ordered_json sweep_rows_json(const SweepResult& s) {
   return rows;
 }
 
-nlohmann::ordered_json sweep_model_json(const SweepResult& s) {
-  nlohmann::ordered_json curves = nlohmann::ordered_json::array();
+Json sweep_model_json(const SweepResult& s) {
+  Json curves = Json::array();
   for (const SweepCurve& c : s.curves) {
-    nlohmann::ordered_json points = nlohmann::ordered_json::array();
+    Json points = Json::array();
     for (const SweepCurvePoint& p : c.points)
       points.push_back({{"x", p.x}, {"speedup", p.speedup}, {"backlog", p.backlog}, {"increase_bytes", p.increase_bytes}});
     curves.push_back({{"mode", c.mode}, {"every", c.every}, {"points", points}});
@@ -324,8 +324,8 @@ class Sweep : public Study {
   void write_summary(const std::string& path, const std::vector<RunResult>& results) const override {
     std::vector<SummarySection> sections;
     if (started_) {
-      const auto text = [](const nlohmann::ordered_json& j) {
-        return j.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::ordered_json::error_handler_t::replace);
+      const auto text = [](const Json& j) {
+        return j.dump();
       };
       sections = {{"sweep", text(sweep_rows_json(sweep_))}, {"sweep_model", text(sweep_model_json(sweep_))}};
     }

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include "framework/json.h"
 
 #include "train/models/predict.h"
 #include "train/train_test_util.h"
@@ -116,7 +116,7 @@ TEST(FreshMemoryCost, IsMeasuredOnceAndPositive) {
 
 // d per batch taken apart in summary.json: kernels and fresh measured, the
 // rest the remainder, all three adding up to d; the summary prints the line.
-void expect_d_adds_up(const nlohmann::json& run, const std::string& out) {
+void expect_d_adds_up(const amlp::Json& run, const std::string& out) {
   ASSERT_TRUE(run.at("d_measured").get<bool>());
   const double d = run.at("device_s_per_batch").get<double>();
   const double kernels = run.at("d_kernels_s").get<double>(), fresh = run.at("d_fresh_s").get<double>();
@@ -141,7 +141,7 @@ TEST(ThroughputModel, ASynchronizedRunsDAddsUpFromItsMeasuredTerms) {
       "--device cpu --sync batch --batches 20 --batch-size 64 --features 64 --hidden 64 --quiet "
       "--summary-json " + dir.file("s.json"));
   ASSERT_EQ(r.code, 0) << r.err;
-  const nlohmann::json s = amlp::testing::read_json(dir.file("s.json"));
+  const amlp::Json s = amlp::testing::read_json(dir.file("s.json"));
   ASSERT_EQ(s.size(), 1u);
   expect_d_adds_up(s[0], r.out);
 }
@@ -159,7 +159,7 @@ TEST(ThroughputModel, AnUnsynchronizedRunShowsItsFreshMemory) {
   EXPECT_NE(r.out.find("  fresh memory        "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" s per GiB as measured"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("backed by the worker ("), std::string::npos) << r.out;
-  const nlohmann::json s = amlp::testing::read_json(dir.file("s.json"));
+  const amlp::Json s = amlp::testing::read_json(dir.file("s.json"));
   ASSERT_EQ(s.size(), 1u);
   const size_t fresh = s[0].at("fresh_bytes").get<size_t>();
   EXPECT_GE(fresh, kFreshWorthMeasuring);

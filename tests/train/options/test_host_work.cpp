@@ -7,7 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <nlohmann/json.hpp>
+#include "framework/json.h"
 #include <thread>
 
 #include "train/options/host_work.h"
@@ -136,10 +136,10 @@ TEST(ThroughputModel, AHostBoundRunIsPredictedAndSaysWhy) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("host work 15.000 ms per batch (wait)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("predicted s"), std::string::npos) << r.out;
-  const nlohmann::json s = read_json(dir.file("s.json"));
+  const amlp::Json s = read_json(dir.file("s.json"));
   ASSERT_EQ(s.size(), 4u);  // batch, none, every=4, bounded
-  for (const nlohmann::json& run : s) {
-    const std::string label = run.at("label");
+  for (const amlp::Json& run : s) {
+    const std::string label = run.at("label").get<std::string>();
     EXPECT_DOUBLE_EQ(run.at("host_work_s").get<double>(), 0.015);
     EXPECT_EQ(run.at("host_work_kind"), "wait");
     const double h = run.at("host_s_per_batch").get<double>(), d = run.at("device_s_per_batch").get<double>();
@@ -171,7 +171,7 @@ TEST(ThroughputModel, MatchTakesTheDevicesTimePerBatch) {
                         "--host-work match --summary-json " + dir.file("s.json"));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("the device's time per batch over 6 synchronized batches"), std::string::npos) << r.out;
-  const nlohmann::json s = read_json(dir.file("s.json"));
+  const amlp::Json s = read_json(dir.file("s.json"));
   EXPECT_GT(s[0].at("host_work_s").get<double>(), 0.0);
 }
 

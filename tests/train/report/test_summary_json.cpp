@@ -7,7 +7,7 @@
 // array of objects by the union of its elements' keys.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
+#include "framework/json.h"
 #include <set>
 #include <string>
 #include <vector>
@@ -17,7 +17,7 @@
 namespace amlp::testing {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using Json = amlp::Json;
 
 // The key structure of `v`: an object maps each key (in order) to its value's
 // structure; an array of objects is [the union of its elements' structures,
@@ -26,7 +26,7 @@ using Json = nlohmann::ordered_json;
 Json structure(const Json& v) {
   if (v.is_object()) {
     Json s = Json::object();
-    for (auto it = v.begin(); it != v.end(); ++it) s[it.key()] = structure(it.value());
+    for (const auto& [k, x] : v.items()) s[k] = structure(x);
     return s;
   }
   if (!v.is_array() || v.empty()) return v.is_array() ? Json::array() : Json();
@@ -35,8 +35,8 @@ Json structure(const Json& v) {
   if (all_objects) {
     Json merged = Json::object();
     for (const Json& e : v)
-      for (auto it = e.begin(); it != e.end(); ++it)
-        if (!merged.contains(it.key())) merged[it.key()] = structure(it.value());
+      for (const auto& [k, x] : e.items())
+        if (!merged.contains(k)) merged[k] = structure(x);
     return Json::array({merged});
   }
   return v[0].is_structured() ? Json::array({structure(v[0])}) : Json::array();
@@ -47,8 +47,8 @@ Json fixture() { return Json::parse(read_file(source_file("tests/train/data/summ
 std::vector<std::string> cases() {
   std::vector<std::string> names;
   const Json f = fixture();
-  for (auto it = f.begin(); it != f.end(); ++it)
-    if (it.key().front() != '_') names.push_back(it.key());
+  for (const auto& [k, x] : f.items())
+    if (k.front() != '_') names.push_back(k);
   return names;
 }
 
@@ -75,9 +75,9 @@ INSTANTIATE_TEST_SUITE_P(Studies, SummaryJsonKeys, ::testing::ValuesIn(cases()),
 // Every key a study's summary has, at any depth, into `keys`.
 void collect_keys(const Json& v, std::set<std::string>& keys) {
   if (v.is_object())
-    for (auto it = v.begin(); it != v.end(); ++it) {
-      keys.insert(it.key());
-      collect_keys(it.value(), keys);
+    for (const auto& [k, x] : v.items()) {
+      keys.insert(k);
+      collect_keys(x, keys);
     }
   else if (v.is_array())
     for (const Json& e : v) collect_keys(e, keys);
@@ -90,8 +90,8 @@ TEST(SummaryJsonKeys, EveryKeyIsDescribedInCliMd) {
   const std::string doc = read_file(source_file("docs/cli.md"));
   const Json f = fixture();
   std::set<std::string> keys;
-  for (auto it = f.begin(); it != f.end(); ++it)
-    if (it.key().front() != '_') collect_keys(it.value().at("keys"), keys);
+  for (const auto& [k, x] : f.items())
+    if (k.front() != '_') collect_keys(x.at("keys"), keys);
   EXPECT_GT(keys.size(), 90u);
   for (const std::string& k : keys)
     EXPECT_TRUE(doc.find("`" + k + "`") != std::string::npos || doc.find("`\"" + k + "\"`") != std::string::npos)

@@ -77,7 +77,7 @@ TEST(CheckedFdBuf, FullDeviceAndWritesThatGoThrough) {
   EXPECT_EQ(output_problem(silent), "");
 }
 
-void expect_failed_with(const nlohmann::json& summary, const nlohmann::json& trace, const std::string& says) {
+void expect_failed_with(const amlp::Json& summary, const amlp::Json& trace, const std::string& says) {
   ASSERT_GE(summary.size(), 1u);
   EXPECT_EQ(summary.back().at("status"), "failed");
   EXPECT_NE(summary.back().at("error").get<std::string>().find(says), std::string::npos) << summary.back().at("error");

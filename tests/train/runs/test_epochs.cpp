@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include <nlohmann/json.hpp>
+#include "framework/json.h"
 #include <string>
 
 #include "train/train_test_util.h"
@@ -39,9 +39,9 @@ TEST(TrainMlpEpochs, EveryModeReadsEachEpochsLastLoss) {
     EXPECT_EQ(log.field(i, "epoch"), std::to_string(i / 10 + 1)) << "row " << i + 1;
     EXPECT_EQ(log.field(i, "loss").empty(), (i + 1) % 10 != 0) << "row " << i + 1 << ": " << log.field(i, "loss");
   }
-  const nlohmann::json s = read_json(dir.file("s.json"));
+  const amlp::Json s = read_json(dir.file("s.json"));
   ASSERT_EQ(s.size(), 1u);
-  const nlohmann::json& e = s[0].at("epochs");
+  const amlp::Json& e = s[0].at("epochs");
   EXPECT_EQ(e.at("asked"), 3);
   ASSERT_EQ(e.at("each").size(), 3u);
   for (int k = 0; k < 3; ++k) {
@@ -52,7 +52,7 @@ TEST(TrainMlpEpochs, EveryModeReadsEachEpochsLastLoss) {
   }
   EXPECT_FLOAT_EQ(e["each"][2].at("loss").get<float>(), s[0].at("final_loss").get<float>());
   // The summary's losses: the three the loop read, at each epoch's end.
-  const nlohmann::json& read = s[0].at("losses");
+  const amlp::Json& read = s[0].at("losses");
   ASSERT_EQ(read.size(), 3u) << json_text(read);
   for (int k = 0; k < 3; ++k) {
     EXPECT_EQ(read[k][0], 10 * (k + 1));
@@ -72,7 +72,7 @@ TEST(TrainMlpEpochs, LaterEpochsReuseThePoolsBlocksAndTrainOn) {
   const auto r = run_train_mlp(quick + "--sync every=5 --batches 20 --epochs 3 --summary-json " + dir.file("s.json") +
                                " --memory-log " + dir.file("m.csv"));
   ASSERT_EQ(r.code, 0) << r.err;
-  const nlohmann::json e = read_json(dir.file("s.json"))[0].at("epochs").at("each");
+  const amlp::Json e = read_json(dir.file("s.json"))[0].at("epochs").at("each");
   ASSERT_EQ(e.size(), 3u);
   const double reserved1 = e[0].at("peak_reserved_bytes").get<double>();
   const double fresh1 = e[0].at("fresh_bytes").get<double>();
@@ -111,13 +111,13 @@ TEST(TrainMlpEpochs, SweepCellsAreTheLastEpoch) {
                                dir.file("s.json"));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("sweep: 2 epochs of 12 batches of 64"), std::string::npos) << r.out;
-  const nlohmann::json s = read_json(dir.file("s.json"));
+  const amlp::Json s = read_json(dir.file("s.json"));
   EXPECT_EQ(s.at("sweep_model").at("epochs"), 2);
-  const nlohmann::json& runs = s.at("runs");
+  const amlp::Json& runs = s.at("runs");
   ASSERT_FALSE(s.at("sweep").empty());
-  for (const nlohmann::json& row : s.at("sweep")) {
-    const nlohmann::json& run = runs.at(row.at("run").get<size_t>());
-    const nlohmann::json& last = run.at("epochs").at("each").back();
+  for (const amlp::Json& row : s.at("sweep")) {
+    const amlp::Json& run = runs.at(row.at("run").get<size_t>());
+    const amlp::Json& last = run.at("epochs").at("each").back();
     EXPECT_EQ(last.at("epoch"), 2);
     EXPECT_DOUBLE_EQ(row.at("samples_per_s").get<double>(), last.at("samples_per_s").get<double>()) << json_text(row);
     EXPECT_EQ(row.at("peak_backlog"), last.at("peak_backlog_batches")) << json_text(row);
@@ -142,7 +142,7 @@ TEST(TrainMlpEpochs, AnInterruptCountsEveryEpochsBatches) {
   EXPECT_NE(r.err.find("train_mlp: interrupted at batch " + std::to_string(rows) + " of 1000000 (SIGINT)"),
             std::string::npos)
       << r.err;
-  const nlohmann::json s = read_json(summary);
+  const amlp::Json s = read_json(summary);
   EXPECT_EQ(s[0].at("status"), "interrupted");
   EXPECT_EQ(s[0].at("epochs").at("each").size(), rows / 10) << "the epochs that ended";
 }

@@ -53,7 +53,7 @@ void write_data(const ScratchDir& dir, int64_t rows, int64_t bad_row = -1,
   write_npy(dir.file("y.npy"), {rows}, y);
 }
 
-nlohmann::json summary(const std::string& path) {
+amlp::Json summary(const std::string& path) {
   const auto j = read_json(path);
   return j.is_array() ? j[0] : j;
 }
@@ -122,7 +122,7 @@ TEST(HostileInputs, AnInputChangedDuringTheRunIsOneLineAndExitOne) {
       EXPECT_NE(r.err.find(std::string(in.option) + " '" + dir.file(in.file) + "': " + change.says), std::string::npos)
           << r.err;
       EXPECT_EQ(summary(s)["status"], "failed");
-      const nlohmann::json t = read_json(trace);
+      const amlp::Json t = read_json(trace);
       EXPECT_EQ(t.at("otherData").at("status"), "failed");
       EXPECT_EQ("train_mlp: error: " + t.at("otherData").at("error").get<std::string>() + "\n", r.err);
       EXPECT_TRUE(temporaries_of(s).empty() && temporaries_of(trace).empty());

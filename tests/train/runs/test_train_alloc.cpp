@@ -7,7 +7,7 @@
 #include <cstring>
 #include <map>
 #include <stdexcept>
-#include <nlohmann/json.hpp>
+#include "framework/json.h"
 #include <string>
 
 #include "framework/runtime.h"
@@ -42,8 +42,8 @@ const Policy kPolicies[] = {
 class TrainAlloc : public ::testing::Test {
  protected:
   // `batches`: 30, for the memory figures; fewer where a test reads the loss alone.
-  static const nlohmann::json& run(const std::string& name, int batches = 30) {
-    static std::map<std::string, nlohmann::json> runs;
+  static const amlp::Json& run(const std::string& name, int batches = 30) {
+    static std::map<std::string, amlp::Json> runs;
     const std::string key = name + "/" + std::to_string(batches);
     auto it = runs.find(key);
     if (it != runs.end()) return it->second;
@@ -57,13 +57,13 @@ class TrainAlloc : public ::testing::Test {
     if (r.code != 0) throw std::runtime_error(name + ": exit " + std::to_string(r.code) + ": " + r.err);
     return runs[key] = read_json(dir.file("s.json")).at(0);
   }
-  static double ratio(const nlohmann::json& r) {
+  static double ratio(const amlp::Json& r) {
     return r.at("mem_increase_bytes").get<double>() / r.at("predicted_increase_bytes").get<double>();
   }
 };
 
 TEST_F(TrainAlloc, EnqueueHoldsEveryPendingBatch) {
-  const nlohmann::json& r = run("enqueue/none");
+  const amlp::Json& r = run("enqueue/none");
   EXPECT_EQ(r.at("alloc_policy"), "enqueue");
   EXPECT_EQ(r.at("predicted_increase_bytes").get<uint64_t>(),
             r.at("peak_backlog_batches").get<uint64_t>() * r.at("bytes_per_batch").get<uint64_t>());
@@ -74,7 +74,7 @@ TEST_F(TrainAlloc, EnqueueHoldsEveryPendingBatch) {
 // than what one batch allocates, however many batches are pending.
 TEST_F(TrainAlloc, RunHoldsOneBatchsWorkingSet) {
   for (const char* name : {"run/none", "run/batch"}) {
-    const nlohmann::json& r = run(name);
+    const amlp::Json& r = run(name);
     EXPECT_EQ(r.at("alloc_policy"), "run") << name;
     EXPECT_EQ(r.at("data_queue"), false) << name;
     EXPECT_EQ(r.at("peak_data_ahead_bytes"), 0) << name;
@@ -91,7 +91,7 @@ TEST_F(TrainAlloc, RunHoldsOneBatchsWorkingSet) {
 // With the data queue the data runs ahead: the increase is the data generated
 // and not yet consumed at the peak, plus one batch's working set.
 TEST_F(TrainAlloc, RunWithDataQueueHoldsTheDataAhead) {
-  const nlohmann::json& r = run("run+data-queue/none");
+  const amlp::Json& r = run("run+data-queue/none");
   EXPECT_EQ(r.at("data_queue"), true);
   const uint64_t data = r.at("data_bytes_per_batch").get<uint64_t>();
   EXPECT_EQ(data, pool_block_bytes(256 * 256 * sizeof(float)) + pool_block_bytes(256 * sizeof(float)));
@@ -108,7 +108,7 @@ TEST_F(TrainAlloc, RunWithDataQueueHoldsTheDataAhead) {
 // bounds the data the loader can run ahead: at most the bound plus the one
 // op a queue always takes (here, a batch's data).
 TEST_F(TrainAlloc, BackPressureBoundsTheDataAhead) {
-  const nlohmann::json& r = run("run+data-queue/bounded");
+  const amlp::Json& r = run("run+data-queue/bounded");
   EXPECT_EQ(r.at("max_pending_bytes"), 1u << 20);
   EXPECT_LE(r.at("peak_data_ahead_bytes").get<uint64_t>(), (1u << 20) + r.at("data_bytes_per_batch").get<uint64_t>());
 }
@@ -157,7 +157,7 @@ TEST(TrainComparePolicies, OneTableOneLogAndOneSummaryPerPolicy) {
                               dir.file("m.csv") + " --summary-json " + dir.file("s.json"));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("unsynchronized\npolicy    behaves like"), std::string::npos) << r.out;
-  const nlohmann::json s = read_json(dir.file("s.json"));
+  const amlp::Json s = read_json(dir.file("s.json"));
   ASSERT_EQ(s.size(), 3u);
   const char* labels[] = {"enqueue", "run", "run+data"};
   for (size_t i = 0; i < 3; ++i) {

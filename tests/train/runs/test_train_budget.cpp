@@ -89,12 +89,12 @@ TEST(Budget, AHugeBatchFailsWithOneLineInsteadOfAKill) {
       << r.err;
   for (const char* part : {"bytes in use", "reserved", "past the limit of", "--batch-size", "--memory-limit"})
     EXPECT_NE(r.err.find(part), std::string::npos) << part << " not in: " << r.err;
-  const nlohmann::json s = read_json(dir.file("s.json"));
+  const amlp::Json s = read_json(dir.file("s.json"));
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].at("status"), "failed");
   EXPECT_EQ(s[0].at("batches_done"), 0);
   EXPECT_GT(s[0].at("memory_limit_bytes").get<size_t>(), 0u);
-  const std::string source = s[0].at("memory_limit_source");
+  const std::string source = s[0].at("memory_limit_source").get<std::string>();
   EXPECT_TRUE(source.find("MemAvailable") != std::string::npos || source.find("cgroup") != std::string::npos) << source;
 }
 
@@ -119,7 +119,7 @@ TEST(Budget, ALongUnsynchronizedRunUnderASmallLimitKeepsItsLogs) {
   for (size_t i = 0; i < log.rows.size(); ++i)
     EXPECT_LE(std::stoull(log.field(i, "reserved_bytes")), size_t(200) << 20) << "row " << i + 1;
   EXPECT_NE(r.err.find("at batch " + std::to_string(log.rows.size() + 1) + " of 1000"), std::string::npos) << r.err;
-  const nlohmann::json s = read_json(dir.file("s.json"));
+  const amlp::Json s = read_json(dir.file("s.json"));
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].at("failed"), true);
   EXPECT_EQ(s[0].at("status"), "failed");
@@ -128,7 +128,7 @@ TEST(Budget, ALongUnsynchronizedRunUnderASmallLimitKeepsItsLogs) {
   EXPECT_EQ(s[0].at("memory_limit_bytes"), size_t(200) << 20);
   EXPECT_EQ(s[0].at("memory_limit_source"), "--memory-limit");
   EXPECT_GT(s[0].at("mem_increase_bytes").get<size_t>(), 0u);
-  const nlohmann::json t = read_json(dir.file("t.json"));
+  const amlp::Json t = read_json(dir.file("t.json"));
   EXPECT_EQ(t.at("otherData").at("status"), "failed");
   EXPECT_GT(t.at("traceEvents").size(), 10u);
 }
@@ -140,7 +140,7 @@ TEST(Budget, MemoryLimitNoneIsAcceptedAndTheDefaultIsTheMachines) {
   const std::string run = "--device cpu --sync none --batches 3 --batch-size 16 --features 8 --hidden 8 --summary-json ";
   Ran none = run_train_mlp(run + dir.file("none.json") + " --memory-limit none");
   ASSERT_EQ(none.code, 0) << none.err;
-  nlohmann::json s = read_json(dir.file("none.json"));
+  amlp::Json s = read_json(dir.file("none.json"));
   EXPECT_TRUE(s[0].at("memory_limit_bytes").is_null());
   EXPECT_EQ(s[0].at("memory_limit_source"), "none");
   EXPECT_EQ(s[0].at("status"), "completed");

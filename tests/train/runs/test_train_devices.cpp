@@ -59,13 +59,13 @@ TEST(TrainMlpDevices, MemoryLogSummaryAndTraceShowEachDevice) {
               std::stoll(csv.field(i, "queue_depth_cpu0")) + std::stoll(csv.field(i, "queue_depth_cpu1")));
   }
   // The summary: each device, its rows, its increase and its prediction; the run's are their sums.
-  const nlohmann::json s = read_json(dir.file("s.json"));
+  const amlp::Json s = read_json(dir.file("s.json"));
   ASSERT_EQ(s.size(), 1u);
-  const nlohmann::json& run = s[0];
+  const amlp::Json& run = s[0];
   EXPECT_EQ(run.at("device"), "cpu:0,cpu:1");
   EXPECT_EQ(run.at("data_parallel"), true);
   EXPECT_GE(run.at("blas_threads").get<int>(), 1);
-  const nlohmann::json& devs = run.at("devices");
+  const amlp::Json& devs = run.at("devices");
   ASSERT_EQ(devs.size(), 2u);
   uint64_t inc = 0, pred = 0;
   for (size_t i = 0; i < 2; ++i) {
@@ -81,13 +81,13 @@ TEST(TrainMlpDevices, MemoryLogSummaryAndTraceShowEachDevice) {
   EXPECT_EQ(run.at("mem_increase_bytes").get<uint64_t>(), inc);
   EXPECT_EQ(run.at("predicted_increase_bytes").get<uint64_t>(), pred);
   // The trace: a queue track per device, the all-reduce ops on each.
-  const nlohmann::json t = read_json(dir.file("t.json"));
+  const amlp::Json t = read_json(dir.file("t.json"));
   std::map<int, std::string> tracks;
   std::map<std::string, int> all_reduces;
-  for (const nlohmann::json& e : t.at("traceEvents"))
+  for (const amlp::Json& e : t.at("traceEvents"))
     if (e.at("ph") == "M" && e.at("name") == "thread_name")
       tracks[e.at("tid").get<int>()] = e.at("args").at("name").get<std::string>();
-  for (const nlohmann::json& e : t.at("traceEvents"))
+  for (const amlp::Json& e : t.at("traceEvents"))
     if (e.at("ph") == "X" && e.at("name") == "all_reduce") all_reduces[tracks[e.at("tid").get<int>()]]++;
   // Six parameters (three Dense layers), 20 batches, on each queue.
   EXPECT_EQ(all_reduces["queue cpu:0"], 6 * 20);

@@ -5,7 +5,7 @@
 
 #include <cmath>
 #include <iomanip>
-#include <nlohmann/json.hpp>
+#include "framework/json.h"
 #include <regex>
 #include <sstream>
 #include <string>
@@ -19,15 +19,15 @@ namespace {
 
 const std::string kShape = "--device cpu --batches 8 --batch-size 64 --features 32 --hidden 64,16 --seed 5 --quiet ";
 
-nlohmann::json summary(const std::string& args) { return summary_of(program_path("train_mlp") + " " + kShape + args); }
+amlp::Json summary(const std::string& args) { return summary_of(program_path("train_mlp") + " " + kShape + args); }
 
 TEST(TrainGraph, HeldStepsTrainExactlyLikeEagerOnes) {
   for (const char* sync : {"--sync batch", "--sync none", "--sync none --alloc run"}) {
-    const nlohmann::json off = summary(std::string(sync) + " --graph off");
-    const nlohmann::json on = summary(std::string(sync) + " --graph on");
+    const amlp::Json off = summary(std::string(sync) + " --graph off");
+    const amlp::Json on = summary(std::string(sync) + " --graph on");
     EXPECT_EQ(off.at("final_loss").get<double>(), on.at("final_loss").get<double>()) << sync;
     EXPECT_TRUE(off.at("graph").is_null());
-    const nlohmann::json& g = on.at("graph");
+    const amlp::Json& g = on.at("graph");
     EXPECT_EQ(g.at("steps").get<int>(), 8) << sync;
     EXPECT_EQ(g.at("eager").get<int>(), 2) << sync;  // learned from two batches alike
     EXPECT_EQ(g.at("captured").get<int>(), 2) << sync;  // both graph slots
@@ -44,7 +44,7 @@ TEST(TrainGraph, SteadyStepsReplayAfterTheWarmUp) {
   for (const char* devices : {"--device cpu", "--devices cpu:0,cpu:1"})
     for (const char* sync : {"--sync batch", "--sync none"}) {
       const std::string args = std::string(devices) + " " + sync;
-      const nlohmann::json g = summary_of(program_path("train_mlp") + " " + shape + args).at("graph");
+      const amlp::Json g = summary_of(program_path("train_mlp") + " " + shape + args).at("graph");
       const int held = g.at("captured").get<int>() + g.at("replayed").get<int>() + g.at("updated").get<int>();
       EXPECT_EQ(g.at("steps").get<int>(), 60) << args;
       EXPECT_EQ(held, 58) << args << ": " << json_text(g);
@@ -68,8 +68,8 @@ TEST(TrainGraph, SteadyStepsReplayAfterTheWarmUp) {
 // near the two slots' bytes, far below the same run without graphs.
 TEST(TrainGraph, AReplayedRunHoldsTheSlotsNotTheBacklog) {
   const std::string shape = "--batches 40 --batch-size 256 --features 128 --hidden 256,64 --seed 5 --quiet --sync none ";
-  const nlohmann::json off = summary_of(program_path("train_mlp") + " " + shape + "--device cpu --graph off");
-  const nlohmann::json on = summary_of(program_path("train_mlp") + " " + shape + "--device cpu --graph on");
+  const amlp::Json off = summary_of(program_path("train_mlp") + " " + shape + "--device cpu --graph off");
+  const amlp::Json on = summary_of(program_path("train_mlp") + " " + shape + "--device cpu --graph on");
   EXPECT_EQ(off.at("final_loss").get<double>(), on.at("final_loss").get<double>());
   const double slots = on.at("graph").at("slot_bytes").get<double>();
   EXPECT_LE(on.at("mem_increase_bytes").get<double>(), slots * 1.5) << json_text(on);
@@ -82,7 +82,7 @@ TEST(TrainGraph, AReplayedRunHoldsTheSlotsNotTheBacklog) {
 
 TEST(TrainGraph, NothingIsHeldInSynchronousModeOrUnderBackPressure) {
   for (const char* mode : {"--blocking", "--max-pending 8"}) {
-    const nlohmann::json g = summary(std::string(mode) + " --sync none --graph on").at("graph");
+    const amlp::Json g = summary(std::string(mode) + " --sync none --graph on").at("graph");
     EXPECT_EQ(g.at("eager").get<int>(), 8) << mode;
     EXPECT_EQ(g.at("captured").get<int>(), 0) << mode;
   }
@@ -129,8 +129,8 @@ TEST(TrainGraph, TheFiguresDocsGpuMdQuotes) {
   const std::string quick = "--config " + source_file("configs/quick.ini") + " --device cpu --quiet --graph on " +
                             (not_run ? "--batches 30 " : "");
   for (const char* sync : {"batch", "none"}) {
-    const nlohmann::json s = summary_of(program_path("train_mlp") + " " + quick + "--sync " + sync);
-    const nlohmann::json& g = s.at("graph");
+    const amlp::Json s = summary_of(program_path("train_mlp") + " " + quick + "--sync " + sync);
+    const amlp::Json& g = s.at("graph");
     const int captured = g.at("captured").get<int>();
     const int held = captured + g.at("replayed").get<int>() + g.at("updated").get<int>();
     EXPECT_EQ(counts[0], std::to_string(g.at("steps").get<int>() + not_run)) << sync;

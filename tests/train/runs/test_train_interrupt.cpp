@@ -65,7 +65,7 @@ TEST_P(Interrupt, FirstSignalFinishesTheQueuedWorkAndWritesEverythingMarked) {
   EXPECT_NE(r.err.find(std::string("train_mlp: ") + c.name + ": no new batches"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("error"), std::string::npos) << r.err;
 
-  const nlohmann::json s = read_json(summary);
+  const amlp::Json s = read_json(summary);
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].at("interrupted"), true);
   EXPECT_EQ(s[0].at("failed"), false);
@@ -76,12 +76,12 @@ TEST_P(Interrupt, FirstSignalFinishesTheQueuedWorkAndWritesEverythingMarked) {
   EXPECT_GT(s[0].at("samples_per_s").get<double>(), 0.0);
   EXPECT_TRUE(s[0].at("final_loss").is_number()) << "the last queued batch's loss, once it finished";
 
-  nlohmann::json t;
+  amlp::Json t;
   ASSERT_NO_THROW(t = read_json(trace)) << "the trace is not valid JSON";
   EXPECT_EQ(t.at("otherData").at("status"), "interrupted");
   EXPECT_EQ(t.at("otherData").at("signal"), c.name);
   size_t batch_spans = 0;
-  for (const nlohmann::json& e : t.at("traceEvents")) batch_spans += e.at("ph") == "X" && e.at("name") == "batch";
+  for (const amlp::Json& e : t.at("traceEvents")) batch_spans += e.at("ph") == "X" && e.at("name") == "batch";
   EXPECT_EQ(batch_spans, rows.rows.size());
 }
 
@@ -171,7 +171,7 @@ TEST(InterruptTwice, TwoSignalsAtOnceCountOnce) {
   EXPECT_EQ(r.err.find("SIGTERM again"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("train_mlp: interrupted at batch "), std::string::npos) << r.err;
   ASSERT_TRUE(std::filesystem::exists(summary)) << r.err;
-  const nlohmann::json s = read_json(summary);
+  const amlp::Json s = read_json(summary);
   EXPECT_EQ(s.at(0).at("status"), "interrupted");
   EXPECT_EQ(read_json(trace).at("otherData").at("status"), "interrupted");
 }
@@ -196,7 +196,7 @@ TEST_P(InterruptHostWork, SignalCutsTheHostWorkShort) {
   EXPECT_EQ(p.signaled, 0);
   EXPECT_EQ(r.code, 130) << r.err;
   EXPECT_NE(r.err.find("train_mlp: interrupted at batch 1 of 3 (SIGINT)"), std::string::npos) << r.err;
-  const nlohmann::json s = read_json(summary);
+  const amlp::Json s = read_json(summary);
   EXPECT_EQ(s.at(0).at("status"), "interrupted");
   EXPECT_EQ(s.at(0).at("batches_done"), 1);
 }

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <nlohmann/json.hpp>
+#include "framework/json.h"
 #include <set>
 
 #include "framework/error.h"
@@ -153,11 +153,11 @@ TEST(TrainMlpLogs, CompareWritesOneLogAndOneSummaryPerMode) {
       EXPECT_EQ(row["loss"].empty(), std::string(tag) == "none" || std::string(tag) == "bounded" ||
                                          (std::string(tag) == "every2" && std::stoi(row["batch"]) % 2));
   }
-  const nlohmann::json s = read_json(dir.file("s.json"));
+  const amlp::Json s = read_json(dir.file("s.json"));
   ASSERT_TRUE(s.is_array());
   ASSERT_EQ(s.size(), 4u);
   std::vector<std::string> labels;
-  for (const nlohmann::json& run : s) labels.push_back(run.at("label").get<std::string>());
+  for (const amlp::Json& run : s) labels.push_back(run.at("label").get<std::string>());
   EXPECT_EQ(labels, (std::vector<std::string>{"batch", "none", "every=2", "bounded"}));
   EXPECT_GT(s[3].at("max_pending_bytes").get<double>(), 0);
 }
@@ -167,10 +167,10 @@ TEST(TrainMlpLogs, SummaryJsonHasEveryKey) {
   Ran r = run_train_mlp("--device cpu --sync none --batches 3 --batch-size 16 --features 8 --hidden 8 --summary-json " +
                         dir.file("s.json"));
   ASSERT_EQ(r.code, 0) << r.err;
-  const nlohmann::json s = read_json(dir.file("s.json"));
+  const amlp::Json s = read_json(dir.file("s.json"));
   ASSERT_TRUE(s.is_array());
   ASSERT_EQ(s.size(), 1u);
-  const nlohmann::json& run = s[0];
+  const amlp::Json& run = s[0];
   EXPECT_EQ(run.at("mode"), "none");
   EXPECT_EQ(run.at("device"), "cpu:0");
   for (const char* key :
@@ -202,7 +202,7 @@ TEST(TrainMlpLogs, FreshMemoryDoesNotFaultPageByPage) {
   ASSERT_EQ(r.code, 0) << r.err;
   auto rows = read_memory_log(dir.file("m.csv"));  // checks the header, minor_faults included
   ASSERT_EQ(rows.size(), size_t(batches));
-  const nlohmann::json run = read_json(dir.file("s.json")).at(0);
+  const amlp::Json run = read_json(dir.file("s.json")).at(0);
   // Each row counts the faults since the previous one, so the rows together
   // are no more than the run's total (which counts on past the last row).
   unsigned long long row_faults = 0;
@@ -230,7 +230,7 @@ TEST(TrainMlpLogs, SummaryJsonToStdoutFollowsThePrintedLines) {
   EXPECT_EQ(r.out.rfind("model: ", 0), 0u) << r.out;
   const size_t json_at = r.out.find("\n[");
   ASSERT_NE(json_at, std::string::npos) << r.out;
-  const nlohmann::json s = parse_json(r.out.substr(json_at + 1));
+  const amlp::Json s = parse_json(r.out.substr(json_at + 1));
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].at("batches"), 2);
   EXPECT_TRUE(std::filesystem::is_symlink("/dev/stdout"));
@@ -271,9 +271,9 @@ TEST(TrainMlpLogs, TraceIntoAFifo) {
   FifoReader reader(fifo);
   Ran r = run_train_mlp("--device cpu --sync none --batches 2 --batch-size 16 --features 8 --hidden 8 --trace " + fifo);
   ASSERT_EQ(r.code, 0) << r.err;
-  const nlohmann::json t = parse_json(reader.text());
+  const amlp::Json t = parse_json(reader.text());
   size_t spans = 0;
-  for (const nlohmann::json& e : t.at("traceEvents")) spans += e.at("ph") == "X";
+  for (const amlp::Json& e : t.at("traceEvents")) spans += e.at("ph") == "X";
   EXPECT_GT(spans, 2u * 10);
   struct stat st {};
   ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
@@ -343,7 +343,7 @@ TEST(TrainMlpLogs, ATraceThatCannotBeWrittenAfterTheRunNamesItsOption) {
                             " --summary-json " + summary + "\" >/dev/null");
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_EQ(r.err, "train_mlp: error: --trace: cannot write '" + trace + "': " + std::strerror(EFBIG) + "\n");
-  const nlohmann::json s = parse_json(read_file(summary));
+  const amlp::Json s = parse_json(read_file(summary));
   ASSERT_TRUE(s.is_array() && !s.empty()) << json_text(s);
   EXPECT_EQ(s[0].value("status", ""), "failed") << json_text(s);
   EXPECT_EQ(s[0].value("error", "").rfind("--trace: cannot write", 0), 0u) << json_text(s);
@@ -372,7 +372,7 @@ TEST(TrainMlpLogs, OutOfMemoryMidRunKeepsTheRowsSoFar) {
     EXPECT_LE(std::stoull(rows[i]["reserved_bytes"]), size_t(48) << 20);
   }
   EXPECT_NE(r.err.find("at batch " + std::to_string(rows.size() + 1) + " of 40"), std::string::npos) << r.err;
-  const nlohmann::json s = read_json(dir.file("s.json"));
+  const amlp::Json s = read_json(dir.file("s.json"));
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].at("status"), "failed");
   EXPECT_EQ(s[0].at("failed"), true);
@@ -381,7 +381,7 @@ TEST(TrainMlpLogs, OutOfMemoryMidRunKeepsTheRowsSoFar) {
   EXPECT_EQ(s[0].at("batches_done").get<size_t>(), rows.size());
   EXPECT_EQ(s[0].at("memory_limit_bytes").get<size_t>(), size_t(48) << 20);
   EXPECT_EQ(s[0].at("memory_limit_source"), "--memory-limit");
-  const nlohmann::json t = read_json(dir.file("t.json"));  // what was recorded, whole
+  const amlp::Json t = read_json(dir.file("t.json"));  // what was recorded, whole
   EXPECT_EQ(t.at("otherData").at("status"), "failed");
   EXPECT_EQ("train_mlp: error: " + t.at("otherData").at("error").get<std::string>() + "\n", r.err);
 }
@@ -402,7 +402,7 @@ TEST(TrainMlpLogs, ADivergedRunFailsWithStatusOne) {
     EXPECT_EQ(r.err_lines(), 1u) << r.err;
     EXPECT_NE(r.err.find("diverged"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("--lr"), std::string::npos) << r.err;
-    const nlohmann::json s = read_json(dir.file("s.json"));
+    const amlp::Json s = read_json(dir.file("s.json"));
     ASSERT_EQ(s.size(), 1u);
     EXPECT_EQ(s[0].at("status"), "failed");
     EXPECT_EQ("train_mlp: error: " + s[0].at("error").get<std::string>() + "\n", r.err);
@@ -438,15 +438,15 @@ TEST(TrainMlpLogs, TraceIsChromeTraceJsonWithFrontendAndQueueTracks) {
   Ran r = run_train_mlp("--device cpu --sync none --batches 3 --batch-size 16 --features 8 --hidden 8 --trace " +
                         dir.file("t.json"));
   ASSERT_EQ(r.code, 0) << r.err;
-  const nlohmann::json t = read_json(dir.file("t.json"));
+  const amlp::Json t = read_json(dir.file("t.json"));
   ASSERT_TRUE(t.is_object());
-  const nlohmann::json& events = t.at("traceEvents");
+  const amlp::Json& events = t.at("traceEvents");
   ASSERT_TRUE(events.is_array());
   std::map<int, std::string> track_names;
   std::map<int, int> spans_on;
   std::set<std::string> counters, frontend_spans;
-  for (const nlohmann::json& e : events) {
-    const std::string ph = e.at("ph");
+  for (const amlp::Json& e : events) {
+    const std::string ph = e.at("ph").get<std::string>();
     if (ph == "M" && e.at("name") == "thread_name")
       track_names[e.at("tid").get<int>()] = e.at("args").at("name").get<std::string>();
     if (ph == "X") {
@@ -469,7 +469,7 @@ TEST(TrainMlpLogs, TraceIsChromeTraceJsonWithFrontendAndQueueTracks) {
   ASSERT_GE(queue, 0) << "no queue cpu:0 track";
   EXPECT_GT(spans_on[frontend], 3 * 10);  // enqueue spans and the batch spans
   EXPECT_GT(spans_on[queue], 3 * 10);     // execution spans
-  for (const nlohmann::json& e : events)
+  for (const amlp::Json& e : events)
     if (e.at("ph") == "X" && e.at("tid") == frontend) frontend_spans.insert(e.at("name").get<std::string>());
   EXPECT_TRUE(frontend_spans.count("batch"));
   EXPECT_TRUE(frontend_spans.count("matmul"));

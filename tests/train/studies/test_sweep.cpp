@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
+#include "framework/json.h"
 
 #include "train/options/options.h"
 #include "train/models/predict.h"
@@ -121,20 +121,20 @@ TEST_F(Sweep, OneTableWithARowPerFractionAndMode) {
 
 TEST_F(Sweep, JsonRowsCarryTheSummarysPredictions) {
   ASSERT_EQ(ran_->code, 0) << ran_->err;
-  const nlohmann::json s = read_json(dir_->file("s.json"));
+  const amlp::Json s = read_json(dir_->file("s.json"));
   ASSERT_TRUE(s.is_object());
-  const nlohmann::json& runs = s.at("runs");
-  const nlohmann::json& rows = s.at("sweep");
+  const amlp::Json& runs = s.at("runs");
+  const amlp::Json& rows = s.at("sweep");
   ASSERT_EQ(runs.size(), 8u);
   ASSERT_EQ(rows.size(), 8u);  // 2 fractions x 4 modes
   const double d = s.at("sweep_model").at("device_s").get<double>();
   EXPECT_GT(d, 0.0);
   for (size_t i = 0; i < rows.size(); ++i) {
-    const nlohmann::json& row = rows[i];
+    const amlp::Json& row = rows[i];
     const double f = row.at("fraction").get<double>();
     EXPECT_EQ(f, i < 4 ? 0.0 : 1.0);
     EXPECT_EQ(row.at("mode"), modes[i % 4]);
-    const nlohmann::json& run = runs.at(row.at("run").get<size_t>());
+    const amlp::Json& run = runs.at(row.at("run").get<size_t>());
     EXPECT_EQ(run.at("label"), row.at("mode"));
     // The same numbers the run's summary predicts, from the same code.
     EXPECT_EQ(row.at("predicted_increase_bytes"), run.at("predicted_increase_bytes"));
@@ -161,7 +161,7 @@ TEST_F(Sweep, JsonRowsCarryTheSummarysPredictions) {
       EXPECT_DOUBLE_EQ(row.at("speedup").get<double>(), 1.0);
       EXPECT_DOUBLE_EQ(row.at("predicted_speedup").get<double>(), 1.0);
     } else {
-      const nlohmann::json& base = runs.at(rows[i - i % 4].at("run").get<size_t>());
+      const amlp::Json& base = runs.at(rows[i - i % 4].at("run").get<size_t>());
       EXPECT_DOUBLE_EQ(row.at("speedup").get<double>(),
                        run.at("samples_per_s").get<double>() / base.at("samples_per_s").get<double>());
       EXPECT_DOUBLE_EQ(row.at("predicted_speedup").get<double>(),
@@ -172,18 +172,18 @@ TEST_F(Sweep, JsonRowsCarryTheSummarysPredictions) {
 
 TEST_F(Sweep, CurvesComeFromTheThroughputAndMemoryModels) {
   ASSERT_EQ(ran_->code, 0) << ran_->err;
-  const nlohmann::json s = read_json(dir_->file("s.json"));
-  const nlohmann::json& model = s.at("sweep_model");
+  const amlp::Json s = read_json(dir_->file("s.json"));
+  const amlp::Json& model = s.at("sweep_model");
   const double d = model.at("device_s").get<double>();
   ASSERT_EQ(model.at("curves").size(), modes.size());
   for (size_t m = 0; m < modes.size(); ++m) {
-    const nlohmann::json& c = model.at("curves")[m];
+    const amlp::Json& c = model.at("curves")[m];
     EXPECT_EQ(c.at("mode"), modes[m]);
     const int k = c.at("every").get<int>();
     EXPECT_EQ(k, modes[m] == "batch" ? 1 : modes[m] == "every=4" ? 4 : 8) << modes[m];
-    const nlohmann::json& run = s.at("runs")[m];
+    const amlp::Json& run = s.at("runs")[m];
     ASSERT_GT(c.at("points").size(), 10u);
-    for (const nlohmann::json& p : c.at("points")) {
+    for (const amlp::Json& p : c.at("points")) {
       const double h = p.at("x").get<double>() * d;
       EXPECT_DOUBLE_EQ(p.at("speedup").get<double>(), predicted_wall_s(8, 1, h, d) / predicted_wall_s(8, k, h, d));
       const int backlog = predicted_backlog(8, k, h, d, run.at("max_pending_bytes").get<size_t>(),

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
+#include "framework/json.h"
 
 #include "train/options/options.h"
 #include "train/models/predict.h"
@@ -94,14 +94,14 @@ TEST(SyncAutoRun, TheSummarySaysWhatItChoseAndWhy) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("sync auto: chose "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  sync auto           chose "), std::string::npos) << r.out;
-  const nlohmann::json s = read_json(dir.file("s.json"));
+  const amlp::Json s = read_json(dir.file("s.json"));
   ASSERT_EQ(s.size(), 1u);
   const std::string why = s[0].at("sync_auto").get<std::string>();
   EXPECT_EQ(why.rfind("chose ", 0), 0u) << why;
   EXPECT_NE(why.find("of the 64.0 MB budget"), std::string::npos) << why;
   EXPECT_LE(s[0].at("predicted_increase_bytes").get<size_t>(), 64 * kMB);
   // The mode run is the one named.
-  const std::string mode = s[0].at("mode");
+  const std::string mode = s[0].at("mode").get<std::string>();
   const bool bounded = s[0].at("max_pending_bytes").get<size_t>() > 0;
   EXPECT_EQ(why.rfind("chose " + (bounded ? std::string("bounded") : mode), 0), 0u) << mode << ": " << why;
   // Without --sync auto the key is null.
