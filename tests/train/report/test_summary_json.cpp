@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "train/report/run_figures.h"
 #include "train/train_test_util.h"
 
 namespace amlp::testing {
@@ -103,6 +104,57 @@ TEST(SummaryJsonStructure, KeepsKeyOrderAndMergesArrays) {
   const Json v = Json::parse(R"({"b": 1, "a": [{"x": 1}, {"y": "s", "x": 2}], "c": [1, 2], "d": [[{"z": 0}]]})");
   EXPECT_EQ(structure(v).dump(), R"({"b":null,"a":[{"x":null,"y":null}],"c":[],"d":[[{"z":null}]]})");
   EXPECT_NE(structure(Json::parse(R"({"a": 1, "b": 2})")).dump(), structure(Json::parse(R"({"b": 2, "a": 1})")).dump());
+}
+
+// docs/cli.md's table of a run's keys is the one run_figures.cpp declares,
+// row for row (key, unit, meaning), so the page cannot drift from the code.
+TEST(RunFigures, CliMdsTableIsTheDeclaredOne) {
+  const std::string doc = read_file(source_file("docs/cli.md"));
+  const std::string open = "<!-- run figures: train/report/run_figures.cpp -->\n", close = "<!-- /run figures -->";
+  const size_t a = doc.find(open), b = doc.find(close);
+  ASSERT_NE(a, std::string::npos) << "docs/cli.md lacks " << open;
+  ASSERT_NE(b, std::string::npos) << "docs/cli.md lacks " << close;
+  const std::string want = train::figures_markdown();
+  EXPECT_EQ(doc.substr(a + open.size(), b - a - open.size()), want)
+      << "docs/cli.md's table between the two markers must read (train/report/run_figures.cpp's):\n"
+      << want;
+}
+
+// The fixture's runs (every study's, captured from train_mlp) have the
+// declared keys in the declared order, each figure whose `when` holds for
+// that study (--epochs' "epochs"), and their devices', ranks', graph's and
+// epochs' objects likewise.
+std::vector<std::string> keys_of(const Json& structure) {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : structure.items()) keys.push_back(k);
+  return keys;
+}
+template <typename R>
+std::vector<std::string> declared(const std::vector<train::Figure<R>>& figures) {
+  std::vector<std::string> keys;
+  for (const auto& f : figures) keys.push_back(f.key);
+  return keys;
+}
+
+TEST(RunFigures, TheFixturesRunsHaveTheDeclaredKeysInOrder) {
+  const Json f = fixture();
+  size_t studies = 0;
+  for (const auto& [study, x] : f.items()) {
+    if (study.front() == '_') continue;
+    SCOPED_TRACE(study);
+    ++studies;
+    const Json& keys = x.at("keys");
+    const Json& run = (keys.is_object() ? keys.at("runs") : keys).at(0);
+    std::vector<std::string> want;
+    for (const train::RunFigure& fig : train::run_figures())
+      if (!fig.when || run.contains(fig.key)) want.push_back(fig.key);
+    EXPECT_EQ(keys_of(run), want);
+    const bool with_epochs = study == "epochs";
+    EXPECT_EQ(run.contains("epochs"), with_epochs);
+    if (with_epochs) EXPECT_EQ(keys_of(run.at("epochs").at("each").at(0)), declared(train::epoch_figures()));
+    if (!run.at("devices").empty()) EXPECT_EQ(keys_of(run.at("devices").at(0)), declared(train::device_figures()));
+  }
+  EXPECT_EQ(studies, 7u);
 }
 
 }  // namespace

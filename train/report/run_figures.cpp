@@ -1,0 +1,427 @@
+// The tables of run_figures.h: every key of a run's summary object, in the
+// order the summary writes them, with its unit and meaning.
+#include "train/report/run_figures.h"
+
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <string>
+
+#include "framework/parse.h"
+#include "train/models/predict.h"
+
+namespace amlp::train {
+
+namespace {
+
+// null where a number is not finite (a diverged run's loss), as JSON has no NaN.
+Json finite(double v) { return std::isfinite(v) ? Json(v) : Json(); }
+// null where a text is empty ("no error", "not chosen").
+Json text_or_null(const std::string& s) { return s.empty() ? Json() : Json(s); }
+
+template <typename R>
+Json object_of(const std::vector<Figure<R>>& figures, const R& r) {
+  Json out = Json::object();
+  for (const Figure<R>& f : figures)
+    if (f.present(r)) out[f.key] = f.value(r);
+  return out;
+}
+
+template <typename R>
+Json array_of(const std::vector<Figure<R>>& figures, const std::vector<R>& rs) {
+  Json out = Json::array();
+  for (const R& r : rs) out.push_back(object_of(figures, r));
+  return out;
+}
+
+template <typename R>
+std::string table(const std::vector<Figure<R>>& figures) {
+  std::string out = "| key | unit | meaning |\n|---|---|---|\n";
+  for (const Figure<R>& f : figures)
+    out += "| `" + std::string(f.key) + "` | " + f.unit + " | " + f.meaning + " |\n";
+  return out;
+}
+
+}  // namespace
+
+// clang-format off
+const std::vector<RunFigure>& run_figures() {
+  using R = RunResult;
+  static const std::vector<RunFigure> figures = {
+    {"mode", "", "the synchronization mode: `batch`, `none`, `every=K`, `auto`", [](const R& r) -> Json { return to_string(r.asked.sync); }},
+    {"label", "", "the name the run is reported under (`batch`, `every=10`, `bounded`, `run+data`, ...)", [](const R& r) -> Json { return r.asked.label; }},
+    {"device", "", "the device, or the devices joined by commas (`--devices`)", [](const R& r) -> Json { return r.device; }},
+    {"batches", "batches", "the batches asked for (each epoch's)", [](const R& r) -> Json { return r.asked.batches; }},
+    {"batch_size", "rows", "the rows of each batch, all devices' together", [](const R& r) -> Json { return r.asked.batch_size; }},
+    {"wall_s", "s", "the loop's wall time, its first batch queued to its last loss read", [](const R& r) -> Json { return r.wall_s; }},
+    {"samples_per_s", "samples/s", "the batches' rows over `wall_s`", [](const R& r) -> Json { return r.samples_per_s; }},
+    {"mem_increase_bytes", "bytes", "the tracked pools' bytes in use at their peak, less the start's (the devices' sum)", [](const R& r) -> Json { return r.mem_increase_bytes; }},
+    {"rss_increase_bytes", "bytes", "the process's peak sampled RSS less its RSS at the start", [](const R& r) -> Json { return r.rss_increase_bytes; }},
+    {"peak_queue_depth", "ops", "the most ops queued and not yet launched at once", [](const R& r) -> Json { return r.peak_queue_depth; }},
+    {"peak_backlog_batches", "batches", "the most batches alive (queued and not finished) at once", [](const R& r) -> Json { return r.peak_backlog_batches; }},
+    {"peak_backlog_bytes", "bytes", "the most bytes the pending ops referenced at once", [](const R& r) -> Json { return r.peak_backlog_bytes; }},
+    {"bytes_per_batch", "bytes", "what one batch allocates (the memory model's unit)", [](const R& r) -> Json { return r.bytes_per_batch; }},
+    {"predicted_increase_bytes", "bytes", "the memory model's increase: peak backlog x bytes per batch, or `run`'s working set", [](const R& r) -> Json { return r.predicted.increase_bytes; }},
+    {"largest_tensor_bytes", "bytes", "one op's largest output, rounded as the pool rounds it", [](const R& r) -> Json { return r.largest_tensor_bytes; }},
+    {"alloc_policy", "", "when an op's outputs get memory: `enqueue` (when queued) or `run` (when the worker starts it)", [](const R& r) -> Json { return to_string(r.asked.alloc); }},
+    {"data_queue", "", "true: the batches are drawn on a queue of their own (`--data-queue`)", [](const R& r) -> Json { return r.asked.data_queue; }},
+    {"data_bytes_per_batch", "bytes", "the blocks of one batch's X and y", [](const R& r) -> Json { return r.data_bytes_per_batch; }},
+    {"peak_data_ahead_bytes", "bytes", "the data queue's peak backlog (0 without it)", [](const R& r) -> Json { return r.peak_data_ahead_bytes; }},
+    {"peak_data_lead_batches", "batches", "`peak_data_ahead_bytes` over `data_bytes_per_batch`", [](const R& r) -> Json { return r.peak_data_lead_batches; }},
+    {"working_set_bytes", "bytes", "the device queue's peak backlog less the start's bytes (`run`'s model)", [](const R& r) -> Json { return r.working_set_bytes; }},
+    {"start_bytes", "bytes", "the tracked pools' bytes in use at the start", [](const R& r) -> Json { return r.start_bytes; }},
+    {"peak_bytes", "bytes", "... at their peak", [](const R& r) -> Json { return r.peak_bytes; }},
+    {"end_bytes", "bytes", "... at the end", [](const R& r) -> Json { return r.end_bytes; }},
+    {"start_rss_bytes", "bytes", "the process's RSS at the start", [](const R& r) -> Json { return r.start_rss; }},
+    {"peak_rss_bytes", "bytes", "... its peak sample", [](const R& r) -> Json { return r.peak_rss; }},
+    {"end_rss_bytes", "bytes", "... at the end", [](const R& r) -> Json { return r.end_rss; }},
+    {"max_pending_ops", "ops", "`--max-pending-ops` (0: no bound)", [](const R& r) -> Json { return r.asked.max_pending_ops; }},
+    {"max_pending_bytes", "bytes", "`--max-pending-bytes` (0: no bound)", [](const R& r) -> Json { return r.asked.max_pending_bytes; }},
+    {"sync_auto", "", "`--sync auto`'s choice and why (null otherwise)", [](const R& r) -> Json { return text_or_null(r.asked.sync_chosen); }},
+    {"final_loss", "", "the last loss read (null when no batch finished or it is not finite)", [](const R& r) -> Json { return finite(r.final_loss); }},
+    {"losses", "", "each loss the loop read, `[batch, loss]`, at most 100000 (the memory log has every one)",
+     [](const R& r) -> Json {
+       Json out = Json::array();
+       for (const auto& [batch, loss] : r.losses) out.push_back({batch, finite(loss)});
+       return out;
+     }},
+    {"status", "", "`completed`, `failed` or `interrupted`", [](const R& r) -> Json { return to_string(r.status); }},
+    {"failed", "", "true: the run failed (`error` says why)", [](const R& r) -> Json { return r.status == RunStatus::Failed; }},
+    {"interrupted", "", "true: a signal ended the run", [](const R& r) -> Json { return r.status == RunStatus::Interrupted; }},
+    {"error", "", "the line printed when it failed (null otherwise)", [](const R& r) -> Json { return text_or_null(r.error); }},
+    {"batches_done", "batches", "the batches queued (and finished, once the run ended)", [](const R& r) -> Json { return r.batches_done; }},
+    {"memory_limit_bytes", "bytes", "the device pool's cap during the run (null: none)", [](const R& r) -> Json { return r.memory_limit_bytes ? Json(r.memory_limit_bytes) : Json(); }},
+    {"memory_limit_source", "", "where the cap came from", [](const R& r) -> Json { return r.memory_limit_source; }},
+    {"minor_faults", "faults", "the process's minor page faults over the loop and the final waitall()", [](const R& r) -> Json { return r.minor_faults; }},
+    {"minor_faults_per_batch", "faults", "`minor_faults` over the batches, the warm-up included", [](const R& r) -> Json { return r.minor_faults_per_batch; }},
+    {"minor_faults_steady_per_batch", "faults", "the median batch's of the second half (the memory log's rows)", [](const R& r) -> Json { return r.minor_faults_steady_per_batch; }},
+    {"host_work_s", "s", "`--host-work`: the frontend's simulated work per batch", [](const R& r) -> Json { return r.asked.host_work.ns * 1e-9; }},
+    {"host_work_kind", "", "`wait` or `compute`", [](const R& r) -> Json { return to_string(r.asked.host_work.kind); }},
+    {"host_s_per_batch", "s", "h, the throughput model's: the loop's own time per batch", [](const R& r) -> Json { return r.host_s_per_batch; }},
+    {"device_s_per_batch", "s", "d, the throughput model's: the slowest queue's busy time per batch", [](const R& r) -> Json { return r.device_s_per_batch; }},
+    {"model_every", "batches", "the synchronization interval the throughput model used", [](const R& r) -> Json { return r.predicted.every; }},
+    {"predicted_wall_s", "s", "the throughput model's wall time", [](const R& r) -> Json { return r.predicted.wall_s; }},
+    {"data_parallel", "", "true: the batch was split across `--devices`", [](const R& r) -> Json { return r.data_parallel(); }},
+    {"blas_threads", "threads", "each CPU GEMM's threads with `--devices` (0: as set)", [](const R& r) -> Json { return r.blas_threads; }},
+    {"devices", "", "one object per device (the next table)", [](const R& r) -> Json { return array_of(device_figures(), r.per_device); }},
+    {"device_allocs", "calls", "calls to the devices' own allocators during the run (cudaMalloc, ...)", [](const R& r) -> Json { return r.device_allocs; }},
+    {"ops_per_batch", "ops", "ops queued per batch, every device's (the data's draw and the timers included)", [](const R& r) -> Json { return r.ops_per_batch; }},
+    {"fresh_bytes", "bytes", "bytes the pools had to back fresh ([cpu-pool.md](cpu-pool.md))", [](const R& r) -> Json { return r.fresh_bytes; }},
+    {"fresh_s_per_gib", "s/GiB", "what backing a GiB of fresh memory costs here", [](const R& r) -> Json { return r.fresh_s_per_gib; }},
+    {"fresh_s", "s", "the throughput model's fresh-memory term", [](const R& r) -> Json { return r.predicted.fresh_s; }},
+    {"fresh_counted", "", "true: the term is the worker's measured time; false: the probe's price x bytes", [](const R& r) -> Json { return r.fresh_counted; }},
+    {"d_measured", "", "true: d is taken apart below (CPU devices)", [](const R& r) -> Json { return r.d_measured; }},
+    {"d_kernels_s", "s", "d's kernels, their own time per batch", [](const R& r) -> Json { return r.d_kernels_s; }},
+    {"d_fresh_s", "s", "d's worker time backing fresh blocks, per batch", [](const R& r) -> Json { return r.d_fresh_s; }},
+    {"d_rest_s", "s", "the rest of d per batch (allocation, bookkeeping): d less the two", [](const R& r) -> Json { return r.d_rest_s; }},
+    {"fresh_worker_s", "s", "the worker's seconds in the CPU pools' backing (the lock and lookups included)", [](const R& r) -> Json { return r.fresh_worker_s; }},
+    {"fresh_worker_populate_s", "s", "... of which populating", [](const R& r) -> Json { return r.fresh_worker_populate_s; }},
+    {"fresh_backed_bytes", "bytes", "the bytes the worker backed", [](const R& r) -> Json { return r.fresh_worker_bytes; }},
+    {"fresh_populator_s", "s", "the populator thread's backing seconds, off the worker's clock", [](const R& r) -> Json { return r.fresh_populator_s; }},
+    {"fresh_populator_bytes", "bytes", "the bytes the populator thread backed", [](const R& r) -> Json { return r.fresh_populator_bytes; }},
+    {"distributed", "", "`--distributed`: `none` or `mpi`", [](const R& r) -> Json { return r.asked.distributed; }},
+    {"ranks", "", "`--distributed mpi`, written by rank 0: one object per rank (the rank table below)", [](const R& r) -> Json { return array_of(rank_figures(), r.ranks); }},
+    {"comm_alpha_s", "s", "the all-reduce's measured latency, alpha", [](const R& r) -> Json { return r.comm_alpha_s; }},
+    {"comm_beta_s_per_byte", "s/byte", "the all-reduce's measured seconds per byte, beta", [](const R& r) -> Json { return r.comm_beta_s_per_byte; }},
+    {"comm_exposed_s_per_batch", "s", "the reductions' exposed seconds per batch, as the model has them", [](const R& r) -> Json { return r.predicted.comm_exposed_s; }},
+    {"graph", "", "`--graph on`: the first device's step verdicts (the graph table below); null without", [](const R& r) -> Json { return r.asked.graph ? object_of(graph_figures(), r.graph) : Json(); }},
+    {"epochs", "", "with `--epochs E` > 1 only: `asked` (E) and `each`, one object per epoch that ended (the epoch table below)",
+     [](const R& r) -> Json { return {{"asked", r.asked.epochs}, {"each", array_of(epoch_figures(), r.epochs)}}; },
+     [](const R& r) { return r.asked.epochs > 1; }},
+  };
+  return figures;
+}
+
+const std::vector<Figure<DeviceResult>>& device_figures() {
+  using D = DeviceResult;
+  static const std::vector<Figure<D>> figures = {
+    {"device", "", "the device", [](const D& d) -> Json { return d.device; }},
+    {"rows_per_batch", "rows", "its part of each batch", [](const D& d) -> Json { return d.rows_per_batch; }},
+    {"start_bytes", "bytes", "its pool's bytes in use at the start", [](const D& d) -> Json { return d.start_bytes; }},
+    {"peak_bytes", "bytes", "... at their peak", [](const D& d) -> Json { return d.peak_bytes; }},
+    {"mem_increase_bytes", "bytes", "the peak less the start", [](const D& d) -> Json { return d.mem_increase_bytes; }},
+    {"bytes_per_batch", "bytes", "what one batch allocates on it", [](const D& d) -> Json { return d.bytes_per_batch; }},
+    {"predicted_increase_bytes", "bytes", "the memory model's increase on it", [](const D& d) -> Json { return d.predicted_increase_bytes; }},
+    {"peak_backlog_batches", "batches", "its queue's most batches alive at once", [](const D& d) -> Json { return d.peak_backlog_batches; }},
+    {"peak_queue_depth", "ops", "its queue's most ops queued and not yet launched", [](const D& d) -> Json { return d.peak_queue_depth; }},
+    {"peak_backlog_bytes", "bytes", "the most bytes its pending ops referenced", [](const D& d) -> Json { return d.peak_backlog_bytes; }},
+    {"working_set_bytes", "bytes", "its working set under `run`", [](const D& d) -> Json { return d.working_set_bytes; }},
+    {"device_s_per_batch", "s", "its queue's busy time per batch", [](const D& d) -> Json { return d.device_s_per_batch; }},
+  };
+  return figures;
+}
+
+const std::vector<Figure<RankResult>>& rank_figures() {
+  using K = RankResult;
+  static const std::vector<Figure<K>> figures = {
+    {"rank", "", "the rank", [](const K& k) -> Json { return k.rank; }},
+    {"samples_per_s", "samples/s", "the global batch's samples over this rank's wall time", [](const K& k) -> Json { return k.samples_per_s; }},
+    {"wall_s", "s", "its loop's wall time", [](const K& k) -> Json { return k.wall_s; }},
+    {"mem_increase_bytes", "bytes", "its tracked memory's increase", [](const K& k) -> Json { return k.mem_increase_bytes; }},
+    {"predicted_increase_bytes", "bytes", "the memory model's, for it", [](const K& k) -> Json { return k.predicted_increase_bytes; }},
+    {"host_s_per_batch", "s", "its h", [](const K& k) -> Json { return k.host_s_per_batch; }},
+    {"device_s_per_batch", "s", "its d", [](const K& k) -> Json { return k.device_s_per_batch; }},
+  };
+  return figures;
+}
+
+const std::vector<Figure<EpochResult>>& epoch_figures() {
+  using E = EpochResult;
+  static const std::vector<Figure<E>> figures = {
+    {"epoch", "", "1, 2, ...", [](const E& e) -> Json { return e.epoch; }},
+    {"batches", "batches", "the batches it ran", [](const E& e) -> Json { return e.batches; }},
+    {"wall_s", "s", "its first batch queued to its last loss read", [](const E& e) -> Json { return e.wall_s; }},
+    {"samples_per_s", "samples/s", "its rows over its wall time", [](const E& e) -> Json { return e.samples_per_s; }},
+    {"mem_increase_bytes", "bytes", "the tracked bytes it added over those in use as it began", [](const E& e) -> Json { return e.mem_increase_bytes; }},
+    {"peak_reserved_bytes", "bytes", "the most the pool reserved in it", [](const E& e) -> Json { return e.peak_reserved_bytes; }},
+    {"peak_backlog_batches", "batches", "the most batches alive at a row of it", [](const E& e) -> Json { return e.peak_backlog_batches; }},
+    {"host_s_per_batch", "s", "h over the epoch alone (CPU devices; 0 on a GPU)", [](const E& e) -> Json { return e.host_s_per_batch; }},
+    {"device_s_per_batch", "s", "d over the epoch alone (CPU devices; 0 on a GPU)", [](const E& e) -> Json { return e.device_s_per_batch; }},
+    {"predicted_samples_per_s", "samples/s", "the throughput model on its h and d (0 where not measured)", [](const E& e) -> Json { return e.predicted_samples_per_s; }},
+    {"fresh_bytes", "bytes", "the fresh memory backed in it", [](const E& e) -> Json { return e.fresh_bytes; }},
+    {"fresh_worker_s", "s", "the worker's seconds backing it", [](const E& e) -> Json { return e.fresh_worker_s; }},
+    {"loss", "", "the loss read at its end", [](const E& e) -> Json { return e.loss; }},
+  };
+  return figures;
+}
+
+const std::vector<Figure<StepGraphStats>>& graph_figures() {
+  using G = StepGraphStats;
+  static const std::vector<Figure<G>> figures = {
+    {"steps", "batches", "the steps the verdicts cover", [](const G& g) -> Json { return g.steps; }},
+    {"eager", "batches", "steps run op by op, held by no graph", [](const G& g) -> Json { return g.eager; }},
+    {"captured", "batches", "steps recorded into a graph", [](const G& g) -> Json { return g.captured; }},
+    {"replayed", "batches", "steps replayed from a graph", [](const G& g) -> Json { return g.replayed; }},
+    {"updated", "batches", "steps re-recorded into a graph that changed", [](const G& g) -> Json { return g.updated; }},
+    {"invalidations", "", "graphs dropped: the ops changed, an interrupt, a failure", [](const G& g) -> Json { return g.invalidations; }},
+    {"capture_failures", "", "recordings or replays that failed: their ops ran one by one", [](const G& g) -> Json { return g.capture_failures; }},
+    {"slot_bytes", "bytes", "the device's graph slots' blocks, busy and free", [](const G& g) -> Json { return g.slot_bytes; }},
+    {"last_reason", "", "why the last armed step (or graph) was given up", [](const G& g) -> Json { return g.last_reason; }},
+  };
+  return figures;
+}
+// clang-format on
+
+Json run_json(const RunResult& r) { return object_of(run_figures(), r); }
+
+std::string figures_markdown() {
+  return table(run_figures()) + "\nEach of `devices`:\n\n" + table(device_figures()) + "\nEach of `ranks`:\n\n" +
+         table(rank_figures()) + "\n`graph`:\n\n" + table(graph_figures()) + "\nEach of `epochs`' `each`:\n\n" +
+         table(epoch_figures());
+}
+
+// The printed summary's lines (print_summary in report.cpp prints them, a
+// label and its text each). Each function adds its run's line(s), or none
+// where the run has nothing to say there.
+namespace {
+
+using Lines = std::vector<std::pair<std::string, std::string>>;
+
+// printf into a std::string (the lines' numbers are formatted as printf does).
+__attribute__((format(printf, 1, 2))) std::string fmt(const char* f, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, f);
+  std::vsnprintf(buf, sizeof buf, f, args);
+  va_end(args);
+  return buf;
+}
+double ratio(double measured, double predicted) { return predicted ? measured / predicted : 0.0; }
+double per_batch_ms(const RunResult& r, double s) { return r.batches_done ? s / r.batches_done * 1e3 : 0.0; }
+
+void device_line(const RunResult& r, Lines& out) {
+  out.emplace_back("device", r.device + (r.ranks.empty() ? "" : " on each of " + std::to_string(r.ranks.size()) +
+                                                                     " ranks (--distributed mpi)"));
+}
+
+void mode_lines(const RunResult& r, Lines& out) {
+  const RunSpec& s = r.asked;
+  std::string mode = to_string(s.sync);
+  if (s.max_pending_ops || s.max_pending_bytes) {
+    mode += " with back-pressure (";
+    if (s.max_pending_ops) mode += std::to_string(s.max_pending_ops) + " ops";
+    if (s.max_pending_ops && s.max_pending_bytes) mode += ", ";
+    if (s.max_pending_bytes) mode += format_mb(double(s.max_pending_bytes));
+    mode += ")";
+  }
+  out.emplace_back("mode", mode);
+  if (!s.sync_chosen.empty()) out.emplace_back("sync auto", s.sync_chosen);
+}
+
+void wall_line(const RunResult& r, Lines& out) {
+  const RunSpec& s = r.asked;
+  const int total = s.total_batches();
+  if (r.batches_done < total)
+    out.emplace_back("wall time", fmt("%.3f s (%d of %d batches of %d: %s)", r.wall_s, r.batches_done, total,
+                                      s.batch_size, to_string(r.status)));
+  else if (s.epochs > 1)
+    out.emplace_back("wall time", fmt("%.3f s (%d epochs of %d batches of %d)", r.wall_s, s.epochs, s.batches, s.batch_size));
+  else
+    out.emplace_back("wall time", fmt("%.3f s (%d batches of %d)", r.wall_s, s.batches, s.batch_size));
+}
+
+void epoch_lines(const RunResult& r, Lines& out) {
+  for (const EpochResult& e : r.epochs)
+    out.emplace_back("epoch " + std::to_string(e.epoch),
+                     fmt("%.0f samples/s, memory +%s (reserved %s), fresh %s backed (the worker %.3f s), loss %.6g",
+                         e.samples_per_s, format_mb(double(e.mem_increase_bytes)).c_str(),
+                         format_mb(double(e.peak_reserved_bytes)).c_str(), format_mb(double(e.fresh_bytes)).c_str(),
+                         e.fresh_worker_s, e.loss));
+}
+
+void throughput_and_memory_lines(const RunResult& r, Lines& out) {
+  out.emplace_back("samples/s", fmt("%.0f", r.samples_per_s));
+  out.emplace_back("memory increase",
+                   format_mb(double(r.mem_increase_bytes)) + " tracked, " + format_mb(double(r.rss_increase_bytes)) + " RSS");
+  out.emplace_back("peak queue depth", fmt("%llu ops, %d batch%s", static_cast<unsigned long long>(r.peak_queue_depth),
+                                           r.peak_backlog_batches, r.peak_backlog_batches == 1 ? "" : "es"));
+  out.emplace_back("allocation", r.asked.alloc == AllocPolicy::Run
+                                     ? "run (an op's outputs get memory when the worker starts it)"
+                                     : "enqueue (an op's outputs get memory when it is queued)");
+}
+
+void graph_line(const RunResult& r, Lines& out) {
+  if (!r.asked.graph) return;
+  const StepGraphStats& g = r.graph;
+  using ull = unsigned long long;
+  std::string text = fmt("%llu of %llu batches held: %llu recorded, %llu replayed, %llu re-recorded",
+                         ull(g.captured + g.replayed + g.updated), ull(g.steps), ull(g.captured), ull(g.replayed),
+                         ull(g.updated));
+  if (!r.asked.device.is_cuda()) text += " (verdicts: a CPU runs held ops one by one)";
+  text += "; graph slots hold " + format_mb(double(g.slot_bytes));
+  if (g.capture_failures)
+    text += "; " + std::to_string(g.capture_failures) + " failed recording" + (g.capture_failures == 1 ? "" : "s") +
+            " ran one by one";
+  if (!g.last_reason.empty()) text += "; last fallback: " + g.last_reason;
+  out.emplace_back("graph", text);
+}
+
+void data_line(const RunResult& r, Lines& out) {
+  if (!r.asked.data_queue) return;
+  out.emplace_back("data", fmt("on the data queue, %s per batch, at most %.1f batches ahead",
+                               format_mb(double(r.data_bytes_per_batch)).c_str(), r.peak_data_lead_batches));
+}
+
+// The memory model's prediction, and with --devices each device's share.
+void predicted_increase_lines(const RunResult& r, Lines& out) {
+  out.emplace_back("predicted increase",
+                   format_mb(double(r.predicted.increase_bytes)) + " = " +
+                       (r.data_parallel() ? std::string("the devices' sum") : memory_terms(r)) +
+                       fmt(" (measured / predicted = %.3f)",
+                           ratio(double(r.mem_increase_bytes), double(r.predicted.increase_bytes))));
+  if (!r.data_parallel()) return;
+  for (size_t i = 0; i < r.per_device.size(); ++i) {
+    const DeviceResult& d = r.per_device[i];
+    // The model's terms on this device: the enqueue backlog, or run's working set (and the data ahead, on the first).
+    std::string terms;
+    if (r.asked.alloc == AllocPolicy::Run)
+      terms = "working set " + format_mb(double(d.working_set_bytes)) +
+              (i == 0 && r.asked.data_queue ? " + data ahead " + format_mb(double(r.peak_data_ahead_bytes)) : "");
+    else
+      terms = std::to_string(r.peak_backlog_batches) + " x " + format_mb(double(d.bytes_per_batch)) + " per batch";
+    out.emplace_back("  " + d.device,
+                     fmt("%lld rows a batch; memory +%s, predicted %s = %s (%.3f); d %.3f ms per batch",
+                         static_cast<long long>(d.rows_per_batch), format_mb(double(d.mem_increase_bytes)).c_str(),
+                         format_mb(double(d.predicted_increase_bytes)).c_str(), terms.c_str(),
+                         ratio(double(d.mem_increase_bytes), double(d.predicted_increase_bytes)), d.device_s_per_batch * 1e3));
+  }
+  if (r.blas_threads)
+    out.emplace_back("BLAS threads", std::to_string(r.blas_threads) + " per CPU GEMM (the cores shared by the CPU devices)");
+}
+
+// Across processes: each rank's own figures, and the communication term.
+void rank_lines(const RunResult& r, Lines& out) {
+  for (const RankResult& k : r.ranks)
+    out.emplace_back("  rank " + std::to_string(k.rank),
+                     fmt("memory +%s, predicted %s (%.3f); %.0f samples/s; h %.3f ms, d %.3f ms per batch",
+                         format_mb(double(k.mem_increase_bytes)).c_str(), format_mb(double(k.predicted_increase_bytes)).c_str(),
+                         ratio(double(k.mem_increase_bytes), double(k.predicted_increase_bytes)), k.samples_per_s,
+                         k.host_s_per_batch * 1e3, k.device_s_per_batch * 1e3));
+  if (r.comm_alpha_s > 0)
+    out.emplace_back("communication",
+                     fmt("all-reduce alpha %.1f us, beta %.3f ms/MB; exposed %.3f ms per batch; step predicted %.3f ms "
+                         "(d + exposed), measured %.3f ms (wall / batches)",
+                         r.comm_alpha_s * 1e6, r.comm_beta_s_per_byte * 1e9, r.predicted.comm_exposed_s * 1e3,
+                         (r.device_s_per_batch + r.predicted.comm_exposed_s) * 1e3, per_batch_ms(r, r.wall_s)));
+}
+
+void faults_and_host_lines(const RunResult& r, Lines& out) {
+  out.emplace_back("minor page faults",
+                   fmt("%.0f in the median batch of the second half, %.0f per batch overall, %llu in all",
+                       r.minor_faults_steady_per_batch, r.minor_faults_per_batch,
+                       static_cast<unsigned long long>(r.minor_faults)));
+  if (r.asked.host_work.ns)
+    out.emplace_back("host work", fmt("%.3f ms per batch (%s)", r.asked.host_work.ns / 1e6,
+                                      to_string(r.asked.host_work.kind).c_str()));
+  out.emplace_back("frontend, device",
+                   fmt("h %.3f ms, d %.3f ms per batch (h: the loop's own time; d: the queue's busy time)",
+                       r.host_s_per_batch * 1e3, r.device_s_per_batch * 1e3));
+}
+
+// d taken apart (CPU devices): two measured terms and the remainder.
+void d_line(const RunResult& r, Lines& out) {
+  if (!r.d_measured) return;
+  const double d = r.device_s_per_batch;
+  std::string v = fmt("%.3f ms = kernels %.3f + fresh memory %.3f (%s backed by the worker) + rest %.3f (the "
+                      "remainder: allocation, bookkeeping; kernels + fresh = %.3f of d)",
+                      d * 1e3, r.d_kernels_s * 1e3, r.d_fresh_s * 1e3, format_mb(double(r.fresh_worker_bytes)).c_str(),
+                      r.d_rest_s * 1e3, d > 0 ? (r.d_kernels_s + r.d_fresh_s) / d : 0.0);
+  if (r.batches_done && r.fresh_populator_s > 0)  // off the worker's clock, at idle priority
+    v += fmt("; off d, the populator backed fresh memory %.3f ms per batch", per_batch_ms(r, r.fresh_populator_s));
+  out.emplace_back("d per batch", v);
+}
+
+void fresh_line(const RunResult& r, Lines& out) {
+  if (r.fresh_counted && r.fresh_worker_bytes + r.fresh_populator_bytes > 0)
+    out.emplace_back("fresh memory",
+                     fmt("%s obtained from the system; backed by the worker (%s in %.3f s) and by the populator thread "
+                         "(%s in %.3f s, off the worker's clock; %.3f ms per batch), %.3f s per GiB as measured: %.3f s "
+                         "of d (%.3f ms per batch)",
+                         format_mb(double(r.fresh_bytes)).c_str(), format_mb(double(r.fresh_worker_bytes)).c_str(),
+                         r.fresh_worker_populate_s, format_mb(double(r.fresh_populator_bytes)).c_str(),
+                         r.fresh_populator_s, per_batch_ms(r, r.fresh_populator_s), r.fresh_s_per_gib,
+                         r.predicted.fresh_s, per_batch_ms(r, r.predicted.fresh_s)));
+  else if (!r.fresh_counted && r.fresh_s_per_gib > 0)
+    out.emplace_back("fresh memory",
+                     fmt("%s obtained from the system, backed at %.3f s per GiB here (a probe's): %.3f s (%.3f ms of d "
+                         "per batch)",
+                         format_mb(double(r.fresh_bytes)).c_str(), r.fresh_s_per_gib, r.predicted.fresh_s,
+                         per_batch_ms(r, r.predicted.fresh_s)));
+}
+
+// Why a run with host work shows little backlog or little speed-up: which
+// side is the bottleneck. None when neither dominates or there is no host work.
+void predicted_wall_lines(const RunResult& r, Lines& out) {
+  out.emplace_back("predicted wall", fmt("%.3f s = %s (measured / predicted = %.3f)", r.predicted.wall_s,
+                                         throughput_terms(r).c_str(), ratio(r.wall_s, r.predicted.wall_s)));
+  if (!r.asked.host_work.ns) return;
+  const double h = r.host_s_per_batch, d = r.device_s_per_batch;
+  if (h > 1.2 * d)
+    out.emplace_back("note", "the frontend is the bottleneck (h > d): the device finishes each batch before the next "
+                             "is queued, so the backlog stays near one batch whatever the mode, and not waiting saves "
+                             "at most d per batch");
+  else if (d > 1.2 * h)
+    out.emplace_back("note", "the device is the bottleneck (d > h): unsynchronized, the backlog grows by about 1 - h/d "
+                             "batches per batch, and not waiting saves at most h per batch");
+}
+
+void outcome_lines(const RunResult& r, Lines& out) {
+  out.emplace_back("final loss", fmt("%.6g", r.final_loss));
+  out.emplace_back("memory limit", r.memory_limit_bytes
+                                       ? format_mb(double(r.memory_limit_bytes)) + " (" + r.memory_limit_source + ")"
+                                       : r.memory_limit_source);
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> summary_lines(const RunResult& r) {
+  using Part = void (*)(const RunResult&, Lines&);
+  static const Part parts[] = {device_line, mode_lines, wall_line, epoch_lines, throughput_and_memory_lines,
+                               graph_line, data_line, predicted_increase_lines, rank_lines, faults_and_host_lines,
+                               d_line, fresh_line, predicted_wall_lines, outcome_lines};
+  Lines out;
+  for (Part p : parts) p(r, out);
+  return out;
+}
+
+}  // namespace amlp::train

@@ -1,0 +1,54 @@
+// run_figures.h — what a run reports, declared once: each figure of the
+// summary JSON (its key, unit, one-line meaning and how it is read from the
+// run's result), in the order the summary writes them, and the printed
+// summary's lines. The summary's run objects are built from these tables
+// (summary_json.cpp), docs/cli.md's key table is checked against them
+// (tests/train/report/test_summary_json.cpp, which prints the table to paste
+// when they differ), and so is the keys' fixture. Adding a figure: its field
+// where it is measured (run_result.h, filled in train/runs/), its row here,
+// and its words in a line below where the printed summary shows it.
+//
+//   for (const RunFigure& f : run_figures()) if (f.present(r)) object[f.key] = f.value(r);
+//   std::string doc = figures_markdown();  // docs/cli.md's table, as it must read
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "framework/json.h"
+#include "train/plan/run_result.h"
+
+namespace amlp::train {
+
+// One figure of an R: a run (RunResult), one of its devices (DeviceResult),
+// ranks (RankResult), epochs (EpochResult), or its step graphs' verdicts
+// (StepGraphStats).
+template <typename R>
+struct Figure {
+  const char* key;
+  const char* unit;     // "s", "bytes", "samples/s", ...; "" for a label, a count or a flag
+  const char* meaning;  // one line
+  Json (*value)(const R&);
+  bool (*when)(const R&) = nullptr;  // written only when this says so (null: always)
+
+  bool present(const R& r) const { return !when || when(r); }
+};
+using RunFigure = Figure<RunResult>;
+
+const std::vector<RunFigure>& run_figures();
+const std::vector<Figure<DeviceResult>>& device_figures();
+const std::vector<Figure<RankResult>>& rank_figures();
+const std::vector<Figure<EpochResult>>& epoch_figures();
+const std::vector<Figure<StepGraphStats>>& graph_figures();
+
+// One run's summary object: every figure that is present, in order.
+Json run_json(const RunResult& r);
+
+// docs/cli.md's table of the keys: a Markdown table per table above.
+std::string figures_markdown();
+
+// The printed summary's lines, in order: each a label and its text (a run
+// prints only the lines that apply to it: "graph" with --graph on, ...).
+std::vector<std::pair<std::string, std::string>> summary_lines(const RunResult& r);
+
+}  // namespace amlp::train
