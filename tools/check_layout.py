@@ -38,7 +38,7 @@ LAYERS = [
     ("train/async_demo", 6),    # a program of its own
     ("train/options", 6),
     ("train/plan", 7),
-    ("train/models", 8),
+    ("train/predict", 8),
     ("train/runs", 9),
     ("train/report", 10),
     ("train/studies", 11),

@@ -14,7 +14,7 @@ the sweep's d (lines; none's dashed, over bounded's, which it meets in the
 speed-up panel), one colour per mode. The curves are the summary's
 "sweep_model" curves and the hollow points its rows' predicted fields, which
 train_mlp computes with the same functions as its predictions
-(train/models/predict.h): this script draws them and computes none of its own.
+(train/predict/predict.h): this script draws them and computes none of its own.
 Needs matplotlib 3.6 or newer (Debian 12: python3-matplotlib); run by a python3 that
 lacks it, the script runs itself again with /usr/bin/python3.
 Bad input: one line on stderr, exit status 2 (no matplotlib, a failed write: exit 1).

@@ -117,6 +117,47 @@ void apply_memory_limit(const Options& o) {
   }
 }
 
+// The run's first line: the model, the data's shape, the devices and ranks.
+void say_model(const Options& o, dist::ProcessGroup* group, std::ostream& out) {
+  out << "model: " << models::make_mlp(o.hidden)->describe() << ", " << o.features << " features, " << o.batches
+      << " batches of " << o.batch_size << ", lr " << o.lr << ", on " << (o.devices.empty() ? o.device.str() : o.devices_text)
+      << (o.devices.empty() ? "" : " (data parallel: one replica per device)")
+      << (group ? " (distributed: " + std::to_string(group->size()) + " ranks, one replica each, " +
+                      std::to_string(blas_threads()) + " BLAS thread" + (blas_threads() == 1 ? "" : "s") + " per rank)"
+                : "")
+      << std::endl;
+}
+
+// --summary-json, written as the program ends (also for an interrupted run,
+// and for a failed one in a single process: each run says how it ended).
+// A summary that cannot be written fails the program, and the trace, when
+// `retrace` (it was written and said nothing failed), is written again, marked failed.
+void write_summary(const Study& study, const Options& o, std::ostream& err, bool retrace,
+                   std::vector<RunResult>& results, bool* ok, std::string* failure) {
+  try {
+    study.write_summary(o.summary_json, results);
+  } catch (const std::exception& e) {
+    const std::string what = std::string("--summary-json: ") + e.what();
+    if (*ok) write_line(err, "train_mlp: error: " + what);
+    const bool trace_says_failed = !failure->empty();
+    if (failure->empty()) *failure = what;
+    *ok = false;
+    mark_failed(results, *failure);
+    if (retrace && !trace_says_failed) finish_trace(o, err, ok, failure);
+  }
+}
+
+// 0, or for a run a signal interrupted 128 + the signal, saying where it stopped.
+int interrupted_status(const Options& o, const std::vector<RunResult>& results, std::ostream& err) {
+  const int sig = interrupt_signal();
+  if (!sig) return 0;
+  const RunResult* last = results.empty() ? nullptr : &results.back();
+  write_line(err, "train_mlp: interrupted at batch " + std::to_string(last ? last->batches_done : 0) + " of " +
+                      std::to_string(last ? last->asked.total_batches() : o.total_batches()) + " (" + signal_name(sig) +
+                      "): the queued batches finished; the summary and trace say \"interrupted\"");
+  return 128 + sig;
+}
+
 }  // namespace
 
 int run_driver(const Options& given, std::ostream& rank0_out, std::ostream& err, std::vector<RunResult>* results_out) {
@@ -151,13 +192,7 @@ int run_driver(const Options& given, std::ostream& rank0_out, std::ostream& err,
     set_tf32(o.tf32);
     if (o.device_fell_back) out << "device auto: no GPU visible, falling back to cpu:0" << std::endl;
     apply_memory_limit(o);
-    out << "model: " << models::make_mlp(o.hidden)->describe() << ", " << o.features << " features, " << o.batches
-        << " batches of " << o.batch_size << ", lr " << o.lr << ", on " << (o.devices.empty() ? o.device.str() : o.devices_text)
-        << (o.devices.empty() ? "" : " (data parallel: one replica per device)")
-        << (group ? " (distributed: " + std::to_string(group->size()) + " ranks, one replica each, " +
-                        std::to_string(blas_threads()) + " BLAS thread" + (blas_threads() == 1 ? "" : "s") + " per rank)"
-                  : "")
-        << std::endl;
+    say_model(o, group, out);
     check_output(out);  // stdout closed or a closed pipe: nothing is worth running
     if (!o.trace.empty()) trace::start();
     Options resolved = o;
@@ -190,30 +225,10 @@ int run_driver(const Options& given, std::ostream& rank0_out, std::ostream& err,
   // Written also for an interrupted run, and for a failed one in a single
   // process: each run says how it ended. Under --distributed a failure never
   // gets here: fail() ends every rank (abort_all) first.
-  if (!o.summary_json.empty() && (!group || group->rank() == 0)) {
-    try {
-      study.write_summary(o.summary_json, results);
-    } catch (const std::exception& e) {
-      const std::string what = std::string("--summary-json: ") + e.what();
-      if (ok) write_line(err, "train_mlp: error: " + what);
-      const bool trace_says_failed = !failure.empty();
-      if (failure.empty()) failure = what;
-      ok = false;
-      mark_failed(results, failure);
-      if (trace_written && !trace_says_failed && !group) finish_trace(o, err, &ok, &failure);
-    }
-  }
+  if (!o.summary_json.empty() && (!group || group->rank() == 0))
+    write_summary(study, o, err, trace_written && !group, results, &ok, &failure);
   if (results_out) *results_out = results;
-  int status = 0;
-  if (!ok) {
-    status = kExitRunFailed;
-  } else if (const int sig = interrupt_signal()) {
-    const RunResult* last = results.empty() ? nullptr : &results.back();
-    write_line(err, "train_mlp: interrupted at batch " + std::to_string(last ? last->batches_done : 0) + " of " +
-                        std::to_string(last ? last->asked.total_batches() : o.total_batches()) + " (" + signal_name(sig) +
-                        "): the queued batches finished; the summary and trace say \"interrupted\"");
-    status = 128 + sig;
-  }
+  const int status = ok ? interrupted_status(o, results, err) : kExitRunFailed;
   // Last (a launcher ending the job may not wait for it), and also for one
   // rank under mpirun, which joined MPI though it has no peer (rank_group: none).
   if (dist::ProcessGroup* g = given.distributed ? dist::ProcessGroup::current() : nullptr) g->finalize();

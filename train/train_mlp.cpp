@@ -6,7 +6,7 @@
 #include "framework/error.h"
 #include "framework/runtime.h"
 #include "train/driver.h"
-#include "train/models/predict.h"
+#include "train/predict/predict.h"
 #include "train/options/file_options.h"
 #include "train/plan/outputs.h"
 #include "train/plan/parameters_file.h"

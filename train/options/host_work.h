@@ -1,6 +1,6 @@
 // host_work.h — per-batch work the frontend does before it queues a batch,
 // standing for an input pipeline (--host-work, --host-work-kind). What
-// asynchrony buys against it is the throughput model (train/models/predict.h): with
+// asynchrony buys against it is the throughput model (train/predict/predict.h): with
 // h > d the device finishes each batch before the next is queued, so the
 // backlog stays near one batch in every mode: there is nothing to run ahead.
 //

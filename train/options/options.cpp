@@ -213,10 +213,10 @@ std::string ini_for_boost(std::string text) {
 
 constexpr unsigned kHelpWidth = 100;
 
-po::options_description general_options() {
-  po::options_description d("Training options (also INI keys)", kHelpWidth, kHelpWidth / 2);
+// What one run is: the devices, the mode, the batches and the model.
+void run_options(Declare& d) {
   // clang-format off
-  Declare(d)
+  d
     .option<DeviceChoice>("device", "DEV", "auto", read_device,
      "auto|cpu|cpu:N|cuda|cuda:N; auto picks cuda:0 when a GPU is visible, else cpu:0 (and says so)")
     .option<DevicesChoice>("devices", "DEV,DEV,..", "", read_devices,
@@ -247,7 +247,14 @@ po::options_description general_options() {
     .option<float>("momentum", "X", "0", read_momentum, "SGD momentum, in [0, 1)")
     .option<uint64_t>("seed", "N", "1",
      [](const std::string& t) { return parse_uint(t, "", 0, std::numeric_limits<uint64_t>::max()); },
-     "random seed (weights and data; same seed, same numbers in every mode)")
+     "random seed (weights and data; same seed, same numbers in every mode)");
+  // clang-format on
+}
+
+// How its work is queued and held: back-pressure, memory, host work, allocation, graphs.
+void execution_options(Declare& d) {
+  // clang-format off
+  d
     .option<uint64_t>("max-pending", "OPS", "0",
      [](const std::string& t) { return parse_uint(t, "", 0, kMaxPendingOps); },
      "back-pressure: most ops a queue may hold pending; a push past it blocks (0 = unbounded)")
@@ -285,7 +292,14 @@ po::options_description general_options() {
     .flag("check-finite",
      "queue a check that each batch's loss is finite; a failure surfaces at the next blocker. It "
      "covers what training computes; --data's rows and --load's tensors are checked finite whether "
-     "it is on or not (default: off)")
+     "it is on or not (default: off)");
+  // clang-format on
+}
+
+// The files it writes and reads.
+void file_options(Declare& d) {
+  // clang-format off
+  d
     .text("memory-log", "FILE.csv", "",
      "one CSV row per batch, flushed per row, sampled when the batch has been queued: batch, "
      "wall_s, queue_depth, bytes_in_use, peak_bytes, reserved_bytes, rss_bytes, loss (empty "
@@ -310,7 +324,14 @@ po::options_description general_options() {
     .text("save", "FILE.safetensors", "",
      "write the parameters when training ends, also when interrupted (the queued batches run "
      "first): a safetensors file PyTorch and the safetensors package read, written whole or not "
-     "at all (default: none)")
+     "at all (default: none)");
+  // clang-format on
+}
+
+// The studies (several runs, one table) and the live status.
+void study_options(Declare& d) {
+  // clang-format off
+  d
     .flag("compare", "run every mode back to back and print one table (see below; default: off)")
     .flag("compare-policies",
      "run the allocation policies back to back, unsynchronized (--sync is ignored): --alloc enqueue, "
@@ -329,6 +350,15 @@ po::options_description general_options() {
     .option<std::vector<double>>("sweep-fractions", "F1,F2,..", "0,0.25,0.5,0.75,1,1.5", parse_sweep_fractions,
      "the h/d --sweep runs, each in [0, 10]");
   // clang-format on
+}
+
+po::options_description general_options() {
+  po::options_description d("Training options (also INI keys)", kHelpWidth, kHelpWidth / 2);
+  Declare declare(d);
+  run_options(declare);
+  execution_options(declare);
+  file_options(declare);
+  study_options(declare);
   return d;
 }
 
@@ -408,7 +438,7 @@ Options to_options(const po::variables_map& vm) {
 }  // namespace
 
 // --- --help's prose around the option table: what the program does, and after
-// the options the models (train/models/predict.h), what --compare and --sweep run and
+// the options the models (train/predict/predict.h), what --compare and --sweep run and
 // the exit statuses; --version ---------------------------------------------------
 
 namespace {
@@ -595,6 +625,38 @@ std::vector<Device> run_devices(const Options& s) {
   return s.devices.empty() ? std::vector<Device>{s.device} : s.devices;
 }
 
+namespace {
+
+// --config FILE's values into `vm` (where the command line did not set the
+// key; the file's parse in `from_file`): "" or what is wrong, one line.
+std::string read_config_file(const std::string& config, const po::options_description& general, po::variables_map& vm,
+                             std::optional<po::parsed_options>* from_file) {
+  const std::string shown = shown_path(config);
+  std::string text, why;
+  if (!read_config_text(config, &text, &why)) return "cannot read config file '" + shown + "': " + why;
+  if (const std::string bad = config_text_problem(text); !bad.empty()) return "config file '" + shown + "': " + bad;
+  std::istringstream in(ini_for_boost(std::move(text)));
+  try {
+    *from_file = po::parse_config_file(in, general, /*allow_unregistered=*/false);
+    // Checked here, not by store(): store() skips keys the command line set.
+    std::set<std::string> seen;
+    for (const po::option& opt : (*from_file)->options)
+      if (!seen.insert(opt.string_key).second) return shown + ": key '" + opt.string_key + "' is given more than once";
+    // Every value the file gives is read, also where the command line sets
+    // the key: a bad file is bad input whatever overrides it.
+    po::variables_map file_values;
+    po::store(**from_file, file_values);
+    po::store(**from_file, vm);  // keys the command line set are not read: the command line wins
+  } catch (const BadValue& e) {
+    return "'" + e.key + "' in " + shown + e.problem;
+  } catch (const po::error& e) {
+    return option_error(e, shown);
+  }
+  return "";
+}
+
+}  // namespace
+
 ParseOutcome parse_options(const std::vector<std::string>& args) {
   ParseOutcome out;
   const auto fail = [&](const std::string& msg) {
@@ -649,31 +711,8 @@ ParseOutcome parse_options(const std::vector<std::string>& args) {
   std::optional<po::parsed_options> from_file;  // the config file's values, where there is one
   const std::string config = vm["config"].as<std::string>();
   if (config.empty() && !vm["config"].defaulted()) return fail("--config must name a file (got '')");
-  if (!config.empty()) {
-    const std::string shown = shown_path(config);
-    std::string text, why;
-    if (!read_config_text(config, &text, &why)) return fail("cannot read config file '" + shown + "': " + why);
-    if (const std::string bad = config_text_problem(text); !bad.empty())
-      return fail("config file '" + shown + "': " + bad);
-    std::istringstream in(ini_for_boost(std::move(text)));
-    try {
-      from_file = po::parse_config_file(in, general, /*allow_unregistered=*/false);
-      // Checked here, not by store(): store() skips keys the command line set.
-      std::set<std::string> seen;
-      for (const po::option& opt : from_file->options)
-        if (!seen.insert(opt.string_key).second)
-          return fail(shown + ": key '" + opt.string_key + "' is given more than once");
-      // Every value the file gives is read, also where the command line sets
-      // the key: a bad file is bad input whatever overrides it.
-      po::variables_map file_values;
-      po::store(*from_file, file_values);
-      po::store(*from_file, vm);  // keys the command line set are not read: the command line wins
-    } catch (const BadValue& e) {
-      return fail("'" + e.key + "' in " + shown + e.problem);
-    } catch (const po::error& e) {
-      return fail(option_error(e, shown));
-    }
-  }
+  if (!config.empty())
+    if (const std::string why = read_config_file(config, general, vm, &from_file); !why.empty()) return fail(why);
   try {
     po::notify(vm);
     out.options = to_options(vm);

@@ -112,7 +112,7 @@ struct ParseOutcome {
   int exit_code = 0;
   std::string message;  // one line for Error; the help or version text for Exit
   // --help: `message` is the usage and the option table; after them come the
-  // models' help (train/models/predict.h: models_help) and help_after_models().
+  // models' help (train/predict/predict.h: models_help) and help_after_models().
   bool help = false;
   Options options;
 };

@@ -1,6 +1,6 @@
 // run_result.h — what one training run is asked to do (RunSpec) and its
 // result: asked, measured, predicted (RunResult). Types only: train/runs/run_meter.h fills the measurements,
-// train/models/predict.h states the models, train/report/report.cpp and summary_json.cpp
+// train/predict/predict.h states the models, train/report/report.cpp and summary_json.cpp
 // print them.
 //
 //   RunSpec s{options, "none"};                  // the settings, and the label the run is reported under
@@ -84,7 +84,7 @@ struct RankResult {
   double host_s_per_batch = 0, device_s_per_batch = 0;
 };
 
-// What the models (train/models/predict.h) said of a run, from its measured
+// What the models (train/predict/predict.h) said of a run, from its measured
 // h, d and bytes per batch.
 struct RunPrediction {
   size_t increase_bytes = 0;  // the memory model's: peak backlog × bytes per batch (or its bound)
@@ -129,7 +129,7 @@ struct RunMeasurement {
   size_t peak_backlog_bytes = 0;  // bytes referenced by pending ops (QueueStats)
   size_t bytes_per_batch = 0;
   size_t largest_tensor_bytes = 0;  // one op's largest output (rounded)
-  // The `run` model's measurements (train/models/predict.h).
+  // The `run` model's measurements (train/predict/predict.h).
   size_t data_bytes_per_batch = 0;   // blocks of X and y
   size_t peak_data_ahead_bytes = 0;  // the data queue's peak backlog (0 without it)
   double peak_data_lead_batches = 0; // peak_data_ahead_bytes / data_bytes_per_batch
@@ -148,7 +148,7 @@ struct RunMeasurement {
   int batches_done = 0;      // batches queued (and finished, once the run ended); spec.batches unless it stopped
   size_t memory_limit_bytes = 0;  // the device pool's cap during the run (0 = none)
   std::string memory_limit_source;
-  // The throughput model's inputs (train/models/predict.h): the frontend's
+  // The throughput model's inputs (train/predict/predict.h): the frontend's
   // (h) and the device's (d) measured seconds per batch, the bytes the pools
   // had to back fresh and what backing a fresh byte costs here (0: not
   // measured, no fresh bytes).
@@ -173,7 +173,7 @@ struct RunMeasurement {
   int blas_threads = 0;  // each CPU GEMM's threads with --devices (0: as set)
   // --distributed mpi with more than one rank: every rank's figures (rank 0's
   // result; empty elsewhere and in other runs) and the all-reduce's measured
-  // cost (train/models/predict.h): latency alpha, seconds per byte beta.
+  // cost (train/predict/predict.h): latency alpha, seconds per byte beta.
   std::vector<RankResult> ranks;
   double comm_alpha_s = 0, comm_beta_s_per_byte = 0;
   StepGraphStats graph;  // --graph on: the first device's step verdicts

@@ -8,7 +8,7 @@
 
 #include "framework/parse.h"
 #include "train/runs/experiment.h"
-#include "train/models/predict.h"
+#include "train/predict/predict.h"
 #include "train/report/run_figures.h"
 
 namespace amlp::train {
@@ -41,8 +41,11 @@ void print_summary(const RunResult& r, std::ostream& out) {
   out.flush();
 }
 
-void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out) {
-  if (rs.empty()) return;
+namespace {
+
+// --compare's tables, one function each: the memory table, then where the
+// runs have them the epochs', the devices' and the ranks', then the throughput table.
+void memory_table(const std::vector<RunResult>& rs, std::ostream& out) {
   char buf[256];
   out << "\n" << rs[0].device << ", " << rs[0].asked.batches << " batches of " << rs[0].asked.batch_size << "\n";
   std::snprintf(buf, sizeof buf, "%-10s %8s %10s %12s %12s %13s %11s %12s %9s %11s %13s\n", "mode", "wall s",
@@ -63,61 +66,75 @@ void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out) {
                                : "predicted = peak backlog x " + format_mb(double(rs[0].bytes_per_batch)) +
                                      " per batch (at most max-pending-bytes + one op's output when bounded)\n")
       << "faults/batch: the process's minor page faults in the median batch of the run's second half.\n";
-  if (rs[0].asked.epochs > 1) {  // each epoch of each mode, against `batch`'s same epoch
-    const RunResult* batch = nullptr;
-    for (const RunResult& r : rs)
-      if (r.label() == "batch") batch = &r;
-    out << "\nper epoch (" << rs[0].asked.epochs << " epochs of " << rs[0].asked.batches << " batches)\n";
-    std::snprintf(buf, sizeof buf, "%-10s %5s %10s %10s %9s %12s %12s %10s %9s %11s\n", "mode", "epoch", "samples/s",
-                  "predicted", "vs batch", "mem incr MB", "reserved MB", "fresh MB", "fresh s", "loss");
-    out << buf;
-    for (const RunResult& r : rs)
-      for (const EpochResult& e : r.epochs) {
-        const EpochResult* b = batch && size_t(e.epoch) <= batch->epochs.size() ? &batch->epochs[e.epoch - 1] : nullptr;
-        std::snprintf(buf, sizeof buf, "%-10s %5d %10.0f %10.0f %9.2f %12.1f %12.1f %10.1f %9.3f %11.6g\n",
-                      r.label().c_str(), e.epoch, e.samples_per_s, e.predicted_samples_per_s,
-                      b && b->samples_per_s > 0 ? e.samples_per_s / b->samples_per_s : 0.0,
-                      e.mem_increase_bytes / 1e6, e.peak_reserved_bytes / 1e6, e.fresh_bytes / 1e6, e.fresh_worker_s,
-                      e.loss);
-        out << buf;
-      }
-    out << "an epoch: its first batch queued to its last loss read (every mode reads it); predicted: the throughput\n"
-           "model on the epoch's own h and d (CPU queues; 0 on a GPU); mem incr: its peak bytes in\n"
-           "use over those at its start; reserved: the most the pool held; fresh: memory the system backed in it, and\n"
-           "the worker's seconds backing it (the pool reuses its blocks after the first epoch).\n";
-  }
-  if (rs[0].data_parallel()) {  // each device's memory against its own prediction
-    out << "\nper device (data parallel)\n";
-    std::snprintf(buf, sizeof buf, "%-10s %-8s %6s %12s %12s %9s %13s %9s\n", "mode", "device", "rows", "mem incr MB",
-                  "predicted MB", "meas/pred", "peak backlog", "d ms");
-    out << buf;
-    for (const RunResult& r : rs)
-      for (const DeviceResult& d : r.per_device) {
-        std::snprintf(buf, sizeof buf, "%-10s %-8s %6lld %12.1f %12.1f %9.3f %13d %9.3f\n", r.label().c_str(),
-                      d.device.c_str(), static_cast<long long>(d.rows_per_batch), d.mem_increase_bytes / 1e6,
-                      d.predicted_increase_bytes / 1e6,
-                      d.predicted_increase_bytes ? double(d.mem_increase_bytes) / double(d.predicted_increase_bytes) : 0.0,
-                      d.peak_backlog_batches, d.device_s_per_batch * 1e3);
-        out << buf;
-      }
-  }
+}
 
-  if (!rs[0].ranks.empty()) {  // across processes: each rank's memory against its own prediction
-    out << "\nper rank (--distributed mpi)\n";
-    std::snprintf(buf, sizeof buf, "%-10s %5s %12s %12s %9s %10s %9s %9s\n", "mode", "rank", "mem incr MB",
-                  "predicted MB", "meas/pred", "samples/s", "h ms", "d ms");
-    out << buf;
-    for (const RunResult& r : rs)
-      for (const RankResult& k : r.ranks) {
-        std::snprintf(buf, sizeof buf, "%-10s %5d %12.1f %12.1f %9.3f %10.0f %9.3f %9.3f\n", r.label().c_str(), k.rank,
-                      k.mem_increase_bytes / 1e6, k.predicted_increase_bytes / 1e6,
-                      k.predicted_increase_bytes ? double(k.mem_increase_bytes) / double(k.predicted_increase_bytes) : 0.0,
-                      k.samples_per_s, k.host_s_per_batch * 1e3, k.device_s_per_batch * 1e3);
-        out << buf;
-      }
-  }
+// Each epoch of each mode, against `batch`'s same epoch.
+void epoch_table(const std::vector<RunResult>& rs, std::ostream& out) {
+  if (rs[0].asked.epochs <= 1) return;
+  char buf[256];
+  const RunResult* batch = nullptr;
+  for (const RunResult& r : rs)
+    if (r.label() == "batch") batch = &r;
+  out << "\nper epoch (" << rs[0].asked.epochs << " epochs of " << rs[0].asked.batches << " batches)\n";
+  std::snprintf(buf, sizeof buf, "%-10s %5s %10s %10s %9s %12s %12s %10s %9s %11s\n", "mode", "epoch", "samples/s",
+                "predicted", "vs batch", "mem incr MB", "reserved MB", "fresh MB", "fresh s", "loss");
+  out << buf;
+  for (const RunResult& r : rs)
+    for (const EpochResult& e : r.epochs) {
+      const EpochResult* b = batch && size_t(e.epoch) <= batch->epochs.size() ? &batch->epochs[e.epoch - 1] : nullptr;
+      std::snprintf(buf, sizeof buf, "%-10s %5d %10.0f %10.0f %9.2f %12.1f %12.1f %10.1f %9.3f %11.6g\n",
+                    r.label().c_str(), e.epoch, e.samples_per_s, e.predicted_samples_per_s,
+                    b && b->samples_per_s > 0 ? e.samples_per_s / b->samples_per_s : 0.0,
+                    e.mem_increase_bytes / 1e6, e.peak_reserved_bytes / 1e6, e.fresh_bytes / 1e6, e.fresh_worker_s,
+                    e.loss);
+      out << buf;
+    }
+  out << "an epoch: its first batch queued to its last loss read (every mode reads it); predicted: the throughput\n"
+         "model on the epoch's own h and d (CPU queues; 0 on a GPU); mem incr: its peak bytes in\n"
+         "use over those at its start; reserved: the most the pool held; fresh: memory the system backed in it, and\n"
+         "the worker's seconds backing it (the pool reuses its blocks after the first epoch).\n";
+}
 
-  // The throughput side: what not waiting bought, against the model.
+// Data parallel: each device's memory against its own prediction.
+void device_table(const std::vector<RunResult>& rs, std::ostream& out) {
+  if (!rs[0].data_parallel()) return;
+  char buf[256];
+  out << "\nper device (data parallel)\n";
+  std::snprintf(buf, sizeof buf, "%-10s %-8s %6s %12s %12s %9s %13s %9s\n", "mode", "device", "rows", "mem incr MB",
+                "predicted MB", "meas/pred", "peak backlog", "d ms");
+  out << buf;
+  for (const RunResult& r : rs)
+    for (const DeviceResult& d : r.per_device) {
+      std::snprintf(buf, sizeof buf, "%-10s %-8s %6lld %12.1f %12.1f %9.3f %13d %9.3f\n", r.label().c_str(),
+                    d.device.c_str(), static_cast<long long>(d.rows_per_batch), d.mem_increase_bytes / 1e6,
+                    d.predicted_increase_bytes / 1e6,
+                    d.predicted_increase_bytes ? double(d.mem_increase_bytes) / double(d.predicted_increase_bytes) : 0.0,
+                    d.peak_backlog_batches, d.device_s_per_batch * 1e3);
+      out << buf;
+    }
+}
+
+// Across processes: each rank's memory against its own prediction.
+void rank_table(const std::vector<RunResult>& rs, std::ostream& out) {
+  if (rs[0].ranks.empty()) return;
+  char buf[256];
+  out << "\nper rank (--distributed mpi)\n";
+  std::snprintf(buf, sizeof buf, "%-10s %5s %12s %12s %9s %10s %9s %9s\n", "mode", "rank", "mem incr MB",
+                "predicted MB", "meas/pred", "samples/s", "h ms", "d ms");
+  out << buf;
+  for (const RunResult& r : rs)
+    for (const RankResult& k : r.ranks) {
+      std::snprintf(buf, sizeof buf, "%-10s %5d %12.1f %12.1f %9.3f %10.0f %9.3f %9.3f\n", r.label().c_str(), k.rank,
+                    k.mem_increase_bytes / 1e6, k.predicted_increase_bytes / 1e6,
+                    k.predicted_increase_bytes ? double(k.mem_increase_bytes) / double(k.predicted_increase_bytes) : 0.0,
+                    k.samples_per_s, k.host_s_per_batch * 1e3, k.device_s_per_batch * 1e3);
+      out << buf;
+    }
+}
+
+// The throughput side: what not waiting bought, against the model.
+void throughput_table(const std::vector<RunResult>& rs, std::ostream& out) {
+  char buf[256];
   const RunResult* base = nullptr;
   for (const RunResult& r : rs)
     if (r.label() == "batch") base = &r;
@@ -140,6 +157,17 @@ void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out) {
       << "queue's busy time). predicted = " << kThroughputFormula << ", K the sync interval (N for\n"
       << "none and bounded; fresh: the worker's measured time backing fresh memory): not waiting overlaps\n"
       << "the frontend's work with the device's.\n";
+}
+
+}  // namespace
+
+void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out) {
+  if (rs.empty()) return;
+  memory_table(rs, out);
+  epoch_table(rs, out);
+  device_table(rs, out);
+  rank_table(rs, out);
+  throughput_table(rs, out);
   out.flush();
 }
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "framework/parse.h"
-#include "train/models/predict.h"
+#include "train/predict/predict.h"
 
 namespace amlp::train {
 
@@ -42,165 +42,152 @@ std::string table(const std::vector<Figure<R>>& figures) {
   return out;
 }
 
+// The tables: one row a key, in the summary's order.
+// clang-format off
+const std::vector<RunFigure> kRunFigures = {
+  {"mode", "", "the synchronization mode: `batch`, `none`, `every=K`, `auto`", [](const RunResult& r) -> Json { return to_string(r.asked.sync); }},
+  {"label", "", "the name the run is reported under (`batch`, `every=10`, `bounded`, `run+data`, ...)", [](const RunResult& r) -> Json { return r.asked.label; }},
+  {"device", "", "the device, or the devices joined by commas (`--devices`)", [](const RunResult& r) -> Json { return r.device; }},
+  {"batches", "batches", "the batches asked for (each epoch's)", [](const RunResult& r) -> Json { return r.asked.batches; }},
+  {"batch_size", "rows", "the rows of each batch, all devices' together", [](const RunResult& r) -> Json { return r.asked.batch_size; }},
+  {"wall_s", "s", "the loop's wall time, its first batch queued to its last loss read", [](const RunResult& r) -> Json { return r.wall_s; }},
+  {"samples_per_s", "samples/s", "the batches' rows over `wall_s`", [](const RunResult& r) -> Json { return r.samples_per_s; }},
+  {"mem_increase_bytes", "bytes", "the tracked pools' bytes in use at their peak, less the start's (the devices' sum)", [](const RunResult& r) -> Json { return r.mem_increase_bytes; }},
+  {"rss_increase_bytes", "bytes", "the process's peak sampled RSS less its RSS at the start", [](const RunResult& r) -> Json { return r.rss_increase_bytes; }},
+  {"peak_queue_depth", "ops", "the most ops queued and not yet launched at once", [](const RunResult& r) -> Json { return r.peak_queue_depth; }},
+  {"peak_backlog_batches", "batches", "the most batches alive (queued and not finished) at once", [](const RunResult& r) -> Json { return r.peak_backlog_batches; }},
+  {"peak_backlog_bytes", "bytes", "the most bytes the pending ops referenced at once", [](const RunResult& r) -> Json { return r.peak_backlog_bytes; }},
+  {"bytes_per_batch", "bytes", "what one batch allocates (the memory model's unit)", [](const RunResult& r) -> Json { return r.bytes_per_batch; }},
+  {"predicted_increase_bytes", "bytes", "the memory model's increase: peak backlog x bytes per batch, or `run`'s working set", [](const RunResult& r) -> Json { return r.predicted.increase_bytes; }},
+  {"largest_tensor_bytes", "bytes", "one op's largest output, rounded as the pool rounds it", [](const RunResult& r) -> Json { return r.largest_tensor_bytes; }},
+  {"alloc_policy", "", "when an op's outputs get memory: `enqueue` (when queued) or `run` (when the worker starts it)", [](const RunResult& r) -> Json { return to_string(r.asked.alloc); }},
+  {"data_queue", "", "true: the batches are drawn on a queue of their own (`--data-queue`)", [](const RunResult& r) -> Json { return r.asked.data_queue; }},
+  {"data_bytes_per_batch", "bytes", "the blocks of one batch's X and y", [](const RunResult& r) -> Json { return r.data_bytes_per_batch; }},
+  {"peak_data_ahead_bytes", "bytes", "the data queue's peak backlog (0 without it)", [](const RunResult& r) -> Json { return r.peak_data_ahead_bytes; }},
+  {"peak_data_lead_batches", "batches", "`peak_data_ahead_bytes` over `data_bytes_per_batch`", [](const RunResult& r) -> Json { return r.peak_data_lead_batches; }},
+  {"working_set_bytes", "bytes", "the device queue's peak backlog less the start's bytes (`run`'s model)", [](const RunResult& r) -> Json { return r.working_set_bytes; }},
+  {"start_bytes", "bytes", "the tracked pools' bytes in use at the start", [](const RunResult& r) -> Json { return r.start_bytes; }},
+  {"peak_bytes", "bytes", "... at their peak", [](const RunResult& r) -> Json { return r.peak_bytes; }},
+  {"end_bytes", "bytes", "... at the end", [](const RunResult& r) -> Json { return r.end_bytes; }},
+  {"start_rss_bytes", "bytes", "the process's RSS at the start", [](const RunResult& r) -> Json { return r.start_rss; }},
+  {"peak_rss_bytes", "bytes", "... its peak sample", [](const RunResult& r) -> Json { return r.peak_rss; }},
+  {"end_rss_bytes", "bytes", "... at the end", [](const RunResult& r) -> Json { return r.end_rss; }},
+  {"max_pending_ops", "ops", "`--max-pending-ops` (0: no bound)", [](const RunResult& r) -> Json { return r.asked.max_pending_ops; }},
+  {"max_pending_bytes", "bytes", "`--max-pending-bytes` (0: no bound)", [](const RunResult& r) -> Json { return r.asked.max_pending_bytes; }},
+  {"sync_auto", "", "`--sync auto`'s choice and why (null otherwise)", [](const RunResult& r) -> Json { return text_or_null(r.asked.sync_chosen); }},
+  {"final_loss", "", "the last loss read (null when no batch finished or it is not finite)", [](const RunResult& r) -> Json { return finite(r.final_loss); }},
+  {"losses", "", "each loss the loop read, `[batch, loss]`, at most 100000 (the memory log has every one)",
+   [](const RunResult& r) -> Json {
+     Json out = Json::array();
+     for (const auto& [batch, loss] : r.losses) out.push_back({batch, finite(loss)});
+     return out;
+   }},
+  {"status", "", "`completed`, `failed` or `interrupted`", [](const RunResult& r) -> Json { return to_string(r.status); }},
+  {"failed", "", "true: the run failed (`error` says why)", [](const RunResult& r) -> Json { return r.status == RunStatus::Failed; }},
+  {"interrupted", "", "true: a signal ended the run", [](const RunResult& r) -> Json { return r.status == RunStatus::Interrupted; }},
+  {"error", "", "the line printed when it failed (null otherwise)", [](const RunResult& r) -> Json { return text_or_null(r.error); }},
+  {"batches_done", "batches", "the batches queued (and finished, once the run ended)", [](const RunResult& r) -> Json { return r.batches_done; }},
+  {"memory_limit_bytes", "bytes", "the device pool's cap during the run (null: none)", [](const RunResult& r) -> Json { return r.memory_limit_bytes ? Json(r.memory_limit_bytes) : Json(); }},
+  {"memory_limit_source", "", "where the cap came from", [](const RunResult& r) -> Json { return r.memory_limit_source; }},
+  {"minor_faults", "faults", "the process's minor page faults over the loop and the final waitall()", [](const RunResult& r) -> Json { return r.minor_faults; }},
+  {"minor_faults_per_batch", "faults", "`minor_faults` over the batches, the warm-up included", [](const RunResult& r) -> Json { return r.minor_faults_per_batch; }},
+  {"minor_faults_steady_per_batch", "faults", "the median batch's of the second half (the memory log's rows)", [](const RunResult& r) -> Json { return r.minor_faults_steady_per_batch; }},
+  {"host_work_s", "s", "`--host-work`: the frontend's simulated work per batch", [](const RunResult& r) -> Json { return r.asked.host_work.ns * 1e-9; }},
+  {"host_work_kind", "", "`wait` or `compute`", [](const RunResult& r) -> Json { return to_string(r.asked.host_work.kind); }},
+  {"host_s_per_batch", "s", "h, the throughput model's: the loop's own time per batch", [](const RunResult& r) -> Json { return r.host_s_per_batch; }},
+  {"device_s_per_batch", "s", "d, the throughput model's: the slowest queue's busy time per batch", [](const RunResult& r) -> Json { return r.device_s_per_batch; }},
+  {"model_every", "batches", "the synchronization interval the throughput model used", [](const RunResult& r) -> Json { return r.predicted.every; }},
+  {"predicted_wall_s", "s", "the throughput model's wall time", [](const RunResult& r) -> Json { return r.predicted.wall_s; }},
+  {"data_parallel", "", "true: the batch was split across `--devices`", [](const RunResult& r) -> Json { return r.data_parallel(); }},
+  {"blas_threads", "threads", "each CPU GEMM's threads with `--devices` (0: as set)", [](const RunResult& r) -> Json { return r.blas_threads; }},
+  {"devices", "", "one object per device (the next table)", [](const RunResult& r) -> Json { return array_of(device_figures(), r.per_device); }},
+  {"device_allocs", "calls", "calls to the devices' own allocators during the run (cudaMalloc, ...)", [](const RunResult& r) -> Json { return r.device_allocs; }},
+  {"ops_per_batch", "ops", "ops queued per batch, every device's (the data's draw and the timers included)", [](const RunResult& r) -> Json { return r.ops_per_batch; }},
+  {"fresh_bytes", "bytes", "bytes the pools had to back fresh ([cpu-pool.md](cpu-pool.md))", [](const RunResult& r) -> Json { return r.fresh_bytes; }},
+  {"fresh_s_per_gib", "s/GiB", "what backing a GiB of fresh memory costs here", [](const RunResult& r) -> Json { return r.fresh_s_per_gib; }},
+  {"fresh_s", "s", "the throughput model's fresh-memory term", [](const RunResult& r) -> Json { return r.predicted.fresh_s; }},
+  {"fresh_counted", "", "true: the term is the worker's measured time; false: the probe's price x bytes", [](const RunResult& r) -> Json { return r.fresh_counted; }},
+  {"d_measured", "", "true: d is taken apart below (CPU devices)", [](const RunResult& r) -> Json { return r.d_measured; }},
+  {"d_kernels_s", "s", "d's kernels, their own time per batch", [](const RunResult& r) -> Json { return r.d_kernels_s; }},
+  {"d_fresh_s", "s", "d's worker time backing fresh blocks, per batch", [](const RunResult& r) -> Json { return r.d_fresh_s; }},
+  {"d_rest_s", "s", "the rest of d per batch (allocation, bookkeeping): d less the two", [](const RunResult& r) -> Json { return r.d_rest_s; }},
+  {"fresh_worker_s", "s", "the worker's seconds in the CPU pools' backing (the lock and lookups included)", [](const RunResult& r) -> Json { return r.fresh_worker_s; }},
+  {"fresh_worker_populate_s", "s", "... of which populating", [](const RunResult& r) -> Json { return r.fresh_worker_populate_s; }},
+  {"fresh_backed_bytes", "bytes", "the bytes the worker backed", [](const RunResult& r) -> Json { return r.fresh_worker_bytes; }},
+  {"fresh_populator_s", "s", "the populator thread's backing seconds, off the worker's clock", [](const RunResult& r) -> Json { return r.fresh_populator_s; }},
+  {"fresh_populator_bytes", "bytes", "the bytes the populator thread backed", [](const RunResult& r) -> Json { return r.fresh_populator_bytes; }},
+  {"distributed", "", "`--distributed`: `none` or `mpi`", [](const RunResult& r) -> Json { return r.asked.distributed; }},
+  {"ranks", "", "`--distributed mpi`, written by rank 0: one object per rank (the rank table below)", [](const RunResult& r) -> Json { return array_of(rank_figures(), r.ranks); }},
+  {"comm_alpha_s", "s", "the all-reduce's measured latency, alpha", [](const RunResult& r) -> Json { return r.comm_alpha_s; }},
+  {"comm_beta_s_per_byte", "s/byte", "the all-reduce's measured seconds per byte, beta", [](const RunResult& r) -> Json { return r.comm_beta_s_per_byte; }},
+  {"comm_exposed_s_per_batch", "s", "the reductions' exposed seconds per batch, as the model has them", [](const RunResult& r) -> Json { return r.predicted.comm_exposed_s; }},
+  {"graph", "", "`--graph on`: the first device's step verdicts (the graph table below); null without", [](const RunResult& r) -> Json { return r.asked.graph ? object_of(graph_figures(), r.graph) : Json(); }},
+  {"epochs", "", "with `--epochs E` > 1 only: `asked` (E) and `each`, one object per epoch that ended (the epoch table below)",
+   [](const RunResult& r) -> Json { return {{"asked", r.asked.epochs}, {"each", array_of(epoch_figures(), r.epochs)}}; },
+   [](const RunResult& r) { return r.asked.epochs > 1; }},
+};
+
+const std::vector<Figure<DeviceResult>> kDeviceFigures = {
+  {"device", "", "the device", [](const DeviceResult& d) -> Json { return d.device; }},
+  {"rows_per_batch", "rows", "its part of each batch", [](const DeviceResult& d) -> Json { return d.rows_per_batch; }},
+  {"start_bytes", "bytes", "its pool's bytes in use at the start", [](const DeviceResult& d) -> Json { return d.start_bytes; }},
+  {"peak_bytes", "bytes", "... at their peak", [](const DeviceResult& d) -> Json { return d.peak_bytes; }},
+  {"mem_increase_bytes", "bytes", "the peak less the start", [](const DeviceResult& d) -> Json { return d.mem_increase_bytes; }},
+  {"bytes_per_batch", "bytes", "what one batch allocates on it", [](const DeviceResult& d) -> Json { return d.bytes_per_batch; }},
+  {"predicted_increase_bytes", "bytes", "the memory model's increase on it", [](const DeviceResult& d) -> Json { return d.predicted_increase_bytes; }},
+  {"peak_backlog_batches", "batches", "its queue's most batches alive at once", [](const DeviceResult& d) -> Json { return d.peak_backlog_batches; }},
+  {"peak_queue_depth", "ops", "its queue's most ops queued and not yet launched", [](const DeviceResult& d) -> Json { return d.peak_queue_depth; }},
+  {"peak_backlog_bytes", "bytes", "the most bytes its pending ops referenced", [](const DeviceResult& d) -> Json { return d.peak_backlog_bytes; }},
+  {"working_set_bytes", "bytes", "its working set under `run`", [](const DeviceResult& d) -> Json { return d.working_set_bytes; }},
+  {"device_s_per_batch", "s", "its queue's busy time per batch", [](const DeviceResult& d) -> Json { return d.device_s_per_batch; }},
+};
+
+const std::vector<Figure<RankResult>> kRankFigures = {
+  {"rank", "", "the rank", [](const RankResult& k) -> Json { return k.rank; }},
+  {"samples_per_s", "samples/s", "the global batch's samples over this rank's wall time", [](const RankResult& k) -> Json { return k.samples_per_s; }},
+  {"wall_s", "s", "its loop's wall time", [](const RankResult& k) -> Json { return k.wall_s; }},
+  {"mem_increase_bytes", "bytes", "its tracked memory's increase", [](const RankResult& k) -> Json { return k.mem_increase_bytes; }},
+  {"predicted_increase_bytes", "bytes", "the memory model's, for it", [](const RankResult& k) -> Json { return k.predicted_increase_bytes; }},
+  {"host_s_per_batch", "s", "its h", [](const RankResult& k) -> Json { return k.host_s_per_batch; }},
+  {"device_s_per_batch", "s", "its d", [](const RankResult& k) -> Json { return k.device_s_per_batch; }},
+};
+
+const std::vector<Figure<EpochResult>> kEpochFigures = {
+  {"epoch", "", "1, 2, ...", [](const EpochResult& e) -> Json { return e.epoch; }},
+  {"batches", "batches", "the batches it ran", [](const EpochResult& e) -> Json { return e.batches; }},
+  {"wall_s", "s", "its first batch queued to its last loss read", [](const EpochResult& e) -> Json { return e.wall_s; }},
+  {"samples_per_s", "samples/s", "its rows over its wall time", [](const EpochResult& e) -> Json { return e.samples_per_s; }},
+  {"mem_increase_bytes", "bytes", "the tracked bytes it added over those in use as it began", [](const EpochResult& e) -> Json { return e.mem_increase_bytes; }},
+  {"peak_reserved_bytes", "bytes", "the most the pool reserved in it", [](const EpochResult& e) -> Json { return e.peak_reserved_bytes; }},
+  {"peak_backlog_batches", "batches", "the most batches alive at a row of it", [](const EpochResult& e) -> Json { return e.peak_backlog_batches; }},
+  {"host_s_per_batch", "s", "h over the epoch alone (CPU devices; 0 on a GPU)", [](const EpochResult& e) -> Json { return e.host_s_per_batch; }},
+  {"device_s_per_batch", "s", "d over the epoch alone (CPU devices; 0 on a GPU)", [](const EpochResult& e) -> Json { return e.device_s_per_batch; }},
+  {"predicted_samples_per_s", "samples/s", "the throughput model on its h and d (0 where not measured)", [](const EpochResult& e) -> Json { return e.predicted_samples_per_s; }},
+  {"fresh_bytes", "bytes", "the fresh memory backed in it", [](const EpochResult& e) -> Json { return e.fresh_bytes; }},
+  {"fresh_worker_s", "s", "the worker's seconds backing it", [](const EpochResult& e) -> Json { return e.fresh_worker_s; }},
+  {"loss", "", "the loss read at its end", [](const EpochResult& e) -> Json { return e.loss; }},
+};
+
+const std::vector<Figure<StepGraphStats>> kGraphFigures = {
+  {"steps", "batches", "the steps the verdicts cover", [](const StepGraphStats& g) -> Json { return g.steps; }},
+  {"eager", "batches", "steps run op by op, held by no graph", [](const StepGraphStats& g) -> Json { return g.eager; }},
+  {"captured", "batches", "steps recorded into a graph", [](const StepGraphStats& g) -> Json { return g.captured; }},
+  {"replayed", "batches", "steps replayed from a graph", [](const StepGraphStats& g) -> Json { return g.replayed; }},
+  {"updated", "batches", "steps re-recorded into a graph that changed", [](const StepGraphStats& g) -> Json { return g.updated; }},
+  {"invalidations", "", "graphs dropped: the ops changed, an interrupt, a failure", [](const StepGraphStats& g) -> Json { return g.invalidations; }},
+  {"capture_failures", "", "recordings or replays that failed: their ops ran one by one", [](const StepGraphStats& g) -> Json { return g.capture_failures; }},
+  {"slot_bytes", "bytes", "the device's graph slots' blocks, busy and free", [](const StepGraphStats& g) -> Json { return g.slot_bytes; }},
+  {"last_reason", "", "why the last armed step (or graph) was given up", [](const StepGraphStats& g) -> Json { return g.last_reason; }},
+};
+// clang-format on
+
 }  // namespace
 
-// clang-format off
-const std::vector<RunFigure>& run_figures() {
-  using R = RunResult;
-  static const std::vector<RunFigure> figures = {
-    {"mode", "", "the synchronization mode: `batch`, `none`, `every=K`, `auto`", [](const R& r) -> Json { return to_string(r.asked.sync); }},
-    {"label", "", "the name the run is reported under (`batch`, `every=10`, `bounded`, `run+data`, ...)", [](const R& r) -> Json { return r.asked.label; }},
-    {"device", "", "the device, or the devices joined by commas (`--devices`)", [](const R& r) -> Json { return r.device; }},
-    {"batches", "batches", "the batches asked for (each epoch's)", [](const R& r) -> Json { return r.asked.batches; }},
-    {"batch_size", "rows", "the rows of each batch, all devices' together", [](const R& r) -> Json { return r.asked.batch_size; }},
-    {"wall_s", "s", "the loop's wall time, its first batch queued to its last loss read", [](const R& r) -> Json { return r.wall_s; }},
-    {"samples_per_s", "samples/s", "the batches' rows over `wall_s`", [](const R& r) -> Json { return r.samples_per_s; }},
-    {"mem_increase_bytes", "bytes", "the tracked pools' bytes in use at their peak, less the start's (the devices' sum)", [](const R& r) -> Json { return r.mem_increase_bytes; }},
-    {"rss_increase_bytes", "bytes", "the process's peak sampled RSS less its RSS at the start", [](const R& r) -> Json { return r.rss_increase_bytes; }},
-    {"peak_queue_depth", "ops", "the most ops queued and not yet launched at once", [](const R& r) -> Json { return r.peak_queue_depth; }},
-    {"peak_backlog_batches", "batches", "the most batches alive (queued and not finished) at once", [](const R& r) -> Json { return r.peak_backlog_batches; }},
-    {"peak_backlog_bytes", "bytes", "the most bytes the pending ops referenced at once", [](const R& r) -> Json { return r.peak_backlog_bytes; }},
-    {"bytes_per_batch", "bytes", "what one batch allocates (the memory model's unit)", [](const R& r) -> Json { return r.bytes_per_batch; }},
-    {"predicted_increase_bytes", "bytes", "the memory model's increase: peak backlog x bytes per batch, or `run`'s working set", [](const R& r) -> Json { return r.predicted.increase_bytes; }},
-    {"largest_tensor_bytes", "bytes", "one op's largest output, rounded as the pool rounds it", [](const R& r) -> Json { return r.largest_tensor_bytes; }},
-    {"alloc_policy", "", "when an op's outputs get memory: `enqueue` (when queued) or `run` (when the worker starts it)", [](const R& r) -> Json { return to_string(r.asked.alloc); }},
-    {"data_queue", "", "true: the batches are drawn on a queue of their own (`--data-queue`)", [](const R& r) -> Json { return r.asked.data_queue; }},
-    {"data_bytes_per_batch", "bytes", "the blocks of one batch's X and y", [](const R& r) -> Json { return r.data_bytes_per_batch; }},
-    {"peak_data_ahead_bytes", "bytes", "the data queue's peak backlog (0 without it)", [](const R& r) -> Json { return r.peak_data_ahead_bytes; }},
-    {"peak_data_lead_batches", "batches", "`peak_data_ahead_bytes` over `data_bytes_per_batch`", [](const R& r) -> Json { return r.peak_data_lead_batches; }},
-    {"working_set_bytes", "bytes", "the device queue's peak backlog less the start's bytes (`run`'s model)", [](const R& r) -> Json { return r.working_set_bytes; }},
-    {"start_bytes", "bytes", "the tracked pools' bytes in use at the start", [](const R& r) -> Json { return r.start_bytes; }},
-    {"peak_bytes", "bytes", "... at their peak", [](const R& r) -> Json { return r.peak_bytes; }},
-    {"end_bytes", "bytes", "... at the end", [](const R& r) -> Json { return r.end_bytes; }},
-    {"start_rss_bytes", "bytes", "the process's RSS at the start", [](const R& r) -> Json { return r.start_rss; }},
-    {"peak_rss_bytes", "bytes", "... its peak sample", [](const R& r) -> Json { return r.peak_rss; }},
-    {"end_rss_bytes", "bytes", "... at the end", [](const R& r) -> Json { return r.end_rss; }},
-    {"max_pending_ops", "ops", "`--max-pending-ops` (0: no bound)", [](const R& r) -> Json { return r.asked.max_pending_ops; }},
-    {"max_pending_bytes", "bytes", "`--max-pending-bytes` (0: no bound)", [](const R& r) -> Json { return r.asked.max_pending_bytes; }},
-    {"sync_auto", "", "`--sync auto`'s choice and why (null otherwise)", [](const R& r) -> Json { return text_or_null(r.asked.sync_chosen); }},
-    {"final_loss", "", "the last loss read (null when no batch finished or it is not finite)", [](const R& r) -> Json { return finite(r.final_loss); }},
-    {"losses", "", "each loss the loop read, `[batch, loss]`, at most 100000 (the memory log has every one)",
-     [](const R& r) -> Json {
-       Json out = Json::array();
-       for (const auto& [batch, loss] : r.losses) out.push_back({batch, finite(loss)});
-       return out;
-     }},
-    {"status", "", "`completed`, `failed` or `interrupted`", [](const R& r) -> Json { return to_string(r.status); }},
-    {"failed", "", "true: the run failed (`error` says why)", [](const R& r) -> Json { return r.status == RunStatus::Failed; }},
-    {"interrupted", "", "true: a signal ended the run", [](const R& r) -> Json { return r.status == RunStatus::Interrupted; }},
-    {"error", "", "the line printed when it failed (null otherwise)", [](const R& r) -> Json { return text_or_null(r.error); }},
-    {"batches_done", "batches", "the batches queued (and finished, once the run ended)", [](const R& r) -> Json { return r.batches_done; }},
-    {"memory_limit_bytes", "bytes", "the device pool's cap during the run (null: none)", [](const R& r) -> Json { return r.memory_limit_bytes ? Json(r.memory_limit_bytes) : Json(); }},
-    {"memory_limit_source", "", "where the cap came from", [](const R& r) -> Json { return r.memory_limit_source; }},
-    {"minor_faults", "faults", "the process's minor page faults over the loop and the final waitall()", [](const R& r) -> Json { return r.minor_faults; }},
-    {"minor_faults_per_batch", "faults", "`minor_faults` over the batches, the warm-up included", [](const R& r) -> Json { return r.minor_faults_per_batch; }},
-    {"minor_faults_steady_per_batch", "faults", "the median batch's of the second half (the memory log's rows)", [](const R& r) -> Json { return r.minor_faults_steady_per_batch; }},
-    {"host_work_s", "s", "`--host-work`: the frontend's simulated work per batch", [](const R& r) -> Json { return r.asked.host_work.ns * 1e-9; }},
-    {"host_work_kind", "", "`wait` or `compute`", [](const R& r) -> Json { return to_string(r.asked.host_work.kind); }},
-    {"host_s_per_batch", "s", "h, the throughput model's: the loop's own time per batch", [](const R& r) -> Json { return r.host_s_per_batch; }},
-    {"device_s_per_batch", "s", "d, the throughput model's: the slowest queue's busy time per batch", [](const R& r) -> Json { return r.device_s_per_batch; }},
-    {"model_every", "batches", "the synchronization interval the throughput model used", [](const R& r) -> Json { return r.predicted.every; }},
-    {"predicted_wall_s", "s", "the throughput model's wall time", [](const R& r) -> Json { return r.predicted.wall_s; }},
-    {"data_parallel", "", "true: the batch was split across `--devices`", [](const R& r) -> Json { return r.data_parallel(); }},
-    {"blas_threads", "threads", "each CPU GEMM's threads with `--devices` (0: as set)", [](const R& r) -> Json { return r.blas_threads; }},
-    {"devices", "", "one object per device (the next table)", [](const R& r) -> Json { return array_of(device_figures(), r.per_device); }},
-    {"device_allocs", "calls", "calls to the devices' own allocators during the run (cudaMalloc, ...)", [](const R& r) -> Json { return r.device_allocs; }},
-    {"ops_per_batch", "ops", "ops queued per batch, every device's (the data's draw and the timers included)", [](const R& r) -> Json { return r.ops_per_batch; }},
-    {"fresh_bytes", "bytes", "bytes the pools had to back fresh ([cpu-pool.md](cpu-pool.md))", [](const R& r) -> Json { return r.fresh_bytes; }},
-    {"fresh_s_per_gib", "s/GiB", "what backing a GiB of fresh memory costs here", [](const R& r) -> Json { return r.fresh_s_per_gib; }},
-    {"fresh_s", "s", "the throughput model's fresh-memory term", [](const R& r) -> Json { return r.predicted.fresh_s; }},
-    {"fresh_counted", "", "true: the term is the worker's measured time; false: the probe's price x bytes", [](const R& r) -> Json { return r.fresh_counted; }},
-    {"d_measured", "", "true: d is taken apart below (CPU devices)", [](const R& r) -> Json { return r.d_measured; }},
-    {"d_kernels_s", "s", "d's kernels, their own time per batch", [](const R& r) -> Json { return r.d_kernels_s; }},
-    {"d_fresh_s", "s", "d's worker time backing fresh blocks, per batch", [](const R& r) -> Json { return r.d_fresh_s; }},
-    {"d_rest_s", "s", "the rest of d per batch (allocation, bookkeeping): d less the two", [](const R& r) -> Json { return r.d_rest_s; }},
-    {"fresh_worker_s", "s", "the worker's seconds in the CPU pools' backing (the lock and lookups included)", [](const R& r) -> Json { return r.fresh_worker_s; }},
-    {"fresh_worker_populate_s", "s", "... of which populating", [](const R& r) -> Json { return r.fresh_worker_populate_s; }},
-    {"fresh_backed_bytes", "bytes", "the bytes the worker backed", [](const R& r) -> Json { return r.fresh_worker_bytes; }},
-    {"fresh_populator_s", "s", "the populator thread's backing seconds, off the worker's clock", [](const R& r) -> Json { return r.fresh_populator_s; }},
-    {"fresh_populator_bytes", "bytes", "the bytes the populator thread backed", [](const R& r) -> Json { return r.fresh_populator_bytes; }},
-    {"distributed", "", "`--distributed`: `none` or `mpi`", [](const R& r) -> Json { return r.asked.distributed; }},
-    {"ranks", "", "`--distributed mpi`, written by rank 0: one object per rank (the rank table below)", [](const R& r) -> Json { return array_of(rank_figures(), r.ranks); }},
-    {"comm_alpha_s", "s", "the all-reduce's measured latency, alpha", [](const R& r) -> Json { return r.comm_alpha_s; }},
-    {"comm_beta_s_per_byte", "s/byte", "the all-reduce's measured seconds per byte, beta", [](const R& r) -> Json { return r.comm_beta_s_per_byte; }},
-    {"comm_exposed_s_per_batch", "s", "the reductions' exposed seconds per batch, as the model has them", [](const R& r) -> Json { return r.predicted.comm_exposed_s; }},
-    {"graph", "", "`--graph on`: the first device's step verdicts (the graph table below); null without", [](const R& r) -> Json { return r.asked.graph ? object_of(graph_figures(), r.graph) : Json(); }},
-    {"epochs", "", "with `--epochs E` > 1 only: `asked` (E) and `each`, one object per epoch that ended (the epoch table below)",
-     [](const R& r) -> Json { return {{"asked", r.asked.epochs}, {"each", array_of(epoch_figures(), r.epochs)}}; },
-     [](const R& r) { return r.asked.epochs > 1; }},
-  };
-  return figures;
-}
-
-const std::vector<Figure<DeviceResult>>& device_figures() {
-  using D = DeviceResult;
-  static const std::vector<Figure<D>> figures = {
-    {"device", "", "the device", [](const D& d) -> Json { return d.device; }},
-    {"rows_per_batch", "rows", "its part of each batch", [](const D& d) -> Json { return d.rows_per_batch; }},
-    {"start_bytes", "bytes", "its pool's bytes in use at the start", [](const D& d) -> Json { return d.start_bytes; }},
-    {"peak_bytes", "bytes", "... at their peak", [](const D& d) -> Json { return d.peak_bytes; }},
-    {"mem_increase_bytes", "bytes", "the peak less the start", [](const D& d) -> Json { return d.mem_increase_bytes; }},
-    {"bytes_per_batch", "bytes", "what one batch allocates on it", [](const D& d) -> Json { return d.bytes_per_batch; }},
-    {"predicted_increase_bytes", "bytes", "the memory model's increase on it", [](const D& d) -> Json { return d.predicted_increase_bytes; }},
-    {"peak_backlog_batches", "batches", "its queue's most batches alive at once", [](const D& d) -> Json { return d.peak_backlog_batches; }},
-    {"peak_queue_depth", "ops", "its queue's most ops queued and not yet launched", [](const D& d) -> Json { return d.peak_queue_depth; }},
-    {"peak_backlog_bytes", "bytes", "the most bytes its pending ops referenced", [](const D& d) -> Json { return d.peak_backlog_bytes; }},
-    {"working_set_bytes", "bytes", "its working set under `run`", [](const D& d) -> Json { return d.working_set_bytes; }},
-    {"device_s_per_batch", "s", "its queue's busy time per batch", [](const D& d) -> Json { return d.device_s_per_batch; }},
-  };
-  return figures;
-}
-
-const std::vector<Figure<RankResult>>& rank_figures() {
-  using K = RankResult;
-  static const std::vector<Figure<K>> figures = {
-    {"rank", "", "the rank", [](const K& k) -> Json { return k.rank; }},
-    {"samples_per_s", "samples/s", "the global batch's samples over this rank's wall time", [](const K& k) -> Json { return k.samples_per_s; }},
-    {"wall_s", "s", "its loop's wall time", [](const K& k) -> Json { return k.wall_s; }},
-    {"mem_increase_bytes", "bytes", "its tracked memory's increase", [](const K& k) -> Json { return k.mem_increase_bytes; }},
-    {"predicted_increase_bytes", "bytes", "the memory model's, for it", [](const K& k) -> Json { return k.predicted_increase_bytes; }},
-    {"host_s_per_batch", "s", "its h", [](const K& k) -> Json { return k.host_s_per_batch; }},
-    {"device_s_per_batch", "s", "its d", [](const K& k) -> Json { return k.device_s_per_batch; }},
-  };
-  return figures;
-}
-
-const std::vector<Figure<EpochResult>>& epoch_figures() {
-  using E = EpochResult;
-  static const std::vector<Figure<E>> figures = {
-    {"epoch", "", "1, 2, ...", [](const E& e) -> Json { return e.epoch; }},
-    {"batches", "batches", "the batches it ran", [](const E& e) -> Json { return e.batches; }},
-    {"wall_s", "s", "its first batch queued to its last loss read", [](const E& e) -> Json { return e.wall_s; }},
-    {"samples_per_s", "samples/s", "its rows over its wall time", [](const E& e) -> Json { return e.samples_per_s; }},
-    {"mem_increase_bytes", "bytes", "the tracked bytes it added over those in use as it began", [](const E& e) -> Json { return e.mem_increase_bytes; }},
-    {"peak_reserved_bytes", "bytes", "the most the pool reserved in it", [](const E& e) -> Json { return e.peak_reserved_bytes; }},
-    {"peak_backlog_batches", "batches", "the most batches alive at a row of it", [](const E& e) -> Json { return e.peak_backlog_batches; }},
-    {"host_s_per_batch", "s", "h over the epoch alone (CPU devices; 0 on a GPU)", [](const E& e) -> Json { return e.host_s_per_batch; }},
-    {"device_s_per_batch", "s", "d over the epoch alone (CPU devices; 0 on a GPU)", [](const E& e) -> Json { return e.device_s_per_batch; }},
-    {"predicted_samples_per_s", "samples/s", "the throughput model on its h and d (0 where not measured)", [](const E& e) -> Json { return e.predicted_samples_per_s; }},
-    {"fresh_bytes", "bytes", "the fresh memory backed in it", [](const E& e) -> Json { return e.fresh_bytes; }},
-    {"fresh_worker_s", "s", "the worker's seconds backing it", [](const E& e) -> Json { return e.fresh_worker_s; }},
-    {"loss", "", "the loss read at its end", [](const E& e) -> Json { return e.loss; }},
-  };
-  return figures;
-}
-
-const std::vector<Figure<StepGraphStats>>& graph_figures() {
-  using G = StepGraphStats;
-  static const std::vector<Figure<G>> figures = {
-    {"steps", "batches", "the steps the verdicts cover", [](const G& g) -> Json { return g.steps; }},
-    {"eager", "batches", "steps run op by op, held by no graph", [](const G& g) -> Json { return g.eager; }},
-    {"captured", "batches", "steps recorded into a graph", [](const G& g) -> Json { return g.captured; }},
-    {"replayed", "batches", "steps replayed from a graph", [](const G& g) -> Json { return g.replayed; }},
-    {"updated", "batches", "steps re-recorded into a graph that changed", [](const G& g) -> Json { return g.updated; }},
-    {"invalidations", "", "graphs dropped: the ops changed, an interrupt, a failure", [](const G& g) -> Json { return g.invalidations; }},
-    {"capture_failures", "", "recordings or replays that failed: their ops ran one by one", [](const G& g) -> Json { return g.capture_failures; }},
-    {"slot_bytes", "bytes", "the device's graph slots' blocks, busy and free", [](const G& g) -> Json { return g.slot_bytes; }},
-    {"last_reason", "", "why the last armed step (or graph) was given up", [](const G& g) -> Json { return g.last_reason; }},
-  };
-  return figures;
-}
-// clang-format on
+const std::vector<RunFigure>& run_figures() { return kRunFigures; }
+const std::vector<Figure<DeviceResult>>& device_figures() { return kDeviceFigures; }
+const std::vector<Figure<RankResult>>& rank_figures() { return kRankFigures; }
+const std::vector<Figure<EpochResult>>& epoch_figures() { return kEpochFigures; }
+const std::vector<Figure<StepGraphStats>>& graph_figures() { return kGraphFigures; }
 
 Json run_json(const RunResult& r) { return object_of(run_figures(), r); }
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "framework/asyncmlp.h"
-#include "train/models/predict.h"
+#include "train/predict/predict.h"
 #include "train/runs/loop.h"
 #include "train/runs/run_meter.h"
 

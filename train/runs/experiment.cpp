@@ -16,7 +16,7 @@
 
 #include "framework/asyncmlp.h"
 #include "framework/scoped_settings.h"
-#include "train/models/predict.h"
+#include "train/predict/predict.h"
 #include "train/plan/parameters_file.h"
 #include "train/runs/checked_output.h"
 #include "train/runs/data_set.h"

@@ -1,6 +1,6 @@
 // experiment.h — one training run of the d2l "Asynchronous Computation"
 // experiment, measured: the book's loop (train/runs/run_meter.h measures it,
-// train/models/predict.h states what it should cost).
+// train/predict/predict.h states what it should cost).
 //
 //   RunSpec s{options, "none"};                    // or a run of plan_runs(options)
 //   RunResult r = run_experiment(s, std::cout);    // prints the book's lines

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "train/models/predict.h"
+#include "train/predict/predict.h"
 
 namespace amlp::train {
 
@@ -184,17 +184,22 @@ void RunMeter::finish(double wall_s) {
   r.end_rss = process_rss_bytes();
   r.peak_rss = std::max(r.peak_rss, r.end_rss);
   r.rss_increase_bytes = r.peak_rss > r.start_rss ? r.peak_rss - r.start_rss : 0;
+  const DeviceTotals totals = measure_devices();
+  predict(totals, wall_s);
+  count_faults();
+}
+
+RunMeter::DeviceTotals RunMeter::measure_devices() {
+  RunResult& r = r_;
   // Each device alone, then the run: sums of the memory, maxima of the backlog.
   r.peak_bytes = r.mem_increase_bytes = r.peak_backlog_bytes = r.working_set_bytes = 0;
   r.peak_queue_depth = 0;
   r.fresh_bytes = 0;
   r.device_allocs = 0;
-  uint64_t pushed = 0;
-  double held_s = 0, busy_max = 0;
-  uint64_t allocated = 0;
-  size_t busiest = 0;
-  std::vector<double> kernels_s(tracks_.size());
-  std::vector<MemoryStats> fresh(tracks_.size());  // the counters' deltas over the run
+  DeviceTotals out;
+  out.kernels_s.resize(tracks_.size());
+  out.fresh.resize(tracks_.size());
+  uint64_t pushed = 0, allocated = 0;
   for (size_t i = 0; i < tracks_.size(); ++i) {
     Track& t = tracks_[i];
     DeviceResult& dr = r.per_device[i];
@@ -220,15 +225,15 @@ void RunMeter::finish(double wall_s) {
     // Fresh memory: what the pool had to obtain beyond what it held at the
     // start (its cache was handed back before the run). CUDA pools excluded.
     if (!t.device.is_cuda() && t.peak_reserved > t.reserved0) r.fresh_bytes += t.peak_reserved - t.reserved0;
-    held_s += q.held_s - t.held0;
-    kernels_s[i] = q.kernel_s - t.kernel0;
-    fresh[i].fresh_worker_s = m.fresh_worker_s - t.fresh0.fresh_worker_s;
-    fresh[i].fresh_worker_populate_s = m.fresh_worker_populate_s - t.fresh0.fresh_worker_populate_s;
-    fresh[i].fresh_worker_bytes = m.fresh_worker_bytes - t.fresh0.fresh_worker_bytes;
-    fresh[i].fresh_populator_s = m.fresh_populator_s - t.fresh0.fresh_populator_s;
-    fresh[i].fresh_populator_bytes = m.fresh_populator_bytes - t.fresh0.fresh_populator_bytes;
-    if (i == 0 || dr.device_s_per_batch > busy_max) busiest = i;
-    busy_max = std::max(busy_max, dr.device_s_per_batch);
+    out.held_s += q.held_s - t.held0;
+    out.kernels_s[i] = q.kernel_s - t.kernel0;
+    out.fresh[i].fresh_worker_s = m.fresh_worker_s - t.fresh0.fresh_worker_s;
+    out.fresh[i].fresh_worker_populate_s = m.fresh_worker_populate_s - t.fresh0.fresh_worker_populate_s;
+    out.fresh[i].fresh_worker_bytes = m.fresh_worker_bytes - t.fresh0.fresh_worker_bytes;
+    out.fresh[i].fresh_populator_s = m.fresh_populator_s - t.fresh0.fresh_populator_s;
+    out.fresh[i].fresh_populator_bytes = m.fresh_populator_bytes - t.fresh0.fresh_populator_bytes;
+    if (i == 0 || dr.device_s_per_batch > out.busy_max) out.busiest = i;
+    out.busy_max = std::max(out.busy_max, dr.device_s_per_batch);
     allocated += dr.bytes_per_batch;
     r.peak_bytes += dr.peak_bytes;
     r.mem_increase_bytes += dr.mem_increase_bytes;
@@ -243,19 +248,24 @@ void RunMeter::finish(double wall_s) {
     r.peak_data_lead_batches =
         r.data_bytes_per_batch ? double(r.peak_data_ahead_bytes) / double(r.data_bytes_per_batch) : 0;
   }
+  return out;
+}
+
+void RunMeter::predict(const DeviceTotals& totals, double wall_s) {
+  RunResult& r = r_;
   for (size_t i = 0; i < tracks_.size(); ++i) r.per_device[i].predicted_increase_bytes = predicted_increase(r, i);
   r.predicted.increase_bytes = predicted_increase(r);
   // The throughput model: h is what the loop spent that was not waiting for
   // the devices (item(), back-pressure), d the busiest queue's busy time, per batch.
   if (r.batches_done > 0) {
     const double loop_s = loop_s_ >= 0 ? loop_s_ : wall_s;
-    r.host_s_per_batch = std::max(0.0, loop_s - waited_s_ - held_s) / r.batches_done;
-    r.device_s_per_batch = busy_max;
+    r.host_s_per_batch = std::max(0.0, loop_s - waited_s_ - totals.held_s) / r.batches_done;
+    r.device_s_per_batch = totals.busy_max;
   }
   // With --epochs every mode also reads each epoch's last loss: `none` syncs once an epoch.
   r.predicted.every = model_every(r.asked.sync, std::min(r.batches_done, r.asked.batches), r.asked.max_pending_bytes,
                                   r.bytes_per_batch);
-  decompose_d(kernels_s, fresh, busiest);
+  decompose_d(totals.kernels_s, totals.fresh, totals.busiest);
   // The cost of fresh memory: what the worker spent backing it, counted where
   // it was paid (a CPU pool that obtained memory and counted its backing);
   // else the probe's price, only for a run that needed some.
@@ -275,6 +285,10 @@ void RunMeter::finish(double wall_s) {
                          r.fresh_counted ? r.d_fresh_s * r.batches_done : -1};
   r.predicted.fresh_s = fresh_s(t);
   r.predicted.wall_s = predicted_wall_s(t);
+}
+
+void RunMeter::count_faults() {
+  RunResult& r = r_;
   // Faults of every thread over the loop and the final waitall(): in all, per
   // batch, and the median batch of the second half (an upper bound
   // unsynchronized: the worker may still be faulting for earlier batches

@@ -99,6 +99,17 @@ class RunMeter {
   };
 
   void close_batch(size_t i, const MemoryStats& m);
+  // finish() in three steps: each device's figures and the run's sums and
+  // maxima; the models' predictions from them; the page faults.
+  struct DeviceTotals {
+    double held_s = 0, busy_max = 0;  // back-pressure's hold, all devices; the busiest queue's busy time per batch
+    size_t busiest = 0;               // its index
+    std::vector<double> kernels_s;    // each device's kernel time over the run
+    std::vector<MemoryStats> fresh;   // each pool's fresh-memory counters' deltas over the run
+  };
+  DeviceTotals measure_devices();
+  void predict(const DeviceTotals& totals, double wall_s);
+  void count_faults();
   // d per batch taken apart, and the backing counters over the run (finish()).
   void decompose_d(const std::vector<double>& kernels_s, const std::vector<MemoryStats>& fresh, size_t busiest);
 

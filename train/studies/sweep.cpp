@@ -15,7 +15,7 @@
 #include "train/runs/experiment.h"
 #include "train/options/host_work.h"
 #include "train/runs/interrupt.h"
-#include "train/models/predict.h"
+#include "train/predict/predict.h"
 #include "train/plan/plan.h"
 #include "train/runs/run_plan.h"
 #include "train/studies/study.h"

@@ -3,7 +3,7 @@
 // synchronized batches; then for each fraction f of --sweep-fractions the
 // frontend's time per batch h is set to f·d (host work calibrated until the
 // measured h matches) and every mode of --compare runs at it. Each (f, mode)
-// is a row beside both models' predictions (train/models/predict.h), and each mode a
+// is a row beside both models' predictions (train/predict/predict.h), and each mode a
 // curve over h/d drawn from the same functions.
 //
 //   std::vector<RunResult> runs;
@@ -74,7 +74,7 @@ void run_sweep(const Options& o, std::ostream& out, std::vector<RunResult>& runs
 int64_t calibrated_host_work_ns(HostWorkKind kind, double target_s);
 
 // The sweep's rows and curves from its runs (results[i] is rows' run i): the
-// predictions, speed-ups and curves, from train/models/predict.h.
+// predictions, speed-ups and curves, from train/predict/predict.h.
 void fill_predictions(SweepResult& s, const std::vector<RunResult>& runs);
 
 

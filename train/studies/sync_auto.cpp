@@ -7,7 +7,7 @@
 
 #include "framework/parse.h"
 #include "train/runs/distributed_run.h"
-#include "train/models/predict.h"
+#include "train/predict/predict.h"
 #include "train/plan/plan.h"
 #include "train/runs/run_plan.h"
 #include "train/studies/study.h"

@@ -1,5 +1,5 @@
 // sync_auto.h — train_mlp --sync auto --memory-budget BYTES: the models
-// (train/models/predict.h) choose how often the loop waits. The first synchronized
+// (train/predict/predict.h) choose how often the loop waits. The first synchronized
 // batches give h, d and the bytes per batch; each candidate — batch, the
 // largest every=K whose predicted memory fits, none, and none bounded by
 // --max-pending-bytes — gets its predicted

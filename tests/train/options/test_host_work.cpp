@@ -12,7 +12,7 @@
 
 #include "train/options/host_work.h"
 #include "train/options/options.h"
-#include "train/models/predict.h"
+#include "train/predict/predict.h"
 #include "train/train_test_util.h"
 
 namespace amlp::train {

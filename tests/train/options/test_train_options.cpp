@@ -133,7 +133,7 @@ TEST(TrainOptions, HelpDocumentsEveryOptionWithItsDefault) {
   for (const char* def : {"(=auto)", "(=batch)", "(=100)", "(=1024)", "(=512)", "(=2048,512)", "(=0.005)"})
     EXPECT_NE(p.message.find(def), std::string::npos) << def;
   EXPECT_TRUE(p.help);
-  // The rest of --help: the models' (train/models/predict.h) and what --compare runs.
+  // The rest of --help: the models' (train/predict/predict.h) and what --compare runs.
   EXPECT_NE(help_after_models().find("mem.none.csv"), std::string::npos);  // the --compare log names
   const Ran r = run_train_mlp("--help");
   EXPECT_EQ(r.code, 0);

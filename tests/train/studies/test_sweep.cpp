@@ -1,6 +1,6 @@
 // test_sweep.cpp — train_mlp --sweep: its options, the host work's
 // calibration, one small sweep's table and summary rows (each prediction the
-// one the run's own summary carries, each curve from train/models/predict.h), and the
+// one the run's own summary carries, each curve from train/predict/predict.h), and the
 // plot tools/plot_sweep.py draws from it.
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include "framework/json.h"
 
 #include "train/options/options.h"
-#include "train/models/predict.h"
+#include "train/predict/predict.h"
 #include "train/plan/outputs.h"
 #include "train/studies/sweep.h"
 #include "train/train_test_util.h"

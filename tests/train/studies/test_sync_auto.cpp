@@ -7,7 +7,7 @@
 #include "framework/json.h"
 
 #include "train/options/options.h"
-#include "train/models/predict.h"
+#include "train/predict/predict.h"
 #include "train/studies/sync_auto.h"
 #include "train/train_test_util.h"
 

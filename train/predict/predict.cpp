@@ -1,4 +1,4 @@
-#include "train/models/predict.h"
+#include "train/predict/predict.h"
 
 #include <sys/mman.h>
 

@@ -1,4 +1,4 @@
-// test_predict.cpp — the models' arithmetic (train/models/predict.h): the memory
+// test_predict.cpp — the models' arithmetic (train/predict/predict.h): the memory
 // model's backlog × bytes per batch, its cap under back-pressure and the
 // `run` policy's working set; the throughput model with the fresh-memory
 // term taken out of the device's clock and added as a term of its own; the
@@ -10,7 +10,7 @@
 
 #include "framework/json.h"
 
-#include "train/models/predict.h"
+#include "train/predict/predict.h"
 #include "train/train_test_util.h"
 
 namespace amlp::train {

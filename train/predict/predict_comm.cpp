@@ -1,10 +1,10 @@
 // predict_comm.cpp — the throughput model's communication term for a run
-// across processes (--distributed mpi; train/models/predict.h).
+// across processes (--distributed mpi; train/predict/predict.h).
 #include <algorithm>
 #include <chrono>
 #include <vector>
 
-#include "train/models/predict.h"
+#include "train/predict/predict.h"
 
 namespace amlp::train {
 
