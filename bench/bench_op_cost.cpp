@@ -9,7 +9,7 @@
 //                        the launch and the completion events
 //   BM_OpRoundTrip/<dev> push and wait for each op (t3: one barrier per op)
 //   BM_BackendKernel/<dev> the backend's kernel alone (be.kernels.scalar_add,
-//                        core/kernels.h: its stream, grid and launch check), called
+//                        core/backend/kernels.h: its stream, grid and launch check), called
 //                        from a bare loop with the queue paused: no queue, no
 //                        per-op hooks (events, NVTX)
 //   BM_RawLaunch/cuda0   the floor: the same kernel launched n times
@@ -43,10 +43,10 @@
 #include <vector>
 
 #include "framework/asyncmlp.h"
-#include "framework/core/backend.h"
+#include "framework/core/backend/backend.h"
 #include "framework/core/context.h"
-#include "framework/core/memory.h"
-#include "framework/core/tensor_impl.h"
+#include "framework/core/memory/memory.h"
+#include "framework/core/tensor/tensor_impl.h"
 #include "framework/scoped_settings.h"
 #if ASYNCMLP_RAW_LAUNCH
 #include "bench/raw_launch.h"

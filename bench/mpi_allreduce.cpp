@@ -28,7 +28,7 @@
 
 #include "framework/asyncmlp.h"
 #include "framework/core/context.h"
-#include "framework/core/tensor_impl.h"
+#include "framework/core/tensor/tensor_impl.h"
 #include "framework/nn/dist_data_parallel.h"
 #include "models/mlp.h"
 

@@ -24,7 +24,7 @@ struct DeviceError : Error {
   using Error::Error;
 };
 
-// A variable of the environment the library reads (docs/cli.md, core/env.h)
+// A variable of the environment the library reads (docs/cli.md, util/env.h)
 // holds a value it does not take: one line naming each such variable and its
 // value. Thrown by check_environment() and by a device's first use; a program
 // reports it as bad input (train_mlp and async_demo: exit 2).

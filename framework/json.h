@@ -2,7 +2,7 @@
 // the safetensors header, the tests' reading of them): one value type, Json,
 // whose objects keep their keys in the order they were given, with the calls
 // of the nlohmann-json interface that the project uses. Parsing and printing
-// are compiled once, in framework/core/json.cpp (the only file that includes
+// are compiled once, in framework/util/json.cpp (the only file that includes
 // nlohmann-json): its templates cost each file that instantiated them 5-18
 // compiler-seconds (gcc -O0 to clang -O1 with ASan+UBSan), in every build.
 //

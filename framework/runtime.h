@@ -41,7 +41,7 @@ void check_environment();
 // CUDA_LAUNCH_BLOCKING=1 / MXNet's NaiveEngine): each push waits for its op,
 // so an error surfaces at the line that caused it. On from the start when
 // the environment has ASYNCMLP_BLOCKING=1 (read once per process:
-// core/env.h).
+// util/env.h).
 void set_blocking(bool on);
 bool blocking();
 
@@ -62,7 +62,7 @@ void set_alloc_policy(AllocPolicy p);
 AllocPolicy alloc_policy();
 const char* to_string(AllocPolicy p);  // "enqueue", "run"
 
-// Step graphs (core/step_graph.h) on device `d`'s queue: once `warmup` steps
+// Step graphs (core/graph/step_graph.h) on device `d`'s queue: once `warmup` steps
 // in a row queued the same ops (names, sizes, in order), each steady step's
 // ops are held until end_step() and launched as one recorded graph where the
 // backend records graphs (CUDA), else run one by one in order (the CPU: the
@@ -73,7 +73,7 @@ void set_step_graph(Device d, int warmup);
 // A program's step (a training batch): the ops queued on `d` between the two.
 void begin_step(Device d);
 void end_step(Device d);
-// A batch's memory on `d` (core/step_memory.h): between the two, each
+// A batch's memory on `d` (core/graph/step_memory.h): between the two, each
 // allocation takes the graph slot's block for its position in the batch, so
 // a steady step gets the addresses its graph was recorded with. Opened before
 // the batch's data is drawn (its buffers are the step's inputs), closed after

@@ -57,7 +57,7 @@ struct QueueStats {
   // backlog_bytes + unallocated_bytes, so it bounds what a queue will hold.
   size_t unallocated_bytes = 0;
   // Seconds since the queue was made.
-  // busy_s: the worker awake with work (core/worker_clock.h): from waking
+  // busy_s: the worker awake with work (core/queue/worker_clock.h): from waking
   // with an op to run until it next sleeps or stops, less the time it waited
   // for another queue's op. That is running its ops, with what each needs
   // around its kernel: allocating its outputs (under the `run` policy),
@@ -77,14 +77,14 @@ struct QueueStats {
   double kernel_s = 0;
 };
 
-// A queue's step graphs (runtime.h set_step_graph; core/step_graph.h): the
+// A queue's step graphs (runtime.h set_step_graph; core/graph/step_graph.h): the
 // recogniser's verdicts, one per step.
 struct StepGraphStats {
   uint64_t steps = 0, eager = 0, captured = 0, replayed = 0, updated = 0;
   uint64_t invalidations = 0;  // a graph dropped: the ops changed, an interrupt, a failure
   std::string last_reason;     // why the last armed step (or graph) was given up
   uint64_t capture_failures = 0;  // recordings or replays that failed: their ops ran one by one
-  size_t slot_bytes = 0;       // the device's graph slots' blocks (core/step_memory.h), busy and free
+  size_t slot_bytes = 0;       // the device's graph slots' blocks (core/graph/step_memory.h), busy and free
 };
 
 }  // namespace amlp

@@ -25,7 +25,7 @@ std::string shape_str(const Shape& s);  // "(1024, 512)"
 // with a 0 dimension has 0 elements, whatever the others).
 int64_t numel(const Shape& s);
 
-struct TensorImpl;  // the engine's side (framework/core/tensor_impl.h)
+struct TensorImpl;  // the engine's side (framework/core/tensor/tensor_impl.h)
 class HostCopy;
 
 class Tensor {

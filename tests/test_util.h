@@ -16,7 +16,7 @@
 #include "framework/asyncmlp.h"
 #include "framework/scoped_settings.h"  // ScopedBlocking, ScopedMaxPending, ScopedAllocPolicy
 #include "framework/core/context.h"      // engine tests reach the queues and pools
-#include "framework/core/tensor_impl.h"
+#include "framework/core/tensor/tensor_impl.h"
 #include "framework/registry/backends.h"  // tests build backends of their own
 
 namespace amlp::testing {

@@ -24,25 +24,28 @@ import sys
 # folders of lower layers. framework/*.h (the public headers) are the
 # interface: any file may include them.
 LAYERS = [
-    ("framework/core", 0),      # the engine: queues, pools, enqueue, contexts, the tape
-    ("framework/cpu", 1),       # the CPU backend
-    ("framework/cuda", 1),      # the CUDA backend
-    ("framework/registry", 2),  # the one place that names the concrete backends
-    ("framework/dist", 2),      # the process group across ranks (MPI; NCCL bootstrapped over it)
-    ("framework/ops", 3),       # the frontend ops
-    ("framework/nn", 4),        # autograd's backward pass, layers, loss, optimizer
-    ("models", 5),
+    ("framework/util", 0),      # not the engine: parsing, files, JSON, the trace, the environment
+    # The engine; its folders (queue/, memory/, graph/, tensor/, backend/, and
+    # the contexts and runtime at its top) are one layer: they call each other.
+    ("framework/core", 1),
+    ("framework/cpu", 2),       # the CPU backend
+    ("framework/cuda", 2),      # the CUDA backend
+    ("framework/registry", 3),  # the one place that names the concrete backends
+    ("framework/dist", 3),      # the process group across ranks (MPI; NCCL bootstrapped over it)
+    ("framework/ops", 4),       # the frontend ops
+    ("framework/nn", 5),        # autograd's backward pass, layers, loss, optimizer
+    ("models", 6),
     # train_mlp by stage (train/CMakeLists.txt): what is asked, the runs it
     # plans, what the models predict of them, running them, reporting them,
     # the studies that plan and report several; the driver on top.
-    ("train/async_demo", 6),    # a program of its own
-    ("train/options", 6),
-    ("train/plan", 7),
-    ("train/predict", 8),
-    ("train/runs", 9),
-    ("train/report", 10),
-    ("train/studies", 11),
-    ("train", 12),              # driver.cpp, train_mlp.cpp
+    ("train/async_demo", 7),    # a program of its own
+    ("train/options", 7),
+    ("train/plan", 8),
+    ("train/predict", 9),
+    ("train/runs", 10),
+    ("train/report", 11),
+    ("train/studies", 12),
+    ("train", 13),              # driver.cpp, train_mlp.cpp
 ]
 PUBLIC = "framework"            # framework/*.h
 UMBRELLA = "framework/asyncmlp.h"

@@ -19,8 +19,8 @@ seconds=${2:-180}
 update=0
 [ "${3:-}" = --update-corpus ] && update=1
 case "$target" in
-  npy) sources=(train/options/npy_file.cpp framework/core/parse.cpp) ;;
-  safetensors) sources=(framework/nn/safetensors.cpp framework/core/read_input.cpp framework/core/parse.cpp) ;;
+  npy) sources=(train/options/npy_file.cpp framework/util/parse.cpp) ;;
+  safetensors) sources=(framework/nn/safetensors.cpp framework/util/read_input.cpp framework/util/parse.cpp) ;;
   *) echo "fuzz.sh: which reader? npy or safetensors (got '$target')" >&2; exit 2 ;;
 esac
 command -v clang++ >/dev/null || { echo "fuzz.sh: needs clang++ (apt-get install clang)" >&2; exit 2; }

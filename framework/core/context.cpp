@@ -6,9 +6,9 @@
 #include <string>
 #include <mutex>
 
-#include "framework/core/env.h"
-#include "framework/core/queue_registry.h"
-#include "framework/core/segments.h"
+#include "framework/util/env.h"
+#include "framework/core/queue/queue_registry.h"
+#include "framework/core/memory/segments.h"
 #include "framework/core/settings.h"
 #include "framework/error.h"
 #include "framework/runtime.h"
@@ -120,7 +120,7 @@ DeviceContext& context(Device d) {
   auto& slot = d.is_cuda() ? r.cuda[d.index] : r.cpu[d.index];
   std::lock_guard<std::mutex> lk(r.mu);
   if (!slot) {
-    check_environment();  // no device runs under a setting the environment misspelt (core/env.h)
+    check_environment();  // no device runs under a setting the environment misspelt (util/env.h)
     slot = std::make_unique<DeviceContext>(d, make_backend(d));
     r.order.push_back(slot.get());
   }

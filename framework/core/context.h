@@ -14,9 +14,9 @@
 #include <thread>
 #include <vector>
 
-#include "framework/core/backend.h"
-#include "framework/core/memory.h"
-#include "framework/core/queue.h"
+#include "framework/core/backend/backend.h"
+#include "framework/core/memory/memory.h"
+#include "framework/core/queue/queue.h"
 #include "framework/device.h"
 
 namespace amlp {

@@ -8,11 +8,11 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "framework/core/address_space.h"
+#include "framework/core/memory/address_space.h"
 #include "framework/core/context.h"
-#include "framework/core/env.h"
-#include "framework/core/host_memory.h"
-#include "framework/core/sanitizers.h"
+#include "framework/util/env.h"
+#include "framework/core/memory/host_memory.h"
+#include "framework/core/memory/sanitizers.h"
 #include "framework/core/settings.h"
 #include "framework/error.h"
 

@@ -22,7 +22,7 @@ namespace {
 
 // NAME's value in `envp`, or null. OpenBLAS's own variables, read here
 // because they must be read before OpenBLAS starts; the library's own are
-// core/env.h's.
+// util/env.h's.
 const char* env_in(char** envp, const char* name) {
   const size_t n = std::strlen(name);
   for (char** e = envp; e && *e; ++e)

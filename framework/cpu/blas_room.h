@@ -40,7 +40,7 @@
 #include <mutex>
 #include <string>
 
-#include "framework/core/address_space.h"
+#include "framework/core/memory/address_space.h"
 
 namespace amlp::cpu {
 

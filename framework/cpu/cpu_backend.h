@@ -4,7 +4,7 @@
 //
 // Kernels run on the device's worker thread and have finished when they
 // return. Each concept's kernels are in the file of its name, which ends with
-// the function that puts them into the table (core/kernels.h):
+// the function that puts them into the table (core/backend/kernels.h):
 // elementwise.cpp, linalg.cpp (OpenBLAS's CBLAS), reduce.cpp, loss.cpp,
 // optimizer.cpp, random.cpp (cuRAND's Philox4x32-10 stream, philox.h, in two
 // parts through split_in_two.h). The table's composed entries (kernels.h) are
@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <string>
 
-#include "framework/core/backend.h"
+#include "framework/core/backend/backend.h"
 #include "framework/cpu/host_arena.h"
 
 namespace amlp::cpu {

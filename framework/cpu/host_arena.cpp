@@ -15,9 +15,9 @@
 #include <new>
 #include <system_error>
 
-#include "framework/core/address_space.h"
-#include "framework/core/elapsed.h"
-#include "framework/core/env.h"
+#include "framework/core/memory/address_space.h"
+#include "framework/util/elapsed.h"
+#include "framework/util/env.h"
 #include "framework/cpu/blas_room.h"
 
 namespace amlp::cpu {

@@ -7,7 +7,7 @@
 //   ahead as fast as it queues); the populator thread then makes them
 //   resident in allocation order (MADV_POPULATE_WRITE: 2 MiB pages, without
 //   touching their contents), ahead of the worker, at idle priority
-//   (SCHED_IDLE; normal with ASYNCMLP_POPULATOR_NORMAL, core/env.h).
+//   (SCHED_IDLE; normal with ASYNCMLP_POPULATOR_NORMAL, util/env.h).
 //   prepare_write(), as the writing op starts, makes the block resident on
 //   the worker when the populator has not: the worker never waits for the
 //   populator. A block the populator has not started (or will not do, being

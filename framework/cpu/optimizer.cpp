@@ -1,4 +1,4 @@
-// optimizer.cpp — the CPU SGD step (Gluon semantics, core/kernels.h).
+// optimizer.cpp — the CPU SGD step (Gluon semantics, core/backend/kernels.h).
 #include "framework/cpu/cpu_backend.h"
 
 namespace amlp::cpu {

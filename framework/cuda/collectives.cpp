@@ -1,4 +1,4 @@
-// collectives.cpp — a GPU's collectives (core/collectives.h): NCCL
+// collectives.cpp — a GPU's collectives (core/backend/collectives.h): NCCL
 // communicators and all-reduces on its stream, peer-to-peer copies, and the
 // wait that a failed rank ends (nccl_comms.h): a rank whose launch fails
 // aborts its clique, and every rank's wait polls its communicators' health

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <new>
 
-#include "framework/core/env.h"
+#include "framework/util/env.h"
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/device_guard.h"
 #include "framework/cuda/sgemm.h"  // math_mode

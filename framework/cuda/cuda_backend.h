@@ -1,7 +1,7 @@
 // cuda_backend.h — one GPU as a device (private to framework/cuda): its
 // memory, its stream and its collectives; its kernels are in the file of
 // their concept (elementwise.cu, reduce.cu, ..., linalg.cpp), each ending
-// with the function that puts them into the table (core/kernels.h).
+// with the function that puts them into the table (core/backend/kernels.h).
 //
 // One non-blocking CUDA stream per device. The device's queue worker calls
 // worker_start() once (binds the device, makes the stream, the cuBLAS handle,
@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/core/backend.h"
+#include "framework/core/backend/backend.h"
 #include "framework/cuda/cuda_handles.h"
 #include "framework/cuda/device_times.h"
 #include "framework/cuda/event_ring.h"
@@ -172,7 +172,7 @@ class CudaBackend final : public Backend {
 std::unique_ptr<Collectives> make_collectives(CudaBackend& be);
 
 // Each kernel file's filler: puts that file's kernels into the table
-// (core/kernels.h).
+// (core/backend/kernels.h).
 void add_linalg_kernels(KernelTable& t);        // linalg.cpp: cuBLAS, cuBLASLt
 void add_elementwise_kernels(KernelTable& t);   // elementwise.cu
 void add_reduce_kernels(KernelTable& t);        // reduce.cu

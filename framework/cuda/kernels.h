@@ -1,5 +1,5 @@
 // kernels.h — the few launchers one .cu file shares with another. The
-// table's kernels (core/kernels.h) are defined in the .cu file of their
+// table's kernels (core/backend/kernels.h) are defined in the .cu file of their
 // concept (elementwise.cu, loss.cu, optimizer.cu, reduce.cu, random.cu,
 // check_finite.cu; the GEMMs in linalg.cpp), as the CPU side's are in cpu/.
 // Each launcher only launches onto `s`, checks the launch, and returns at once
@@ -14,7 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "framework/core/kernels.h"
+#include "framework/core/backend/kernels.h"
 
 namespace amlp::cuda {
 
@@ -32,11 +32,11 @@ void launch_bias_relu(float* y, const float* b, int rows, int cols, int sms, cud
 
 // elementwise.cu: the ReLU mask of y (rows, cols) in cuBLASLt's RELU_AUX
 // layout: bit c of row r is bit (r*ld + c) % 32 of word (r*ld + c) / 32,
-// ld = cols rounded up to 128 (core/kernels.h's relu_mask_words); set where
+// ld = cols rounded up to 128 (core/backend/kernels.h's relu_mask_words); set where
 // y > 0. What dense_forward_relu_mask writes when cuBLASLt has no plan.
 void launch_relu_mask(const float* y, uint32_t* mask, int rows, int cols, cudaStream_t s);
 
-// optimizer.cu: the SGD step of k parameters (core/kernels.h's
+// optimizer.cu: the SGD step of k parameters (core/backend/kernels.h's
 // sgd_update_multi) in as few launches as its table allows (one for up to
 // 24); also timed beside a device copy by bench/bench_cuda_gemm.cu.
 void launch_sgd_multi(const SgdParam* ps, int k, float lr, float momentum, float wd, float rescale, cudaStream_t s);

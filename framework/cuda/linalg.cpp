@@ -1,9 +1,9 @@
 // linalg.cpp — the CUDA GEMMs: cuBLAS SGEMM, row-major (sgemm.h), and a Dense
 // layer's fused GEMMs through cuBLASLt (lt_gemm.h). TF32 is a setting of
 // these GEMMs: each reads tf32() (runtime.h) as it is launched. The CPU's
-// are cpu/linalg.cpp and the compositions of core/kernels.h.
+// are cpu/linalg.cpp and the compositions of core/backend/kernels.h.
 #include "framework/cuda/cuda_backend.h"
-#include "framework/core/env.h"
+#include "framework/util/env.h"
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/kernels.h"
 #include "framework/cuda/sgemm.h"
@@ -22,7 +22,7 @@ void gemm(Backend& dev, bool ta, bool tb, int M, int N, int K, float alpha, cons
 }
 
 // One cuBLASLt matmul with the bias (and the ReLU) in its epilogue; composed
-// (core/kernels.h) where it has no plan.
+// (core/backend/kernels.h) where it has no plan.
 void dense_forward(Backend& dev, const float* x, const float* w, const float* bias, float* y, int B, int in, int out,
                    bool relu) {
   auto& be = static_cast<CudaBackend&>(dev);

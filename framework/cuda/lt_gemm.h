@@ -17,7 +17,7 @@
 // per shape, math mode and pointer alignment, on the worker thread, and
 // reused: a launch sets the pointers and calls cublasLtMatmul. A shape for
 // which cuBLASLt offers no algorithm returns false and the caller composes
-// (core/kernels.h's compositions). On only with ASYNCMLP_LT=1 (core/env.h):
+// (core/backend/kernels.h's compositions). On only with ASYNCMLP_LT=1 (util/env.h):
 // cuBLAS's SGEMM and a pass measured faster on an H200 (docs/gpu.md). Worker thread only.
 //
 //   LtGemms lt;  lt.start(stream, workspace, bytes);
@@ -52,7 +52,7 @@ class LtGemms {
               bool tf32);
   // dW = dzᵀ·x and, when db is not null, db = Σ_r dz: launched and true, or false.
   bool grad_weight(const float* dz, const float* x, float* dw, float* db, int B, int in, int out, bool tf32);
-  // y = max(x·Wᵀ + b, 0) and its mask (core/kernels.h's relu_mask_words):
+  // y = max(x·Wᵀ + b, 0) and its mask (core/backend/kernels.h's relu_mask_words):
   // launched and true, or false.
   bool linear_relu_mask(const float* x, const float* w, const float* b, float* y, uint32_t* mask, int B, int in,
                         int out, bool tf32);

@@ -1,4 +1,4 @@
-// optimizer.cu — the SGD step (Gluon semantics, core/kernels.h), of one
+// optimizer.cu — the SGD step (Gluon semantics, core/backend/kernels.h), of one
 // parameter or of many in one launch, in the CPU's
 // float order with round-to-nearest intrinsics, so it is bitwise equal to
 // cpu/optimizer.cpp.

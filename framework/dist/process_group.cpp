@@ -7,7 +7,7 @@
 #include <mutex>
 #include <thread>
 
-#include "framework/core/env.h"
+#include "framework/util/env.h"
 #include "framework/runtime.h"
 
 #ifdef ASYNCMLP_WITH_MPI

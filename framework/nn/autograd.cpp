@@ -3,8 +3,8 @@
 
 #include <unordered_map>
 
-#include "framework/core/tape.h"
-#include "framework/core/tensor_impl.h"
+#include "framework/core/tensor/tape.h"
+#include "framework/core/tensor/tensor_impl.h"
 #include "framework/error.h"
 #include "framework/ops.h"
 
@@ -105,7 +105,7 @@ void backward(const Tensor& root, const Tensor& head) {
   }
 }
 
-// Tensor::backward (tensor.h) lives here, not in core/tensor.cpp: it queues
+// Tensor::backward (tensor.h) lives here, not in core/tensor/tensor.cpp: it queues
 // ops (ones, and add where gradients meet), which sit above core/.
 void Tensor::backward() const {
   BackwardPass pass(*this);

@@ -1,7 +1,7 @@
 // autograd.h — reverse-mode differentiation.
 //
 // An op whose input requires a gradient records a Node on its output
-// (core/tape.h; tensor.h's NoGradGuard turns it off). Calling backward() on
+// (core/tensor/tape.h; tensor.h's NoGradGuard turns it off). Calling backward() on
 // a result orders the reachable nodes into a tape (detail::tape_of), runs their backward
 // functions in reverse — each queues ordinary ops — and writes the
 // gradients of the leaves (Gluon's grad_req='write': each backward replaces

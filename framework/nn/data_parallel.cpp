@@ -1,6 +1,6 @@
 #include "framework/nn/data_parallel.h"
 
-#include "framework/core/tensor_impl.h"
+#include "framework/core/tensor/tensor_impl.h"
 #include "framework/error.h"
 #include "framework/nn/autograd.h"
 #include "framework/ops.h"

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "framework/core/tensor_impl.h"
+#include "framework/core/tensor/tensor_impl.h"
 #include "framework/error.h"
 #include "framework/nn/autograd.h"
 #include "framework/ops.h"

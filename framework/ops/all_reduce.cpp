@@ -2,7 +2,7 @@
 // across devices for data parallelism. CPU devices: one op per device that
 // reads every input (the backends' sum_n); CUDA devices: one NCCL rank per
 // device, launched by its worker (the backend's collectives: collective_comms
-// and all_reduce_nccl, core/collectives.h).
+// and all_reduce_nccl, core/backend/collectives.h).
 #include <array>
 #include <mutex>
 #include <string>

@@ -1,7 +1,7 @@
 // copy.cpp — data in and out of devices: from_host, copy_to (across
 // devices), slice_rows (rows of a tensor onto any device), copy_ (same
 // device), and check_finite. Kernels: the backends' stream copies
-// (core/stream.h: cpu/cpu_backend.cpp, cuda/cuda_backend.cpp), the peer copy
+// (core/backend/stream.h: cpu/cpu_backend.cpp, cuda/cuda_backend.cpp), the peer copy
 // of their collectives between GPUs (cuda/collectives.cpp), and the
 // finiteness check (cpu/elementwise.cpp, cuda/check_finite.cu).
 #include <memory>

@@ -5,12 +5,12 @@
 #include <initializer_list>
 #include <string>
 
-#include "framework/core/backend.h"
+#include "framework/core/backend/backend.h"
 #include "framework/core/context.h"
-#include "framework/core/enqueue.h"
-#include "framework/core/tensor_impl.h"
+#include "framework/core/tensor/enqueue.h"
+#include "framework/core/tensor/tensor_impl.h"
 #include "framework/error.h"
-#include "framework/core/tape.h"
+#include "framework/core/tensor/tape.h"
 #include "framework/ops.h"
 
 namespace amlp::ops {

@@ -7,7 +7,7 @@
 #pragma once
 #include <memory>
 
-#include "framework/core/backend.h"
+#include "framework/core/backend/backend.h"
 
 namespace amlp {
 

@@ -1,4 +1,4 @@
-// Covers framework/core/runtime.cpp (set_alloc_policy), framework/core/queue.cpp (outputs allocated as an op starts), framework/core/enqueue.cpp, framework/core/backlog.cpp, framework/core/context.cpp (the data queue).
+// Covers framework/core/runtime.cpp (set_alloc_policy), framework/core/queue/queue.cpp (outputs allocated as an op starts), framework/core/tensor/enqueue.cpp, framework/core/queue/backlog.cpp, framework/core/context.cpp (the data queue).
 // the allocation policies (enqueue, run) and the data
 // queue: when an op's outputs get memory, what the backlog and back-pressure
 // count, that no buffer is reused while an op that reads it may still run

@@ -1,4 +1,4 @@
-// test_enqueue.cpp — an op is one declaration (framework/core/enqueue.h): the
+// test_enqueue.cpp — an op is one declaration (framework/core/tensor/enqueue.h): the
 // tensors it reads and writes, and its scalars. Its kernel gets their
 // addresses when it runs, only those, and the engine keeps exactly those
 // alive; a kernel that keeps an address it did not declare reads freed
@@ -16,7 +16,7 @@
 #include <thread>
 #include <type_traits>
 
-#include "framework/core/enqueue.h"
+#include "framework/core/tensor/enqueue.h"
 #include "sanitized.h"
 #include "test_util.h"
 

@@ -1,4 +1,4 @@
-// Covers framework/core/env.cpp, check_environment() (framework/core/runtime.cpp)
+// Covers framework/util/env.cpp, check_environment() (framework/core/runtime.cpp)
 // and a device's first use (framework/core/context.cpp): what each environment
 // variable's values mean (unset, "", "0", "1", anything else), through
 // read_env_settings over a fake environment; a value a variable does not take
@@ -11,7 +11,7 @@
 #include <map>
 #include <string>
 
-#include "framework/core/env.h"
+#include "framework/util/env.h"
 #include "framework/error.h"
 #include "framework/parse.h"
 #include "framework/runtime.h"

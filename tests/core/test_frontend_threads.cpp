@@ -1,4 +1,4 @@
-// Covers framework/core/context.cpp (check_frontend), framework/core/tensor.cpp (HostCopy), framework/core/runtime.cpp (settings).
+// Covers framework/core/context.cpp (check_frontend), framework/core/tensor/tensor.cpp (HostCopy), framework/core/runtime.cpp (settings).
 // who may touch what (framework/asyncmlp.h,
 // "Threads"): one thread drives a device, and another that queues on it, or
 // waits for one of its tensors, gets one clear Error; a buffer's error may

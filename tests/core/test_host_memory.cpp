@@ -1,4 +1,4 @@
-// Covers framework/core/host_memory.cpp and framework/core/memory.cpp (the pool's limit):
+// Covers framework/core/memory/host_memory.cpp and framework/core/memory/memory.cpp (the pool's limit):
 // the CPU pool's default budget (docs/design.md §3): the smaller of the
 // cgroup's limit and MemAvailable, less a margin, read from fake /proc and
 // cgroupfs trees, and no more than an address-space limit (RLIMIT_AS,
@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "framework/core/host_memory.h"
+#include "framework/core/memory/host_memory.h"
 #include "test_util.h"
 
 namespace amlp::testing {

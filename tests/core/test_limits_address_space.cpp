@@ -1,4 +1,4 @@
-// Covers framework/core/address_space.cpp and framework/cpu/blas_room.cpp:
+// Covers framework/core/memory/address_space.cpp and framework/cpu/blas_room.cpp:
 // the address-space limits and what is mapped against them, read from a fake
 // /proc/self/status; the check at load (what it needs, the threads OpenBLAS
 // would start, its one line); the check before a GEMM that may need a
@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "framework/core/address_space.h"
+#include "framework/core/memory/address_space.h"
 #include "framework/cpu/blas_room.h"
 #include "test_util.h"
 

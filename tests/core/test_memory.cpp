@@ -1,4 +1,4 @@
-// Covers framework/core/memory.cpp and framework/core/runtime.cpp (process_minor_faults):
+// Covers framework/core/memory/memory.cpp and framework/core/runtime.cpp (process_minor_faults):
 // memory is held by pending work (docs/design.md §3) and measured exactly
 // (§7): k queued training steps hold k times one step's bytes, a buffer
 // returns only when no handle and no pending op refers to it, the peak is the

@@ -1,4 +1,4 @@
-// Covers framework/core/queue.cpp, framework/core/queue_wait.cpp, framework/core/tensor.cpp (blockers, HostCopy), framework/core/runtime.cpp (waitall, DeviceTimer, QueuePause, drop_pending).
+// Covers framework/core/queue/queue.cpp, framework/core/queue/queue_wait.cpp, framework/core/tensor/tensor.cpp (blockers, HostCopy), framework/core/runtime.cpp (waitall, DeviceTimer, QueuePause, drop_pending).
 // the execution contract (docs/design.md §1–§5):
 // pushes return before their kernels run, kernels run in push order on the
 // worker, each blocker waits for exactly what it must, kernel errors cross the
@@ -15,7 +15,7 @@
 #include <sstream>
 #include <thread>
 
-#include "framework/core/enqueue.h"
+#include "framework/core/tensor/enqueue.h"
 #include "test_util.h"
 
 namespace amlp::testing {

@@ -1,4 +1,4 @@
-// Covers framework/core/queue_errors.cpp, framework/core/tensor.cpp (HostCopy).
+// Covers framework/core/queue/queue_errors.cpp, framework/core/tensor/tensor.cpp (HostCopy).
 // what an error does (docs/design.md, section 5): a queue
 // keeps its first failure and counts the independent ones after it; an
 // asynchronous device fault is blamed on the op whose completion exposed it,
@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "framework/core/enqueue.h"
+#include "framework/core/tensor/enqueue.h"
 #include "test_util.h"
 
 namespace amlp::testing {

@@ -1,4 +1,4 @@
-// Covers framework/core/queue.cpp, framework/core/step_capture.cpp, framework/core/step_graph.cpp (step graphs on a queue).
+// Covers framework/core/queue/queue.cpp, framework/core/graph/step_capture.cpp, framework/core/graph/step_graph.cpp (step graphs on a queue).
 // step graphs on a queue: a steady step's ops are held
 // until the step ends, then run one by one (no graph: the CPU) or launched as
 // one recorded graph (a fake backend that records, standing for CUDA); any
@@ -8,7 +8,7 @@
 #include <atomic>
 #include <vector>
 
-#include "framework/core/queue.h"
+#include "framework/core/queue/queue.h"
 #include "framework/error.h"
 
 namespace amlp {

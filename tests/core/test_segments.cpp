@@ -1,4 +1,4 @@
-// test_segments.cpp — the segment carver (core/segments.h) over a fake device
+// test_segments.cpp — the segment carver (core/memory/segments.h) over a fake device
 // allocator: blocks come out of few large segments at consecutive addresses,
 // a segment goes back only with its last block, and the pool above it keeps
 // its accounting, its budget and its out-of-memory behaviour.
@@ -10,8 +10,8 @@
 #include <memory>
 #include <vector>
 
-#include "framework/core/memory.h"
-#include "framework/core/segments.h"
+#include "framework/core/memory/memory.h"
+#include "framework/core/memory/segments.h"
 #include "framework/error.h"
 
 namespace amlp {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/core/step_capture.h"
+#include "framework/core/graph/step_capture.h"
 #include "framework/error.h"
 
 namespace amlp {

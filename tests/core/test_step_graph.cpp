@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/core/step_graph.h"
+#include "framework/core/graph/step_graph.h"
 
 namespace amlp {
 namespace {

@@ -1,4 +1,4 @@
-// Covers framework/core/queue.cpp, framework/core/enqueue.cpp, framework/core/memory.cpp, framework/core/backlog.cpp (under load).
+// Covers framework/core/queue/queue.cpp, framework/core/tensor/enqueue.cpp, framework/core/memory/memory.cpp, framework/core/queue/backlog.cpp (under load).
 // the queues under load: many interleaved pushes
 // on two queues (cpu:0, cpu:1) with random cross-queue dependencies
 // (copy_to between the devices, ops that read tensors the other device
@@ -32,7 +32,7 @@
 #include <thread>
 #include <vector>
 
-#include "framework/core/enqueue.h"
+#include "framework/core/tensor/enqueue.h"
 #include "sanitized.h"
 #include "test_util.h"
 

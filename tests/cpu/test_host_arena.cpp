@@ -19,7 +19,7 @@
 #include <string>
 #include <thread>
 
-#include "framework/core/env.h"
+#include "framework/util/env.h"
 #include "framework/cpu/cpu_backend.h"
 #include "sanitized.h"
 #include "test_util.h"

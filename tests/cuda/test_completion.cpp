@@ -1,4 +1,4 @@
-// Covers framework/cuda/event_ring.cpp, framework/core/queue_wait.cpp, framework/core/tensor.cpp (HostCopy::ready), framework/core/runtime.cpp (DeviceTimer::reached).
+// Covers framework/cuda/event_ring.cpp, framework/core/queue/queue_wait.cpp, framework/core/tensor/tensor.cpp (HostCopy::ready), framework/core/runtime.cpp (DeviceTimer::reached).
 // every op completes, whether its kernel ran or not
 // (cuda/event_ring.h): an op that did not run because its input came from a
 // failed op records no CUDA event, yet HostCopy::ready(), DeviceTimer::reached()
@@ -6,7 +6,7 @@
 // queue. On every device the machine has: cpu:0 here, cuda:0 on a GPU.
 #include <stdexcept>
 
-#include "framework/core/enqueue.h"
+#include "framework/core/tensor/enqueue.h"
 #include "test_util.h"
 
 namespace amlp::testing {

@@ -31,7 +31,7 @@
 #include "models/mlp.h"
 #ifdef ASYNCMLP_WITH_CUDA
 #include "framework/core/context.h"
-#include "framework/core/env.h"
+#include "framework/util/env.h"
 #include "framework/cuda/cuda_backend.h"
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/device_guard.h"

@@ -1,4 +1,4 @@
-// Covers framework/cuda/stream_graph.cpp, framework/core/segments.cpp, framework/cuda/device_times.cpp (through train_mlp on a GPU).
+// Covers framework/cuda/stream_graph.cpp, framework/core/memory/segments.cpp, framework/cuda/device_times.cpp (through train_mlp on a GPU).
 // on a GPU: step graphs (--graph on) train exactly like
 // eager launches, the steady batches are recorded and launched as graphs, a
 // change of shape falls back; the segment carver (the default; ASYNCMLP_SEGMENTS=0

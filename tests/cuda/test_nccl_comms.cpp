@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/core/enqueue.h"
+#include "framework/core/tensor/enqueue.h"
 #include "test_util.h"
 
 namespace amlp::testing {

@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "framework/core/backend.h"
-#include "framework/core/enqueue.h"
+#include "framework/core/backend/backend.h"
+#include "framework/core/tensor/enqueue.h"
 #ifdef ASYNCMLP_WITH_CUDA
 #include "framework/cuda/device_guard.h"
 #endif
@@ -224,7 +224,7 @@ TEST_F(AllReduce, CpuDevicesHaveNoCollectivesButEveryKernelTheyNeed) {
   Backend& be = *context(Device::cpu(0)).backend;
   EXPECT_EQ(be.collectives(), nullptr);
   EXPECT_NE(be.kernels.sum_n, nullptr);
-  EXPECT_NE(be.kernels.dense_forward, nullptr) << "the composed default (core/kernels.h)";
+  EXPECT_NE(be.kernels.dense_forward, nullptr) << "the composed default (core/backend/kernels.h)";
   EXPECT_NE(be.kernels.dense_grad_weight, nullptr);
   EXPECT_NE(be.kernels.sgd_update_multi, nullptr);
 }

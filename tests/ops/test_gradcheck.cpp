@@ -7,7 +7,7 @@
 #include <functional>
 #include <string>
 
-#include "framework/core/tape.h"  // a hand-written op with its own backward
+#include "framework/core/tensor/tape.h"  // a hand-written op with its own backward
 #include "gradcheck.h"
 #include "models/mlp.h"
 #include "test_util.h"

@@ -1,4 +1,4 @@
-// Covers framework/ops/op.cpp, framework/core/tensor.cpp (numel), the creation ops of framework/ops/random.cpp and framework/ops/copy.cpp.
+// Covers framework/ops/op.cpp, framework/core/tensor/tensor.cpp (numel), the creation ops of framework/ops/random.cpp and framework/ops/copy.cpp.
 // shapes that do not fit. A negative dimension,
 // an element count past int64, a byte count past 64 bits, or a dimension past
 // the kernels' int index range raises ShapeError at the call site, naming the

@@ -1,6 +1,6 @@
 // Covers the programs' side of framework/cpu/blas_room.cpp,
-// framework/core/address_space.cpp and host_memory.cpp (the budget under
-// ulimit -v) and of framework/core/env.cpp: train_mlp and async_demo under an
+// framework/core/memory/address_space.cpp and host_memory.cpp (the budget under
+// ulimit -v) and of framework/util/env.cpp: train_mlp and async_demo under an
 // address-space limit, each run in a child shell with `ulimit -v` and a
 // timeout this test enforces; train_mlp under a library switch of the
 // environment set to a value it does not take.

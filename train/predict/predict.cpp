@@ -10,7 +10,7 @@
 #include <mutex>
 #include <vector>
 
-#include "framework/core/step_memory.h"
+#include "framework/core/graph/step_memory.h"
 #include "framework/parse.h"
 
 #ifndef MADV_POPULATE_WRITE
@@ -31,7 +31,7 @@ size_t predicted_increase(const RunResult& r, size_t i) {
   // Back-pressure caps the bytes each queue's pending ops hold; the op
   // waiting to be queued has already allocated its output.
   size_t p = backlog_increase(r.peak_backlog_batches, d.bytes_per_batch, r.asked.max_pending_bytes, r.largest_tensor_bytes);
-  // --graph on: a batch's buffers are its graph slot's (core/step_memory.h),
+  // --graph on: a batch's buffers are its graph slot's (core/graph/step_memory.h),
   // handed to the batch two later once no handle holds them, however many
   // batches are queued: the slots hold the run's batches.
   if (r.asked.graph) p = std::min(p, graph_slots_bytes(d.bytes_per_batch));

@@ -1,4 +1,4 @@
-// Covers train/plan/outputs.cpp (outputs_problem, through the real train_mlp), framework/core/write_file.cpp (output_problem, file_identity).
+// Covers train/plan/outputs.cpp (outputs_problem, through the real train_mlp), framework/util/write_file.cpp (output_problem, file_identity).
 // The files a run will write are checked before anything runs: each
 // is opened as it will be opened, so a link to nothing, a loop of links, a
 // name too long for a directory entry and a folder that takes no new files are

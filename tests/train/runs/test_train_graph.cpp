@@ -50,7 +50,7 @@ TEST(TrainGraph, SteadyStepsReplayAfterTheWarmUp) {
       EXPECT_EQ(held, 58) << args << ": " << json_text(g);
       const int steady = held - g.at("captured").get<int>();
       // Whether a slot's buffer is held by queued ops only is read without a
-      // lock and errs on the safe side (framework/core/memory.cpp): while a
+      // lock and errs on the safe side (framework/core/memory/memory.cpp): while a
       // worker has unpinned a buffer but not yet dropped it, the batch takes
       // another block and its graph is updated, not replayed. Under a
       // sanitizer's slower workers, with two devices, that window met 3 or 4

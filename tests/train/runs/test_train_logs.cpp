@@ -1,4 +1,4 @@
-// Covers train/runs/memory_log.cpp, train/runs/experiment.cpp, train/report/summary_json.cpp, framework/core/trace.cpp, framework/core/write_file.cpp (train_mlp's outputs, through the real binary).
+// Covers train/runs/memory_log.cpp, train/runs/experiment.cpp, train/report/summary_json.cpp, framework/util/trace.cpp, framework/util/write_file.cpp (train_mlp's outputs, through the real binary).
 // test_train_logs.cpp — what train_mlp writes, parsed back: the memory log
 // (header, one row per batch, loss only on synchronized batches, intact when a
 // run fails half way), the Chrome trace, the summary JSON, and the plot that

@@ -1,0 +1,90 @@
+// queue_wait.cpp — waiting on a queue's ops: launched, completed, and the
+// blockers' waits with what they do with errors (queue.h).
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "framework/core/queue/queue.h"
+#include "framework/error.h"
+
+namespace amlp {
+
+namespace {
+
+// A waiter spins (yielding) for a short while before sleeping on a condition
+// variable: waking a sleeping thread costs more than most kernels. The worker does not spin: when it has caught up it sleeps, so
+// streaming pushes never contend with a spinning worker.
+template <class Ready>
+bool spin_until(Ready ready) {
+  constexpr auto kSpin = std::chrono::microseconds(50);
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (ready()) return true;
+    if ((i & 15) == 15 && std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::yield();  // on few cores, let the thread we wait for run
+  }
+}
+
+}  // namespace
+
+void Queue::wait_launched(uint64_t seq) {
+  if (launched_seen_.load(std::memory_order_acquire) >= seq) return;
+  if (steps_.on()) {  // held ops launch only at their step's end
+    // Another queue's worker waits: an op of an ended step launches with
+    // it, one of the step being pushed when the frontend ends that step (a
+    // frontend that blocks first releases every step, below). The frontend
+    // waits: whatever it waits for may wait on any queue's held ops.
+    if (!on_worker_thread()) release_steps_everywhere("a blocker waited inside the step");
+  }
+  if (spin_until([&] { return launched_seen_.load(std::memory_order_acquire) >= seq; })) return;
+  std::unique_lock<std::mutex> lk(mu_);
+  ++done_waiters_;
+  done_cv_.wait(lk, [&] { return launched_ >= seq; });
+  --done_waiters_;
+}
+
+void Queue::wait_complete(uint64_t seq) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    seq = std::min(seq, pushed_);
+  }
+  if (seq == 0) return;
+  wait_launched(seq);
+  if (sync_ && sync_->asynchronous()) sync_->wait_complete(seq);
+}
+
+void Queue::wait_for(uint64_t seq) {
+  try {
+    wait_complete(seq);
+  } catch (const std::exception& e) {  // the device failed after the launch (CUDA: a faulting kernel)
+    keep_error(exposed_fault(name_of(seq), seq, e), /*device_fault=*/true);
+  }
+  rethrow_if_error();
+}
+
+void Queue::wait_all() {
+  drain();
+  rethrow_if_error();
+}
+
+void Queue::drain(uint64_t seq) {
+  uint64_t last;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    last = std::min(seq, pushed_);
+  }
+  try {
+    wait_complete(last);
+  } catch (const std::exception& e) {  // the device failed after the launch (CUDA: a faulting kernel)
+    keep_error(exposed_fault(name_of(last), last, e), /*device_fault=*/true);
+  }
+}
+
+bool Queue::launched(uint64_t seq) const { return launched_seen_.load(std::memory_order_acquire) >= seq; }
+
+bool Queue::complete(uint64_t seq) const {
+  if (!launched(seq)) return false;
+  return !sync_ || !sync_->asynchronous() || sync_->is_complete(seq);
+}
+
+}  // namespace amlp
