@@ -38,8 +38,8 @@ LAYERS = [
     # train_mlp by stage (train/CMakeLists.txt): what is asked, the runs it
     # plans, what the models predict of them, running them, reporting them,
     # the studies that plan and report several; the driver on top.
-    ("train/async_demo", 7),    # a program of its own
     ("train/options", 7),
+    ("train/async_demo", 8),    # a program of its own, on train_mlp's option parsing
     ("train/plan", 8),
     ("train/predict", 9),
     ("train/runs", 10),

@@ -2,13 +2,13 @@
 #include "train/async_demo/demo.h"
 
 #include <algorithm>
-#include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <thread>
 
 #include "framework/parse.h"
+#include "train/options/program_options.h"
 
 namespace po = boost::program_options;
 
@@ -27,20 +27,24 @@ void usage(std::ostream& os, const po::options_description& opts, const std::vec
 }  // namespace
 
 Options parse_options(int argc, char** argv, const std::vector<Subcommand>& subcommands, bool* help) {
-  // The numbers are read as text, then by framework/parse.h's parse_int, as
-  // train_mlp reads its own (boost::lexical_cast would take "+5").
-  std::string device = "auto", size = "0", repeats, ops = "10000";
+  // train_mlp's path (train/options/program_options.h): each number read by
+  // framework/parse.h's parse_int as Boost stores it, a bad one named by its
+  // option in one line.
+  const auto integer = [](int64_t min, int64_t max) {
+    return [=](const std::string& t) { return parse_int(t, "", min, max); };
+  };
   Options o;
   po::options_description opts("options");
-  opts.add_options()
-      ("help,h", "print this help and exit")
-      ("device", po::value<std::string>(&device)->default_value("auto"), "auto | cpu | cpu:N | cuda | cuda:N")
-      ("size", po::value<std::string>(&size)->default_value("0")->value_name("N"),
+  opts.add_options()("help,h", "print this help and exit");
+  train::Declare(opts)
+      .text("device", "DEV", "auto", "auto | cpu | cpu:N | cuda | cuda:N")
+      .option<int64_t>("size", "N", "0", integer(0, 16384),
        "matrix side n in [0, 16384] (0: each subcommand's default, scaled to the device: queued and blockers 1000 on "
        "a CPU, 4096 on a GPU; cpu-vs-device 1000; devices works on n² floats per device)")
-      ("repeats", po::value<std::string>(&repeats)->value_name("N"),
+      .option<int64_t>("repeats", "N", "",
+       [](const std::string& t) { return t.empty() ? int64_t(0) : parse_int(t, "", 1, 1000); },
        "timed repeats per measurement, in [1, 1000] (medians are reported; without it 5, data-parallel's rounds 7)")
-      ("ops", po::value<std::string>(&ops)->default_value("10000")->value_name("N"), "N for sync-vs-async, in [1, 1000000]");
+      .option<int64_t>("ops", "N", "10000", integer(1, 1000000), "N for sync-vs-async, in [1, 1000000]");
   po::options_description hidden;
   hidden.add_options()("subcommand", po::value<std::string>(&o.command));
   po::options_description all;
@@ -51,6 +55,8 @@ Options parse_options(int argc, char** argv, const std::vector<Subcommand>& subc
   try {
     po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
     po::notify(vm);
+  } catch (const train::BadValue& e) {
+    throw UsageError("--" + e.key + e.problem);
   } catch (const po::error& e) {
     throw UsageError(e.what());
   }
@@ -63,13 +69,10 @@ Options parse_options(int argc, char** argv, const std::vector<Subcommand>& subc
   bool known = o.command == "all";
   for (const Subcommand& s : subcommands) known = known || o.command == s.name;
   if (!known) throw UsageError("unknown subcommand '" + o.command + "' (try --help)");
-  try {
-    o.size = parse_int(size, "--size", 0, 16384);
-    if (vm.count("repeats")) o.repeats = static_cast<int>(parse_int(repeats, "--repeats", 1, 1000));
-    o.ops = parse_int(ops, "--ops", 1, 1000000);
-  } catch (const ParseError& e) {
-    throw UsageError(e.what());
-  }
+  o.size = vm["size"].as<int64_t>();
+  o.repeats = static_cast<int>(vm["repeats"].as<int64_t>());
+  o.ops = vm["ops"].as<int64_t>();
+  const std::string device = vm["device"].as<std::string>();
   try {
     o.device = parse_device(device, &o.fell_back);
   } catch (const DeviceError& e) {

@@ -57,7 +57,9 @@ class Parsed : public po::value_semantic_codecvt_helper<char>, public DefaultTex
         parse_(std::move(parse)),
         default_(read(default_text_)) {}
 
-  std::string name() const override { return value_name_ + " (=" + default_text_ + ")"; }
+  std::string name() const override {  // an empty default ("none given") is not shown
+    return default_text_.empty() ? value_name_ : value_name_ + " (=" + default_text_ + ")";
+  }
   const std::string& default_text() const override { return default_text_; }
   unsigned min_tokens() const override { return 1; }
   unsigned max_tokens() const override { return 1; }
