@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <unordered_set>
 
 namespace amlp {
 
@@ -26,13 +27,11 @@ class Builder {
   bool binary(nlohmann::json::binary_t&) { return fail("binary values are not JSON"); }
   bool start_object(size_t) { return open(Json::object()); }
   bool key(std::string& k) {
-    Json::Object& members = open_.back()->items();
-    for (const Json::Member& m : members)
-      if (m.first == k) {
-        key_twice_ = k;
-        return fail("the key \"" + k + "\" is given twice in one object");
-      }
-    members.emplace_back(std::move(k), Json());
+    if (!keys_.back().insert(k).second) {  // a set per open object: a header of many keys stays linear
+      key_twice_ = k;
+      return fail("the key \"" + k + "\" is given twice in one object");
+    }
+    open_.back()->items().emplace_back(std::move(k), Json());
     return true;
   }
   bool end_object() { return close(); }
@@ -68,10 +67,12 @@ class Builder {
     Json* s = slot();
     *s = std::move(v);
     open_.push_back(s);
+    keys_.emplace_back();
     return true;
   }
   bool close() {
     open_.pop_back();
+    keys_.pop_back();
     return true;
   }
   bool fail(std::string why) {
@@ -81,6 +82,7 @@ class Builder {
 
   Json* root_;
   std::vector<Json*> open_;  // the arrays and objects being filled, outermost first
+  std::vector<std::unordered_set<std::string>> keys_;  // each one's keys so far (an array's: none)
   std::string why_, key_twice_;
   size_t byte_ = 0;
 };
@@ -106,8 +108,6 @@ nlohmann::ordered_json to_nlohmann(const Json& j) {
   }
   return nullptr;
 }
-
-double as_double(const Json& j) { return j.get<double>(); }
 
 }  // namespace
 
@@ -247,7 +247,7 @@ std::string Json::dump(int indent) const {
 
 bool operator==(const Json& a, const Json& b) {
   if (a.is_number() && b.is_number()) {
-    if (a.is_number_float() || b.is_number_float()) return as_double(a) == as_double(b);
+    if (a.is_number_float() || b.is_number_float()) return a.get<double>() == b.get<double>();
     if (a.type_ == b.type_) return a.type_ == Json::Type::integer ? a.i_ == b.i_ : a.u_ == b.u_;
     const Json& s = a.type_ == Json::Type::integer ? a : b;  // the signed one
     const Json& u = a.type_ == Json::Type::integer ? b : a;
