@@ -30,21 +30,18 @@ Options parse_options(int argc, char** argv, const std::vector<Subcommand>& subc
   // train_mlp's path (train/options/program_options.h): each number read by
   // framework/parse.h's parse_int as Boost stores it, a bad one named by its
   // option in one line.
-  const auto integer = [](int64_t min, int64_t max) {
-    return [=](const std::string& t) { return parse_int(t, "", min, max); };
-  };
   Options o;
   po::options_description opts("options");
   opts.add_options()("help,h", "print this help and exit");
   train::Declare(opts)
       .text("device", "DEV", "auto", "auto | cpu | cpu:N | cuda | cuda:N")
-      .option<int64_t>("size", "N", "0", integer(0, 16384),
+      .option<int64_t>("size", "N", "0", train::int_in<int64_t>(0, 16384),
        "matrix side n in [0, 16384] (0: each subcommand's default, scaled to the device: queued and blockers 1000 on "
        "a CPU, 4096 on a GPU; cpu-vs-device 1000; devices works on n² floats per device)")
       .option<int64_t>("repeats", "N", "",
        [](const std::string& t) { return t.empty() ? int64_t(0) : parse_int(t, "", 1, 1000); },
        "timed repeats per measurement, in [1, 1000] (medians are reported; without it 5, data-parallel's rounds 7)")
-      .option<int64_t>("ops", "N", "10000", integer(1, 1000000), "N for sync-vs-async, in [1, 1000000]");
+      .option<int64_t>("ops", "N", "10000", train::int_in<int64_t>(1, 1000000), "N for sync-vs-async, in [1, 1000000]");
   po::options_description hidden;
   hidden.add_options()("subcommand", po::value<std::string>(&o.command));
   po::options_description all;

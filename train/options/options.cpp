@@ -64,9 +64,6 @@ std::vector<double> parse_sweep_fractions(const std::string& t) {
   return out;
 }
 
-Parser<int> int_in(int64_t min, int64_t max) {
-  return [=](const std::string& t) { return static_cast<int>(parse_int(t, "", min, max)); };
-}
 
 struct DeviceChoice {
   std::string text;

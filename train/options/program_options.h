@@ -37,6 +37,12 @@ struct BadValue {
 template <class T>
 using Parser = std::function<T(const std::string&)>;
 
+// An integer option's parser: decimal, in [min, max] (framework/parse.h's parse_int).
+template <class T = int>
+Parser<T> int_in(int64_t min, int64_t max) {
+  return [=](const std::string& t) { return static_cast<T>(parse_int(t, "", min, max)); };
+}
+
 // An option's default as the text it was declared with (Parsed<T>'s).
 class DefaultText {
  public:
