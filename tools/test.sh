@@ -47,6 +47,20 @@ export LSAN_OPTIONS=suppressions=$AMLP_ROOT/tests/lsan.supp
 # idle time that was 195 of the TSan suite's 450 test-seconds.
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 atexit_sleep_ms=0 suppressions=$AMLP_ROOT/tests/tsan.supp"
 
+# ctest counts a sanitizer suite's shards (tests/CMakeLists.txt,
+# asyncmlp_add_gtests), not the tests in them: their tests' count, and the
+# names of those that skipped, from the shards' output.
+shards_summary() {
+  local log="$1/Testing/Temporary/LastTest.log" ok skipped
+  ok=$(grep -c '^\[       OK \] ' "$log")
+  skipped=$(sed -n 's/^\[  SKIPPED \] \([^ ]*\) ([0-9]* ms)$/\1/p' "$log" | sort -u)
+  amlp_log "$1: $ok tests passed in its shards, $(printf '%s' "$skipped" | grep -c .) skipped${skipped:+:}"
+  [ -z "$skipped" ] || printf '  %s\n' $skipped >&2
+}
+# A shard that waits (a signal a second later, a FIFO nobody writes, mpirun
+# starting its ranks) leaves its core to a third.
+san_jobs=$((jobs + 1))
+
 # Each sanitizer build is built in the background (amlp_build_start, at low
 # priority) while the suites before it run: TSan's beside the release suites,
 # ASan's beside TSan's suites, the two suites with the most idle time.
@@ -62,10 +76,12 @@ if [ "$fast" = 0 ]; then
   amlp_build_wait build-tsan
   amlp_build_start build-asan "${sanitizer_args[@]}" -DASYNCMLP_SANITIZE=address
   amlp_phase "tests under TSan"
-  (cd build-tsan && ctest --output-on-failure -j "$jobs")
+  (cd build-tsan && ctest --output-on-failure -j "$san_jobs")
+  shards_summary build-tsan
   amlp_build_wait build-asan
   amlp_phase "tests under ASan+UBSan"
-  (cd build-asan && ctest --output-on-failure -j "$jobs")
+  (cd build-asan && ctest --output-on-failure -j "$san_jobs")
+  shards_summary build-asan
 fi
 amlp_log "all tests passed"
 amlp_phase_table

@@ -12,6 +12,7 @@
 #include "train/plan/outputs.h"
 #include "train/studies/sweep.h"
 #include "train/train_test_util.h"
+#include "sanitized.h"
 
 namespace amlp::train {
 namespace {
@@ -199,6 +200,8 @@ TEST_F(Sweep, CurvesComeFromTheThroughputAndMemoryModels) {
 // tools/plot_sweep.py draws both panels from the summary (skipped without matplotlib).
 TEST_F(Sweep, PlotRendersSvgAndPng) {
   ASSERT_EQ(ran_->code, 0) << ran_->err;
+  if (amlp::testing::kSanitized)
+    GTEST_SKIP() << "tools/plot_sweep.py is Python, which no sanitizer instruments: the release build runs it";
   if (run_command(host_python() + " -c 'import matplotlib'").code != 0)
     GTEST_SKIP() << "no matplotlib for " << host_python() << " (apt-get install python3-matplotlib)";
   const std::string tool = host_python() + " " + source_file("tools/plot_sweep.py") + " ";
