@@ -224,20 +224,43 @@ TEST(WriteFile, ADirectoryIsOneErrorNamingIt) {
 
 // A write that fails half way (here: past the file size limit, EFBIG) leaves
 // the old file as it was and no temporary.
+// This process's file size limit lowered to `bytes`, with SIGXFSZ ignored (a
+// write past it then fails with EFBIG rather than ending the process), until
+// the end of its scope. ok(): whether both took effect.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    if (::getrlimit(RLIMIT_FSIZE, &old_limit_) != 0 || ::sigaction(SIGXFSZ, &ignore, &old_action_) != 0) return;
+    ignoring_ = true;
+    struct rlimit small = old_limit_;
+    small.rlim_cur = bytes;
+    limited_ = ::setrlimit(RLIMIT_FSIZE, &small) == 0;
+  }
+  ~FileSizeLimit() {
+    if (limited_) ::setrlimit(RLIMIT_FSIZE, &old_limit_);
+    if (ignoring_) ::sigaction(SIGXFSZ, &old_action_, nullptr);
+  }
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+  bool ok() const { return limited_; }
+
+ private:
+  struct rlimit old_limit_ {};
+  struct sigaction old_action_ {};
+  bool ignoring_ = false, limited_ = false;
+};
+
 TEST(WriteFile, AFailureHalfWayLeavesTheOldFileAndNoTmp) {
   ScratchDir dir;
   const std::string path = dir.write("out.json", "the old, complete file\n");
-  struct rlimit old_limit {};
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old_limit), 0);
-  struct sigaction ignore {}, old_action {};
-  ignore.sa_handler = SIG_IGN;
-  ASSERT_EQ(::sigaction(SIGXFSZ, &ignore, &old_action), 0);
-  struct rlimit small = old_limit;
-  small.rlim_cur = 4096;
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
-  const std::string msg = error_of([&] { write_file(path, std::string(64 << 10, 'x')); });
-  ::setrlimit(RLIMIT_FSIZE, &old_limit);
-  ::sigaction(SIGXFSZ, &old_action, nullptr);
+  std::string msg;
+  {
+    FileSizeLimit limit(4096);
+    ASSERT_TRUE(limit.ok());
+    msg = error_of([&] { write_file(path, std::string(64 << 10, 'x')); });
+  }
   EXPECT_EQ(msg, expected_error(path, EFBIG));
   EXPECT_EQ(read_file(path), "the old, complete file\n");
   EXPECT_TRUE(temporaries_of(path).empty());
@@ -374,20 +397,12 @@ TEST(RecordFile, AWriteThatStopsShortLeavesOnlyWholeRecords) {
   std::string msg;
   size_t appended = 0;
   {
-    struct rlimit old_limit {};
-    ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old_limit), 0);
-    struct sigaction ignore {}, old_action {};
-    ignore.sa_handler = SIG_IGN;
-    ASSERT_EQ(::sigaction(SIGXFSZ, &ignore, &old_action), 0);
-    struct rlimit small = old_limit;
-    small.rlim_cur = 4000;
-    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+    FileSizeLimit limit(4000);
+    ASSERT_TRUE(limit.ok());
     msg = error_of([&] {
       RecordFile f(path, "memory log");
       for (; appended < 100; ++appended) f.append(record);
     });
-    ::setrlimit(RLIMIT_FSIZE, &old_limit);
-    ::sigaction(SIGXFSZ, &old_action, nullptr);
   }
   EXPECT_EQ(msg, "cannot write memory log '" + path + "': " + std::strerror(EFBIG));
   EXPECT_EQ(appended, 41u);
