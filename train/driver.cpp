@@ -74,11 +74,11 @@ bool finish_trace(const Options& o, std::ostream& err, bool* ok, std::string* fa
 // completed: the failed one says why.)
 void mark_failed(std::vector<RunResult>& results, const std::string& why) {
   for (const RunResult& r : results)
-    if (r.status == RunStatus::Failed) return;
+    if (r.measured.status == RunStatus::Failed) return;
   for (RunResult& r : results)
-    if (r.status == RunStatus::Completed) {
-      r.status = RunStatus::Failed;
-      r.error = why;
+    if (r.measured.status == RunStatus::Completed) {
+      r.measured.status = RunStatus::Failed;
+      r.measured.error = why;
     }
 }
 
@@ -152,9 +152,9 @@ int interrupted_status(const Options& o, const std::vector<RunResult>& results, 
   const int sig = interrupt_signal();
   if (!sig) return 0;
   const RunResult* last = results.empty() ? nullptr : &results.back();
-  write_line(err, "train_mlp: interrupted at batch " + std::to_string(last ? last->batches_done : 0) + " of " +
-                      std::to_string(last ? last->asked.total_batches() : o.total_batches()) + " (" + signal_name(sig) +
-                      "): the queued batches finished; the summary and trace say \"interrupted\"");
+  write_line(err, "train_mlp: interrupted at batch " + std::to_string(last ? last->measured.batches_done : 0) + " of " +
+                      std::to_string(last ? last->asked.options.total_batches() : o.total_batches()) + " (" +
+                      signal_name(sig) + "): the queued batches finished; the summary and trace say \"interrupted\"");
   return 128 + sig;
 }
 

@@ -12,6 +12,7 @@
 #include "train/plan/parameters_file.h"
 #include "train/options/options.h"
 #include "train/runs/checked_output.h"
+#include "train/studies/study.h"
 #include "train/runs/interrupt.h"
 
 int main(int argc, char** argv) {
@@ -34,7 +35,8 @@ int main(int argc, char** argv) {
     case ParseStatus::Run:
       break;
   }
-  for (const std::string& why : {outputs_problem(p.options), load_problem(p.options)})  // before anything runs
+  for (const std::string& why :
+       {outputs_problem(p.options, planned_memory_logs(p.options)), load_problem(p.options)})  // before anything runs
     if (!why.empty()) {
       std::cerr << "train_mlp: error: " << why << std::endl;
       return kExitBadInput;

@@ -21,6 +21,7 @@
 #include "train/train_test_util.h"
 #include "sanitized.h"
 #include "test_paths.h"
+#include "train/studies/comparisons.h"
 
 namespace amlp::train {
 namespace {
@@ -32,6 +33,7 @@ using amlp::testing::json_text;
 // function below.
 struct Compare {
   Options options;
+  const std::vector<int>& every() const { return options.studies.find<CompareSettings>("compare")->every; }
   std::string output;
   amlp::Json trace;
   std::map<std::string, RunResult> runs;
@@ -43,13 +45,13 @@ struct Compare {
 };
 
 void runs_every_mode(const Compare& c) {
-  ASSERT_EQ(c.runs.size(), 3 + c.options.compare_every.size());
+  ASSERT_EQ(c.runs.size(), 3 + c.every().size());
   for (const char* label : {"batch", "none", "bounded"}) EXPECT_TRUE(c.runs.count(label)) << label;
-  for (int k : c.options.compare_every) EXPECT_TRUE(c.runs.count("every=" + std::to_string(k))) << k;
+  for (int k : c.every()) EXPECT_TRUE(c.runs.count("every=" + std::to_string(k))) << k;
   for (const auto& [label, r] : c.runs) {
-    EXPECT_EQ(r.asked.batches, c.options.batches) << label;
-    EXPECT_EQ(r.device, "cpu:0") << label;
-    EXPECT_GT(r.bytes_per_batch, 0u) << label;
+    EXPECT_EQ(r.asked.options.batches, c.options.batches) << label;
+    EXPECT_EQ(r.measured.device, "cpu:0") << label;
+    EXPECT_GT(r.measured.bytes_per_batch, 0u) << label;
   }
 }
 
@@ -66,41 +68,41 @@ void prints_the_books_lines_and_the_table(const Compare& c) {
 
 void unsynchronized_is_several_times_synchronized(const Compare& c) {
   const RunResult &sync = c.run("batch"), &none = c.run("none");
-  EXPECT_EQ(sync.peak_backlog_batches, 1);  // the batch in flight
-  EXPECT_GE(none.peak_backlog_batches, 4 * sync.peak_backlog_batches);
-  EXPECT_GE(none.peak_queue_depth, 4 * sync.peak_queue_depth);
-  EXPECT_GT(sync.mem_increase_bytes, 0u);
-  EXPECT_GE(none.mem_increase_bytes, 4 * sync.mem_increase_bytes);
+  EXPECT_EQ(sync.measured.peak_backlog_batches, 1);  // the batch in flight
+  EXPECT_GE(none.measured.peak_backlog_batches, 4 * sync.measured.peak_backlog_batches);
+  EXPECT_GE(none.measured.peak_queue_depth, 4 * sync.measured.peak_queue_depth);
+  EXPECT_GT(sync.measured.mem_increase_bytes, 0u);
+  EXPECT_GE(none.measured.mem_increase_bytes, 4 * sync.measured.mem_increase_bytes);
 }
 
 void memory_model_predicts_the_increase(const Compare& c) {
   const RunResult& none = c.run("none");
-  const double measured = double(none.mem_increase_bytes), predicted = double(none.predicted.increase_bytes);
-  EXPECT_EQ(none.predicted.increase_bytes, size_t(none.peak_backlog_batches) * none.bytes_per_batch);
+  const double measured = double(none.measured.mem_increase_bytes), predicted = double(none.predicted.increase_bytes);
+  EXPECT_EQ(none.predicted.increase_bytes, size_t(none.measured.peak_backlog_batches) * none.measured.bytes_per_batch);
   EXPECT_NEAR(predicted, measured, 0.10 * measured) << "predicted " << predicted << ", measured " << measured;
   // Everywhere the model is an upper bound, and not a loose one: the worker
   // may only have freed part of the batch it is running.
   for (const auto& [label, r] : c.runs) {
-    EXPECT_LE(r.mem_increase_bytes, r.predicted.increase_bytes) << label;
-    EXPECT_GE(double(r.mem_increase_bytes), 0.5 * double(r.predicted.increase_bytes)) << label;
+    EXPECT_LE(r.measured.mem_increase_bytes, r.predicted.increase_bytes) << label;
+    EXPECT_GE(double(r.measured.mem_increase_bytes), 0.5 * double(r.predicted.increase_bytes)) << label;
   }
-  for (int k : c.options.compare_every)  // every=K holds at most K batches
-    EXPECT_LE(c.run("every=" + std::to_string(k)).peak_backlog_batches, k) << k;
+  for (int k : c.every())  // every=K holds at most K batches
+    EXPECT_LE(c.run("every=" + std::to_string(k)).measured.peak_backlog_batches, k) << k;
 }
 
 void every_mode_reaches_the_same_loss(const Compare& c) {
-  const double ref = c.run("batch").final_loss;
+  const double ref = c.run("batch").measured.final_loss;
   ASSERT_TRUE(std::isfinite(ref));
-  for (const auto& [label, r] : c.runs) EXPECT_NEAR(r.final_loss, ref, 1e-5 * std::fabs(ref)) << label;
+  for (const auto& [label, r] : c.runs) EXPECT_NEAR(r.measured.final_loss, ref, 1e-5 * std::fabs(ref)) << label;
 }
 
 void back_pressure_keeps_memory_within_its_bound(const Compare& c) {
   const RunResult& b = c.run("bounded");
-  ASSERT_GT(b.asked.max_pending_bytes, 0u);
-  EXPECT_NEAR(double(b.asked.max_pending_bytes), 2.0 * double(c.run("none").bytes_per_batch),
-              0.01 * double(b.asked.max_pending_bytes));  // about two batches' footprint
-  EXPECT_LE(b.mem_increase_bytes, b.asked.max_pending_bytes + b.largest_tensor_bytes);
-  EXPECT_LT(b.mem_increase_bytes, c.run("none").mem_increase_bytes / 4);
+  ASSERT_GT(b.asked.options.max_pending_bytes, 0u);
+  EXPECT_NEAR(double(b.asked.options.max_pending_bytes), 2.0 * double(c.run("none").measured.bytes_per_batch),
+              0.01 * double(b.asked.options.max_pending_bytes));  // about two batches' footprint
+  EXPECT_LE(b.measured.mem_increase_bytes, b.asked.options.max_pending_bytes + b.measured.largest_tensor_bytes);
+  EXPECT_LT(b.measured.mem_increase_bytes, c.run("none").measured.mem_increase_bytes / 4);
 }
 
 // The modes run one after another on the same tracks; each span says whose

@@ -25,6 +25,7 @@
 #include "train/options/sync_policy.h"
 #include "train/train_test_util.h"
 #include "sanitized.h"
+#include "train/studies/comparisons.h"
 
 #if AMLP_SANITIZED
 constexpr int kFuzzScale = 4;  // sanitizers run several times slower: a quarter of the inputs
@@ -649,7 +650,8 @@ void check_outcome(const std::vector<std::string>& args, Tally& tally) {
       EXPECT_TRUE(o.momentum >= 0 && o.momentum < 1) << o.momentum;
       EXPECT_LE(o.max_pending_bytes, kMaxByteSize);
       EXPECT_LE(o.memory_limit, kMaxByteSize);
-      for (int k : o.compare_every) EXPECT_TRUE(k >= 1 && k <= 1000000) << k;
+      if (const train::CompareSettings* c = o.studies.find<train::CompareSettings>("compare"))
+        for (int k : c->every) EXPECT_TRUE(k >= 1 && k <= 1000000) << k;
       break;
     }
   }

@@ -720,35 +720,35 @@ TEST(TraceFile, GoesIntoAFifo) {
 
 std::vector<train::RunResult> some_runs() {
   train::RunResult a;
-  a.asked.sync = {train::SyncPolicy::Never, 0};  // mode "none"
+  a.asked.options.sync = {train::SyncPolicy::Never, 0};  // mode "none"
   a.asked.label = "label \"quoted\"\\";
-  a.device = "cpu:0";
-  a.asked.batches = 3;
-  a.asked.batch_size = 16;
-  a.wall_s = 0.25;
-  a.mem_increase_bytes = size_t(3) << 40;  // past 32 bits
-  a.peak_queue_depth = 42;
-  a.final_loss = 0.5;
-  a.losses = {{1, 0.75}, {3, 0.5}};
-  a.batches_done = 3;
-  a.memory_limit_bytes = size_t(5) << 30;
-  a.memory_limit_source = "MemAvailable at start, less a 10% margin";
-  a.asked.alloc = AllocPolicy::Run;
-  a.asked.data_queue = true;
-  a.data_bytes_per_batch = 4096;
-  a.peak_data_ahead_bytes = 10240;
-  a.peak_data_lead_batches = 2.5;
-  a.working_set_bytes = 8192;
+  a.measured.device = "cpu:0";
+  a.asked.options.batches = 3;
+  a.asked.options.batch_size = 16;
+  a.measured.wall_s = 0.25;
+  a.measured.mem_increase_bytes = size_t(3) << 40;  // past 32 bits
+  a.measured.peak_queue_depth = 42;
+  a.measured.final_loss = 0.5;
+  a.measured.losses = {{1, 0.75}, {3, 0.5}};
+  a.measured.batches_done = 3;
+  a.measured.memory_limit_bytes = size_t(5) << 30;
+  a.measured.memory_limit_source = "MemAvailable at start, less a 10% margin";
+  a.asked.options.alloc = AllocPolicy::Run;
+  a.asked.options.data_queue = true;
+  a.measured.data_bytes_per_batch = 4096;
+  a.measured.peak_data_ahead_bytes = 10240;
+  a.measured.peak_data_lead_batches = 2.5;
+  a.measured.working_set_bytes = 8192;
   train::RunResult b = a;
-  b.asked.alloc = AllocPolicy::Enqueue;
-  b.asked.data_queue = false;
-  b.asked.sync = {train::SyncPolicy::EveryBatch, 1};  // mode "batch"
-  b.final_loss = std::numeric_limits<double>::quiet_NaN();  // a run that diverged
-  b.status = train::RunStatus::Failed;
-  b.error = "run 'batch' failed at batch 2 of 3: out of memory";
-  b.batches_done = 1;
-  b.memory_limit_bytes = 0;
-  b.memory_limit_source = "none";
+  b.asked.options.alloc = AllocPolicy::Enqueue;
+  b.asked.options.data_queue = false;
+  b.asked.options.sync = {train::SyncPolicy::EveryBatch, 1};         // mode "batch"
+  b.measured.final_loss = std::numeric_limits<double>::quiet_NaN();  // a run that diverged
+  b.measured.status = train::RunStatus::Failed;
+  b.measured.error = "run 'batch' failed at batch 2 of 3: out of memory";
+  b.measured.batches_done = 1;
+  b.measured.memory_limit_bytes = 0;
+  b.measured.memory_limit_source = "none";
   return {a, b};
 }
 

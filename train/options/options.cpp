@@ -18,6 +18,7 @@
 #include "train/options/file_options.h"
 #include "train/options/npy_file.h"
 #include "train/options/program_options.h"
+#include "train/options/study_options.h"
 
 namespace amlp::train {
 
@@ -28,15 +29,10 @@ constexpr int64_t kMaxBatches = 100000000;
 constexpr int64_t kMaxBatchSize = int64_t(1) << 24;
 constexpr int64_t kMaxFeatures = int64_t(1) << 24;
 constexpr uint64_t kMaxPendingOps = uint64_t(1) << 40;
-constexpr int64_t kMaxCompareEvery = 1000000;
 constexpr double kMaxStatusEvery_s = 86400;
 
-// --sync: a mode, or auto.
-struct SyncChoice {
-  SyncMode mode;
-  bool automatic = false;
-};
-// "auto", or what parse_sync_mode reads; throws amlp::ParseError naming auto too.
+}  // namespace
+
 SyncChoice parse_sync_choice(const std::string& text) {
   if (text == "auto") return {SyncMode{SyncPolicy::EveryBatch, 1}, true};
   try {
@@ -47,23 +43,7 @@ SyncChoice parse_sync_choice(const std::string& text) {
   }
 }
 
-// --sweep-fractions: "0,0.25,1.5", each in [0, 10], none twice; throws
-// amlp::ParseError naming what it must be.
-std::vector<double> parse_sweep_fractions(const std::string& t) {
-  constexpr double kMaxFraction = 10;
-  const std::string must = "must be a comma-separated list of fractions of d in [0, 10] (got " + quote(t) + ")";
-  std::vector<double> out;
-  for (std::string_view item : split_list(t)) {
-    if (item.empty()) throw ParseError("", must);
-    const double f = parse_float(item, "");
-    if (!(f >= 0 && f <= kMaxFraction)) throw ParseError("", must);
-    if (std::find(out.begin(), out.end(), f) != out.end())
-      throw ParseError("", "names " + std::string(item) + " twice (got " + quote(t) + ")");
-    out.push_back(f);
-  }
-  return out;
-}
-
+namespace {
 
 struct DeviceChoice {
   std::string text;
@@ -113,18 +93,6 @@ float read_momentum(const std::string& t) {
   return static_cast<float>(v);
 }
 
-// --compare-every: "2,10", each in [1, 10^6], none twice (two runs of one
-// mode would write one memory log).
-std::vector<int> read_compare_every(const std::string& t) {
-  std::vector<int> out;
-  for (int64_t k : parse_int_list(t, "", 1, kMaxCompareEvery)) {
-    if (std::find(out.begin(), out.end(), k) != out.end())
-      throw ParseError("", "names " + std::to_string(k) + " twice (got " + quote(t) + ")");
-    out.push_back(static_cast<int>(k));
-  }
-  return out;
-}
-
 // --hidden: at least one hidden layer ("" would train the output layer alone,
 // which is not the experiment's MLP), each width in [1, kMaxLayerWidth].
 models::LayerSpec read_hidden(const std::string& t) {
@@ -144,7 +112,11 @@ bool read_on_off(const std::string& t) {
   throw ParseError("", "must be off or on (got " + quote(t) + ")");
 }
 
+}  // namespace
+
 size_t read_bytes(const std::string& t) { return static_cast<size_t>(parse_byte_size(t, "", kMaxByteSize)); }
+
+namespace {
 
 std::optional<size_t> read_memory_limit(const std::string& t) {
   if (t == "auto") return std::nullopt;
@@ -229,8 +201,6 @@ void run_options(Declare& d) {
      "batch: read the loss after every batch (a blocking item()); none: never wait in the loop, "
      "waitall() at the end; every=K: read it after every K-th batch; auto: the models choose, within "
      "--memory-budget, from the first synchronized batches' h, d and bytes per batch")
-    .option<size_t>("memory-budget", "BYTES", "0", read_bytes,
-     "--sync auto: the most memory the run may hold for queued batches (its predicted increase)")
     .option<int>("batches", "N", "100", int_in(1, kMaxBatches), "minibatches to train, in [1, 100000000]")
     .option<int>("epochs", "E", "1", int_in(1, kMaxBatches),
      "passes of --batches batches, in [1, 100000000], at most 100000000 batches in all; every mode reads "
@@ -325,27 +295,15 @@ void file_options(Declare& d) {
   // clang-format on
 }
 
-// The studies (several runs, one table) and the live status.
-void study_options(Declare& d) {
+// The live status.
+void status_options(Declare& d) {
   // clang-format off
   d
-    .flag("compare", "run every mode back to back and print one table (see below; default: off)")
-    .flag("compare-policies",
-     "run the allocation policies back to back, unsynchronized (--sync is ignored): --alloc enqueue, "
-     "--alloc run, and --alloc run --data-queue (CPU devices), and print one table: memory increase "
-     "measured and predicted, samples/s, final loss (default: off)")
     .flag("quiet", "no live status line on stderr (default: off)")
     .option<double>("status-every", "SECONDS", "10", read_status_every,
      "the live status line (batches queued and finished, the backlog, memory against its prediction "
      "and the budget, samples/s): redrawn in place a few times a second on a terminal; otherwise "
-     "printed as a line every SECONDS, in (0, 86400]")
-    .option<std::vector<int>>("compare-every", "K1,K2,..", "2,10", read_compare_every,
-     "the K of the every=K modes --compare runs, each in [1, 1000000], none twice")
-    .flag("sweep", "measure the device's time per batch d, then run every mode of --compare at the frontend's "
-     "time per batch h = f x d for each f of --sweep-fractions; one table: samples/s, speed-up over batch, "
-     "peak backlog and memory increase beside both models' predictions (see below; default: off)")
-    .option<std::vector<double>>("sweep-fractions", "F1,F2,..", "0,0.25,0.5,0.75,1,1.5", parse_sweep_fractions,
-     "the h/d --sweep runs, each in [0, 10]");
+     "printed as a line every SECONDS, in (0, 86400]");
   // clang-format on
 }
 
@@ -355,7 +313,8 @@ po::options_description general_options() {
   run_options(declare);
   execution_options(declare);
   file_options(declare);
-  study_options(declare);
+  status_options(declare);
+  for (const StudyOptionsEntry& e : study_options_entries()) e.declare(declare);  // train/studies/
   return d;
 }
 
@@ -391,8 +350,6 @@ Options to_options(const po::variables_map& vm) {
   }
   o.distributed = vm["distributed"].as<bool>();
   o.sync = vm["sync"].as<SyncChoice>().mode;
-  o.sync_auto = vm["sync"].as<SyncChoice>().automatic;
-  o.memory_budget = vm["memory-budget"].as<size_t>();
   o.batches = vm["batches"].as<int>();
   o.epochs = vm["epochs"].as<int>();
   o.batch_size = vm["batch-size"].as<int>();
@@ -404,7 +361,6 @@ Options to_options(const po::variables_map& vm) {
   o.max_pending_ops = vm["max-pending"].as<uint64_t>();
   o.max_pending_bytes = vm["max-pending-bytes"].as<size_t>();
   o.memory_limit = vm["memory-limit"].as<std::optional<size_t>>();
-  o.compare_every = vm["compare-every"].as<std::vector<int>>();
   o.blocking = vm["blocking"].as<bool>();
   o.tf32 = vm["tf32"].as<bool>();
   o.check_finite = vm["check-finite"].as<bool>();
@@ -413,10 +369,6 @@ Options to_options(const po::variables_map& vm) {
   o.graph = vm["graph"].as<bool>();
   o.host_work = vm["host-work"].as<HostWork>();
   o.host_work.kind = vm["host-work-kind"].as<HostWorkKind>();
-  o.compare = vm["compare"].as<bool>();
-  o.compare_policies = vm["compare-policies"].as<bool>();
-  o.sweep = vm["sweep"].as<bool>();
-  o.sweep_fractions = vm["sweep-fractions"].as<std::vector<double>>();
   o.quiet = vm["quiet"].as<bool>();
   o.status_every_s = vm["status-every"].as<double>();
   o.memory_log = s("memory-log");
@@ -428,9 +380,10 @@ Options to_options(const po::variables_map& vm) {
   o.targets = s("targets");
   o.shuffle = vm["shuffle"].as<bool>();
   o.keep_last = vm["last-batch"].as<std::string>() == "keep";
+  for (const StudyOptionsEntry& e : study_options_entries())
+    if (std::any settings = e.read(vm); settings.has_value()) o.studies.set(e.study, std::move(settings));
   return o;
 }
-
 
 }  // namespace
 
@@ -484,43 +437,12 @@ static std::string version_string() {
 // not combine, a value another one rules out. One line each, for
 // "train_mlp: error: " and exit 2 ------------------------------------------------
 
-// --sweep: what it does not combine with.
-static std::string sweep_options_problem(const Options& o) {
-  if (!o.sweep) return "";
-  if (o.compare_policies) return "--sweep runs --compare's modes, not the allocation policies: drop --compare-policies";
-  if (o.host_work.ns || o.host_work.match_device)
-    return "--sweep sets the host work itself, at each of --sweep-fractions x d: drop --host-work";
-  return "";
-}
-
-// --sync auto and --memory-budget: what they need, and what they do not combine with.
-static std::string sync_auto_options_problem(const Options& o) {
-  if (!o.sync_auto) {
-    if (o.memory_budget) return "--memory-budget is the budget --sync auto chooses within: add --sync auto";
-    return "";
-  }
-  if (!o.memory_budget) return "--sync auto needs --memory-budget BYTES, the memory it may hold for queued batches";
-  if (o.compare || o.sweep || o.compare_policies)
-    return "--sync auto chooses one run's mode; --compare, --sweep and --compare-policies run modes of their own";
-  if (o.max_pending_bytes || o.max_pending_ops)
-    return "--sync auto chooses the pending-bytes bound itself: drop --max-pending-bytes and --max-pending";
-  if (o.alloc == AllocPolicy::Run || o.graph)
-    return "--sync auto predicts with the enqueue memory model: not with --alloc run or --graph on";
-  return "";
-}
-
 std::string options_problem(const Options& o) {
-  if (o.compare && o.compare_policies)
-    return "--compare and --compare-policies each print a table of their own: choose one";
-  if (!o.save.empty() && (o.compare || o.compare_policies || o.sweep))
-    return std::string("--save keeps one run's parameters: not with ") +
-           (o.compare ? "--compare" : o.compare_policies ? "--compare-policies" : "--sweep") +
-           ", which trains a model per mode (use --load to start them all from one file)";
+  for (const StudyOptionsEntry& e : study_options_entries())  // what each study's settings do not combine with
+    if (std::string why = e.problem(o); !why.empty()) return why;
   if (static_cast<int64_t>(o.batches) * o.epochs > kMaxBatches)
     return "--epochs " + std::to_string(o.epochs) + " x --batches " + std::to_string(o.batches) + " is " +
            std::to_string(static_cast<int64_t>(o.batches) * o.epochs) + " batches: at most 100000000 in all";
-  if (std::string why = sweep_options_problem(o); !why.empty()) return why;
-  if (std::string why = sync_auto_options_problem(o); !why.empty()) return why;
   if (!o.data.empty() && o.data_queue)
     return "--data's rows are copied by the frontend's queued copy: not with --data-queue (random data drawn on a loader queue)";
   if (o.distributed && !o.devices.empty())

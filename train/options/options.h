@@ -25,13 +25,14 @@
 #include "framework/runtime.h"
 #include "models/mlp.h"
 #include "train/options/host_work.h"
+#include "train/options/study_settings.h"
 #include "train/options/sync_policy.h"
 
 namespace amlp::train {
 
 // The options stage's one type: every option's value, as parsed and checked.
-// A run of the plan (train/plan/run_result.h's RunSpec) is these, as the plan
-// set them for that run, with its label.
+// A run of the plan (train/plan/run_result.h's RunSpec) holds these, as the
+// plan set them for that run, with its label.
 struct Options {
   // What one training run needs.
   Device device;  // resolved from --device (with --devices: the first of them)
@@ -83,20 +84,26 @@ struct Options {
   bool blocking = false;
   bool tf32 = false;
   std::string trace, summary_json;  // "" = not written
-  bool compare = false;
-  bool compare_policies = false;  // --compare-policies: the allocation policies back to back
-  std::vector<int> compare_every{2, 10};  // the every=K modes --compare runs
-  // --sweep: --compare's modes at host work h = f x d for each f (train/studies/sweep.h).
-  bool sweep = false;
-  // --sync auto: the sync mode (or pending-bytes bound) the models choose
-  // within --memory-budget (train/studies/sync_auto.h); `sync` is batch until then.
-  bool sync_auto = false;
-  size_t memory_budget = 0;
-  std::vector<double> sweep_fractions{0, 0.25, 0.5, 0.75, 1, 1.5};
+  // The studies asked for (--compare, --sweep, --sync auto, ...), each with
+  // its own settings, which its file in train/studies/ declares and reads
+  // (study_options.h); none asked for: the one run above.
+  StudySettings studies;
   // Every option and its value as given, one "key=value" a line
   // (program_options.h settings_text): what the ranks of a run compare.
   std::string settings;
 };
+
+// --sync's value: a mode, or auto (train/studies/sync_auto.h: the models
+// choose, and `mode` is batch until they have).
+struct SyncChoice {
+  SyncMode mode;
+  bool automatic = false;
+};
+// "auto", or what parse_sync_mode reads; throws amlp::ParseError naming auto too.
+SyncChoice parse_sync_choice(const std::string& text);
+// A byte size, "256MiB", "1G", "4096" (framework/parse.h's parse_byte_size);
+// throws amlp::ParseError.
+size_t read_bytes(const std::string& text);
 
 // The devices a run trains on: --devices, or the one device.
 std::vector<Device> run_devices(const Options& s);

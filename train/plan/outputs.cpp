@@ -4,7 +4,6 @@
 #include <cstdio>
 
 #include "framework/parse.h"
-#include "train/plan/plan.h"
 
 namespace amlp::train {
 
@@ -22,18 +21,9 @@ std::string fraction_tag(double f) {
   return t;
 }
 
-std::vector<OutputFile> output_files(const Options& o) {
+std::vector<OutputFile> output_files(const Options& o, const std::vector<std::string>& memory_logs) {
   std::vector<OutputFile> files;
-  if (!o.memory_log.empty() && o.sweep) {  // --sweep: --compare's logs for each fraction (train/studies/sweep.h)
-    Options c = o;
-    c.compare = true;
-    for (double f : o.sweep_fractions) {
-      c.memory_log = tagged_path(o.memory_log, fraction_tag(f));
-      for (const RunSpec& p : plan_runs(c)) files.push_back({"memory-log", p.memory_log, OutputWay::Records});
-    }
-  } else if (!o.memory_log.empty()) {
-    for (const RunSpec& p : plan_runs(o)) files.push_back({"memory-log", p.memory_log, OutputWay::Records});
-  }
+  for (const std::string& log : memory_logs) files.push_back({"memory-log", log, OutputWay::Records});
   if (!o.trace.empty()) files.push_back({"trace", o.trace, OutputWay::Whole});
   if (!o.summary_json.empty()) files.push_back({"summary-json", o.summary_json, OutputWay::Whole});
   if (!o.save.empty()) files.push_back({"save", o.save, OutputWay::Whole});  // nn/checkpoint.h: through write_file
@@ -90,8 +80,8 @@ std::string clash_problem(const Options& o, const std::vector<OutputFile>& files
 
 }  // namespace
 
-std::string outputs_problem(const Options& o) {
-  const std::vector<OutputFile> files = output_files(o);
+std::string outputs_problem(const Options& o, const std::vector<std::string>& memory_logs) {
+  const std::vector<OutputFile> files = output_files(o, memory_logs);
   for (const OutputFile& f : files)
     if (std::string why = output_problem(f.path, f.way); !why.empty())
       return "--" + f.option + ": cannot write '" + shown_path(f.path) + "': " + why;

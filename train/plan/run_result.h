@@ -4,7 +4,8 @@
 // print them.
 //
 //   RunSpec s{options, "none"};                  // the settings, and the label the run is reported under
-//   RunResult r = run_experiment(s, std::cout);  // r.asked is s, r.predicted what the models said
+//   RunResult r = run_experiment(s, std::cout);  // r.asked is s, r.measured its figures, r.predicted the models'
+//   double v = r.measured.samples_per_s;
 //   if (r.status == RunStatus::Interrupted) ...
 #pragma once
 #include <cstddef>
@@ -28,7 +29,8 @@ enum class PlanKind {
 // The plan stage's one type: a run as the plan asks for it, the options as
 // set for this run (back-pressure and the allocation policy apply to this
 // run only, restored after), and where it stands in the plan.
-struct RunSpec : Options {
+struct RunSpec {
+  Options options;    // as the plan set them for this run
   std::string label;  // reported under: "batch", "none", "every=10", "bounded", "enqueue", "run+data"
   PlanKind kind = PlanKind::Single;
   std::string tag;   // in file names: batch, none, every10, bounded, enqueue, run, run+data
@@ -185,16 +187,15 @@ struct RunMeasurement {
 };
 
 // One run in three parts: what was asked (the plan's RunSpec), what it
-// measured (RunMeasurement, whose fields a result reads as its own:
-// r.samples_per_s) and what the models predicted of it. The summary JSON
-// writes them as one flat object (train/report/summary_json.h).
-struct RunResult : RunMeasurement {
+// measured and what the models predicted of it. The summary JSON writes them
+// as one flat object (train/report/summary_json.h).
+struct RunResult {
   RunSpec asked;
+  RunMeasurement measured;
   RunPrediction predicted;
 
-  const RunMeasurement& measured() const { return *this; }
-  bool data_parallel() const { return !asked.devices.empty(); }
-  bool distributed() const { return !ranks.empty() || comm_alpha_s > 0; }
+  bool data_parallel() const { return !asked.options.devices.empty(); }
+  bool distributed() const { return !measured.ranks.empty() || measured.comm_alpha_s > 0; }
   const std::string& label() const { return asked.label; }
 };
 

@@ -22,19 +22,21 @@ namespace amlp::train {
 size_t graph_slots_bytes(size_t bytes_per_batch) { return StepSlots::kSlots * bytes_per_batch; }
 
 size_t predicted_increase(const RunResult& r, size_t i) {
-  const DeviceResult& d = r.per_device.at(i);
+  const DeviceResult& d = r.measured.per_device.at(i);
   // The data queue is the first device's (the data is drawn there).
-  if (r.asked.alloc == AllocPolicy::Run) return d.working_set_bytes + (i == 0 ? r.peak_data_ahead_bytes : 0);
+  if (r.asked.options.alloc == AllocPolicy::Run)
+    return d.working_set_bytes + (i == 0 ? r.measured.peak_data_ahead_bytes : 0);
   // A batch's blocks on this device may still be read by another device's
   // queue (the all-reduce reads every replica's gradient) after this queue
   // finished the batch: the batches alive on any queue count (one device: its own).
   // Back-pressure caps the bytes each queue's pending ops hold; the op
   // waiting to be queued has already allocated its output.
-  size_t p = backlog_increase(r.peak_backlog_batches, d.bytes_per_batch, r.asked.max_pending_bytes, r.largest_tensor_bytes);
+  size_t p = backlog_increase(r.measured.peak_backlog_batches, d.bytes_per_batch, r.asked.options.max_pending_bytes,
+                              r.measured.largest_tensor_bytes);
   // --graph on: a batch's buffers are its graph slot's (core/graph/step_memory.h),
   // handed to the batch two later once no handle holds them, however many
   // batches are queued: the slots hold the run's batches.
-  if (r.asked.graph) p = std::min(p, graph_slots_bytes(d.bytes_per_batch));
+  if (r.asked.options.graph) p = std::min(p, graph_slots_bytes(d.bytes_per_batch));
   return p;
 }
 
@@ -46,26 +48,29 @@ size_t backlog_increase(int backlog_batches, size_t bytes_per_batch, size_t max_
 
 size_t predicted_increase(const RunResult& r) {
   size_t p = 0;
-  for (size_t i = 0; i < r.per_device.size(); ++i) p += predicted_increase(r, i);
+  for (size_t i = 0; i < r.measured.per_device.size(); ++i) p += predicted_increase(r, i);
   return p;
 }
 
 std::string memory_terms(const RunResult& r) {
-  if (r.asked.alloc == AllocPolicy::Run) {
-    std::string t = "working set " + format_mb(double(r.working_set_bytes));
-    if (r.asked.data_queue) {
+  if (r.asked.options.alloc == AllocPolicy::Run) {
+    std::string t = "working set " + format_mb(double(r.measured.working_set_bytes));
+    if (r.asked.options.data_queue) {
       char lead[32];
-      std::snprintf(lead, sizeof lead, "%.1f", r.peak_data_lead_batches);
-      t += std::string(" + ") + lead + " batches x " + format_mb(double(r.data_bytes_per_batch)) + " of data ahead";
+      std::snprintf(lead, sizeof lead, "%.1f", r.measured.peak_data_lead_batches);
+      t += std::string(" + ") + lead + " batches x " + format_mb(double(r.measured.data_bytes_per_batch)) +
+           " of data ahead";
     }
     return t;
   }
-  if (r.asked.graph && r.predicted.increase_bytes == graph_slots_bytes(r.bytes_per_batch) &&
-      r.predicted.increase_bytes < size_t(r.peak_backlog_batches) * r.bytes_per_batch)
-    return std::to_string(StepSlots::kSlots) + " graph slots x " + format_mb(double(r.bytes_per_batch)) + " per batch";
-  if (r.predicted.increase_bytes < size_t(r.peak_backlog_batches) * r.bytes_per_batch)
+  if (r.asked.options.graph && r.predicted.increase_bytes == graph_slots_bytes(r.measured.bytes_per_batch) &&
+      r.predicted.increase_bytes < size_t(r.measured.peak_backlog_batches) * r.measured.bytes_per_batch)
+    return std::to_string(StepSlots::kSlots) + " graph slots x " + format_mb(double(r.measured.bytes_per_batch)) +
+           " per batch";
+  if (r.predicted.increase_bytes < size_t(r.measured.peak_backlog_batches) * r.measured.bytes_per_batch)
     return "max-pending-bytes + one op's output";
-  return std::to_string(r.peak_backlog_batches) + " x " + format_mb(double(r.bytes_per_batch)) + " per batch";
+  return std::to_string(r.measured.peak_backlog_batches) + " x " + format_mb(double(r.measured.bytes_per_batch)) +
+         " per batch";
 }
 
 double predicted_wall_s(int batches, int every, double host_s, double device_s) {
@@ -121,18 +126,20 @@ int predicted_backlog(int batches, int every, double host_s, double device_s, si
 }
 
 std::string throughput_terms(const RunResult& r) {
-  const int n = r.batches_done, k = std::clamp(r.predicted.every, 1, std::max(1, n));
+  const int n = r.measured.batches_done, k = std::clamp(r.predicted.every, 1, std::max(1, n));
   const int groups = n > 0 ? (n + k - 1) / k : 0;
   std::string t = k == 1 ? std::to_string(n) + " x (h + d)"
                          : std::to_string(n) + " x max(h, d) + " +
                                (groups == 1 ? std::string("min(h, d)") : std::to_string(groups) + " x min(h, d)");
-  if (r.comm_alpha_s > 0) t += ", d + " + std::to_string(r.predicted.comm_exposed_s * 1e3).substr(0, 5) + " ms exposed comm";
-  if (r.fresh_counted ? r.predicted.fresh_s > 0 : r.fresh_bytes && r.fresh_s_per_gib > 0) {
+  if (r.measured.comm_alpha_s > 0)
+    t += ", d + " + std::to_string(r.predicted.comm_exposed_s * 1e3).substr(0, 5) + " ms exposed comm";
+  if (r.measured.fresh_counted ? r.predicted.fresh_s > 0 : r.measured.fresh_bytes && r.measured.fresh_s_per_gib > 0) {
     char f[96];
-    if (r.fresh_counted)
+    if (r.measured.fresh_counted)
       std::snprintf(f, sizeof f, " + fresh %.3f s (measured)", r.predicted.fresh_s);
     else
-      std::snprintf(f, sizeof f, " + %s fresh x %.2f s/GiB", format_mb(double(r.fresh_bytes)).c_str(), r.fresh_s_per_gib);
+      std::snprintf(f, sizeof f, " + %s fresh x %.2f s/GiB", format_mb(double(r.measured.fresh_bytes)).c_str(),
+                    r.measured.fresh_s_per_gib);
     t += f;
   }
   return t;
@@ -161,8 +168,8 @@ double probe_once(size_t len, std::vector<std::pair<void*, size_t>>& maps) {
 
 bool may_need_fresh_memory(const RunSpec& s) {
   bool cpu = false;
-  for (const Device& d : run_devices(s)) cpu = cpu || !d.is_cuda();
-  return cpu && s.alloc == AllocPolicy::Enqueue && s.sync.policy != SyncPolicy::EveryBatch;
+  for (const Device& d : run_devices(s.options)) cpu = cpu || !d.is_cuda();
+  return cpu && s.options.alloc == AllocPolicy::Enqueue && s.options.sync.policy != SyncPolicy::EveryBatch;
 }
 
 double fresh_s_per_byte() {

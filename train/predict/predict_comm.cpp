@@ -46,8 +46,8 @@ CommCost comm_cost(dist::ProcessGroup& g) {
 
 double exposed_comm_s(const RunSpec& s, double device_s, const CommCost& c) {
   // The layers' widths: features -> hidden... -> 1; a layer's work ~ in x out.
-  std::vector<int64_t> widths{s.features};
-  for (int64_t h : s.hidden.hidden) widths.push_back(h);
+  std::vector<int64_t> widths{s.options.features};
+  for (int64_t h : s.options.hidden.hidden) widths.push_back(h);
   widths.push_back(1);
   double work = 0;
   for (size_t l = 0; l + 1 < widths.size(); ++l) work += double(widths[l]) * double(widths[l + 1]);
@@ -63,7 +63,8 @@ double exposed_comm_s(const RunSpec& s, double device_s, const CommCost& c) {
     for (double floats : {in * out, out}) end = std::max(end, ready) + c.alpha_s + c.beta_s_per_byte * floats * 4;
   }
   double exposed = std::max(0.0, end - backward);
-  if (s.sync.policy == SyncPolicy::EveryBatch) exposed += c.alpha_s;  // the loss's own reduction, read each batch
+  if (s.options.sync.policy == SyncPolicy::EveryBatch)
+    exposed += c.alpha_s;  // the loss's own reduction, read each batch
   return exposed;
 }
 

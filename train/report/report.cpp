@@ -16,17 +16,19 @@ namespace amlp::train {
 void print_policy_table(const std::vector<RunResult>& rs, std::ostream& out) {
   if (rs.empty()) return;
   char buf[256];
-  out << "\n" << rs[0].device << ", " << rs[0].asked.batches << " batches of " << rs[0].asked.batch_size << ", unsynchronized\n";
+  out << "\n"
+      << rs[0].measured.device << ", " << rs[0].asked.options.batches << " batches of "
+      << rs[0].asked.options.batch_size << ", unsynchronized\n";
   std::snprintf(buf, sizeof buf, "%-9s %-31s %12s %13s %9s %10s %11s\n", "policy", "behaves like", "mem incr MB",
                 "predicted MB", "meas/pred", "samples/s", "final loss");
   out << buf;
   for (size_t i = 0; i < rs.size(); ++i) {
     const RunResult& r = rs[i];
-    std::snprintf(buf, sizeof buf, "%-9s %-31s %12.1f %13.1f %9.3f %10.0f %11.6g\n", r.label().c_str(),
-                  r.asked.like.c_str(), r.mem_increase_bytes / 1e6,
-                  r.predicted.increase_bytes / 1e6,
-                  r.predicted.increase_bytes ? double(r.mem_increase_bytes) / double(r.predicted.increase_bytes) : 0.0,
-                  r.samples_per_s, r.final_loss);
+    std::snprintf(
+        buf, sizeof buf, "%-9s %-31s %12.1f %13.1f %9.3f %10.0f %11.6g\n", r.label().c_str(), r.asked.like.c_str(),
+        r.measured.mem_increase_bytes / 1e6, r.predicted.increase_bytes / 1e6,
+        r.predicted.increase_bytes ? double(r.measured.mem_increase_bytes) / double(r.predicted.increase_bytes) : 0.0,
+        r.measured.samples_per_s, r.measured.final_loss);
     out << buf;
   }
   out << "predicted: enqueue = peak backlog x bytes per batch; run = the working set (+ the data generated ahead\n"
@@ -47,41 +49,46 @@ namespace {
 // runs have them the epochs', the devices' and the ranks', then the throughput table.
 void memory_table(const std::vector<RunResult>& rs, std::ostream& out) {
   char buf[256];
-  out << "\n" << rs[0].device << ", " << rs[0].asked.batches << " batches of " << rs[0].asked.batch_size << "\n";
+  out << "\n"
+      << rs[0].measured.device << ", " << rs[0].asked.options.batches << " batches of "
+      << rs[0].asked.options.batch_size << "\n";
   std::snprintf(buf, sizeof buf, "%-10s %8s %10s %12s %12s %13s %11s %12s %9s %11s %13s\n", "mode", "wall s",
                 "samples/s", "mem incr MB", "RSS incr MB", "peak backlog", "peak depth", "predicted MB", "meas/pred",
                 "final loss", "faults/batch");
   out << buf;
   for (const RunResult& r : rs) {
-    std::snprintf(buf, sizeof buf, "%-10s %8.3f %10.0f %12.1f %12.1f %13d %11llu %12.1f %9.3f %11.6g %13.0f\n",
-                  r.label().c_str(), r.wall_s, r.samples_per_s, r.mem_increase_bytes / 1e6, r.rss_increase_bytes / 1e6,
-                  r.peak_backlog_batches, static_cast<unsigned long long>(r.peak_queue_depth),
-                  r.predicted.increase_bytes / 1e6,
-                  r.predicted.increase_bytes ? double(r.mem_increase_bytes) / double(r.predicted.increase_bytes) : 0.0,
-                  r.final_loss, r.minor_faults_steady_per_batch);
+    std::snprintf(
+        buf, sizeof buf, "%-10s %8.3f %10.0f %12.1f %12.1f %13d %11llu %12.1f %9.3f %11.6g %13.0f\n", r.label().c_str(),
+        r.measured.wall_s, r.measured.samples_per_s, r.measured.mem_increase_bytes / 1e6,
+        r.measured.rss_increase_bytes / 1e6, r.measured.peak_backlog_batches,
+        static_cast<unsigned long long>(r.measured.peak_queue_depth), r.predicted.increase_bytes / 1e6,
+        r.predicted.increase_bytes ? double(r.measured.mem_increase_bytes) / double(r.predicted.increase_bytes) : 0.0,
+        r.measured.final_loss, r.measured.minor_faults_steady_per_batch);
     out << buf;
   }
   out << "peak backlog: most batches alive at once; peak depth: most ops queued at once.\n"
-      << (rs[0].asked.alloc == AllocPolicy::Run ? "predicted = " + memory_terms(rs[0]) + " (--alloc run; each mode its own)\n"
-                               : "predicted = peak backlog x " + format_mb(double(rs[0].bytes_per_batch)) +
-                                     " per batch (at most max-pending-bytes + one op's output when bounded)\n")
+      << (rs[0].asked.options.alloc == AllocPolicy::Run
+              ? "predicted = " + memory_terms(rs[0]) + " (--alloc run; each mode its own)\n"
+              : "predicted = peak backlog x " + format_mb(double(rs[0].measured.bytes_per_batch)) +
+                    " per batch (at most max-pending-bytes + one op's output when bounded)\n")
       << "faults/batch: the process's minor page faults in the median batch of the run's second half.\n";
 }
 
 // Each epoch of each mode, against `batch`'s same epoch.
 void epoch_table(const std::vector<RunResult>& rs, std::ostream& out) {
-  if (rs[0].asked.epochs <= 1) return;
+  if (rs[0].asked.options.epochs <= 1) return;
   char buf[256];
   const RunResult* batch = nullptr;
   for (const RunResult& r : rs)
     if (r.label() == "batch") batch = &r;
-  out << "\nper epoch (" << rs[0].asked.epochs << " epochs of " << rs[0].asked.batches << " batches)\n";
+  out << "\nper epoch (" << rs[0].asked.options.epochs << " epochs of " << rs[0].asked.options.batches << " batches)\n";
   std::snprintf(buf, sizeof buf, "%-10s %5s %10s %10s %9s %12s %12s %10s %9s %11s\n", "mode", "epoch", "samples/s",
                 "predicted", "vs batch", "mem incr MB", "reserved MB", "fresh MB", "fresh s", "loss");
   out << buf;
   for (const RunResult& r : rs)
-    for (const EpochResult& e : r.epochs) {
-      const EpochResult* b = batch && size_t(e.epoch) <= batch->epochs.size() ? &batch->epochs[e.epoch - 1] : nullptr;
+    for (const EpochResult& e : r.measured.epochs) {
+      const EpochResult* b =
+          batch && size_t(e.epoch) <= batch->measured.epochs.size() ? &batch->measured.epochs[e.epoch - 1] : nullptr;
       std::snprintf(buf, sizeof buf, "%-10s %5d %10.0f %10.0f %9.2f %12.1f %12.1f %10.1f %9.3f %11.6g\n",
                     r.label().c_str(), e.epoch, e.samples_per_s, e.predicted_samples_per_s,
                     b && b->samples_per_s > 0 ? e.samples_per_s / b->samples_per_s : 0.0,
@@ -104,7 +111,7 @@ void device_table(const std::vector<RunResult>& rs, std::ostream& out) {
                 "predicted MB", "meas/pred", "peak backlog", "d ms");
   out << buf;
   for (const RunResult& r : rs)
-    for (const DeviceResult& d : r.per_device) {
+    for (const DeviceResult& d : r.measured.per_device) {
       std::snprintf(buf, sizeof buf, "%-10s %-8s %6lld %12.1f %12.1f %9.3f %13d %9.3f\n", r.label().c_str(),
                     d.device.c_str(), static_cast<long long>(d.rows_per_batch), d.mem_increase_bytes / 1e6,
                     d.predicted_increase_bytes / 1e6,
@@ -116,14 +123,14 @@ void device_table(const std::vector<RunResult>& rs, std::ostream& out) {
 
 // Across processes: each rank's memory against its own prediction.
 void rank_table(const std::vector<RunResult>& rs, std::ostream& out) {
-  if (rs[0].ranks.empty()) return;
+  if (rs[0].measured.ranks.empty()) return;
   char buf[256];
   out << "\nper rank (--distributed mpi)\n";
   std::snprintf(buf, sizeof buf, "%-10s %5s %12s %12s %9s %10s %9s %9s\n", "mode", "rank", "mem incr MB",
                 "predicted MB", "meas/pred", "samples/s", "h ms", "d ms");
   out << buf;
   for (const RunResult& r : rs)
-    for (const RankResult& k : r.ranks) {
+    for (const RankResult& k : r.measured.ranks) {
       std::snprintf(buf, sizeof buf, "%-10s %5d %12.1f %12.1f %9.3f %10.0f %9.3f %9.3f\n", r.label().c_str(), k.rank,
                     k.mem_increase_bytes / 1e6, k.predicted_increase_bytes / 1e6,
                     k.predicted_increase_bytes ? double(k.mem_increase_bytes) / double(k.predicted_increase_bytes) : 0.0,
@@ -139,7 +146,7 @@ void throughput_table(const std::vector<RunResult>& rs, std::ostream& out) {
   for (const RunResult& r : rs)
     if (r.label() == "batch") base = &r;
   out << "\n";
-  if (const HostWork& w = rs[0].asked.host_work; w.ns) {
+  if (const HostWork& w = rs[0].asked.options.host_work; w.ns) {
     std::snprintf(buf, sizeof buf, "host work %.3f ms per batch (%s)\n", w.ns / 1e6, to_string(w.kind).c_str());
     out << buf;
   }
@@ -147,10 +154,12 @@ void throughput_table(const std::vector<RunResult>& rs, std::ostream& out) {
                 "h ms", "d ms", "predicted s", "meas/pred");
   out << buf;
   for (const RunResult& r : rs) {
-    std::snprintf(buf, sizeof buf, "%-10s %8.3f %10.0f %9.2f %9.3f %9.3f %12.3f %10.3f\n", r.label().c_str(), r.wall_s,
-                  r.samples_per_s, base && base->samples_per_s > 0 ? r.samples_per_s / base->samples_per_s : 0.0,
-                  r.host_s_per_batch * 1e3, r.device_s_per_batch * 1e3, r.predicted.wall_s,
-                  r.predicted.wall_s > 0 ? r.wall_s / r.predicted.wall_s : 0.0);
+    std::snprintf(
+        buf, sizeof buf, "%-10s %8.3f %10.0f %9.2f %9.3f %9.3f %12.3f %10.3f\n", r.label().c_str(), r.measured.wall_s,
+        r.measured.samples_per_s,
+        base && base->measured.samples_per_s > 0 ? r.measured.samples_per_s / base->measured.samples_per_s : 0.0,
+        r.measured.host_s_per_batch * 1e3, r.measured.device_s_per_batch * 1e3, r.predicted.wall_s,
+        r.predicted.wall_s > 0 ? r.measured.wall_s / r.predicted.wall_s : 0.0);
     out << buf;
   }
   out << "h: the frontend's time per batch (host work and queueing, its waits excluded); d: the device's (the\n"

@@ -45,86 +45,86 @@ std::string table(const std::vector<Figure<R>>& figures) {
 // The tables: one row a key, in the summary's order.
 // clang-format off
 const std::vector<RunFigure> kRunFigures = {
-  {"mode", "", "the synchronization mode: `batch`, `none`, `every=K`, `auto`", [](const RunResult& r) -> Json { return to_string(r.asked.sync); }},
+  {"mode", "", "the synchronization mode: `batch`, `none`, `every=K`, `auto`", [](const RunResult& r) -> Json { return to_string(r.asked.options.sync); }},
   {"label", "", "the name the run is reported under (`batch`, `every=10`, `bounded`, `run+data`, ...)", [](const RunResult& r) -> Json { return r.asked.label; }},
-  {"device", "", "the device, or the devices joined by commas (`--devices`)", [](const RunResult& r) -> Json { return r.device; }},
-  {"batches", "batches", "the batches asked for (each epoch's)", [](const RunResult& r) -> Json { return r.asked.batches; }},
-  {"batch_size", "rows", "the rows of each batch, all devices' together", [](const RunResult& r) -> Json { return r.asked.batch_size; }},
-  {"wall_s", "s", "the loop's wall time, its first batch queued to its last loss read", [](const RunResult& r) -> Json { return r.wall_s; }},
-  {"samples_per_s", "samples/s", "the batches' rows over `wall_s`", [](const RunResult& r) -> Json { return r.samples_per_s; }},
-  {"mem_increase_bytes", "bytes", "the tracked pools' bytes in use at their peak, less the start's (the devices' sum)", [](const RunResult& r) -> Json { return r.mem_increase_bytes; }},
-  {"rss_increase_bytes", "bytes", "the process's peak sampled RSS less its RSS at the start", [](const RunResult& r) -> Json { return r.rss_increase_bytes; }},
-  {"peak_queue_depth", "ops", "the most ops queued and not yet launched at once", [](const RunResult& r) -> Json { return r.peak_queue_depth; }},
-  {"peak_backlog_batches", "batches", "the most batches alive (queued and not finished) at once", [](const RunResult& r) -> Json { return r.peak_backlog_batches; }},
-  {"peak_backlog_bytes", "bytes", "the most bytes the pending ops referenced at once", [](const RunResult& r) -> Json { return r.peak_backlog_bytes; }},
-  {"bytes_per_batch", "bytes", "what one batch allocates (the memory model's unit)", [](const RunResult& r) -> Json { return r.bytes_per_batch; }},
+  {"device", "", "the device, or the devices joined by commas (`--devices`)", [](const RunResult& r) -> Json { return r.measured.device; }},
+  {"batches", "batches", "the batches asked for (each epoch's)", [](const RunResult& r) -> Json { return r.asked.options.batches; }},
+  {"batch_size", "rows", "the rows of each batch, all devices' together", [](const RunResult& r) -> Json { return r.asked.options.batch_size; }},
+  {"wall_s", "s", "the loop's wall time, its first batch queued to its last loss read", [](const RunResult& r) -> Json { return r.measured.wall_s; }},
+  {"samples_per_s", "samples/s", "the batches' rows over `wall_s`", [](const RunResult& r) -> Json { return r.measured.samples_per_s; }},
+  {"mem_increase_bytes", "bytes", "the tracked pools' bytes in use at their peak, less the start's (the devices' sum)", [](const RunResult& r) -> Json { return r.measured.mem_increase_bytes; }},
+  {"rss_increase_bytes", "bytes", "the process's peak sampled RSS less its RSS at the start", [](const RunResult& r) -> Json { return r.measured.rss_increase_bytes; }},
+  {"peak_queue_depth", "ops", "the most ops queued and not yet launched at once", [](const RunResult& r) -> Json { return r.measured.peak_queue_depth; }},
+  {"peak_backlog_batches", "batches", "the most batches alive (queued and not finished) at once", [](const RunResult& r) -> Json { return r.measured.peak_backlog_batches; }},
+  {"peak_backlog_bytes", "bytes", "the most bytes the pending ops referenced at once", [](const RunResult& r) -> Json { return r.measured.peak_backlog_bytes; }},
+  {"bytes_per_batch", "bytes", "what one batch allocates (the memory model's unit)", [](const RunResult& r) -> Json { return r.measured.bytes_per_batch; }},
   {"predicted_increase_bytes", "bytes", "the memory model's increase: peak backlog x bytes per batch, or `run`'s working set", [](const RunResult& r) -> Json { return r.predicted.increase_bytes; }},
-  {"largest_tensor_bytes", "bytes", "one op's largest output, rounded as the pool rounds it", [](const RunResult& r) -> Json { return r.largest_tensor_bytes; }},
-  {"alloc_policy", "", "when an op's outputs get memory: `enqueue` (when queued) or `run` (when the worker starts it)", [](const RunResult& r) -> Json { return to_string(r.asked.alloc); }},
-  {"data_queue", "", "true: the batches are drawn on a queue of their own (`--data-queue`)", [](const RunResult& r) -> Json { return r.asked.data_queue; }},
-  {"data_bytes_per_batch", "bytes", "the blocks of one batch's X and y", [](const RunResult& r) -> Json { return r.data_bytes_per_batch; }},
-  {"peak_data_ahead_bytes", "bytes", "the data queue's peak backlog (0 without it)", [](const RunResult& r) -> Json { return r.peak_data_ahead_bytes; }},
-  {"peak_data_lead_batches", "batches", "`peak_data_ahead_bytes` over `data_bytes_per_batch`", [](const RunResult& r) -> Json { return r.peak_data_lead_batches; }},
-  {"working_set_bytes", "bytes", "the device queue's peak backlog less the start's bytes (`run`'s model)", [](const RunResult& r) -> Json { return r.working_set_bytes; }},
-  {"start_bytes", "bytes", "the tracked pools' bytes in use at the start", [](const RunResult& r) -> Json { return r.start_bytes; }},
-  {"peak_bytes", "bytes", "... at their peak", [](const RunResult& r) -> Json { return r.peak_bytes; }},
-  {"end_bytes", "bytes", "... at the end", [](const RunResult& r) -> Json { return r.end_bytes; }},
-  {"start_rss_bytes", "bytes", "the process's RSS at the start", [](const RunResult& r) -> Json { return r.start_rss; }},
-  {"peak_rss_bytes", "bytes", "... its peak sample", [](const RunResult& r) -> Json { return r.peak_rss; }},
-  {"end_rss_bytes", "bytes", "... at the end", [](const RunResult& r) -> Json { return r.end_rss; }},
-  {"max_pending_ops", "ops", "`--max-pending-ops` (0: no bound)", [](const RunResult& r) -> Json { return r.asked.max_pending_ops; }},
-  {"max_pending_bytes", "bytes", "`--max-pending-bytes` (0: no bound)", [](const RunResult& r) -> Json { return r.asked.max_pending_bytes; }},
-  {"sync_auto", "", "`--sync auto`'s choice and why (null otherwise)", [](const RunResult& r) -> Json { return text_or_null(r.asked.sync_chosen); }},
-  {"final_loss", "", "the last loss read (null when no batch finished or it is not finite)", [](const RunResult& r) -> Json { return finite(r.final_loss); }},
+  {"largest_tensor_bytes", "bytes", "one op's largest output, rounded as the pool rounds it", [](const RunResult& r) -> Json { return r.measured.largest_tensor_bytes; }},
+  {"alloc_policy", "", "when an op's outputs get memory: `enqueue` (when queued) or `run` (when the worker starts it)", [](const RunResult& r) -> Json { return to_string(r.asked.options.alloc); }},
+  {"data_queue", "", "true: the batches are drawn on a queue of their own (`--data-queue`)", [](const RunResult& r) -> Json { return r.asked.options.data_queue; }},
+  {"data_bytes_per_batch", "bytes", "the blocks of one batch's X and y", [](const RunResult& r) -> Json { return r.measured.data_bytes_per_batch; }},
+  {"peak_data_ahead_bytes", "bytes", "the data queue's peak backlog (0 without it)", [](const RunResult& r) -> Json { return r.measured.peak_data_ahead_bytes; }},
+  {"peak_data_lead_batches", "batches", "`peak_data_ahead_bytes` over `data_bytes_per_batch`", [](const RunResult& r) -> Json { return r.measured.peak_data_lead_batches; }},
+  {"working_set_bytes", "bytes", "the device queue's peak backlog less the start's bytes (`run`'s model)", [](const RunResult& r) -> Json { return r.measured.working_set_bytes; }},
+  {"start_bytes", "bytes", "the tracked pools' bytes in use at the start", [](const RunResult& r) -> Json { return r.measured.start_bytes; }},
+  {"peak_bytes", "bytes", "... at their peak", [](const RunResult& r) -> Json { return r.measured.peak_bytes; }},
+  {"end_bytes", "bytes", "... at the end", [](const RunResult& r) -> Json { return r.measured.end_bytes; }},
+  {"start_rss_bytes", "bytes", "the process's RSS at the start", [](const RunResult& r) -> Json { return r.measured.start_rss; }},
+  {"peak_rss_bytes", "bytes", "... its peak sample", [](const RunResult& r) -> Json { return r.measured.peak_rss; }},
+  {"end_rss_bytes", "bytes", "... at the end", [](const RunResult& r) -> Json { return r.measured.end_rss; }},
+  {"max_pending_ops", "ops", "`--max-pending-ops` (0: no bound)", [](const RunResult& r) -> Json { return r.asked.options.max_pending_ops; }},
+  {"max_pending_bytes", "bytes", "`--max-pending-bytes` (0: no bound)", [](const RunResult& r) -> Json { return r.asked.options.max_pending_bytes; }},
+  {"sync_auto", "", "`--sync auto`'s choice and why (null otherwise)", [](const RunResult& r) -> Json { return text_or_null(r.asked.options.sync_chosen); }},
+  {"final_loss", "", "the last loss read (null when no batch finished or it is not finite)", [](const RunResult& r) -> Json { return finite(r.measured.final_loss); }},
   {"losses", "", "each loss the loop read, `[batch, loss]`, at most 100000 (the memory log has every one)",
    [](const RunResult& r) -> Json {
      Json out = Json::array();
-     for (const auto& [batch, loss] : r.losses) out.push_back({batch, finite(loss)});
+     for (const auto& [batch, loss] : r.measured.losses) out.push_back({batch, finite(loss)});
      return out;
    }},
-  {"status", "", "`completed`, `failed` or `interrupted`", [](const RunResult& r) -> Json { return to_string(r.status); }},
-  {"failed", "", "true: the run failed (`error` says why)", [](const RunResult& r) -> Json { return r.status == RunStatus::Failed; }},
-  {"interrupted", "", "true: a signal ended the run", [](const RunResult& r) -> Json { return r.status == RunStatus::Interrupted; }},
-  {"error", "", "the line printed when it failed (null otherwise)", [](const RunResult& r) -> Json { return text_or_null(r.error); }},
-  {"batches_done", "batches", "the batches queued (and finished, once the run ended)", [](const RunResult& r) -> Json { return r.batches_done; }},
-  {"memory_limit_bytes", "bytes", "the device pool's cap during the run (null: none)", [](const RunResult& r) -> Json { return r.memory_limit_bytes ? Json(r.memory_limit_bytes) : Json(); }},
-  {"memory_limit_source", "", "where the cap came from", [](const RunResult& r) -> Json { return r.memory_limit_source; }},
-  {"minor_faults", "faults", "the process's minor page faults over the loop and the final waitall()", [](const RunResult& r) -> Json { return r.minor_faults; }},
-  {"minor_faults_per_batch", "faults", "`minor_faults` over the batches, the warm-up included", [](const RunResult& r) -> Json { return r.minor_faults_per_batch; }},
-  {"minor_faults_steady_per_batch", "faults", "the median batch's of the second half (the memory log's rows)", [](const RunResult& r) -> Json { return r.minor_faults_steady_per_batch; }},
-  {"host_work_s", "s", "`--host-work`: the frontend's simulated work per batch", [](const RunResult& r) -> Json { return r.asked.host_work.ns * 1e-9; }},
-  {"host_work_kind", "", "`wait` or `compute`", [](const RunResult& r) -> Json { return to_string(r.asked.host_work.kind); }},
-  {"host_s_per_batch", "s", "h, the throughput model's: the loop's own time per batch", [](const RunResult& r) -> Json { return r.host_s_per_batch; }},
-  {"device_s_per_batch", "s", "d, the throughput model's: the slowest queue's busy time per batch", [](const RunResult& r) -> Json { return r.device_s_per_batch; }},
+  {"status", "", "`completed`, `failed` or `interrupted`", [](const RunResult& r) -> Json { return to_string(r.measured.status); }},
+  {"failed", "", "true: the run failed (`error` says why)", [](const RunResult& r) -> Json { return r.measured.status == RunStatus::Failed; }},
+  {"interrupted", "", "true: a signal ended the run", [](const RunResult& r) -> Json { return r.measured.status == RunStatus::Interrupted; }},
+  {"error", "", "the line printed when it failed (null otherwise)", [](const RunResult& r) -> Json { return text_or_null(r.measured.error); }},
+  {"batches_done", "batches", "the batches queued (and finished, once the run ended)", [](const RunResult& r) -> Json { return r.measured.batches_done; }},
+  {"memory_limit_bytes", "bytes", "the device pool's cap during the run (null: none)", [](const RunResult& r) -> Json { return r.measured.memory_limit_bytes ? Json(r.measured.memory_limit_bytes) : Json(); }},
+  {"memory_limit_source", "", "where the cap came from", [](const RunResult& r) -> Json { return r.measured.memory_limit_source; }},
+  {"minor_faults", "faults", "the process's minor page faults over the loop and the final waitall()", [](const RunResult& r) -> Json { return r.measured.minor_faults; }},
+  {"minor_faults_per_batch", "faults", "`minor_faults` over the batches, the warm-up included", [](const RunResult& r) -> Json { return r.measured.minor_faults_per_batch; }},
+  {"minor_faults_steady_per_batch", "faults", "the median batch's of the second half (the memory log's rows)", [](const RunResult& r) -> Json { return r.measured.minor_faults_steady_per_batch; }},
+  {"host_work_s", "s", "`--host-work`: the frontend's simulated work per batch", [](const RunResult& r) -> Json { return r.asked.options.host_work.ns * 1e-9; }},
+  {"host_work_kind", "", "`wait` or `compute`", [](const RunResult& r) -> Json { return to_string(r.asked.options.host_work.kind); }},
+  {"host_s_per_batch", "s", "h, the throughput model's: the loop's own time per batch", [](const RunResult& r) -> Json { return r.measured.host_s_per_batch; }},
+  {"device_s_per_batch", "s", "d, the throughput model's: the slowest queue's busy time per batch", [](const RunResult& r) -> Json { return r.measured.device_s_per_batch; }},
   {"model_every", "batches", "the synchronization interval the throughput model used", [](const RunResult& r) -> Json { return r.predicted.every; }},
   {"predicted_wall_s", "s", "the throughput model's wall time", [](const RunResult& r) -> Json { return r.predicted.wall_s; }},
   {"data_parallel", "", "true: the batch was split across `--devices`", [](const RunResult& r) -> Json { return r.data_parallel(); }},
-  {"blas_threads", "threads", "each CPU GEMM's threads with `--devices` (0: as set)", [](const RunResult& r) -> Json { return r.blas_threads; }},
-  {"devices", "", "one object per device (the next table)", [](const RunResult& r) -> Json { return array_of(device_figures(), r.per_device); }},
-  {"device_allocs", "calls", "calls to the devices' own allocators during the run (cudaMalloc, ...)", [](const RunResult& r) -> Json { return r.device_allocs; }},
-  {"ops_per_batch", "ops", "ops queued per batch, every device's (the data's draw and the timers included)", [](const RunResult& r) -> Json { return r.ops_per_batch; }},
-  {"fresh_bytes", "bytes", "bytes the pools had to back fresh ([cpu-pool.md](cpu-pool.md))", [](const RunResult& r) -> Json { return r.fresh_bytes; }},
-  {"fresh_s_per_gib", "s/GiB", "what backing a GiB of fresh memory costs here", [](const RunResult& r) -> Json { return r.fresh_s_per_gib; }},
+  {"blas_threads", "threads", "each CPU GEMM's threads with `--devices` (0: as set)", [](const RunResult& r) -> Json { return r.measured.blas_threads; }},
+  {"devices", "", "one object per device (the next table)", [](const RunResult& r) -> Json { return array_of(device_figures(), r.measured.per_device); }},
+  {"device_allocs", "calls", "calls to the devices' own allocators during the run (cudaMalloc, ...)", [](const RunResult& r) -> Json { return r.measured.device_allocs; }},
+  {"ops_per_batch", "ops", "ops queued per batch, every device's (the data's draw and the timers included)", [](const RunResult& r) -> Json { return r.measured.ops_per_batch; }},
+  {"fresh_bytes", "bytes", "bytes the pools had to back fresh ([cpu-pool.md](cpu-pool.md))", [](const RunResult& r) -> Json { return r.measured.fresh_bytes; }},
+  {"fresh_s_per_gib", "s/GiB", "what backing a GiB of fresh memory costs here", [](const RunResult& r) -> Json { return r.measured.fresh_s_per_gib; }},
   {"fresh_s", "s", "the throughput model's fresh-memory term", [](const RunResult& r) -> Json { return r.predicted.fresh_s; }},
-  {"fresh_counted", "", "true: the term is the worker's measured time; false: the probe's price x bytes", [](const RunResult& r) -> Json { return r.fresh_counted; }},
-  {"d_measured", "", "true: d is taken apart below (CPU devices)", [](const RunResult& r) -> Json { return r.d_measured; }},
-  {"d_kernels_s", "s", "d's kernels, their own time per batch", [](const RunResult& r) -> Json { return r.d_kernels_s; }},
-  {"d_fresh_s", "s", "d's worker time backing fresh blocks, per batch", [](const RunResult& r) -> Json { return r.d_fresh_s; }},
-  {"d_rest_s", "s", "the rest of d per batch (allocation, bookkeeping): d less the two", [](const RunResult& r) -> Json { return r.d_rest_s; }},
-  {"fresh_worker_s", "s", "the worker's seconds in the CPU pools' backing (the lock and lookups included)", [](const RunResult& r) -> Json { return r.fresh_worker_s; }},
-  {"fresh_worker_populate_s", "s", "... of which populating", [](const RunResult& r) -> Json { return r.fresh_worker_populate_s; }},
-  {"fresh_backed_bytes", "bytes", "the bytes the worker backed", [](const RunResult& r) -> Json { return r.fresh_worker_bytes; }},
-  {"fresh_populator_s", "s", "the populator thread's backing seconds, off the worker's clock", [](const RunResult& r) -> Json { return r.fresh_populator_s; }},
-  {"fresh_populator_bytes", "bytes", "the bytes the populator thread backed", [](const RunResult& r) -> Json { return r.fresh_populator_bytes; }},
-  {"distributed", "", "`--distributed`: `none` or `mpi`", [](const RunResult& r) -> Json { return r.asked.distributed; }},
-  {"ranks", "", "`--distributed mpi`, written by rank 0: one object per rank (the rank table below)", [](const RunResult& r) -> Json { return array_of(rank_figures(), r.ranks); }},
-  {"comm_alpha_s", "s", "the all-reduce's measured latency, alpha", [](const RunResult& r) -> Json { return r.comm_alpha_s; }},
-  {"comm_beta_s_per_byte", "s/byte", "the all-reduce's measured seconds per byte, beta", [](const RunResult& r) -> Json { return r.comm_beta_s_per_byte; }},
+  {"fresh_counted", "", "true: the term is the worker's measured time; false: the probe's price x bytes", [](const RunResult& r) -> Json { return r.measured.fresh_counted; }},
+  {"d_measured", "", "true: d is taken apart below (CPU devices)", [](const RunResult& r) -> Json { return r.measured.d_measured; }},
+  {"d_kernels_s", "s", "d's kernels, their own time per batch", [](const RunResult& r) -> Json { return r.measured.d_kernels_s; }},
+  {"d_fresh_s", "s", "d's worker time backing fresh blocks, per batch", [](const RunResult& r) -> Json { return r.measured.d_fresh_s; }},
+  {"d_rest_s", "s", "the rest of d per batch (allocation, bookkeeping): d less the two", [](const RunResult& r) -> Json { return r.measured.d_rest_s; }},
+  {"fresh_worker_s", "s", "the worker's seconds in the CPU pools' backing (the lock and lookups included)", [](const RunResult& r) -> Json { return r.measured.fresh_worker_s; }},
+  {"fresh_worker_populate_s", "s", "... of which populating", [](const RunResult& r) -> Json { return r.measured.fresh_worker_populate_s; }},
+  {"fresh_backed_bytes", "bytes", "the bytes the worker backed", [](const RunResult& r) -> Json { return r.measured.fresh_worker_bytes; }},
+  {"fresh_populator_s", "s", "the populator thread's backing seconds, off the worker's clock", [](const RunResult& r) -> Json { return r.measured.fresh_populator_s; }},
+  {"fresh_populator_bytes", "bytes", "the bytes the populator thread backed", [](const RunResult& r) -> Json { return r.measured.fresh_populator_bytes; }},
+  {"distributed", "", "`--distributed`: `none` or `mpi`", [](const RunResult& r) -> Json { return r.asked.options.distributed; }},
+  {"ranks", "", "`--distributed mpi`, written by rank 0: one object per rank (the rank table below)", [](const RunResult& r) -> Json { return array_of(rank_figures(), r.measured.ranks); }},
+  {"comm_alpha_s", "s", "the all-reduce's measured latency, alpha", [](const RunResult& r) -> Json { return r.measured.comm_alpha_s; }},
+  {"comm_beta_s_per_byte", "s/byte", "the all-reduce's measured seconds per byte, beta", [](const RunResult& r) -> Json { return r.measured.comm_beta_s_per_byte; }},
   {"comm_exposed_s_per_batch", "s", "the reductions' exposed seconds per batch, as the model has them", [](const RunResult& r) -> Json { return r.predicted.comm_exposed_s; }},
-  {"graph", "", "`--graph on`: the first device's step verdicts (the graph table below); null without", [](const RunResult& r) -> Json { return r.asked.graph ? object_of(graph_figures(), r.graph) : Json(); }},
+  {"graph", "", "`--graph on`: the first device's step verdicts (the graph table below); null without", [](const RunResult& r) -> Json { return r.asked.options.graph ? object_of(graph_figures(), r.measured.graph) : Json(); }},
   {"epochs", "", "with `--epochs E` > 1 only: `asked` (E) and `each`, one object per epoch that ended (the epoch table below)",
-   [](const RunResult& r) -> Json { return {{"asked", r.asked.epochs}, {"each", array_of(epoch_figures(), r.epochs)}}; },
-   [](const RunResult& r) { return r.asked.epochs > 1; }},
+   [](const RunResult& r) -> Json { return {{"asked", r.asked.options.epochs}, {"each", array_of(epoch_figures(), r.measured.epochs)}}; },
+   [](const RunResult& r) { return r.asked.options.epochs > 1; }},
 };
 
 const std::vector<Figure<DeviceResult>> kDeviceFigures = {
@@ -214,41 +214,47 @@ __attribute__((format(printf, 1, 2))) std::string fmt(const char* f, ...) {
   return buf;
 }
 double ratio(double measured, double predicted) { return predicted ? measured / predicted : 0.0; }
-double per_batch_ms(const RunResult& r, double s) { return r.batches_done ? s / r.batches_done * 1e3 : 0.0; }
+double per_batch_ms(const RunResult& r, double s) {
+  return r.measured.batches_done ? s / r.measured.batches_done * 1e3 : 0.0;
+}
 
 void device_line(const RunResult& r, Lines& out) {
-  out.emplace_back("device", r.device + (r.ranks.empty() ? "" : " on each of " + std::to_string(r.ranks.size()) +
-                                                                     " ranks (--distributed mpi)"));
+  out.emplace_back("device", r.measured.device + (r.measured.ranks.empty()
+                                                      ? ""
+                                                      : " on each of " + std::to_string(r.measured.ranks.size()) +
+                                                            " ranks (--distributed mpi)"));
 }
 
 void mode_lines(const RunResult& r, Lines& out) {
   const RunSpec& s = r.asked;
-  std::string mode = to_string(s.sync);
-  if (s.max_pending_ops || s.max_pending_bytes) {
+  std::string mode = to_string(s.options.sync);
+  if (s.options.max_pending_ops || s.options.max_pending_bytes) {
     mode += " with back-pressure (";
-    if (s.max_pending_ops) mode += std::to_string(s.max_pending_ops) + " ops";
-    if (s.max_pending_ops && s.max_pending_bytes) mode += ", ";
-    if (s.max_pending_bytes) mode += format_mb(double(s.max_pending_bytes));
+    if (s.options.max_pending_ops) mode += std::to_string(s.options.max_pending_ops) + " ops";
+    if (s.options.max_pending_ops && s.options.max_pending_bytes) mode += ", ";
+    if (s.options.max_pending_bytes) mode += format_mb(double(s.options.max_pending_bytes));
     mode += ")";
   }
   out.emplace_back("mode", mode);
-  if (!s.sync_chosen.empty()) out.emplace_back("sync auto", s.sync_chosen);
+  if (!s.options.sync_chosen.empty()) out.emplace_back("sync auto", s.options.sync_chosen);
 }
 
 void wall_line(const RunResult& r, Lines& out) {
   const RunSpec& s = r.asked;
-  const int total = s.total_batches();
-  if (r.batches_done < total)
-    out.emplace_back("wall time", fmt("%.3f s (%d of %d batches of %d: %s)", r.wall_s, r.batches_done, total,
-                                      s.batch_size, to_string(r.status)));
-  else if (s.epochs > 1)
-    out.emplace_back("wall time", fmt("%.3f s (%d epochs of %d batches of %d)", r.wall_s, s.epochs, s.batches, s.batch_size));
+  const int total = s.options.total_batches();
+  if (r.measured.batches_done < total)
+    out.emplace_back("wall time", fmt("%.3f s (%d of %d batches of %d: %s)", r.measured.wall_s, r.measured.batches_done,
+                                      total, s.options.batch_size, to_string(r.measured.status)));
+  else if (s.options.epochs > 1)
+    out.emplace_back("wall time", fmt("%.3f s (%d epochs of %d batches of %d)", r.measured.wall_s, s.options.epochs,
+                                      s.options.batches, s.options.batch_size));
   else
-    out.emplace_back("wall time", fmt("%.3f s (%d batches of %d)", r.wall_s, s.batches, s.batch_size));
+    out.emplace_back("wall time",
+                     fmt("%.3f s (%d batches of %d)", r.measured.wall_s, s.options.batches, s.options.batch_size));
 }
 
 void epoch_lines(const RunResult& r, Lines& out) {
-  for (const EpochResult& e : r.epochs)
+  for (const EpochResult& e : r.measured.epochs)
     out.emplace_back("epoch " + std::to_string(e.epoch),
                      fmt("%.0f samples/s, memory +%s (reserved %s), fresh %s backed (the worker %.3f s), loss %.6g",
                          e.samples_per_s, format_mb(double(e.mem_increase_bytes)).c_str(),
@@ -257,24 +263,25 @@ void epoch_lines(const RunResult& r, Lines& out) {
 }
 
 void throughput_and_memory_lines(const RunResult& r, Lines& out) {
-  out.emplace_back("samples/s", fmt("%.0f", r.samples_per_s));
-  out.emplace_back("memory increase",
-                   format_mb(double(r.mem_increase_bytes)) + " tracked, " + format_mb(double(r.rss_increase_bytes)) + " RSS");
-  out.emplace_back("peak queue depth", fmt("%llu ops, %d batch%s", static_cast<unsigned long long>(r.peak_queue_depth),
-                                           r.peak_backlog_batches, r.peak_backlog_batches == 1 ? "" : "es"));
-  out.emplace_back("allocation", r.asked.alloc == AllocPolicy::Run
+  out.emplace_back("samples/s", fmt("%.0f", r.measured.samples_per_s));
+  out.emplace_back("memory increase", format_mb(double(r.measured.mem_increase_bytes)) + " tracked, " +
+                                          format_mb(double(r.measured.rss_increase_bytes)) + " RSS");
+  out.emplace_back("peak queue depth",
+                   fmt("%llu ops, %d batch%s", static_cast<unsigned long long>(r.measured.peak_queue_depth),
+                       r.measured.peak_backlog_batches, r.measured.peak_backlog_batches == 1 ? "" : "es"));
+  out.emplace_back("allocation", r.asked.options.alloc == AllocPolicy::Run
                                      ? "run (an op's outputs get memory when the worker starts it)"
                                      : "enqueue (an op's outputs get memory when it is queued)");
 }
 
 void graph_line(const RunResult& r, Lines& out) {
-  if (!r.asked.graph) return;
-  const StepGraphStats& g = r.graph;
+  if (!r.asked.options.graph) return;
+  const StepGraphStats& g = r.measured.graph;
   using ull = unsigned long long;
   std::string text = fmt("%llu of %llu batches held: %llu recorded, %llu replayed, %llu re-recorded",
                          ull(g.captured + g.replayed + g.updated), ull(g.steps), ull(g.captured), ull(g.replayed),
                          ull(g.updated));
-  if (!r.asked.device.is_cuda()) text += " (verdicts: a CPU runs held ops one by one)";
+  if (!r.asked.options.device.is_cuda()) text += " (verdicts: a CPU runs held ops one by one)";
   text += "; graph slots hold " + format_mb(double(g.slot_bytes));
   if (g.capture_failures)
     text += "; " + std::to_string(g.capture_failures) + " failed recording" + (g.capture_failures == 1 ? "" : "s") +
@@ -284,9 +291,10 @@ void graph_line(const RunResult& r, Lines& out) {
 }
 
 void data_line(const RunResult& r, Lines& out) {
-  if (!r.asked.data_queue) return;
-  out.emplace_back("data", fmt("on the data queue, %s per batch, at most %.1f batches ahead",
-                               format_mb(double(r.data_bytes_per_batch)).c_str(), r.peak_data_lead_batches));
+  if (!r.asked.options.data_queue) return;
+  out.emplace_back("data",
+                   fmt("on the data queue, %s per batch, at most %.1f batches ahead",
+                       format_mb(double(r.measured.data_bytes_per_batch)).c_str(), r.measured.peak_data_lead_batches));
 }
 
 // The memory model's prediction, and with --devices each device's share.
@@ -295,94 +303,103 @@ void predicted_increase_lines(const RunResult& r, Lines& out) {
                    format_mb(double(r.predicted.increase_bytes)) + " = " +
                        (r.data_parallel() ? std::string("the devices' sum") : memory_terms(r)) +
                        fmt(" (measured / predicted = %.3f)",
-                           ratio(double(r.mem_increase_bytes), double(r.predicted.increase_bytes))));
+                           ratio(double(r.measured.mem_increase_bytes), double(r.predicted.increase_bytes))));
   if (!r.data_parallel()) return;
-  for (size_t i = 0; i < r.per_device.size(); ++i) {
-    const DeviceResult& d = r.per_device[i];
+  for (size_t i = 0; i < r.measured.per_device.size(); ++i) {
+    const DeviceResult& d = r.measured.per_device[i];
     // The model's terms on this device: the enqueue backlog, or run's working set (and the data ahead, on the first).
     std::string terms;
-    if (r.asked.alloc == AllocPolicy::Run)
-      terms = "working set " + format_mb(double(d.working_set_bytes)) +
-              (i == 0 && r.asked.data_queue ? " + data ahead " + format_mb(double(r.peak_data_ahead_bytes)) : "");
+    if (r.asked.options.alloc == AllocPolicy::Run)
+      terms =
+          "working set " + format_mb(double(d.working_set_bytes)) +
+          (i == 0 && r.asked.options.data_queue ? " + data ahead " + format_mb(double(r.measured.peak_data_ahead_bytes))
+                                                : "");
     else
-      terms = std::to_string(r.peak_backlog_batches) + " x " + format_mb(double(d.bytes_per_batch)) + " per batch";
+      terms =
+          std::to_string(r.measured.peak_backlog_batches) + " x " + format_mb(double(d.bytes_per_batch)) + " per batch";
     out.emplace_back("  " + d.device,
                      fmt("%lld rows a batch; memory +%s, predicted %s = %s (%.3f); d %.3f ms per batch",
                          static_cast<long long>(d.rows_per_batch), format_mb(double(d.mem_increase_bytes)).c_str(),
                          format_mb(double(d.predicted_increase_bytes)).c_str(), terms.c_str(),
                          ratio(double(d.mem_increase_bytes), double(d.predicted_increase_bytes)), d.device_s_per_batch * 1e3));
   }
-  if (r.blas_threads)
-    out.emplace_back("BLAS threads", std::to_string(r.blas_threads) + " per CPU GEMM (the cores shared by the CPU devices)");
+  if (r.measured.blas_threads)
+    out.emplace_back("BLAS threads",
+                     std::to_string(r.measured.blas_threads) + " per CPU GEMM (the cores shared by the CPU devices)");
 }
 
 // Across processes: each rank's own figures, and the communication term.
 void rank_lines(const RunResult& r, Lines& out) {
-  for (const RankResult& k : r.ranks)
+  for (const RankResult& k : r.measured.ranks)
     out.emplace_back("  rank " + std::to_string(k.rank),
                      fmt("memory +%s, predicted %s (%.3f); %.0f samples/s; h %.3f ms, d %.3f ms per batch",
                          format_mb(double(k.mem_increase_bytes)).c_str(), format_mb(double(k.predicted_increase_bytes)).c_str(),
                          ratio(double(k.mem_increase_bytes), double(k.predicted_increase_bytes)), k.samples_per_s,
                          k.host_s_per_batch * 1e3, k.device_s_per_batch * 1e3));
-  if (r.comm_alpha_s > 0)
-    out.emplace_back("communication",
-                     fmt("all-reduce alpha %.1f us, beta %.3f ms/MB; exposed %.3f ms per batch; step predicted %.3f ms "
-                         "(d + exposed), measured %.3f ms (wall / batches)",
-                         r.comm_alpha_s * 1e6, r.comm_beta_s_per_byte * 1e9, r.predicted.comm_exposed_s * 1e3,
-                         (r.device_s_per_batch + r.predicted.comm_exposed_s) * 1e3, per_batch_ms(r, r.wall_s)));
+  if (r.measured.comm_alpha_s > 0)
+    out.emplace_back(
+        "communication",
+        fmt("all-reduce alpha %.1f us, beta %.3f ms/MB; exposed %.3f ms per batch; step predicted %.3f ms "
+            "(d + exposed), measured %.3f ms (wall / batches)",
+            r.measured.comm_alpha_s * 1e6, r.measured.comm_beta_s_per_byte * 1e9, r.predicted.comm_exposed_s * 1e3,
+            (r.measured.device_s_per_batch + r.predicted.comm_exposed_s) * 1e3, per_batch_ms(r, r.measured.wall_s)));
 }
 
 void faults_and_host_lines(const RunResult& r, Lines& out) {
   out.emplace_back("minor page faults",
                    fmt("%.0f in the median batch of the second half, %.0f per batch overall, %llu in all",
-                       r.minor_faults_steady_per_batch, r.minor_faults_per_batch,
-                       static_cast<unsigned long long>(r.minor_faults)));
-  if (r.asked.host_work.ns)
-    out.emplace_back("host work", fmt("%.3f ms per batch (%s)", r.asked.host_work.ns / 1e6,
-                                      to_string(r.asked.host_work.kind).c_str()));
+                       r.measured.minor_faults_steady_per_batch, r.measured.minor_faults_per_batch,
+                       static_cast<unsigned long long>(r.measured.minor_faults)));
+  if (r.asked.options.host_work.ns)
+    out.emplace_back("host work", fmt("%.3f ms per batch (%s)", r.asked.options.host_work.ns / 1e6,
+                                      to_string(r.asked.options.host_work.kind).c_str()));
   out.emplace_back("frontend, device",
                    fmt("h %.3f ms, d %.3f ms per batch (h: the loop's own time; d: the queue's busy time)",
-                       r.host_s_per_batch * 1e3, r.device_s_per_batch * 1e3));
+                       r.measured.host_s_per_batch * 1e3, r.measured.device_s_per_batch * 1e3));
 }
 
 // d taken apart (CPU devices): two measured terms and the remainder.
 void d_line(const RunResult& r, Lines& out) {
-  if (!r.d_measured) return;
-  const double d = r.device_s_per_batch;
-  std::string v = fmt("%.3f ms = kernels %.3f + fresh memory %.3f (%s backed by the worker) + rest %.3f (the "
-                      "remainder: allocation, bookkeeping; kernels + fresh = %.3f of d)",
-                      d * 1e3, r.d_kernels_s * 1e3, r.d_fresh_s * 1e3, format_mb(double(r.fresh_worker_bytes)).c_str(),
-                      r.d_rest_s * 1e3, d > 0 ? (r.d_kernels_s + r.d_fresh_s) / d : 0.0);
-  if (r.batches_done && r.fresh_populator_s > 0)  // off the worker's clock, at idle priority
-    v += fmt("; off d, the populator backed fresh memory %.3f ms per batch", per_batch_ms(r, r.fresh_populator_s));
+  if (!r.measured.d_measured) return;
+  const double d = r.measured.device_s_per_batch;
+  std::string v =
+      fmt("%.3f ms = kernels %.3f + fresh memory %.3f (%s backed by the worker) + rest %.3f (the "
+          "remainder: allocation, bookkeeping; kernels + fresh = %.3f of d)",
+          d * 1e3, r.measured.d_kernels_s * 1e3, r.measured.d_fresh_s * 1e3,
+          format_mb(double(r.measured.fresh_worker_bytes)).c_str(), r.measured.d_rest_s * 1e3,
+          d > 0 ? (r.measured.d_kernels_s + r.measured.d_fresh_s) / d : 0.0);
+  if (r.measured.batches_done && r.measured.fresh_populator_s > 0)  // off the worker's clock, at idle priority
+    v += fmt("; off d, the populator backed fresh memory %.3f ms per batch",
+             per_batch_ms(r, r.measured.fresh_populator_s));
   out.emplace_back("d per batch", v);
 }
 
 void fresh_line(const RunResult& r, Lines& out) {
-  if (r.fresh_counted && r.fresh_worker_bytes + r.fresh_populator_bytes > 0)
-    out.emplace_back("fresh memory",
-                     fmt("%s obtained from the system; backed by the worker (%s in %.3f s) and by the populator thread "
-                         "(%s in %.3f s, off the worker's clock; %.3f ms per batch), %.3f s per GiB as measured: %.3f s "
-                         "of d (%.3f ms per batch)",
-                         format_mb(double(r.fresh_bytes)).c_str(), format_mb(double(r.fresh_worker_bytes)).c_str(),
-                         r.fresh_worker_populate_s, format_mb(double(r.fresh_populator_bytes)).c_str(),
-                         r.fresh_populator_s, per_batch_ms(r, r.fresh_populator_s), r.fresh_s_per_gib,
-                         r.predicted.fresh_s, per_batch_ms(r, r.predicted.fresh_s)));
-  else if (!r.fresh_counted && r.fresh_s_per_gib > 0)
+  if (r.measured.fresh_counted && r.measured.fresh_worker_bytes + r.measured.fresh_populator_bytes > 0)
+    out.emplace_back(
+        "fresh memory",
+        fmt("%s obtained from the system; backed by the worker (%s in %.3f s) and by the populator thread "
+            "(%s in %.3f s, off the worker's clock; %.3f ms per batch), %.3f s per GiB as measured: %.3f s "
+            "of d (%.3f ms per batch)",
+            format_mb(double(r.measured.fresh_bytes)).c_str(), format_mb(double(r.measured.fresh_worker_bytes)).c_str(),
+            r.measured.fresh_worker_populate_s, format_mb(double(r.measured.fresh_populator_bytes)).c_str(),
+            r.measured.fresh_populator_s, per_batch_ms(r, r.measured.fresh_populator_s), r.measured.fresh_s_per_gib,
+            r.predicted.fresh_s, per_batch_ms(r, r.predicted.fresh_s)));
+  else if (!r.measured.fresh_counted && r.measured.fresh_s_per_gib > 0)
     out.emplace_back("fresh memory",
                      fmt("%s obtained from the system, backed at %.3f s per GiB here (a probe's): %.3f s (%.3f ms of d "
                          "per batch)",
-                         format_mb(double(r.fresh_bytes)).c_str(), r.fresh_s_per_gib, r.predicted.fresh_s,
-                         per_batch_ms(r, r.predicted.fresh_s)));
+                         format_mb(double(r.measured.fresh_bytes)).c_str(), r.measured.fresh_s_per_gib,
+                         r.predicted.fresh_s, per_batch_ms(r, r.predicted.fresh_s)));
 }
 
 // Why a run with host work shows little backlog or little speed-up: which
 // side is the bottleneck. None when neither dominates or there is no host work.
 void predicted_wall_lines(const RunResult& r, Lines& out) {
   out.emplace_back("predicted wall", fmt("%.3f s = %s (measured / predicted = %.3f)", r.predicted.wall_s,
-                                         throughput_terms(r).c_str(), ratio(r.wall_s, r.predicted.wall_s)));
-  if (!r.asked.host_work.ns) return;
-  const double h = r.host_s_per_batch, d = r.device_s_per_batch;
+                                         throughput_terms(r).c_str(), ratio(r.measured.wall_s, r.predicted.wall_s)));
+  if (!r.asked.options.host_work.ns) return;
+  const double h = r.measured.host_s_per_batch, d = r.measured.device_s_per_batch;
   if (h > 1.2 * d)
     out.emplace_back("note", "the frontend is the bottleneck (h > d): the device finishes each batch before the next "
                              "is queued, so the backlog stays near one batch whatever the mode, and not waiting saves "
@@ -393,10 +410,10 @@ void predicted_wall_lines(const RunResult& r, Lines& out) {
 }
 
 void outcome_lines(const RunResult& r, Lines& out) {
-  out.emplace_back("final loss", fmt("%.6g", r.final_loss));
-  out.emplace_back("memory limit", r.memory_limit_bytes
-                                       ? format_mb(double(r.memory_limit_bytes)) + " (" + r.memory_limit_source + ")"
-                                       : r.memory_limit_source);
+  out.emplace_back("final loss", fmt("%.6g", r.measured.final_loss));
+  out.emplace_back("memory limit", r.measured.memory_limit_bytes ? format_mb(double(r.measured.memory_limit_bytes)) +
+                                                                       " (" + r.measured.memory_limit_source + ")"
+                                                                 : r.measured.memory_limit_source);
 }
 
 }  // namespace

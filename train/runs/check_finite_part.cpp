@@ -17,7 +17,7 @@ class CheckFinitePart : public LoopPart {
 }  // namespace
 
 std::unique_ptr<LoopPart> check_finite_part(Loop& loop) {
-  if (!loop.spec.check_finite) return nullptr;
+  if (!loop.spec.options.check_finite) return nullptr;
   return std::make_unique<CheckFinitePart>();
 }
 

@@ -59,17 +59,17 @@ int64_t local_batch_rows(const Options& s) {
 
 void gather_rank_figures(std::vector<RunResult>& results) {
   if (results.empty()) return;
-  dist::ProcessGroup* g = rank_group(results.front().asked);
+  dist::ProcessGroup* g = rank_group(results.front().asked.options);
   if (!g) return;
   for (RunResult& r : results) {
     const std::vector<std::vector<double>> rows =
-        g->gather({r.samples_per_s, r.wall_s, double(r.mem_increase_bytes), double(r.predicted.increase_bytes),
-                   r.host_s_per_batch, r.device_s_per_batch});
-    r.ranks.clear();
+        g->gather({r.measured.samples_per_s, r.measured.wall_s, double(r.measured.mem_increase_bytes),
+                   double(r.predicted.increase_bytes), r.measured.host_s_per_batch, r.measured.device_s_per_batch});
+    r.measured.ranks.clear();
     for (size_t i = 0; i < rows.size(); ++i) {
       const std::vector<double>& f = rows[i];
-      r.ranks.push_back(RankResult{static_cast<int>(i), f[0], f[1], static_cast<size_t>(f[2]),
-                                   static_cast<size_t>(f[3]), f[4], f[5]});
+      r.measured.ranks.push_back(RankResult{static_cast<int>(i), f[0], f[1], static_cast<size_t>(f[2]),
+                                            static_cast<size_t>(f[3]), f[4], f[5]});
     }
   }
 }

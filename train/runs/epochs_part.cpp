@@ -26,10 +26,11 @@ class EpochsPart : public LoopPart {
     e_.peak_backlog_batches = std::max(e_.peak_backlog_batches, row.backlog_batches);
     if (!b.epoch_ends) return;
     const RunSpec& s = loop_.spec;
-    loop_.result.epochs.push_back(end(*row.loss, model_every(s.sync, s.batches, s.max_pending_bytes,
-                                                             loop_.meter.bytes_per_batch())));
-    print(loop_.result.epochs.back());
-    if (b.epoch < s.epochs) begin(b.epoch + 1);
+    loop_.result.measured.epochs.push_back(end(
+        *row.loss,
+        model_every(s.options.sync, s.options.batches, s.options.max_pending_bytes, loop_.meter.bytes_per_batch())));
+    print(loop_.result.measured.epochs.back());
+    if (b.epoch < s.options.epochs) begin(b.epoch + 1);
   }
 
  private:
@@ -77,8 +78,8 @@ class EpochsPart : public LoopPart {
     std::snprintf(line, sizeof line,
                   "epoch %d of %d: %d batches in %.4f sec, %.0f samples/s, loss %.6g, memory +%.1f MB "
                   "(reserved %.1f MB, fresh %.1f MB backed)",
-                  e.epoch, loop_.spec.epochs, e.batches, e.wall_s, e.samples_per_s, e.loss, e.mem_increase_bytes / 1e6,
-                  e.peak_reserved_bytes / 1e6, e.fresh_bytes / 1e6);
+                  e.epoch, loop_.spec.options.epochs, e.batches, e.wall_s, e.samples_per_s, e.loss,
+                  e.mem_increase_bytes / 1e6, e.peak_reserved_bytes / 1e6, e.fresh_bytes / 1e6);
     loop_.print(line);
   }
   MemoryStats fresh() const {  // the devices' fresh-memory counters, summed
@@ -110,7 +111,7 @@ class EpochsPart : public LoopPart {
 }  // namespace
 
 std::unique_ptr<LoopPart> epochs_part(Loop& loop) {
-  if (loop.spec.epochs <= 1) return nullptr;
+  if (loop.spec.options.epochs <= 1) return nullptr;
   return std::make_unique<EpochsPart>(loop);
 }
 

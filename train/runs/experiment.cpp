@@ -51,17 +51,17 @@ std::string device_list(const std::vector<Device>& ds) {
 RunResult new_result(const RunSpec& s, const std::vector<Device>& devs) {
   RunResult r;
   r.asked = s;
-  r.device = device_list(devs);
-  r.final_loss = std::numeric_limits<double>::quiet_NaN();
-  int64_t widest = s.features;
-  for (int64_t h : s.hidden.hidden) widest = std::max(widest, h);
+  r.measured.device = device_list(devs);
+  r.measured.final_loss = std::numeric_limits<double>::quiet_NaN();
+  int64_t widest = s.options.features;
+  for (int64_t h : s.options.hidden.hidden) widest = std::max(widest, h);
   const auto block = [](int64_t floats) { return pool_block_bytes(static_cast<size_t>(floats) * sizeof(float)); };
-  const int64_t rows = local_batch_rows(s);  // this rank's, across processes
-  r.largest_tensor_bytes = block(rows * widest);
-  r.data_bytes_per_batch = block(rows * s.features) + block(rows);
+  const int64_t rows = local_batch_rows(s.options);  // this rank's, across processes
+  r.measured.largest_tensor_bytes = block(rows * widest);
+  r.measured.data_bytes_per_batch = block(rows * s.options.features) + block(rows);
   for (const Device& d : devs) {
-    r.per_device.push_back(DeviceResult{});
-    r.per_device.back().device = d.str();
+    r.measured.per_device.push_back(DeviceResult{});
+    r.measured.per_device.back().device = d.str();
   }
   return r;
 }
@@ -71,14 +71,15 @@ RunResult new_result(const RunSpec& s, const std::vector<Device>& devs) {
 // device's budget and each replica's rows noted in `r`.
 std::unique_ptr<Trainer> new_trainer(const RunSpec& s, const std::vector<Device>& devs, RunResult& r) {
   const MemoryBudget limit = memory_limit(devs[0]);
-  r.memory_limit_bytes = limit.bytes;
-  r.memory_limit_source = limit.bytes ? limit.source : "none";
+  r.measured.memory_limit_bytes = limit.bytes;
+  r.measured.memory_limit_source = limit.bytes ? limit.source : "none";
   for (const Device& dev : devs) fresh_device(dev);
-  manual_seed(s.seed);
-  auto trainer = std::make_unique<Trainer>(s, devs);
-  if (!s.load.empty()) trainer->load(s.load, loaded_parameters(s.load));  // read and checked up front
-  const std::vector<int64_t> rows = trainer->rows(s.batch_size);
-  for (size_t i = 0; i < devs.size(); ++i) r.per_device[i].rows_per_batch = rows[i];
+  manual_seed(s.options.seed);
+  auto trainer = std::make_unique<Trainer>(s.options, devs);
+  if (!s.options.load.empty())
+    trainer->load(s.options.load, loaded_parameters(s.options.load));  // read and checked up front
+  const std::vector<int64_t> rows = trainer->rows(s.options.batch_size);
+  for (size_t i = 0; i < devs.size(); ++i) r.measured.per_device[i].rows_per_batch = rows[i];
   for (const Device& dev : devs) fresh_device(dev);
   return trainer;
 }
@@ -88,8 +89,8 @@ std::unique_ptr<Trainer> new_trainer(const RunSpec& s, const std::vector<Device>
 std::string failure_place(const RunSpec& s, const Batch& b, bool in_loop, const char* doing) {
   if (doing) return doing;
   if (!in_loop) return b.number == 0 ? "before its first batch" : "in the final waitall()";
-  return "at batch " + std::to_string(b.number) + " of " + std::to_string(s.total_batches()) +
-         (s.epochs > 1 ? " (epoch " + std::to_string(b.epoch) + ")" : std::string());
+  return "at batch " + std::to_string(b.number) + " of " + std::to_string(s.options.total_batches()) +
+         (s.options.epochs > 1 ? " (epoch " + std::to_string(b.epoch) + ")" : std::string());
 }
 
 // The one line a failed run reports: where it failed, what, and for out of
@@ -102,7 +103,7 @@ std::string failure_message(const RunSpec& s, const RunResult& r, const RunMeter
     if (int b = meter.batch_of(k->device, k->seq); b && b != batch)
       what += " (op #" + std::to_string(k->seq) + " was queued in batch " + std::to_string(b) + ")";
   if (dynamic_cast<const OutOfMemory*>(&e)) {
-    if (r.peak_backlog_batches <= 1)
+    if (r.measured.peak_backlog_batches <= 1)
       what += "; one batch alone does not fit: use a smaller --batch-size or --hidden, or raise --memory-limit";
     else
       what += "; the queued batches outgrew it: bound them with --max-pending-bytes, synchronize with --sync "
@@ -117,13 +118,13 @@ std::string failure_message(const RunSpec& s, const RunResult& r, const RunMeter
 [[noreturn]] void throw_failed(RunResult& r, RunMeter& meter, double wall_s) {
   drop_pending();
   try {  // across processes a reduction in flight may wait for a rank that stopped: not waited for
-    if (!rank_group(r.asked)) waitall();
+    if (!rank_group(r.asked.options)) waitall();
   } catch (const std::exception&) {  // the error reported is the run's own
   }
   meter.finish(wall_s);
-  r.end_bytes = meter.bytes_in_use();
-  r.status = RunStatus::Failed;
-  throw RunFailed(r.error, r);
+  r.measured.end_bytes = meter.bytes_in_use();
+  r.measured.status = RunStatus::Failed;
+  throw RunFailed(r.measured.error, r);
 }
 
 // The book's lines: "batch 50, time 1.2345 sec" at batches 50 and 100 of
@@ -134,7 +135,7 @@ class BookLinesPart : public LoopPart {
  public:
   explicit BookLinesPart(Loop& loop) : loop_(loop) {}
   void begin_step(Batch& b) override {
-    const int batches = loop_.spec.batches;
+    const int batches = loop_.spec.options.batches;
     const bool at = batches >= 100 ? b.in_epoch % 50 == 0 || b.in_epoch == batches
                                    : b.in_epoch == batches || (batches >= 2 && b.in_epoch == batches / 2);
     if (!at) return;
@@ -156,11 +157,11 @@ std::pair<Tensor, Tensor> draw(Loop& loop, std::optional<DataSet>& data, Batch& 
   const Device d = loop.devices[0];
   if (data && b.in_epoch == 1) data->begin_epoch(b.epoch);
   std::optional<DataQueueGuard> loader;
-  if (s.data_queue) loader.emplace(d);
-  b.rows = data ? data->batch_rows(b.in_epoch - 1, s.batch_size) : s.batch_size;
-  if (!data) return loop.trainer.draw_batch(s.batch_size, s.features, d);
+  if (s.options.data_queue) loader.emplace(d);
+  b.rows = data ? data->batch_rows(b.in_epoch - 1, s.options.batch_size) : s.options.batch_size;
+  if (!data) return loop.trainer.draw_batch(s.options.batch_size, s.options.features, d);
   const auto [first, count] = loop.trainer.local_slice(b.rows);
-  return data->batch(b.in_epoch - 1, s.batch_size, d, first, count);
+  return data->batch(b.in_epoch - 1, s.options.batch_size, d, first, count);
 }
 
 // The book's run 1 reads the loss after every batch (a blocking item()); with
@@ -173,8 +174,9 @@ void read_loss(Loop& loop, Batch& b) {
   b.waited_s = loop.meter.seconds() - w0;
   loop.meter.waited(b.waited_s);
   b.reading = false;
-  loop.result.final_loss = *b.row.loss;
-  if (loop.result.losses.size() < RunResult::kMaxLossesKept) loop.result.losses.emplace_back(b.number, *b.row.loss);
+  loop.result.measured.final_loss = *b.row.loss;
+  if (loop.result.measured.losses.size() < RunMeasurement::kMaxLossesKept)
+    loop.result.measured.losses.emplace_back(b.number, *b.row.loss);
 }
 
 template <typename Hook>
@@ -187,13 +189,13 @@ void each(LoopParts& parts, Hook hook, Batch& b) {
 void run_batches(Loop& loop, LoopParts& parts, Batch& b) {
   const RunSpec& s = loop.spec;
   std::optional<DataSet> data;  // --data: the file's rows; else random batches
-  if (!s.data.empty()) data.emplace(s);
-  for (int n = 1; n <= s.total_batches(); ++n) {
+  if (!s.options.data.empty()) data.emplace(s.options);
+  for (int n = 1; n <= s.options.total_batches(); ++n) {
     b = Batch{};
     b.number = n;
-    b.epoch = (n - 1) / s.batches + 1;
-    b.in_epoch = (n - 1) % s.batches + 1;
-    b.epoch_ends = s.epochs > 1 && b.in_epoch == s.batches;
+    b.epoch = (n - 1) / s.options.batches + 1;
+    b.in_epoch = (n - 1) % s.options.batches + 1;
+    b.epoch_ends = s.options.epochs > 1 && b.in_epoch == s.options.batches;
     trace::Scope batch_span("batch");
     each(parts, &LoopPart::prepare, b);
     loop.meter.before_batch();
@@ -206,14 +208,14 @@ void run_batches(Loop& loop, LoopParts& parts, Batch& b) {
     loop.meter.after_step();
     each(parts, &LoopPart::queued, b);
     b.row = loop.meter.after_queue(n);
-    if (s.epochs > 1) b.row.epoch = b.epoch;
-    if (s.sync.syncs_after(n) || b.epoch_ends) read_loss(loop, b);
+    if (s.options.epochs > 1) b.row.epoch = b.epoch;
+    if (s.options.sync.syncs_after(n) || b.epoch_ends) read_loss(loop, b);
     each(parts, &LoopPart::after_batch, b);
-    loop.result.batches_done = n;
+    loop.result.measured.batches_done = n;
     bool stop = false;
     for (auto& p : parts) stop = p->stop(b) || stop;  // every part asked: a vote across ranks is collective
-    if (stop && n < s.total_batches()) {  // queue nothing more; what is queued finishes
-      loop.result.interrupt_signal = interrupt_signal();
+    if (stop && n < s.options.total_batches()) {      // queue nothing more; what is queued finishes
+      loop.result.measured.interrupt_signal = interrupt_signal();
       return;
     }
   }
@@ -226,40 +228,41 @@ void finish_run(Loop& loop, LoopParts& parts, Batch& b) {
   loop.meter.loop_ended();
   waitall();
   loop.meter.finish(loop.meter.seconds());
-  if (b.number && !b.row.loss) loop.result.final_loss = loop.trainer.mean_loss(b.losses, b.rows).item();
+  if (b.number && !b.row.loss) loop.result.measured.final_loss = loop.trainer.mean_loss(b.losses, b.rows).item();
   b.losses.clear();
   for (auto& p : parts) p->finish();
   RunResult& r = loop.result;
-  r.end_bytes = loop.meter.bytes_in_use();
+  r.measured.end_bytes = loop.meter.bytes_in_use();
   // A signal that came once every batch was queued (the final waitall)
   // interrupted the run too: nothing was left to stop, but it was asked.
-  if (!r.interrupt_signal) r.interrupt_signal = interrupt_signal();
-  if (r.interrupt_signal) r.status = RunStatus::Interrupted;
+  if (!r.measured.interrupt_signal) r.measured.interrupt_signal = interrupt_signal();
+  if (r.measured.interrupt_signal) r.measured.status = RunStatus::Interrupted;
 }
 
 // A run that finished: failed if it diverged (its final loss NaN or
 // infinite) or if stdout could not take its lines (its queued batches
 // finished: nothing is dropped, what it measured kept); else its last line.
 void check_finished(const RunSpec& s, RunResult& r, std::ostream& out) {
-  if (r.status == RunStatus::Completed && !std::isfinite(r.final_loss)) {
+  if (r.measured.status == RunStatus::Completed && !std::isfinite(r.measured.final_loss)) {
     char lr[32], loss[32];
-    std::snprintf(lr, sizeof lr, "%g", static_cast<double>(s.lr));
-    std::snprintf(loss, sizeof loss, "%g", r.final_loss);
-    r.error = "run '" + s.label + "' diverged: its final loss is " + loss + " after " + std::to_string(r.batches_done) +
-              " batches; use a smaller --lr (" + lr + " now), or --check-finite to stop at the first batch whose loss "
-              "is not finite";
-    r.status = RunStatus::Failed;
-    throw RunFailed(r.error, r);
+    std::snprintf(lr, sizeof lr, "%g", static_cast<double>(s.options.lr));
+    std::snprintf(loss, sizeof loss, "%g", r.measured.final_loss);
+    r.measured.error = "run '" + s.label + "' diverged: its final loss is " + loss + " after " +
+                       std::to_string(r.measured.batches_done) + " batches; use a smaller --lr (" + lr +
+                       " now), or --check-finite to stop at the first batch whose loss "
+                       "is not finite";
+    r.measured.status = RunStatus::Failed;
+    throw RunFailed(r.measured.error, r);
   }
   char line[128];
-  std::snprintf(line, sizeof line, "increased memory: %.1f MB (tracked; RSS +%.1f MB)", r.mem_increase_bytes / 1e6,
-                r.rss_increase_bytes / 1e6);
+  std::snprintf(line, sizeof line, "increased memory: %.1f MB (tracked; RSS +%.1f MB)",
+                r.measured.mem_increase_bytes / 1e6, r.measured.rss_increase_bytes / 1e6);
   out << line << std::endl;
   if (const std::string why = output_problem(out); !why.empty()) {
-    r.status = RunStatus::Failed;
-    r.error = "run '" + s.label + "' failed at batch " + std::to_string(r.batches_done) + " of " +
-              std::to_string(s.total_batches()) + ": " + why;
-    throw RunFailed(r.error, r);
+    r.measured.status = RunStatus::Failed;
+    r.measured.error = "run '" + s.label + "' failed at batch " + std::to_string(r.measured.batches_done) + " of " +
+                       std::to_string(s.options.total_batches()) + ": " + why;
+    throw RunFailed(r.measured.error, r);
   }
 }
 
@@ -268,24 +271,24 @@ void check_finished(const RunSpec& s, RunResult& r, std::ostream& out) {
 std::unique_ptr<LoopPart> book_lines_part(Loop& loop) { return std::make_unique<BookLinesPart>(loop); }
 
 RunResult run_experiment(const RunSpec& s, std::ostream& out) {
-  const std::vector<Device> devs = run_devices(s);
+  const std::vector<Device> devs = run_devices(s.options);
   RunResult r = new_result(s, devs);
-  const ScopedAllocPolicy policy(s.alloc);
+  const ScopedAllocPolicy policy(s.options.alloc);
   const BlasThreadsShare blas(devs);  // the replicas' GEMMs share the cores
-  r.blas_threads = r.data_parallel() ? blas_threads() : 0;
+  r.measured.blas_threads = r.data_parallel() ? blas_threads() : 0;
   RunMeter meter(r, devs);
   Batch b;            // the batch in hand (number 0: before the first)
   std::string where;  // where it failed, for the one line
   trace::set_run_label(s.label);  // --compare's modes share the tracks: each span says whose it is
   try {
     const std::unique_ptr<Trainer> trainer = new_trainer(s, devs, r);
-    dist::ProcessGroup* group = rank_group(s);
+    dist::ProcessGroup* group = rank_group(s.options);
     if (group) {  // collective: the all-reduce's cost, for the throughput model
       const CommCost c = comm_cost(*group);
-      r.comm_alpha_s = c.alpha_s;
-      r.comm_beta_s_per_byte = c.beta_s_per_byte;
+      r.measured.comm_alpha_s = c.alpha_s;
+      r.measured.comm_beta_s_per_byte = c.beta_s_per_byte;
     }
-    const ScopedMaxPending pending_limit(s.max_pending_ops, s.max_pending_bytes);
+    const ScopedMaxPending pending_limit(s.options.max_pending_ops, s.options.max_pending_bytes);
     const std::string run_name = "run " + s.label;
     trace::Scope run_span(run_name.c_str());
     meter.start();
@@ -308,7 +311,7 @@ RunResult run_experiment(const RunSpec& s, std::ostream& out) {
     }
   } catch (const std::exception& e) {
     const double wall_s = meter.seconds();
-    r.error = failure_message(s, r, meter, e, where.empty() ? "before its first batch" : where, b.number);
+    r.measured.error = failure_message(s, r, meter, e, where.empty() ? "before its first batch" : where, b.number);
     throw_failed(r, meter, wall_s);
   }
   check_finished(s, r, out);

@@ -24,8 +24,8 @@ class HostWorkPart : public LoopPart {
 }  // namespace
 
 std::unique_ptr<LoopPart> host_work_part(Loop& loop) {
-  if (!loop.spec.host_work.ns) return nullptr;
-  return std::make_unique<HostWorkPart>(loop.spec.host_work);
+  if (!loop.spec.options.host_work.ns) return nullptr;
+  return std::make_unique<HostWorkPart>(loop.spec.options.host_work);
 }
 
 }  // namespace amlp::train

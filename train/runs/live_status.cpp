@@ -46,8 +46,8 @@ LiveStatus::LiveStatus(const RunSpec& spec, const std::vector<Device>& devices, 
                        size_t start_bytes)
     : spec_(spec), devices_(devices), budget_(budget_bytes), start_bytes_(start_bytes),
       terminal_(::isatty(STDERR_FILENO) == 1), t0_(std::chrono::steady_clock::now()) {
-  if (spec_.quiet) return;
-  last_seq_.reserve(static_cast<size_t>(std::max(0, spec_.total_batches())));
+  if (spec_.options.quiet) return;
+  last_seq_.reserve(static_cast<size_t>(std::max(0, spec_.options.total_batches())));
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -80,8 +80,8 @@ void LiveStatus::clear() {
 LiveFigures LiveStatus::figures() {
   LiveFigures f;
   f.label = spec_.label;
-  f.batches = spec_.total_batches();
-  f.epochs = spec_.epochs;
+  f.batches = spec_.options.total_batches();
+  f.epochs = spec_.options.epochs;
   f.budget_bytes = budget_;
   size_t in_use = 0;
   for (const Device& d : devices_) {
@@ -92,12 +92,15 @@ LiveFigures LiveStatus::figures() {
   f.in_use_bytes = in_use > start_bytes_ ? in_use - start_bytes_ : 0;
   std::lock_guard<std::mutex> lk(mu_);
   f.queued = queued_;
-  f.epoch = spec_.batches > 0 ? std::min(spec_.epochs, std::max(1, (queued_ + spec_.batches - 1) / spec_.batches)) : 1;
+  f.epoch =
+      spec_.options.batches > 0
+          ? std::min(spec_.options.epochs, std::max(1, (queued_ + spec_.options.batches - 1) / spec_.options.batches))
+          : 1;
   f.finished = static_cast<int>(std::upper_bound(last_seq_.begin(), last_seq_.end(), completed) - last_seq_.begin());
   f.backlog_batches = f.queued - f.finished;
-  if (spec_.alloc == AllocPolicy::Enqueue) f.predicted_bytes = size_t(f.backlog_batches) * bytes_per_batch_;
+  if (spec_.options.alloc == AllocPolicy::Enqueue) f.predicted_bytes = size_t(f.backlog_batches) * bytes_per_batch_;
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-  f.samples_per_s = s > 0 ? double(f.finished) * double(spec_.batch_size) / s : 0;
+  f.samples_per_s = s > 0 ? double(f.finished) * double(spec_.options.batch_size) / s : 0;
   return f;
 }
 
@@ -117,7 +120,7 @@ void LiveStatus::draw() {
 }
 
 void LiveStatus::loop() {
-  const double tick = terminal_ ? kTerminalTick_s : spec_.status_every_s;
+  const double tick = terminal_ ? kTerminalTick_s : spec_.options.status_every_s;
   const auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(tick));
   auto next = t0_ + period;
   std::unique_lock<std::mutex> lk(mu_);
@@ -139,7 +142,8 @@ namespace {
 class LiveStatusPart : public LoopPart {
  public:
   explicit LiveStatusPart(Loop& loop)
-      : loop_(loop), live_(loop.spec, loop.devices, loop.result.memory_limit_bytes, loop.result.start_bytes) {
+      : loop_(loop),
+        live_(loop.spec, loop.devices, loop.result.measured.memory_limit_bytes, loop.result.measured.start_bytes) {
     loop.before_print = [this] { live_.clear(); };
   }
   ~LiveStatusPart() override { loop_.before_print = nullptr; }

@@ -51,8 +51,8 @@ namespace {
 class MemoryLogPart : public LoopPart {
  public:
   explicit MemoryLogPart(Loop& loop)
-      : log_(loop.spec.memory_log, loop.result.data_parallel() ? loop.devices : std::vector<Device>{},
-             loop.spec.epochs > 1) {}
+      : log_(loop.spec.options.memory_log, loop.result.data_parallel() ? loop.devices : std::vector<Device>{},
+             loop.spec.options.epochs > 1) {}
   void after_batch(Batch& b) override { log_.write(b.row); }
   void failed(const Batch* b) override {
     if (b && b->reading) log_.write(b->row);
@@ -65,7 +65,7 @@ class MemoryLogPart : public LoopPart {
 }  // namespace
 
 std::unique_ptr<LoopPart> memory_log_part(Loop& loop) {
-  if (loop.spec.memory_log.empty()) return nullptr;
+  if (loop.spec.options.memory_log.empty()) return nullptr;
   return std::make_unique<MemoryLogPart>(loop);
 }
 

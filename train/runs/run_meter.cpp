@@ -26,20 +26,20 @@ void RunMeter::Track::read_timers(bool wait) {
   }
 }
 
-RunMeter::RunMeter(RunResult& r, const std::vector<Device>& devices) : r_(r) {
+RunMeter::RunMeter(RunResult& r, const std::vector<Device>& devices) : r_(r), m_(r.measured) {
   set_kernel_clock(true);  // the kernels' own time, for d taken apart (decompose_d)
   for (const Device& d : devices) tracks_.push_back(Track{d, {}, 0, 0, 0, 0, 0, 0, 0, {}, 0, 0, 0, 0, {}});
 }
 
 void RunMeter::start() {
   if (may_need_fresh_memory(r_.asked)) fresh_s_per_byte();  // probed once, before the clock starts
-  r_.start_bytes = 0;
+  m_.start_bytes = 0;
   for (size_t i = 0; i < tracks_.size(); ++i) {
     Track& t = tracks_[i];
     const MemoryStats m = memory_stats(t.device);
     const QueueStats q = queue_stats(t.device);
-    r_.per_device[i].start_bytes = m.bytes_in_use;
-    r_.start_bytes += m.bytes_in_use;
+    m_.per_device[i].start_bytes = m.bytes_in_use;
+    m_.start_bytes += m.bytes_in_use;
     t.allocated0 = t.batch_allocated = m.bytes_allocated_total;
     t.reserved0 = t.peak_reserved = m.reserved_bytes;
     t.device_allocs0 = m.device_allocs;
@@ -49,7 +49,7 @@ void RunMeter::start() {
     t.kernel0 = q.kernel_s;
     t.fresh0 = m;
   }
-  r_.start_rss = r_.peak_rss = process_rss_bytes();
+  m_.start_rss = m_.peak_rss = process_rss_bytes();
   t0_ = Clock::now();
   faults0_ = faults_before_ = process_minor_faults();
 }
@@ -59,8 +59,8 @@ void RunMeter::start() {
 // (under run finish() takes the run's average instead).
 void RunMeter::close_batch(size_t i, const MemoryStats& m) {
   Track& t = tracks_[i];
-  r_.per_device[i].bytes_per_batch =
-      std::max<size_t>(r_.per_device[i].bytes_per_batch, m.bytes_allocated_total - t.batch_allocated);
+  m_.per_device[i].bytes_per_batch =
+      std::max<size_t>(m_.per_device[i].bytes_per_batch, m.bytes_allocated_total - t.batch_allocated);
   t.batch_allocated = m.bytes_allocated_total;
   t.peak_reserved = std::max(t.peak_reserved, m.reserved_bytes);
 }
@@ -78,8 +78,8 @@ void RunMeter::before_batch() {
     const QueueStats q = queue_stats(t.device);
     if (batch_open_) close_batch(i, m);
     const int alive = t.backlog.pending(q.launched) + 1;
-    r_.per_device[i].peak_backlog_batches = std::max(r_.per_device[i].peak_backlog_batches, alive);
-    r_.peak_backlog_batches = std::max(r_.peak_backlog_batches, alive);
+    m_.per_device[i].peak_backlog_batches = std::max(m_.per_device[i].peak_backlog_batches, alive);
+    m_.peak_backlog_batches = std::max(m_.peak_backlog_batches, alive);
     if (t.device.is_cuda()) t.open_timers.emplace_back(DeviceTimer::mark(t.device), DeviceTimer{});
   }
   batch_open_ = true;
@@ -122,8 +122,8 @@ BatchSample RunMeter::after_queue(int batch) {
   row.minor_faults = faults_now - faults_before_;
   faults_before_ = faults_now;
   // The steady-state window: the batches of the second half.
-  if (batch > r_.asked.batches / 2) late_rows_.push_back(row.minor_faults);
-  r_.peak_rss = std::max(r_.peak_rss, row.rss_bytes);
+  if (batch > r_.asked.options.batches / 2) late_rows_.push_back(row.minor_faults);
+  m_.peak_rss = std::max(m_.peak_rss, row.rss_bytes);
   if (trace::enabled()) trace::counter("backlog batches", trace::now_us(), row.backlog_batches);
   return row;
 }
@@ -149,7 +149,7 @@ size_t RunMeter::bytes_in_use() const {
 
 size_t RunMeter::bytes_per_batch() const {
   size_t b = 0;
-  for (const DeviceResult& d : r_.per_device) b += d.bytes_per_batch;
+  for (const DeviceResult& d : m_.per_device) b += d.bytes_per_batch;
   return b;
 }
 
@@ -159,31 +159,35 @@ size_t RunMeter::bytes_per_batch() const {
 void RunMeter::decompose_d(const std::vector<double>& kernels_s, const std::vector<MemoryStats>& fresh,
                            size_t busiest) {
   RunResult& r = r_;
-  r.fresh_worker_s = r.fresh_worker_populate_s = r.fresh_populator_s = 0;
-  r.fresh_worker_bytes = r.fresh_populator_bytes = 0;
+  r.measured.fresh_worker_s = r.measured.fresh_worker_populate_s = r.measured.fresh_populator_s = 0;
+  r.measured.fresh_worker_bytes = r.measured.fresh_populator_bytes = 0;
   for (const MemoryStats& f : fresh) {
-    r.fresh_worker_s += f.fresh_worker_s;
-    r.fresh_worker_populate_s += f.fresh_worker_populate_s;
-    r.fresh_worker_bytes += f.fresh_worker_bytes;
-    r.fresh_populator_s += f.fresh_populator_s;
-    r.fresh_populator_bytes += f.fresh_populator_bytes;
+    r.measured.fresh_worker_s += f.fresh_worker_s;
+    r.measured.fresh_worker_populate_s += f.fresh_worker_populate_s;
+    r.measured.fresh_worker_bytes += f.fresh_worker_bytes;
+    r.measured.fresh_populator_s += f.fresh_populator_s;
+    r.measured.fresh_populator_bytes += f.fresh_populator_bytes;
   }
-  r.d_measured = r.batches_done > 0 && busiest < tracks_.size() && !tracks_[busiest].device.is_cuda();
-  r.d_kernels_s = r.d_fresh_s = r.d_rest_s = 0;
-  if (!r.d_measured) return;
-  const double n = r.batches_done;
-  r.d_kernels_s = std::max(0.0, kernels_s[busiest]) / n;
-  r.d_fresh_s = std::max(0.0, fresh[busiest].fresh_worker_s) / n;
-  r.d_rest_s = r.device_s_per_batch - r.d_kernels_s - r.d_fresh_s;  // may be below 0 by the clocks' grain
+  r.measured.d_measured = r.measured.batches_done > 0 && busiest < tracks_.size() && !tracks_[busiest].device.is_cuda();
+  r.measured.d_kernels_s = r.measured.d_fresh_s = r.measured.d_rest_s = 0;
+  if (!r.measured.d_measured) return;
+  const double n = r.measured.batches_done;
+  r.measured.d_kernels_s = std::max(0.0, kernels_s[busiest]) / n;
+  r.measured.d_fresh_s = std::max(0.0, fresh[busiest].fresh_worker_s) / n;
+  r.measured.d_rest_s = r.measured.device_s_per_batch - r.measured.d_kernels_s -
+                        r.measured.d_fresh_s;  // may be below 0 by the clocks' grain
 }
 
 void RunMeter::finish(double wall_s) {
   RunResult& r = r_;
-  r.wall_s = wall_s;
-  r.samples_per_s = r.wall_s > 0 ? double(r.batches_done) * double(r.asked.batch_size) / r.wall_s : 0;
-  r.end_rss = process_rss_bytes();
-  r.peak_rss = std::max(r.peak_rss, r.end_rss);
-  r.rss_increase_bytes = r.peak_rss > r.start_rss ? r.peak_rss - r.start_rss : 0;
+  r.measured.wall_s = wall_s;
+  r.measured.samples_per_s =
+      r.measured.wall_s > 0 ? double(r.measured.batches_done) * double(r.asked.options.batch_size) / r.measured.wall_s
+                            : 0;
+  r.measured.end_rss = process_rss_bytes();
+  r.measured.peak_rss = std::max(r.measured.peak_rss, r.measured.end_rss);
+  r.measured.rss_increase_bytes =
+      r.measured.peak_rss > r.measured.start_rss ? r.measured.peak_rss - r.measured.start_rss : 0;
   const DeviceTotals totals = measure_devices();
   predict(totals, wall_s);
   count_faults();
@@ -192,31 +196,33 @@ void RunMeter::finish(double wall_s) {
 RunMeter::DeviceTotals RunMeter::measure_devices() {
   RunResult& r = r_;
   // Each device alone, then the run: sums of the memory, maxima of the backlog.
-  r.peak_bytes = r.mem_increase_bytes = r.peak_backlog_bytes = r.working_set_bytes = 0;
-  r.peak_queue_depth = 0;
-  r.fresh_bytes = 0;
-  r.device_allocs = 0;
+  r.measured.peak_bytes = r.measured.mem_increase_bytes = r.measured.peak_backlog_bytes = r.measured.working_set_bytes =
+      0;
+  r.measured.peak_queue_depth = 0;
+  r.measured.fresh_bytes = 0;
+  r.measured.device_allocs = 0;
   DeviceTotals out;
   out.kernels_s.resize(tracks_.size());
   out.fresh.resize(tracks_.size());
   uint64_t pushed = 0, allocated = 0;
   for (size_t i = 0; i < tracks_.size(); ++i) {
     Track& t = tracks_[i];
-    DeviceResult& dr = r.per_device[i];
+    DeviceResult& dr = r.measured.per_device[i];
     const MemoryStats m = memory_stats(t.device);
     const QueueStats q = queue_stats(t.device);
     dr.peak_bytes = m.peak_bytes;
-    r.device_allocs += m.device_allocs - t.device_allocs0;
+    r.measured.device_allocs += m.device_allocs - t.device_allocs0;
     pushed += q.pushed - t.pushed0;
     dr.mem_increase_bytes = m.peak_bytes > dr.start_bytes ? m.peak_bytes - dr.start_bytes : 0;
     dr.peak_queue_depth = q.peak_unlaunched;
     dr.peak_backlog_bytes = q.peak_backlog_bytes;
     // Under run the worker allocates, long after the frontend queued the batch:
     // what a batch allocates is the run's allocations over its batches.
-    if (r.asked.alloc == AllocPolicy::Run && r.batches_done > 0)
-      dr.bytes_per_batch = (m.bytes_allocated_total - t.allocated0) / static_cast<uint64_t>(r.batches_done);
+    if (r.asked.options.alloc == AllocPolicy::Run && r.measured.batches_done > 0)
+      dr.bytes_per_batch = (m.bytes_allocated_total - t.allocated0) / static_cast<uint64_t>(r.measured.batches_done);
     dr.working_set_bytes = q.peak_backlog_bytes > dr.start_bytes ? q.peak_backlog_bytes - dr.start_bytes : 0;
-    if (r.batches_done > 0) dr.device_s_per_batch = std::max(0.0, q.busy_s - t.busy0) / r.batches_done;
+    if (r.measured.batches_done > 0)
+      dr.device_s_per_batch = std::max(0.0, q.busy_s - t.busy0) / r.measured.batches_done;
     t.read_timers(/*wait=*/true);
     if (t.timed_batches > 0) dr.device_s_per_batch = t.timed_s / t.timed_batches;
     t.peak_reserved = std::max(t.peak_reserved, m.reserved_bytes);
@@ -224,7 +230,7 @@ RunMeter::DeviceTotals RunMeter::measure_devices() {
     dr.peak_reserved_bytes = t.peak_reserved;
     // Fresh memory: what the pool had to obtain beyond what it held at the
     // start (its cache was handed back before the run). CUDA pools excluded.
-    if (!t.device.is_cuda() && t.peak_reserved > t.reserved0) r.fresh_bytes += t.peak_reserved - t.reserved0;
+    if (!t.device.is_cuda() && t.peak_reserved > t.reserved0) r.measured.fresh_bytes += t.peak_reserved - t.reserved0;
     out.held_s += q.held_s - t.held0;
     out.kernels_s[i] = q.kernel_s - t.kernel0;
     out.fresh[i].fresh_worker_s = m.fresh_worker_s - t.fresh0.fresh_worker_s;
@@ -235,54 +241,65 @@ RunMeter::DeviceTotals RunMeter::measure_devices() {
     if (i == 0 || dr.device_s_per_batch > out.busy_max) out.busiest = i;
     out.busy_max = std::max(out.busy_max, dr.device_s_per_batch);
     allocated += dr.bytes_per_batch;
-    r.peak_bytes += dr.peak_bytes;
-    r.mem_increase_bytes += dr.mem_increase_bytes;
-    r.peak_queue_depth = std::max(r.peak_queue_depth, dr.peak_queue_depth);
-    r.peak_backlog_bytes += dr.peak_backlog_bytes;
-    r.working_set_bytes += dr.working_set_bytes;
+    r.measured.peak_bytes += dr.peak_bytes;
+    r.measured.mem_increase_bytes += dr.mem_increase_bytes;
+    r.measured.peak_queue_depth = std::max(r.measured.peak_queue_depth, dr.peak_queue_depth);
+    r.measured.peak_backlog_bytes += dr.peak_backlog_bytes;
+    r.measured.working_set_bytes += dr.working_set_bytes;
   }
-  r.bytes_per_batch = allocated;
-  r.ops_per_batch = r.batches_done > 0 ? double(pushed) / double(r.batches_done) : 0;
-  if (r.asked.data_queue) {
-    r.peak_data_ahead_bytes = data_queue_stats(tracks_[0].device).peak_backlog_bytes;
-    r.peak_data_lead_batches =
-        r.data_bytes_per_batch ? double(r.peak_data_ahead_bytes) / double(r.data_bytes_per_batch) : 0;
+  r.measured.bytes_per_batch = allocated;
+  r.measured.ops_per_batch = r.measured.batches_done > 0 ? double(pushed) / double(r.measured.batches_done) : 0;
+  if (r.asked.options.data_queue) {
+    r.measured.peak_data_ahead_bytes = data_queue_stats(tracks_[0].device).peak_backlog_bytes;
+    r.measured.peak_data_lead_batches = r.measured.data_bytes_per_batch ? double(r.measured.peak_data_ahead_bytes) /
+                                                                              double(r.measured.data_bytes_per_batch)
+                                                                        : 0;
   }
   return out;
 }
 
 void RunMeter::predict(const DeviceTotals& totals, double wall_s) {
   RunResult& r = r_;
-  for (size_t i = 0; i < tracks_.size(); ++i) r.per_device[i].predicted_increase_bytes = predicted_increase(r, i);
+  for (size_t i = 0; i < tracks_.size(); ++i)
+    r.measured.per_device[i].predicted_increase_bytes = predicted_increase(r, i);
   r.predicted.increase_bytes = predicted_increase(r);
   // The throughput model: h is what the loop spent that was not waiting for
   // the devices (item(), back-pressure), d the busiest queue's busy time, per batch.
-  if (r.batches_done > 0) {
+  if (r.measured.batches_done > 0) {
     const double loop_s = loop_s_ >= 0 ? loop_s_ : wall_s;
-    r.host_s_per_batch = std::max(0.0, loop_s - waited_s_ - totals.held_s) / r.batches_done;
-    r.device_s_per_batch = totals.busy_max;
+    r.measured.host_s_per_batch = std::max(0.0, loop_s - waited_s_ - totals.held_s) / r.measured.batches_done;
+    r.measured.device_s_per_batch = totals.busy_max;
   }
   // With --epochs every mode also reads each epoch's last loss: `none` syncs once an epoch.
-  r.predicted.every = model_every(r.asked.sync, std::min(r.batches_done, r.asked.batches), r.asked.max_pending_bytes,
-                                  r.bytes_per_batch);
+  r.predicted.every = model_every(r.asked.options.sync, std::min(r.measured.batches_done, r.asked.options.batches),
+                                  r.asked.options.max_pending_bytes, r.measured.bytes_per_batch);
   decompose_d(totals.kernels_s, totals.fresh, totals.busiest);
   // The cost of fresh memory: what the worker spent backing it, counted where
   // it was paid (a CPU pool that obtained memory and counted its backing);
   // else the probe's price, only for a run that needed some.
-  r.fresh_counted = r.d_measured && (r.fresh_worker_bytes + r.fresh_populator_bytes > 0 || r.fresh_bytes == 0);
-  const double per_byte = !r.fresh_counted && r.fresh_bytes >= kFreshWorthMeasuring ? fresh_s_per_byte() : 0;
-  const uint64_t backed = r.fresh_worker_bytes + r.fresh_populator_bytes;
-  r.fresh_s_per_gib = r.fresh_counted ? (backed ? (r.fresh_worker_populate_s + r.fresh_populator_s) / double(backed) *
-                                                      double(size_t(1) << 30)
-                                                : 0)
-                                      : per_byte * double(size_t(1) << 30);
+  r.measured.fresh_counted =
+      r.measured.d_measured &&
+      (r.measured.fresh_worker_bytes + r.measured.fresh_populator_bytes > 0 || r.measured.fresh_bytes == 0);
+  const double per_byte =
+      !r.measured.fresh_counted && r.measured.fresh_bytes >= kFreshWorthMeasuring ? fresh_s_per_byte() : 0;
+  const uint64_t backed = r.measured.fresh_worker_bytes + r.measured.fresh_populator_bytes;
+  r.measured.fresh_s_per_gib = r.measured.fresh_counted
+                                   ? (backed ? (r.measured.fresh_worker_populate_s + r.measured.fresh_populator_s) /
+                                                   double(backed) * double(size_t(1) << 30)
+                                             : 0)
+                                   : per_byte * double(size_t(1) << 30);
   // Across processes the reductions' exposed time adds to the device's.
-  r.predicted.comm_exposed_s = r.comm_alpha_s > 0 ? exposed_comm_s(r.asked, r.device_s_per_batch,
-                                                         CommCost{r.comm_alpha_s, r.comm_beta_s_per_byte})
-                                        : 0;
-  const ThroughputTerms t{r.batches_done, r.predicted.every, r.host_s_per_batch, r.device_s_per_batch + r.predicted.comm_exposed_s,
-                         per_byte > 0 ? r.fresh_bytes : 0, per_byte,
-                         r.fresh_counted ? r.d_fresh_s * r.batches_done : -1};
+  r.predicted.comm_exposed_s = r.measured.comm_alpha_s > 0
+                                   ? exposed_comm_s(r.asked, r.measured.device_s_per_batch,
+                                                    CommCost{r.measured.comm_alpha_s, r.measured.comm_beta_s_per_byte})
+                                   : 0;
+  const ThroughputTerms t{r.measured.batches_done,
+                          r.predicted.every,
+                          r.measured.host_s_per_batch,
+                          r.measured.device_s_per_batch + r.predicted.comm_exposed_s,
+                          per_byte > 0 ? r.measured.fresh_bytes : 0,
+                          per_byte,
+                          r.measured.fresh_counted ? r.measured.d_fresh_s * r.measured.batches_done : -1};
   r.predicted.fresh_s = fresh_s(t);
   r.predicted.wall_s = predicted_wall_s(t);
 }
@@ -294,16 +311,16 @@ void RunMeter::count_faults() {
   // unsynchronized: the worker may still be faulting for earlier batches
   // then), so a one-time cost (OpenBLAS's first buffers, a malloc arena
   // growing) that lands there does not read as a per-batch one.
-  const int done = r.batches_done;
-  r.minor_faults = process_minor_faults() - faults0_;
-  r.minor_faults_per_batch = done ? double(r.minor_faults) / double(done) : 0;
+  const int done = r.measured.batches_done;
+  r.measured.minor_faults = process_minor_faults() - faults0_;
+  r.measured.minor_faults_per_batch = done ? double(r.measured.minor_faults) / double(done) : 0;
   if (late_rows_.empty()) {
-    r.minor_faults_steady_per_batch = r.minor_faults_per_batch;
+    r.measured.minor_faults_steady_per_batch = r.measured.minor_faults_per_batch;
   } else {
     std::vector<uint64_t> v = late_rows_;
     const size_t mid = (v.size() - 1) / 2;  // the lower median
     std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-    r.minor_faults_steady_per_batch = double(v[mid]);
+    r.measured.minor_faults_steady_per_batch = double(v[mid]);
   }
 }
 

@@ -114,6 +114,7 @@ class RunMeter {
   void decompose_d(const std::vector<double>& kernels_s, const std::vector<MemoryStats>& fresh, size_t busiest);
 
   RunResult& r_;
+  RunMeasurement& m_;  // r_.measured
   std::vector<Track> tracks_;
   Clock::time_point t0_ = Clock::now();
   double waited_s_ = 0;  // in the loop's blocking item() reads

@@ -15,7 +15,7 @@ class SavePart : public LoopPart {
   void finish() override {
     loop_.doing = "saving its parameters";
     try {
-      loop_.trainer.save(loop_.spec.save);
+      loop_.trainer.save(loop_.spec.options.save);
     } catch (const KernelError&) {  // the training's own failure, met as the values were waited for
       throw;
     } catch (const OutOfMemory&) {
@@ -24,7 +24,7 @@ class SavePart : public LoopPart {
       throw Error(std::string("--save: ") + e.what());
     }
     loop_.doing = nullptr;
-    loop_.print("parameters saved: " + quote(loop_.spec.save));
+    loop_.print("parameters saved: " + quote(loop_.spec.options.save));
   }
 
  private:
@@ -34,7 +34,7 @@ class SavePart : public LoopPart {
 }  // namespace
 
 std::unique_ptr<LoopPart> save_part(Loop& loop) {
-  if (loop.spec.save.empty()) return nullptr;
+  if (loop.spec.options.save.empty()) return nullptr;
   return std::make_unique<SavePart>(loop);
 }
 

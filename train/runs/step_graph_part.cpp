@@ -16,7 +16,7 @@ namespace {
 
 class StepGraphPart : public LoopPart {
  public:
-  explicit StepGraphPart(Loop& loop) : devices_(loop.devices), graphs_(loop.devices, loop.result.graph) {}
+  explicit StepGraphPart(Loop& loop) : devices_(loop.devices), graphs_(loop.devices, loop.result.measured.graph) {}
   void begin_batch(Batch&) override { memory_.emplace(devices_); }
   void begin_step(Batch&) override {
     for (const Device& d : devices_) amlp::begin_step(d);
@@ -35,7 +35,7 @@ class StepGraphPart : public LoopPart {
 }  // namespace
 
 std::unique_ptr<LoopPart> step_graph_part(Loop& loop) {
-  if (!loop.spec.graph) return nullptr;
+  if (!loop.spec.options.graph) return nullptr;
   return std::make_unique<StepGraphPart>(loop);
 }
 

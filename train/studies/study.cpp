@@ -14,8 +14,12 @@ namespace amlp::train {
 
 void Study::settle(Options&, std::ostream&) const {}
 
+std::vector<RunSpec> Study::plan(const Options& o) const { return plan_runs(o); }
+
+std::vector<std::string> Study::memory_logs(const Options& o) const { return train::memory_logs(plan(o)); }
+
 void Study::run(const Options& o, std::ostream& out, std::vector<RunResult>& results) {
-  run_plan(plan_runs(o), out, results);
+  run_plan(plan(o), out, results);
 }
 
 void Study::report(const Options&, const std::vector<RunResult>& results, std::ostream& out) const {
@@ -63,5 +67,7 @@ std::vector<std::unique_ptr<Study>> studies_for(const Options& o) {
   for (const StudyEntry& e : study_entries_for(o)) s.push_back(e.make());
   return s;
 }
+
+std::vector<std::string> planned_memory_logs(const Options& o) { return studies_for(o).back()->memory_logs(o); }
 
 }  // namespace amlp::train

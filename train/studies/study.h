@@ -1,8 +1,10 @@
 // study.h — what train_mlp studies, plugged into one runner. A study says
 // which runs it needs and how it reports them; the driver calls the studies
-// the options ask for and never branches on which they are. The options stage
-// (train/options/options.h) parses and checks every study's options: a study holds
-// none of its own.
+// the options ask for and never branches on which they are. A study's file
+// holds all of it: its options, their checks and its settings
+// (train/options/study_options.h RegisterStudyOptions), the runs it plans,
+// the files they write, its table and its summary's sections; one run's
+// options (train/options/options.h) know none of it.
 //
 //   Options resolved = o;
 //   std::vector<std::unique_ptr<Study>> studies = studies_for(o);
@@ -12,8 +14,8 @@
 //   main.report(resolved, results, out);
 //   main.write_summary(o.summary_json, results);
 //
-// Adding a study: its file (a class and its RegisterStudy, below), one line
-// in the option table (train/options/options.cpp) and its docs.
+// Adding a study: its file (a class, its RegisterStudy below and its
+// RegisterStudyOptions) and its docs.
 #pragma once
 #include <iosfwd>
 #include <memory>
@@ -31,9 +33,15 @@ class Study {
   // Settles the options the runs take, measuring first where the study
   // needs to (--host-work match, --sync auto); most take them as they are.
   virtual void settle(Options& o, std::ostream& out) const;
+  // The runs it makes, in order; the default: the one run --sync asks for
+  // (train/plan/plan.h plan_runs).
+  virtual std::vector<RunSpec> plan(const Options& o) const;
+  // The memory logs its runs will write (checked before anything runs:
+  // train/plan/outputs.h); the default: those of plan(o).
+  virtual std::vector<std::string> memory_logs(const Options& o) const;
   // Runs what the study needs, appending each result to `results` as it ends
   // (a failed run's partial result too, before RunFailed propagates). The
-  // default runs plan_runs(o) (train/plan/plan.h).
+  // default runs plan(o).
   virtual void run(const Options& o, std::ostream& out, std::vector<RunResult>& results);
   // Prints what the runs showed: a summary, a table.
   virtual void report(const Options& o, const std::vector<RunResult>& results, std::ostream& out) const;
@@ -45,10 +53,12 @@ class Study {
 // ones that settle options first (in rank order), last the one whose runs
 // are made (of those that apply, the lowest rank).
 std::vector<std::unique_ptr<Study>> studies_for(const Options& o);
+// The memory logs the runs of `o` will write: the run-making study's.
+std::vector<std::string> planned_memory_logs(const Options& o);
 
 // A study's entry in the runner's list, made by a static RegisterStudy in the
-// study's own file: adding a study touches that file, its line in the option
-// table and its docs, nothing else.
+// study's own file (beside its RegisterStudyOptions): adding a study touches
+// that file and its docs, nothing else.
 struct StudyEntry {
   const char* name;      // "sweep"
   bool settles = false;  // settles options for the others (run before them) instead of making the runs

@@ -1,8 +1,5 @@
 #include "train/studies/sweep.h"
 
-#include "train/plan/outputs.h"
-
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -17,11 +14,29 @@
 #include "train/runs/interrupt.h"
 #include "train/predict/predict.h"
 #include "train/plan/plan.h"
+#include "train/plan/outputs.h"
 #include "train/runs/run_plan.h"
+#include "train/studies/comparisons.h"
+#include "train/options/study_options.h"
 #include "train/studies/study.h"
 #include "train/report/summary_json.h"
 
 namespace amlp::train {
+
+std::vector<double> parse_sweep_fractions(const std::string& t) {
+  constexpr double kMaxFraction = 10;
+  const std::string must = "must be a comma-separated list of fractions of d in [0, 10] (got " + quote(t) + ")";
+  std::vector<double> out;
+  for (std::string_view item : split_list(t)) {
+    if (item.empty()) throw ParseError("", must);
+    const double f = parse_float(item, "");
+    if (!(f >= 0 && f <= kMaxFraction)) throw ParseError("", must);
+    if (std::find(out.begin(), out.end(), f) != out.end())
+      throw ParseError("", "names " + std::string(item) + " twice (got " + quote(t) + ")");
+    out.push_back(f);
+  }
+  return out;
+}
 
 namespace {
 
@@ -45,8 +60,9 @@ double ratio(double measured, double predicted) { return predicted > 0 ? measure
 // The enqueue model's bytes for `backlog` batches alive, summed over the run's devices.
 size_t increase_for(const RunResult& r, int backlog) {
   size_t p = 0;
-  for (const DeviceResult& d : r.per_device)
-    p += backlog_increase(backlog, d.bytes_per_batch, r.asked.max_pending_bytes, r.largest_tensor_bytes);
+  for (const DeviceResult& d : r.measured.per_device)
+    p += backlog_increase(backlog, d.bytes_per_batch, r.asked.options.max_pending_bytes,
+                          r.measured.largest_tensor_bytes);
   return p;
 }
 
@@ -76,12 +92,12 @@ void run_sweep(const Options& o, std::ostream& out, std::vector<RunResult>& runs
   RunResult cal = measure_synchronized(o, kDeviceBatches);
   for (int i = 1; i < kDeviceRepeats; ++i) {
     RunResult again = measure_synchronized(o, kDeviceBatches);
-    if (again.device_s_per_batch < cal.device_s_per_batch) cal = std::move(again);
+    if (again.measured.device_s_per_batch < cal.measured.device_s_per_batch) cal = std::move(again);
   }
   // Every rank sweeps the same fractions of rank 0's d.
-  s.device_s = double(same_on_every_rank(o, std::llround(cal.device_s_per_batch * 1e9))) * 1e-9;
-  s.queue_host_s = double(same_on_every_rank(o, std::llround(cal.host_s_per_batch * 1e9))) * 1e-9;
-  s.calibration_batches = cal.asked.batches;
+  s.device_s = double(same_on_every_rank(o, std::llround(cal.measured.device_s_per_batch * 1e9))) * 1e-9;
+  s.queue_host_s = double(same_on_every_rank(o, std::llround(cal.measured.host_s_per_batch * 1e9))) * 1e-9;
+  s.calibration_batches = cal.asked.options.batches;
   s.batches = o.batches;
   s.batch_size = o.batch_size;
   s.epochs = o.epochs;
@@ -91,7 +107,8 @@ void run_sweep(const Options& o, std::ostream& out, std::vector<RunResult>& runs
                 "quickest of %d measurements over %d synchronized batches, after 3 to warm up",
                 s.device_s * 1e3, s.queue_host_s * 1e3, kDeviceRepeats, s.calibration_batches);
   out << line << std::endl;
-  for (const double f : o.sweep_fractions) {
+  const SweepSettings& settings = *o.studies.find<SweepSettings>("sweep");
+  for (const double f : settings.fractions) {
     if (interrupted(o)) break;
     const double target = f * s.device_s;
     HostWork w{0, o.host_work.kind, false};
@@ -99,7 +116,8 @@ void run_sweep(const Options& o, std::ostream& out, std::vector<RunResult>& runs
     if (target > s.queue_host_s) {
       // What the host work costs alone, then in the loop: its h against f·d, the miss taken off.
       w.ns = calibrated_host_work_ns(w.kind, target - s.queue_host_s);
-      checked_h = measure_synchronized(o, kHostBatches, w, /*warm_up=*/false).host_s_per_batch;  // warm by then
+      checked_h =
+          measure_synchronized(o, kHostBatches, w, /*warm_up=*/false).measured.host_s_per_batch;  // warm by then
       // The loop's own cost per batch is about h0; a miss far past it is a
       // disturbed measurement (a stall on a busy machine), so the correction
       // is held to the larger of 2·h0 and a quarter of the target.
@@ -113,7 +131,6 @@ void run_sweep(const Options& o, std::ostream& out, std::vector<RunResult>& runs
                   f, target * 1e3, w.ns / 1e6, to_string(w.kind).c_str(), checked_h * 1e3);
     out << line << std::endl;
     Options fo = o;
-    fo.compare = true;
     fo.host_work = w;
     if (!o.memory_log.empty()) fo.memory_log = tagged_path(o.memory_log, fraction_tag(f));
     std::vector<RunResult> these;
@@ -130,7 +147,7 @@ void run_sweep(const Options& o, std::ostream& out, std::vector<RunResult>& runs
       }
     };
     try {
-      run_plan(plan_runs(fo), out, these);
+      run_plan(compare_plan(fo, settings.compare_every), out, these);
     } catch (const RunFailed&) {
       keep();
       fill_predictions(s, runs);
@@ -144,42 +161,45 @@ void run_sweep(const Options& o, std::ostream& out, std::vector<RunResult>& runs
 void fill_predictions(SweepResult& s, const std::vector<RunResult>& runs) {
   for (SweepRow& row : s.rows) {
     const RunResult& r = runs.at(row.run);
-    row.h_s = r.host_s_per_batch;
-    row.d_s = r.device_s_per_batch;
-    row.wall_s = r.wall_s;
+    row.h_s = r.measured.host_s_per_batch;
+    row.d_s = r.measured.device_s_per_batch;
+    row.wall_s = r.measured.wall_s;
     row.predicted_wall_s = r.predicted.wall_s;
-    row.samples_per_s = r.samples_per_s;
+    row.samples_per_s = r.measured.samples_per_s;
     row.predicted_samples_per_s =
-        r.predicted.wall_s > 0 ? double(r.batches_done) * r.asked.batch_size / r.predicted.wall_s : 0.0;
-    row.peak_backlog = r.peak_backlog_batches;
-    row.predicted_backlog = predicted_backlog(r.batches_done, r.predicted.every, r.host_s_per_batch,
-                                              r.device_s_per_batch, r.asked.max_pending_bytes, r.bytes_per_batch);
-    row.mem_increase_bytes = r.mem_increase_bytes;
+        r.predicted.wall_s > 0 ? double(r.measured.batches_done) * r.asked.options.batch_size / r.predicted.wall_s
+                               : 0.0;
+    row.peak_backlog = r.measured.peak_backlog_batches;
+    row.predicted_backlog =
+        predicted_backlog(r.measured.batches_done, r.predicted.every, r.measured.host_s_per_batch,
+                          r.measured.device_s_per_batch, r.asked.options.max_pending_bytes, r.measured.bytes_per_batch);
+    row.mem_increase_bytes = r.measured.mem_increase_bytes;
     row.predicted_increase_bytes = r.predicted.increase_bytes;
     row.model_increase_bytes = increase_for(r, row.predicted_backlog);
-    if (!r.epochs.empty()) {  // --epochs: the run's last epoch, warm (its fresh memory was the first epoch's)
-      const EpochResult& e = r.epochs.back();
+    if (!r.measured.epochs.empty()) {  // --epochs: the run's last epoch, warm (its fresh memory was the first epoch's)
+      const EpochResult& e = r.measured.epochs.back();
       // The epoch's own h and d where measured (CPU devices); else the run's, less its fresh-memory term.
       const double d = e.device_s_per_batch > 0 ? e.device_s_per_batch
-                       : r.d_measured          ? std::max(0.0, r.device_s_per_batch - r.d_fresh_s)
-                                               : r.device_s_per_batch;
-      const double h = e.device_s_per_batch > 0 ? e.host_s_per_batch : r.host_s_per_batch;
+                       : r.measured.d_measured  ? std::max(0.0, r.measured.device_s_per_batch - r.measured.d_fresh_s)
+                                                : r.measured.device_s_per_batch;
+      const double h = e.device_s_per_batch > 0 ? e.host_s_per_batch : r.measured.host_s_per_batch;
       row.h_s = h;
       row.d_s = d;
       row.wall_s = e.wall_s;
       row.samples_per_s = e.samples_per_s;
       row.predicted_wall_s = predicted_wall_s(e.batches, r.predicted.every, h, d);
-      row.predicted_samples_per_s = row.predicted_wall_s > 0 ? double(e.batches) * r.asked.batch_size / row.predicted_wall_s : 0;
-      row.predicted_backlog =
-          predicted_backlog(e.batches, r.predicted.every, h, d, r.asked.max_pending_bytes, r.bytes_per_batch);
+      row.predicted_samples_per_s =
+          row.predicted_wall_s > 0 ? double(e.batches) * r.asked.options.batch_size / row.predicted_wall_s : 0;
+      row.predicted_backlog = predicted_backlog(e.batches, r.predicted.every, h, d, r.asked.options.max_pending_bytes,
+                                                r.measured.bytes_per_batch);
       row.mem_increase_bytes = e.mem_increase_bytes;
       row.peak_backlog = e.peak_backlog_batches;
       row.predicted_increase_bytes = increase_for(r, e.peak_backlog_batches);  // the summary's rule, the epoch's backlog
       row.model_increase_bytes = increase_for(r, row.predicted_backlog);
     }
-    s.bytes_per_batch = std::max(s.bytes_per_batch, r.bytes_per_batch);
-    s.largest_tensor_bytes = std::max(s.largest_tensor_bytes, r.largest_tensor_bytes);
-    if (row.mode == "bounded") s.max_pending_bytes = r.asked.max_pending_bytes;
+    s.bytes_per_batch = std::max(s.bytes_per_batch, r.measured.bytes_per_batch);
+    s.largest_tensor_bytes = std::max(s.largest_tensor_bytes, r.measured.largest_tensor_bytes);
+    if (row.mode == "bounded") s.max_pending_bytes = r.asked.options.max_pending_bytes;
   }
   // Speed-ups over the batch run at the same fraction (per batch, so an interrupted run compares too).
   for (SweepRow& row : s.rows) {
@@ -188,10 +208,11 @@ void fill_predictions(SweepResult& s, const std::vector<RunResult>& runs) {
     if (base == s.rows.end()) continue;
     const RunResult &r = runs.at(row.run), &b = runs.at(base->run);
     row.speedup = ratio(row.samples_per_s, base->samples_per_s);
-    if (!r.epochs.empty())
+    if (!r.measured.epochs.empty())
       row.predicted_speedup = ratio(base->predicted_wall_s, row.predicted_wall_s);  // one epoch each
-    else if (r.batches_done && b.batches_done)
-      row.predicted_speedup = ratio(b.predicted.wall_s / b.batches_done, r.predicted.wall_s / r.batches_done);
+    else if (r.measured.batches_done && b.measured.batches_done)
+      row.predicted_speedup =
+          ratio(b.predicted.wall_s / b.measured.batches_done, r.predicted.wall_s / r.measured.batches_done);
   }
   // Each mode's curve: its K and bound, at the sweep's d, over 0 .. the largest fraction.
   s.curves.clear();
@@ -203,14 +224,16 @@ void fill_predictions(SweepResult& s, const std::vector<RunResult>& runs) {
     const RunResult& r = runs.at(row.run);
     SweepCurve c;
     c.mode = row.mode;
-    c.every = model_every(r.asked.sync, s.batches, r.asked.max_pending_bytes, r.bytes_per_batch);
+    c.every =
+        model_every(r.asked.options.sync, s.batches, r.asked.options.max_pending_bytes, r.measured.bytes_per_batch);
     for (int i = 0; i < kCurvePoints; ++i) {
       SweepCurvePoint p;
       p.x = x_max * i / (kCurvePoints - 1);
       const double h = p.x * s.device_s;
       const double mode_wall = predicted_wall_s(s.batches, c.every, h, s.device_s);
       p.speedup = ratio(predicted_wall_s(s.batches, 1, h, s.device_s), mode_wall);
-      p.backlog = predicted_backlog(s.batches, c.every, h, s.device_s, r.asked.max_pending_bytes, r.bytes_per_batch);
+      p.backlog = predicted_backlog(s.batches, c.every, h, s.device_s, r.asked.options.max_pending_bytes,
+                                    r.measured.bytes_per_batch);
       p.increase_bytes = increase_for(r, p.backlog);
       c.points.push_back(p);
     }
@@ -314,6 +337,17 @@ Json sweep_model_json(const SweepResult& s) {
 // and the summary's "sweep" and "sweep_model" sections once it has started.
 class Sweep : public Study {
  public:
+  std::vector<std::string> memory_logs(const Options& o) const override {  // --compare's for each fraction
+    std::vector<std::string> logs;
+    if (o.memory_log.empty()) return logs;
+    const SweepSettings& settings = *o.studies.find<SweepSettings>("sweep");
+    for (double f : settings.fractions) {
+      Options c = o;
+      c.memory_log = tagged_path(o.memory_log, fraction_tag(f));
+      for (const std::string& log : train::memory_logs(compare_plan(c, settings.compare_every))) logs.push_back(log);
+    }
+    return logs;
+  }
   void run(const Options& o, std::ostream& out, std::vector<RunResult>& results) override {
     started_ = true;
     run_sweep(o, out, results, sweep_);
@@ -338,8 +372,32 @@ class Sweep : public Study {
 };
 
 // Before --compare and --compare-policies: --sweep runs --compare's modes itself.
-const RegisterStudy sweep{{"sweep", false, 10, [](const Options& o) { return o.sweep; },
+const RegisterStudy sweep{{"sweep", false, 10, [](const Options& o) { return o.studies.asked("sweep"); },
                            [] { return std::unique_ptr<Study>(std::make_unique<Sweep>()); }}};
+
+// clang-format off
+const RegisterStudyOptions sweep_options{{"sweep", 40,
+    [](Declare& d) {
+      d.flag("sweep", "measure the device's time per batch d, then run every mode of --compare at the frontend's "
+        "time per batch h = f x d for each f of --sweep-fractions; one table: samples/s, speed-up over batch, "
+        "peak backlog and memory increase beside both models' predictions (see below; default: off)")
+       .option<std::vector<double>>("sweep-fractions", "F1,F2,..", "0,0.25,0.5,0.75,1,1.5", parse_sweep_fractions,
+        "the h/d --sweep runs, each in [0, 10]");
+    },
+    [](const po::variables_map& vm) -> std::any {
+      if (!vm["sweep"].as<bool>()) return {};
+      return SweepSettings{vm["sweep-fractions"].as<std::vector<double>>(), vm["compare-every"].as<std::vector<int>>()};
+    },
+    [](const Options& o) -> std::string {
+      if (!o.studies.asked("sweep")) return "";
+      if (std::string why = one_model_problem(o, "--sweep"); !why.empty()) return why;
+      if (o.studies.asked("compare-policies"))
+        return "--sweep runs --compare's modes, not the allocation policies: drop --compare-policies";
+      if (o.host_work.ns || o.host_work.match_device)
+        return "--sweep sets the host work itself, at each of --sweep-fractions x d: drop --host-work";
+      return "";
+    }}};
+// clang-format on
 
 }  // namespace
 

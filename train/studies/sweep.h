@@ -22,6 +22,15 @@
 
 namespace amlp::train {
 
+// --sweep: on; --sweep-fractions, and --compare-every (the modes of --compare it runs).
+struct SweepSettings {
+  std::vector<double> fractions{0, 0.25, 0.5, 0.75, 1, 1.5};
+  std::vector<int> compare_every{2, 10};
+};
+// --sweep-fractions' value: "0,0.25,1.5", each in [0, 10], none twice; throws
+// amlp::ParseError naming what it must be.
+std::vector<double> parse_sweep_fractions(const std::string& text);
+
 // One run of the sweep, measured and predicted.
 struct SweepRow {
   double fraction = 0;        // f: the h/d asked for

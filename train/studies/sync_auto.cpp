@@ -10,6 +10,7 @@
 #include "train/predict/predict.h"
 #include "train/plan/plan.h"
 #include "train/runs/run_plan.h"
+#include "train/options/study_options.h"
 #include "train/studies/study.h"
 
 namespace amlp::train {
@@ -103,14 +104,15 @@ AutoChoice choose_sync(int batches, double host_s, double device_s, size_t bytes
 AutoChoice resolve_sync_auto(const Options& o, std::ostream& out) {
   constexpr int kBatches = 8;
   const RunResult r = measure_synchronized(o, kBatches, o.host_work);
-  int64_t h = std::llround(r.host_s_per_batch * 1e9), d = std::llround(r.device_s_per_batch * 1e9);
-  int64_t bpb = int64_t(r.bytes_per_batch), largest = int64_t(r.largest_tensor_bytes);
+  int64_t h = std::llround(r.measured.host_s_per_batch * 1e9), d = std::llround(r.measured.device_s_per_batch * 1e9);
+  int64_t bpb = int64_t(r.measured.bytes_per_batch), largest = int64_t(r.measured.largest_tensor_bytes);
   if (dist::ProcessGroup* g = rank_group(o)) {  // every rank chooses alike
     h = rank0_value(*g, h), d = rank0_value(*g, d);
     bpb = rank0_value(*g, bpb), largest = rank0_value(*g, largest);
   }
-  AutoChoice c = choose_sync(o.batches, double(h) * 1e-9, double(d) * 1e-9, size_t(bpb), size_t(largest), o.memory_budget);
-  out << "sync auto: " << c.why << " (over " << r.asked.batches << " synchronized batches)" << std::endl;
+  AutoChoice c = choose_sync(o.batches, double(h) * 1e-9, double(d) * 1e-9, size_t(bpb), size_t(largest),
+                             o.studies.find<SyncAutoSettings>("sync auto")->budget);
+  out << "sync auto: " << c.why << " (over " << r.asked.options.batches << " synchronized batches)" << std::endl;
   return c;
 }
 
@@ -128,8 +130,38 @@ struct SyncAuto : Study {
 };
 
 // After --host-work match (its h is what --sync auto measures with).
-const RegisterStudy sync_auto{{"sync auto", true, 20, [](const Options& o) { return o.sync_auto; },
+const RegisterStudy sync_auto{{"sync auto", true, 20,
+                               [](const Options& o) {
+                                 const SyncAutoSettings* s = o.studies.find<SyncAutoSettings>("sync auto");
+                                 return s && s->automatic;
+                               },
                                [] { return std::unique_ptr<Study>(std::make_unique<SyncAuto>()); }}};
+
+// clang-format off
+const RegisterStudyOptions sync_auto_options{{"sync auto", 50,
+    [](Declare& d) {
+      d.option<size_t>("memory-budget", "BYTES", "0", read_bytes,
+        "--sync auto: the most memory the run may hold for queued batches (its predicted increase)");
+    },
+    [](const po::variables_map& vm) -> std::any {
+      const SyncAutoSettings s{vm["sync"].as<SyncChoice>().automatic, vm["memory-budget"].as<size_t>()};
+      if (!s.automatic && !s.budget) return {};
+      return s;
+    },
+    [](const Options& o) -> std::string {
+      const SyncAutoSettings* s = o.studies.find<SyncAutoSettings>("sync auto");
+      if (!s) return "";
+      if (!s->automatic) return "--memory-budget is the budget --sync auto chooses within: add --sync auto";
+      if (!s->budget) return "--sync auto needs --memory-budget BYTES, the memory it may hold for queued batches";
+      if (o.studies.asked("compare") || o.studies.asked("sweep") || o.studies.asked("compare-policies"))
+        return "--sync auto chooses one run's mode; --compare, --sweep and --compare-policies run modes of their own";
+      if (o.max_pending_bytes || o.max_pending_ops)
+        return "--sync auto chooses the pending-bytes bound itself: drop --max-pending-bytes and --max-pending";
+      if (o.alloc == AllocPolicy::Run || o.graph)
+        return "--sync auto predicts with the enqueue memory model: not with --alloc run or --graph on";
+      return "";
+    }}};
+// clang-format on
 
 }  // namespace
 

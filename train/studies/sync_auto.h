@@ -23,6 +23,12 @@
 
 namespace amlp::train {
 
+// --sync auto and --memory-budget, as given (either alone is refused).
+struct SyncAutoSettings {
+  bool automatic = false;
+  size_t budget = 0;
+};
+
 struct AutoCandidate {
   std::string label;             // "batch", "every=12", "none", "bounded"
   SyncMode sync;

@@ -20,6 +20,7 @@
 #include "train/plan/plan.h"
 #include "train/options/sync_policy.h"
 #include "train/train_test_util.h"
+#include "train/studies/comparisons.h"
 
 namespace amlp::train {
 namespace {
@@ -52,7 +53,7 @@ TEST(TrainOptions, DefaultsAreTheBooksExperiment) {
   EXPECT_EQ(o.sync.policy, SyncPolicy::EveryBatch);
   EXPECT_EQ(o.max_pending_ops, 0u);
   EXPECT_EQ(o.max_pending_bytes, 0u);
-  EXPECT_FALSE(o.compare);
+  EXPECT_FALSE(o.studies.asked("compare"));
   EXPECT_EQ(o.device_text, "auto");
   EXPECT_EQ(o.device_fell_back, cuda_device_count() == 0);
   EXPECT_FALSE(o.memory_limit.has_value()) << "--memory-limit defaults to auto (the device's own budget)";
@@ -98,8 +99,9 @@ TEST(TrainOptions, ReadsEveryOption) {
   EXPECT_EQ(o.max_pending_bytes, size_t(3) << 20);
   ASSERT_TRUE(o.memory_limit.has_value());
   EXPECT_EQ(*o.memory_limit, size_t(1) << 30);
-  EXPECT_TRUE(o.blocking && o.tf32 && o.check_finite && o.compare);
-  EXPECT_EQ(o.compare_every, (std::vector<int>{3, 5}));
+  EXPECT_TRUE(o.blocking && o.tf32 && o.check_finite);
+  ASSERT_NE(o.studies.find<CompareSettings>("compare"), nullptr);
+  EXPECT_EQ(o.studies.find<CompareSettings>("compare")->every, (std::vector<int>{3, 5}));
 }
 
 TEST(TrainOptions, HelpDocumentsEveryOptionWithItsDefault) {
@@ -266,7 +268,7 @@ TEST(TrainOptions, CommandLineBeatsConfigBeatsDefault) {
   EXPECT_EQ(p.options.batches, 9);      // command line wins
   EXPECT_EQ(p.options.batch_size, 64);  // the file beats the default
   EXPECT_EQ(p.options.sync.policy, SyncPolicy::Never);
-  EXPECT_TRUE(p.options.compare);                          // a switch from the file
+  EXPECT_TRUE(p.options.studies.asked("compare"));         // a switch from the file
   EXPECT_EQ(p.options.features, 512);                      // default
   ParseOutcome q = parse("--sync batch --config " + ini);  // order on the line does not matter
   ASSERT_EQ(q.status, ParseStatus::Run) << q.message;

@@ -18,19 +18,19 @@ namespace {
 
 RunResult one_device(AllocPolicy alloc, int backlog, size_t bytes_per_batch) {
   RunResult r;
-  r.asked.alloc = alloc;
-  r.peak_backlog_batches = backlog;
-  r.per_device.push_back(DeviceResult{});
-  r.per_device[0].bytes_per_batch = bytes_per_batch;
-  r.bytes_per_batch = bytes_per_batch;
+  r.asked.options.alloc = alloc;
+  r.measured.peak_backlog_batches = backlog;
+  r.measured.per_device.push_back(DeviceResult{});
+  r.measured.per_device[0].bytes_per_batch = bytes_per_batch;
+  r.measured.bytes_per_batch = bytes_per_batch;
   return r;
 }
 
 TEST(MemoryModel, EnqueueIsTheBacklogTimesABatchCappedByBackPressure) {
   RunResult r = one_device(AllocPolicy::Enqueue, 57, 1000);
   EXPECT_EQ(predicted_increase(r), 57000u);
-  r.asked.max_pending_bytes = 2500;
-  r.largest_tensor_bytes = 300;
+  r.asked.options.max_pending_bytes = 2500;
+  r.measured.largest_tensor_bytes = 300;
   EXPECT_EQ(predicted_increase(r), 2800u);  // the bound + the op waiting to be queued
   r.predicted.increase_bytes = predicted_increase(r);
   EXPECT_EQ(memory_terms(r), "max-pending-bytes + one op's output");
@@ -38,10 +38,10 @@ TEST(MemoryModel, EnqueueIsTheBacklogTimesABatchCappedByBackPressure) {
 
 TEST(MemoryModel, RunIsTheWorkingSetAndTheDataAheadOnTheFirstDevice) {
   RunResult r = one_device(AllocPolicy::Run, 100, 1000);
-  r.per_device.push_back(DeviceResult{});
-  r.per_device[0].working_set_bytes = 300;
-  r.per_device[1].working_set_bytes = 200;
-  r.peak_data_ahead_bytes = 50;
+  r.measured.per_device.push_back(DeviceResult{});
+  r.measured.per_device[0].working_set_bytes = 300;
+  r.measured.per_device[1].working_set_bytes = 200;
+  r.measured.peak_data_ahead_bytes = 50;
   EXPECT_EQ(predicted_increase(r, 0), 350u);
   EXPECT_EQ(predicted_increase(r, 1), 200u);
   EXPECT_EQ(predicted_increase(r), 550u);
@@ -93,16 +93,16 @@ TEST(ThroughputModel, AMeasuredFreshTimeReplacesTheProbesPrice) {
 
 TEST(ThroughputModel, TheFormulaNamesTheFreshTermWhenItCounts) {
   RunResult r;
-  r.batches_done = 100;
+  r.measured.batches_done = 100;
   r.predicted.every = 100;
   EXPECT_EQ(throughput_terms(r), "100 x max(h, d) + min(h, d)");
-  r.fresh_bytes = 381000000;
-  r.fresh_s_per_gib = 1.84;
+  r.measured.fresh_bytes = 381000000;
+  r.measured.fresh_s_per_gib = 1.84;
   EXPECT_EQ(throughput_terms(r), "100 x max(h, d) + min(h, d) + 381.0 MB fresh x 1.84 s/GiB");
   r.predicted.every = 10;
-  r.fresh_bytes = 0;
+  r.measured.fresh_bytes = 0;
   EXPECT_EQ(throughput_terms(r), "100 x max(h, d) + 10 x min(h, d)");
-  r.fresh_counted = true;
+  r.measured.fresh_counted = true;
   r.predicted.fresh_s = 0.25;
   EXPECT_EQ(throughput_terms(r), "100 x max(h, d) + 10 x min(h, d) + fresh 0.250 s (measured)");
 }

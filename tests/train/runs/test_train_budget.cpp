@@ -51,20 +51,20 @@ TEST(Budget, ARunPastTheLimitFailsAndALaterSmallerRunSucceeds) {
     EXPECT_NE(w.find("run 'none' failed at batch "), std::string::npos) << w;
     EXPECT_NE(w.find("out of memory on cpu:0"), std::string::npos) << w;
     EXPECT_NE(w.find("a test's limit"), std::string::npos) << w;
-    EXPECT_EQ(e.partial.status, RunStatus::Failed);
-    EXPECT_EQ(e.partial.error, w);
-    EXPECT_GE(e.partial.batches_done, 1);
-    EXPECT_LT(e.partial.batches_done, 50);
-    EXPECT_EQ(e.partial.memory_limit_bytes, size_t(16) << 20);
-    EXPECT_LE(e.partial.peak_bytes, size_t(16) << 20);
+    EXPECT_EQ(e.partial.measured.status, RunStatus::Failed);
+    EXPECT_EQ(e.partial.measured.error, w);
+    EXPECT_GE(e.partial.measured.batches_done, 1);
+    EXPECT_LT(e.partial.measured.batches_done, 50);
+    EXPECT_EQ(e.partial.measured.memory_limit_bytes, size_t(16) << 20);
+    EXPECT_LE(e.partial.measured.peak_bytes, size_t(16) << 20);
   }
   waitall();
   EXPECT_EQ(memory_stats(d).bytes_in_use, in_use) << "the failed run left buffers in use";
   const RunSpec small{options("--device cpu --sync none --batches 5 --batch-size 32 --features 16 --hidden 16"), "none"};
   const RunResult r = run_experiment(small, out);
-  EXPECT_EQ(r.status, RunStatus::Completed);
-  EXPECT_EQ(r.batches_done, 5);
-  EXPECT_TRUE(std::isfinite(r.final_loss));
+  EXPECT_EQ(r.measured.status, RunStatus::Completed);
+  EXPECT_EQ(r.measured.batches_done, 5);
+  EXPECT_TRUE(std::isfinite(r.measured.final_loss));
   set_memory_limit(d, before.bytes, before.source);
 }
 

@@ -25,9 +25,11 @@ constexpr size_t kMB = 1000000;
 TEST(SyncAutoOptions, ParsesAndRefusesWhatDoesNotCombine) {
   const ParseOutcome p = parse_options({"--sync", "auto", "--memory-budget", "64MB"});
   ASSERT_EQ(p.status, ParseStatus::Run) << p.message;
-  EXPECT_TRUE(p.options.sync_auto);
-  EXPECT_EQ(p.options.memory_budget, 64 * kMB);
-  EXPECT_FALSE(parse_options({"--sync", "none"}).options.sync_auto);
+  const SyncAutoSettings* s = p.options.studies.find<SyncAutoSettings>("sync auto");
+  ASSERT_NE(s, nullptr);
+  EXPECT_TRUE(s->automatic);
+  EXPECT_EQ(s->budget, 64 * kMB);
+  EXPECT_FALSE(parse_options({"--sync", "none"}).options.studies.asked("sync auto"));
   expect_bad_input({
       {"--sync auto", "--sync auto needs --memory-budget"},
       {"--memory-budget 64MB", "add --sync auto"},
