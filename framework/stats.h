@@ -1,13 +1,41 @@
 // stats.h — the plain records the engine fills and a program reads: a
-// device pool's memory (MemoryStats), a pool's cap (MemoryBudget) and a
-// queue's progress (QueueStats). No functions: runtime.h says how to read
-// them (memory_stats(), memory_limit(), queue_stats()).
+// device pool's memory (MemoryStats, its fresh memory's backing:
+// FreshBacking), a pool's cap (MemoryBudget) and a queue's progress
+// (QueueStats). No functions but FreshBacking's sums: runtime.h says how to
+// read them (memory_stats(), memory_limit(), queue_stats()).
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 namespace amlp {
+
+// Fresh memory made resident (a CPU pool's HostArena; 0 elsewhere,
+// docs/memory-model.md): the device's worker before a kernel writes a block
+// (populating it, or the rest of one the populator is on: part of
+// QueueStats::busy_s), of which populating, and the bytes it populated; the
+// populator thread's own time and bytes, off the worker's clock. Counters:
+// what accrued between two reads is their difference, several pools' their sum.
+struct FreshBacking {
+  double worker_s = 0, worker_populate_s = 0;
+  uint64_t worker_bytes = 0;
+  double populator_s = 0;
+  uint64_t populator_bytes = 0;
+
+  uint64_t bytes() const { return worker_bytes + populator_bytes; }  // backed by either
+  FreshBacking& operator+=(const FreshBacking& o) {
+    worker_s += o.worker_s;
+    worker_populate_s += o.worker_populate_s;
+    worker_bytes += o.worker_bytes;
+    populator_s += o.populator_s;
+    populator_bytes += o.populator_bytes;
+    return *this;
+  }
+  FreshBacking operator-(const FreshBacking& since) const {  // what accrued after `since` was read
+    return {worker_s - since.worker_s, worker_populate_s - since.worker_populate_s, worker_bytes - since.worker_bytes,
+            populator_s - since.populator_s, populator_bytes - since.populator_bytes};
+  }
+};
 
 // One device's memory pool (tracked bytes; docs/design.md §7).
 struct MemoryStats {
@@ -20,15 +48,7 @@ struct MemoryStats {
   uint64_t device_allocs = 0;    // calls to the device's own allocator (cudaMalloc; fewer with segments)
   uint64_t bytes_allocated_total = 0;  // sum of every allocation (rounded), ever
   size_t limit_bytes = 0;     // 0 = none
-  // Fresh memory made resident so far (a CPU pool's HostArena; 0 elsewhere,
-  // docs/memory-model.md): the device's worker before a kernel writes a
-  // block (populating it, or the rest of one the populator is on: part of
-  // QueueStats::busy_s), of which populating, and the bytes it populated;
-  // the populator thread's own time and bytes, off the worker's clock.
-  double fresh_worker_s = 0, fresh_worker_populate_s = 0;
-  uint64_t fresh_worker_bytes = 0;
-  double fresh_populator_s = 0;
-  uint64_t fresh_populator_bytes = 0;
+  FreshBacking fresh;         // fresh memory made resident so far
 };
 
 // A cap on a pool's reserved bytes and where it came from.
@@ -61,7 +81,7 @@ struct QueueStats {
   // with an op to run until it next sleeps or stops, less the time it waited
   // for another queue's op. That is running its ops, with what each needs
   // around its kernel: allocating its outputs (under the `run` policy),
-  // making fresh CPU blocks resident (MemoryStats::fresh_worker_s), the
+  // making fresh CPU blocks resident (MemoryStats::fresh), the
   // device's per-op hooks (on CUDA: the completion event; in synchronous
   // mode the wait for the stream), recording and launching step graphs, and
   // the worker's own bookkeeping between ops. Not counted: idle time, and

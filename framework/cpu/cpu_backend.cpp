@@ -31,11 +31,11 @@ void CpuBackend::free_host(void* p) noexcept { std::free(p); }
 
 void CpuBackend::add_fresh_stats(MemoryStats& s) const {
   const HostArena::BackingStats b = arena_.backing_stats();
-  s.fresh_worker_s += double(b.worker_ns) * 1e-9;
-  s.fresh_worker_populate_s += double(b.worker_populate_ns) * 1e-9;
-  s.fresh_worker_bytes += b.worker_bytes;
-  s.fresh_populator_s += double(b.populator_ns) * 1e-9;
-  s.fresh_populator_bytes += b.populator_bytes;
+  s.fresh.worker_s += double(b.worker_ns) * 1e-9;
+  s.fresh.worker_populate_s += double(b.worker_populate_ns) * 1e-9;
+  s.fresh.worker_bytes += b.worker_bytes;
+  s.fresh.populator_s += double(b.populator_ns) * 1e-9;
+  s.fresh.populator_bytes += b.populator_bytes;
 }
 
 void CpuBackend::timer_record(TimerPoint& p) {

@@ -121,6 +121,27 @@ TEST(MemoryCpuPool, TheAllocatingThreadMapsAndThePopulatorPopulates) {
   b.raw_free(q);
 }
 
+// FreshBacking's counters: what accrued between two reads is their
+// difference, several pools' their sum, every field of it.
+TEST(FreshBacking, DifferencesAndSumsTakeEveryCounter) {
+  const FreshBacking a{1.5, 0.5, 100, 2.0, 40}, b{0.5, 0.25, 30, 1.0, 10};
+  const FreshBacking d = a - b;
+  EXPECT_EQ(d.worker_s, 1.0);
+  EXPECT_EQ(d.worker_populate_s, 0.25);
+  EXPECT_EQ(d.worker_bytes, 70u);
+  EXPECT_EQ(d.populator_s, 1.0);
+  EXPECT_EQ(d.populator_bytes, 30u);
+  EXPECT_EQ(d.bytes(), 100u);
+  FreshBacking sum = b;
+  sum += d;
+  EXPECT_EQ(sum.worker_s, a.worker_s);
+  EXPECT_EQ(sum.worker_populate_s, a.worker_populate_s);
+  EXPECT_EQ(sum.worker_bytes, a.worker_bytes);
+  EXPECT_EQ(sum.populator_s, a.populator_s);
+  EXPECT_EQ(sum.populator_bytes, a.populator_bytes);
+  EXPECT_EQ(FreshBacking{}.bytes(), 0u);
+}
+
 // The fresh-memory counters (HostArena::BackingStats, read through a pool's
 // MemoryStats): a block the worker populates before the populator reached it
 // adds its bytes and time to the worker's; one already resident adds
@@ -132,10 +153,10 @@ TEST(MemoryCpuPool, TheWorkersBackingOfFreshBlocksIsCountedAndAResidentOneAddsNo
   Pool pool("cpu:8", std::make_unique<ForwardingAllocator>(&b));  // the path memory_stats() reads
   const size_t bytes = size_t(8) << 20, chunk = size_t(2) << 20;
   const MemoryStats s0 = pool.stats();
-  EXPECT_EQ(s0.fresh_worker_s, 0.0);
-  EXPECT_EQ(s0.fresh_worker_bytes, 0u);
-  EXPECT_EQ(s0.fresh_populator_s, 0.0);
-  EXPECT_EQ(s0.fresh_populator_bytes, 0u);
+  EXPECT_EQ(s0.fresh.worker_s, 0.0);
+  EXPECT_EQ(s0.fresh.worker_bytes, 0u);
+  EXPECT_EQ(s0.fresh.populator_s, 0.0);
+  EXPECT_EQ(s0.fresh.populator_bytes, 0u);
   b.hold_populator(true);
   void* p = b.raw_alloc(bytes);
   void* q = b.raw_alloc(bytes);
@@ -143,32 +164,32 @@ TEST(MemoryCpuPool, TheWorkersBackingOfFreshBlocksIsCountedAndAResidentOneAddsNo
   ASSERT_NE(p, nullptr);
   ASSERT_NE(q, nullptr);
   ASSERT_NE(small, nullptr);
-  EXPECT_EQ(pool.stats().fresh_worker_bytes, 0u) << "mapping a block backs nothing";
+  EXPECT_EQ(pool.stats().fresh.worker_bytes, 0u) << "mapping a block backs nothing";
   ASSERT_TRUE(b.prepare_write(q));  // the worker, before the populator got to it
   const MemoryStats s1 = pool.stats();
-  EXPECT_EQ(s1.fresh_worker_bytes, bytes);
-  EXPECT_GT(s1.fresh_worker_populate_s, 0.0);
-  EXPECT_GE(s1.fresh_worker_s, s1.fresh_worker_populate_s);  // populating is part of the worker's time
-  EXPECT_EQ(s1.fresh_populator_bytes, 0u);
-  EXPECT_EQ(s1.fresh_populator_s, 0.0);
+  EXPECT_EQ(s1.fresh.worker_bytes, bytes);
+  EXPECT_GT(s1.fresh.worker_populate_s, 0.0);
+  EXPECT_GE(s1.fresh.worker_s, s1.fresh.worker_populate_s);  // populating is part of the worker's time
+  EXPECT_EQ(s1.fresh.populator_bytes, 0u);
+  EXPECT_EQ(s1.fresh.populator_s, 0.0);
   ASSERT_TRUE(b.prepare_write(small));  // its chunk, whole
   const MemoryStats s2 = pool.stats();
-  EXPECT_EQ(s2.fresh_worker_bytes, bytes + chunk);
-  EXPECT_GT(s2.fresh_worker_s, s1.fresh_worker_s);
+  EXPECT_EQ(s2.fresh.worker_bytes, bytes + chunk);
+  EXPECT_GT(s2.fresh.worker_s, s1.fresh.worker_s);
   ASSERT_TRUE(b.prepare_write(q));  // resident now: nothing to pay
   const MemoryStats s3 = pool.stats();
-  EXPECT_EQ(s3.fresh_worker_bytes, s2.fresh_worker_bytes);
-  EXPECT_EQ(s3.fresh_worker_s, s2.fresh_worker_s);
-  EXPECT_EQ(s3.fresh_worker_populate_s, s2.fresh_worker_populate_s);
+  EXPECT_EQ(s3.fresh.worker_bytes, s2.fresh.worker_bytes);
+  EXPECT_EQ(s3.fresh.worker_s, s2.fresh.worker_s);
+  EXPECT_EQ(s3.fresh.worker_populate_s, s2.fresh.worker_populate_s);
   b.hold_populator(false);
   ASSERT_TRUE(wait_resident(b, p)) << "the populator never populated the block";
   const MemoryStats s4 = pool.stats();
-  EXPECT_EQ(s4.fresh_populator_bytes, bytes) << "the populator counts p only (q and the chunk were the worker's)";
-  EXPECT_GT(s4.fresh_populator_s, 0.0);
+  EXPECT_EQ(s4.fresh.populator_bytes, bytes) << "the populator counts p only (q and the chunk were the worker's)";
+  EXPECT_GT(s4.fresh.populator_s, 0.0);
   ASSERT_TRUE(b.prepare_write(p));  // made resident by the populator: the worker pays nothing
   const MemoryStats s5 = pool.stats();
-  EXPECT_EQ(s5.fresh_worker_bytes, s2.fresh_worker_bytes);
-  EXPECT_EQ(s5.fresh_worker_s, s2.fresh_worker_s);
+  EXPECT_EQ(s5.fresh.worker_bytes, s2.fresh.worker_bytes);
+  EXPECT_EQ(s5.fresh.worker_s, s2.fresh.worker_s);
   b.raw_free(small);
   b.raw_free(p);
   b.raw_free(q);

@@ -161,15 +161,13 @@ struct RunMeasurement {
   double fresh_s_per_gib = 0;
   // d per batch taken apart (CPU devices, the busiest device's; d_measured
   // false elsewhere): the kernels' own time (QueueStats::kernel_s) and the
-  // worker's time making fresh blocks resident (MemoryStats::fresh_worker_s),
+  // worker's time making fresh blocks resident (MemoryStats::fresh),
   // both measured, and the rest of d (the ops' allocation and bookkeeping):
-  // d less the two. And the CPU pools' backing counters over the run: the
-  // worker's seconds (the lock and lookups included), of which
-  // populating, and bytes; the populator thread's, off the worker's clock.
+  // d less the two. And the CPU pools' backing counters over the run, the
+  // devices' summed (the worker's seconds include the lock and lookups).
   bool d_measured = false;
   double d_kernels_s = 0, d_fresh_s = 0, d_rest_s = 0;
-  double fresh_worker_s = 0, fresh_worker_populate_s = 0, fresh_populator_s = 0;
-  uint64_t fresh_worker_bytes = 0, fresh_populator_bytes = 0;
+  FreshBacking backing;
   bool fresh_counted = false;  // the fresh term is the worker's measured time, not the probe's price
   std::vector<DeviceResult> per_device;  // one entry per device, in order
   int blas_threads = 0;  // each CPU GEMM's threads with --devices (0: as set)

@@ -37,7 +37,7 @@
 // min(h, d); bounded by back-pressure of at least one batch: as
 // unsynchronized (the frontend is held back, never the device starved);
 // where fresh = the seconds the device's worker spent making fresh blocks
-// resident (MemoryStats::fresh_worker_s, counted where it pays them;
+// resident (MemoryStats::fresh, counted where it pays them;
 // without those counters, the bytes the CPU pools had to obtain from the
 // system during the run × fresh_s_per_byte(), a probe). The device's
 // worker makes a fresh block resident before its op writes it (what the

@@ -111,11 +111,11 @@ const std::vector<RunFigure> kRunFigures = {
   {"d_kernels_s", "s", "d's kernels, their own time per batch", [](const RunResult& r) -> Json { return r.measured.d_kernels_s; }},
   {"d_fresh_s", "s", "d's worker time backing fresh blocks, per batch", [](const RunResult& r) -> Json { return r.measured.d_fresh_s; }},
   {"d_rest_s", "s", "the rest of d per batch (allocation, bookkeeping): d less the two", [](const RunResult& r) -> Json { return r.measured.d_rest_s; }},
-  {"fresh_worker_s", "s", "the worker's seconds in the CPU pools' backing (the lock and lookups included)", [](const RunResult& r) -> Json { return r.measured.fresh_worker_s; }},
-  {"fresh_worker_populate_s", "s", "... of which populating", [](const RunResult& r) -> Json { return r.measured.fresh_worker_populate_s; }},
-  {"fresh_backed_bytes", "bytes", "the bytes the worker backed", [](const RunResult& r) -> Json { return r.measured.fresh_worker_bytes; }},
-  {"fresh_populator_s", "s", "the populator thread's backing seconds, off the worker's clock", [](const RunResult& r) -> Json { return r.measured.fresh_populator_s; }},
-  {"fresh_populator_bytes", "bytes", "the bytes the populator thread backed", [](const RunResult& r) -> Json { return r.measured.fresh_populator_bytes; }},
+  {"fresh_worker_s", "s", "the worker's seconds in the CPU pools' backing (the lock and lookups included)", [](const RunResult& r) -> Json { return r.measured.backing.worker_s; }},
+  {"fresh_worker_populate_s", "s", "... of which populating", [](const RunResult& r) -> Json { return r.measured.backing.worker_populate_s; }},
+  {"fresh_backed_bytes", "bytes", "the bytes the worker backed", [](const RunResult& r) -> Json { return r.measured.backing.worker_bytes; }},
+  {"fresh_populator_s", "s", "the populator thread's backing seconds, off the worker's clock", [](const RunResult& r) -> Json { return r.measured.backing.populator_s; }},
+  {"fresh_populator_bytes", "bytes", "the bytes the populator thread backed", [](const RunResult& r) -> Json { return r.measured.backing.populator_bytes; }},
   {"distributed", "", "`--distributed`: `none` or `mpi`", [](const RunResult& r) -> Json { return r.asked.options.distributed; }},
   {"ranks", "", "`--distributed mpi`, written by rank 0: one object per rank (the rank table below)", [](const RunResult& r) -> Json { return array_of(rank_figures(), r.measured.ranks); }},
   {"comm_alpha_s", "s", "the all-reduce's measured latency, alpha", [](const RunResult& r) -> Json { return r.measured.comm_alpha_s; }},
@@ -366,25 +366,26 @@ void d_line(const RunResult& r, Lines& out) {
       fmt("%.3f ms = kernels %.3f + fresh memory %.3f (%s backed by the worker) + rest %.3f (the "
           "remainder: allocation, bookkeeping; kernels + fresh = %.3f of d)",
           d * 1e3, r.measured.d_kernels_s * 1e3, r.measured.d_fresh_s * 1e3,
-          format_mb(double(r.measured.fresh_worker_bytes)).c_str(), r.measured.d_rest_s * 1e3,
+          format_mb(double(r.measured.backing.worker_bytes)).c_str(), r.measured.d_rest_s * 1e3,
           d > 0 ? (r.measured.d_kernels_s + r.measured.d_fresh_s) / d : 0.0);
-  if (r.measured.batches_done && r.measured.fresh_populator_s > 0)  // off the worker's clock, at idle priority
+  if (r.measured.batches_done && r.measured.backing.populator_s > 0)  // off the worker's clock, at idle priority
     v += fmt("; off d, the populator backed fresh memory %.3f ms per batch",
-             per_batch_ms(r, r.measured.fresh_populator_s));
+             per_batch_ms(r, r.measured.backing.populator_s));
   out.emplace_back("d per batch", v);
 }
 
 void fresh_line(const RunResult& r, Lines& out) {
-  if (r.measured.fresh_counted && r.measured.fresh_worker_bytes + r.measured.fresh_populator_bytes > 0)
+  if (r.measured.fresh_counted && r.measured.backing.worker_bytes + r.measured.backing.populator_bytes > 0)
     out.emplace_back(
         "fresh memory",
         fmt("%s obtained from the system; backed by the worker (%s in %.3f s) and by the populator thread "
             "(%s in %.3f s, off the worker's clock; %.3f ms per batch), %.3f s per GiB as measured: %.3f s "
             "of d (%.3f ms per batch)",
-            format_mb(double(r.measured.fresh_bytes)).c_str(), format_mb(double(r.measured.fresh_worker_bytes)).c_str(),
-            r.measured.fresh_worker_populate_s, format_mb(double(r.measured.fresh_populator_bytes)).c_str(),
-            r.measured.fresh_populator_s, per_batch_ms(r, r.measured.fresh_populator_s), r.measured.fresh_s_per_gib,
-            r.predicted.fresh_s, per_batch_ms(r, r.predicted.fresh_s)));
+            format_mb(double(r.measured.fresh_bytes)).c_str(),
+            format_mb(double(r.measured.backing.worker_bytes)).c_str(), r.measured.backing.worker_populate_s,
+            format_mb(double(r.measured.backing.populator_bytes)).c_str(), r.measured.backing.populator_s,
+            per_batch_ms(r, r.measured.backing.populator_s), r.measured.fresh_s_per_gib, r.predicted.fresh_s,
+            per_batch_ms(r, r.predicted.fresh_s)));
   else if (!r.measured.fresh_counted && r.measured.fresh_s_per_gib > 0)
     out.emplace_back("fresh memory",
                      fmt("%s obtained from the system, backed at %.3f s per GiB here (a probe's): %.3f s (%.3f ms of d "

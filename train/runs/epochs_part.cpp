@@ -49,10 +49,9 @@ class EpochsPart : public LoopPart {
     e_.wall_s = loop_.meter.seconds() - t0_;
     e_.samples_per_s = e_.wall_s > 0 ? double(samples_) / e_.wall_s : 0;
     e_.mem_increase_bytes = peak_in_use_ > in_use0_ ? peak_in_use_ - in_use0_ : 0;
-    const MemoryStats f = fresh();
-    e_.fresh_bytes = (f.fresh_worker_bytes + f.fresh_populator_bytes) -
-                     (fresh0_.fresh_worker_bytes + fresh0_.fresh_populator_bytes);
-    e_.fresh_worker_s = f.fresh_worker_s - fresh0_.fresh_worker_s;
+    const FreshBacking f = fresh() - fresh0_;
+    e_.fresh_bytes = f.bytes();
+    e_.fresh_worker_s = f.worker_s;
     e_.loss = loss;
     // h and d over the epoch, as the run meter takes them over the run: the
     // loop's time less its waits (loss reads, back-pressure), the busiest
@@ -82,14 +81,9 @@ class EpochsPart : public LoopPart {
                   e.mem_increase_bytes / 1e6, e.peak_reserved_bytes / 1e6, e.fresh_bytes / 1e6);
     loop_.print(line);
   }
-  MemoryStats fresh() const {  // the devices' fresh-memory counters, summed
-    MemoryStats sum;
-    for (const Device& d : loop_.devices) {
-      const MemoryStats m = memory_stats(d);
-      sum.fresh_worker_bytes += m.fresh_worker_bytes;
-      sum.fresh_populator_bytes += m.fresh_populator_bytes;
-      sum.fresh_worker_s += m.fresh_worker_s;
-    }
+  FreshBacking fresh() const {  // the devices' fresh-memory counters, summed
+    FreshBacking sum;
+    for (const Device& d : loop_.devices) sum += memory_stats(d).fresh;
     return sum;
   }
   std::vector<QueueStats> queues() const {
@@ -105,7 +99,7 @@ class EpochsPart : public LoopPart {
   double t0_ = 0;
   size_t in_use0_ = 0, peak_in_use_ = 0;
   int64_t samples_ = 0;
-  MemoryStats fresh0_;
+  FreshBacking fresh0_;
 };
 
 }  // namespace

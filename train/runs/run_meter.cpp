@@ -47,7 +47,7 @@ void RunMeter::start() {
     t.busy0 = q.busy_s;
     t.held0 = q.held_s;
     t.kernel0 = q.kernel_s;
-    t.fresh0 = m;
+    t.fresh0 = m.fresh;
   }
   m_.start_rss = m_.peak_rss = process_rss_bytes();
   t0_ = Clock::now();
@@ -156,24 +156,17 @@ size_t RunMeter::bytes_per_batch() const {
 // On a CPU device d is its queue's busy time per batch, and the kernels'
 // own time and the worker's backing time are measured inside it; on CUDA d
 // is the GPU's (a timer), which neither clock sees: not taken apart.
-void RunMeter::decompose_d(const std::vector<double>& kernels_s, const std::vector<MemoryStats>& fresh,
+void RunMeter::decompose_d(const std::vector<double>& kernels_s, const std::vector<FreshBacking>& fresh,
                            size_t busiest) {
   RunResult& r = r_;
-  r.measured.fresh_worker_s = r.measured.fresh_worker_populate_s = r.measured.fresh_populator_s = 0;
-  r.measured.fresh_worker_bytes = r.measured.fresh_populator_bytes = 0;
-  for (const MemoryStats& f : fresh) {
-    r.measured.fresh_worker_s += f.fresh_worker_s;
-    r.measured.fresh_worker_populate_s += f.fresh_worker_populate_s;
-    r.measured.fresh_worker_bytes += f.fresh_worker_bytes;
-    r.measured.fresh_populator_s += f.fresh_populator_s;
-    r.measured.fresh_populator_bytes += f.fresh_populator_bytes;
-  }
+  r.measured.backing = FreshBacking{};
+  for (const FreshBacking& f : fresh) r.measured.backing += f;
   r.measured.d_measured = r.measured.batches_done > 0 && busiest < tracks_.size() && !tracks_[busiest].device.is_cuda();
   r.measured.d_kernels_s = r.measured.d_fresh_s = r.measured.d_rest_s = 0;
   if (!r.measured.d_measured) return;
   const double n = r.measured.batches_done;
   r.measured.d_kernels_s = std::max(0.0, kernels_s[busiest]) / n;
-  r.measured.d_fresh_s = std::max(0.0, fresh[busiest].fresh_worker_s) / n;
+  r.measured.d_fresh_s = std::max(0.0, fresh[busiest].worker_s) / n;
   r.measured.d_rest_s = r.measured.device_s_per_batch - r.measured.d_kernels_s -
                         r.measured.d_fresh_s;  // may be below 0 by the clocks' grain
 }
@@ -233,11 +226,7 @@ RunMeter::DeviceTotals RunMeter::measure_devices() {
     if (!t.device.is_cuda() && t.peak_reserved > t.reserved0) r.measured.fresh_bytes += t.peak_reserved - t.reserved0;
     out.held_s += q.held_s - t.held0;
     out.kernels_s[i] = q.kernel_s - t.kernel0;
-    out.fresh[i].fresh_worker_s = m.fresh_worker_s - t.fresh0.fresh_worker_s;
-    out.fresh[i].fresh_worker_populate_s = m.fresh_worker_populate_s - t.fresh0.fresh_worker_populate_s;
-    out.fresh[i].fresh_worker_bytes = m.fresh_worker_bytes - t.fresh0.fresh_worker_bytes;
-    out.fresh[i].fresh_populator_s = m.fresh_populator_s - t.fresh0.fresh_populator_s;
-    out.fresh[i].fresh_populator_bytes = m.fresh_populator_bytes - t.fresh0.fresh_populator_bytes;
+    out.fresh[i] = m.fresh - t.fresh0;
     if (i == 0 || dr.device_s_per_batch > out.busy_max) out.busiest = i;
     out.busy_max = std::max(out.busy_max, dr.device_s_per_batch);
     allocated += dr.bytes_per_batch;
@@ -277,14 +266,12 @@ void RunMeter::predict(const DeviceTotals& totals, double wall_s) {
   // The cost of fresh memory: what the worker spent backing it, counted where
   // it was paid (a CPU pool that obtained memory and counted its backing);
   // else the probe's price, only for a run that needed some.
-  r.measured.fresh_counted =
-      r.measured.d_measured &&
-      (r.measured.fresh_worker_bytes + r.measured.fresh_populator_bytes > 0 || r.measured.fresh_bytes == 0);
+  r.measured.fresh_counted = r.measured.d_measured && (r.measured.backing.bytes() > 0 || r.measured.fresh_bytes == 0);
   const double per_byte =
       !r.measured.fresh_counted && r.measured.fresh_bytes >= kFreshWorthMeasuring ? fresh_s_per_byte() : 0;
-  const uint64_t backed = r.measured.fresh_worker_bytes + r.measured.fresh_populator_bytes;
+  const uint64_t backed = r.measured.backing.bytes();
   r.measured.fresh_s_per_gib = r.measured.fresh_counted
-                                   ? (backed ? (r.measured.fresh_worker_populate_s + r.measured.fresh_populator_s) /
+                                   ? (backed ? (r.measured.backing.worker_populate_s + r.measured.backing.populator_s) /
                                                    double(backed) * double(size_t(1) << 30)
                                              : 0)
                                    : per_byte * double(size_t(1) << 30);

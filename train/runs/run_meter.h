@@ -94,7 +94,7 @@ class RunMeter {
     int timed_batches = 0;
     uint64_t pushed0 = 0;  // ops queued on the device before the loop
     double kernel0 = 0;    // QueueStats::kernel_s at the loop's start
-    MemoryStats fresh0;    // the pool's fresh-memory counters at the loop's start
+    FreshBacking fresh0;   // the pool's fresh-memory counters at the loop's start
     void read_timers(bool wait);
   };
 
@@ -105,13 +105,13 @@ class RunMeter {
     double held_s = 0, busy_max = 0;  // back-pressure's hold, all devices; the busiest queue's busy time per batch
     size_t busiest = 0;               // its index
     std::vector<double> kernels_s;    // each device's kernel time over the run
-    std::vector<MemoryStats> fresh;   // each pool's fresh-memory counters' deltas over the run
+    std::vector<FreshBacking> fresh;  // each pool's fresh-memory counters' deltas over the run
   };
   DeviceTotals measure_devices();
   void predict(const DeviceTotals& totals, double wall_s);
   void count_faults();
   // d per batch taken apart, and the backing counters over the run (finish()).
-  void decompose_d(const std::vector<double>& kernels_s, const std::vector<MemoryStats>& fresh, size_t busiest);
+  void decompose_d(const std::vector<double>& kernels_s, const std::vector<FreshBacking>& fresh, size_t busiest);
 
   RunResult& r_;
   RunMeasurement& m_;  // r_.measured
