@@ -158,50 +158,51 @@ void run_sweep(const Options& o, std::ostream& out, std::vector<RunResult>& runs
   fill_predictions(s, runs);
 }
 
-void fill_predictions(SweepResult& s, const std::vector<RunResult>& runs) {
-  for (SweepRow& row : s.rows) {
-    const RunResult& r = runs.at(row.run);
-    row.h_s = r.measured.host_s_per_batch;
-    row.d_s = r.measured.device_s_per_batch;
-    row.wall_s = r.measured.wall_s;
-    row.predicted_wall_s = r.predicted.wall_s;
-    row.samples_per_s = r.measured.samples_per_s;
+namespace {
+
+// One row's measured figures and both models' predictions, from its run.
+void predict_row(SweepRow& row, const RunResult& r) {
+  row.h_s = r.measured.host_s_per_batch;
+  row.d_s = r.measured.device_s_per_batch;
+  row.wall_s = r.measured.wall_s;
+  row.predicted_wall_s = r.predicted.wall_s;
+  row.samples_per_s = r.measured.samples_per_s;
+  row.predicted_samples_per_s =
+      r.predicted.wall_s > 0 ? double(r.measured.batches_done) * r.asked.options.batch_size / r.predicted.wall_s
+                             : 0.0;
+  row.peak_backlog = r.measured.peak_backlog_batches;
+  row.predicted_backlog =
+      predicted_backlog(r.measured.batches_done, r.predicted.every, r.measured.host_s_per_batch,
+                        r.measured.device_s_per_batch, r.asked.options.max_pending_bytes, r.measured.bytes_per_batch);
+  row.mem_increase_bytes = r.measured.mem_increase_bytes;
+  row.predicted_increase_bytes = r.predicted.increase_bytes;
+  row.model_increase_bytes = increase_for(r, row.predicted_backlog);
+  if (!r.measured.epochs.empty()) {  // --epochs: the run's last epoch, warm (its fresh memory was the first epoch's)
+    const EpochResult& e = r.measured.epochs.back();
+    // The epoch's own h and d where measured (CPU devices); else the run's, less its fresh-memory term.
+    const double d = e.device_s_per_batch > 0 ? e.device_s_per_batch
+                     : r.measured.d_measured  ? std::max(0.0, r.measured.device_s_per_batch - r.measured.d_fresh_s)
+                                              : r.measured.device_s_per_batch;
+    const double h = e.device_s_per_batch > 0 ? e.host_s_per_batch : r.measured.host_s_per_batch;
+    row.h_s = h;
+    row.d_s = d;
+    row.wall_s = e.wall_s;
+    row.samples_per_s = e.samples_per_s;
+    row.predicted_wall_s = predicted_wall_s(e.batches, r.predicted.every, h, d);
     row.predicted_samples_per_s =
-        r.predicted.wall_s > 0 ? double(r.measured.batches_done) * r.asked.options.batch_size / r.predicted.wall_s
-                               : 0.0;
-    row.peak_backlog = r.measured.peak_backlog_batches;
-    row.predicted_backlog =
-        predicted_backlog(r.measured.batches_done, r.predicted.every, r.measured.host_s_per_batch,
-                          r.measured.device_s_per_batch, r.asked.options.max_pending_bytes, r.measured.bytes_per_batch);
-    row.mem_increase_bytes = r.measured.mem_increase_bytes;
-    row.predicted_increase_bytes = r.predicted.increase_bytes;
+        row.predicted_wall_s > 0 ? double(e.batches) * r.asked.options.batch_size / row.predicted_wall_s : 0;
+    row.predicted_backlog = predicted_backlog(e.batches, r.predicted.every, h, d, r.asked.options.max_pending_bytes,
+                                              r.measured.bytes_per_batch);
+    row.mem_increase_bytes = e.mem_increase_bytes;
+    row.peak_backlog = e.peak_backlog_batches;
+    row.predicted_increase_bytes = increase_for(r, e.peak_backlog_batches);  // the summary's rule, the epoch's backlog
     row.model_increase_bytes = increase_for(r, row.predicted_backlog);
-    if (!r.measured.epochs.empty()) {  // --epochs: the run's last epoch, warm (its fresh memory was the first epoch's)
-      const EpochResult& e = r.measured.epochs.back();
-      // The epoch's own h and d where measured (CPU devices); else the run's, less its fresh-memory term.
-      const double d = e.device_s_per_batch > 0 ? e.device_s_per_batch
-                       : r.measured.d_measured  ? std::max(0.0, r.measured.device_s_per_batch - r.measured.d_fresh_s)
-                                                : r.measured.device_s_per_batch;
-      const double h = e.device_s_per_batch > 0 ? e.host_s_per_batch : r.measured.host_s_per_batch;
-      row.h_s = h;
-      row.d_s = d;
-      row.wall_s = e.wall_s;
-      row.samples_per_s = e.samples_per_s;
-      row.predicted_wall_s = predicted_wall_s(e.batches, r.predicted.every, h, d);
-      row.predicted_samples_per_s =
-          row.predicted_wall_s > 0 ? double(e.batches) * r.asked.options.batch_size / row.predicted_wall_s : 0;
-      row.predicted_backlog = predicted_backlog(e.batches, r.predicted.every, h, d, r.asked.options.max_pending_bytes,
-                                                r.measured.bytes_per_batch);
-      row.mem_increase_bytes = e.mem_increase_bytes;
-      row.peak_backlog = e.peak_backlog_batches;
-      row.predicted_increase_bytes = increase_for(r, e.peak_backlog_batches);  // the summary's rule, the epoch's backlog
-      row.model_increase_bytes = increase_for(r, row.predicted_backlog);
-    }
-    s.bytes_per_batch = std::max(s.bytes_per_batch, r.measured.bytes_per_batch);
-    s.largest_tensor_bytes = std::max(s.largest_tensor_bytes, r.measured.largest_tensor_bytes);
-    if (row.mode == "bounded") s.max_pending_bytes = r.asked.options.max_pending_bytes;
   }
-  // Speed-ups over the batch run at the same fraction (per batch, so an interrupted run compares too).
+}
+
+// Speed-ups over the batch run at the same fraction (per batch, so an
+// interrupted run compares too).
+void fill_speedups(SweepResult& s, const std::vector<RunResult>& runs) {
   for (SweepRow& row : s.rows) {
     const auto base = std::find_if(s.rows.begin(), s.rows.end(),
                                    [&](const SweepRow& b) { return b.fraction == row.fraction && b.mode == "batch"; });
@@ -214,7 +215,10 @@ void fill_predictions(SweepResult& s, const std::vector<RunResult>& runs) {
       row.predicted_speedup =
           ratio(b.predicted.wall_s / b.measured.batches_done, r.predicted.wall_s / r.measured.batches_done);
   }
-  // Each mode's curve: its K and bound, at the sweep's d, over 0 .. the largest fraction.
+}
+
+// Each mode's curve: its K and bound, at the sweep's d, over 0 .. the largest fraction.
+void fill_curves(SweepResult& s, const std::vector<RunResult>& runs) {
   s.curves.clear();
   double x_max = 0;
   for (const SweepRow& row : s.rows) x_max = std::max({x_max, row.fraction, s.device_s > 0 ? row.h_s / s.device_s : 0.0});
@@ -239,6 +243,20 @@ void fill_predictions(SweepResult& s, const std::vector<RunResult>& runs) {
     }
     s.curves.push_back(std::move(c));
   }
+}
+
+}  // namespace
+
+void fill_predictions(SweepResult& s, const std::vector<RunResult>& runs) {
+  for (SweepRow& row : s.rows) {
+    const RunResult& r = runs.at(row.run);
+    predict_row(row, r);
+    s.bytes_per_batch = std::max(s.bytes_per_batch, r.measured.bytes_per_batch);
+    s.largest_tensor_bytes = std::max(s.largest_tensor_bytes, r.measured.largest_tensor_bytes);
+    if (row.mode == "bounded") s.max_pending_bytes = r.asked.options.max_pending_bytes;
+  }
+  fill_speedups(s, runs);
+  fill_curves(s, runs);
 }
 
 void print_sweep_table(const SweepResult& s, std::ostream& out) {
