@@ -51,3 +51,15 @@ if ! awk -v p="$peak" 'BEGIN { exit !(p >= 280 && p <= 360) }'; then
   echo "check_install.sh: the example's peak is $peak MB; the README says about 320 MB (update one or the other)" >&2
   exit 1
 fi
+# import asyncmlp from the prefix, where the build made the Python module.
+if [ -d "$root/$build/python/asyncmlp" ]; then
+  site="$prefix/lib/python3/dist-packages"
+  [ -d "$site/asyncmlp" ] || site=$(dirname "$(find "$prefix" -type d -name asyncmlp -path '*dist-packages*' | head -1)")
+  got=$(cd / && PYTHONPATH="$site" /usr/bin/python3 -c \
+        'import asyncmlp as am; x = am.ones((2, 2)); print(am.sum(x @ x).item(), am.__file__)') ||
+    { echo "check_install.sh: import asyncmlp from $site failed" >&2; exit 1; }
+  case "$got" in
+    "8.0 $prefix"/*) echo "import asyncmlp from the prefix: sum(ones(2,2) @ ones(2,2)) = ${got%% *}" ;;
+    *) echo "check_install.sh: import asyncmlp from the prefix printed '$got'" >&2; exit 1 ;;
+  esac
+fi

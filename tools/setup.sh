@@ -13,7 +13,7 @@ set -euo pipefail
 AMLP_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 AMLP_PACKAGES=(cmake ninja-build g++ pkg-config libboost-program-options-dev libopenblas-dev
                libgtest-dev libbenchmark-dev nlohmann-json3-dev python3 python3-matplotlib
-               openmpi-bin libopenmpi-dev)
+               openmpi-bin libopenmpi-dev pybind11-dev python3-dev python3-numpy python3-pytest)
 
 # The interpreter for tools/plot_memory.py: Debian's, which sees python3-matplotlib (a python3
 # earlier on PATH, such as a virtual environment's, may not), else python3.

@@ -37,6 +37,7 @@ std::string mib(size_t bytes) { return format_mib(double(bytes)); }
 std::atomic<int> g_in_flight{0};
 std::atomic<int> g_peak{0};
 
+#ifndef ASYNCMLP_NO_LOAD_CHECK  // a shared object (the Python module) may not have a .preinit_array
 // The check at load (blas_room.h). Runs from .preinit_array: after the
 // libraries are mapped and relocated, before any of their initialisers
 // (OpenBLAS's, which starts its threads, and the CUDA libraries', which
@@ -69,6 +70,7 @@ void check_at_load(int argc, char** argv, char** envp) {
 }
 
 __attribute__((section(".preinit_array"), used)) void (*const kCheckAtLoad)(int, char**, char**) = check_at_load;
+#endif
 
 }  // namespace
 

@@ -1,0 +1,312 @@
+// asyncmlp_module.cpp — `import asyncmlp`: the public interface
+// (framework/asyncmlp.h) for Python, through pybind11. A thin layer: each
+// function is one call into the library, so a Python call queues what the
+// C++ call queues and returns when it returns; nothing of the engine is here.
+//
+// The GIL is released wherever a call may wait — every blocker (wait_to_read,
+// waitall, asnumpy, item, printing a tensor) and every call that queues an op,
+// which back-pressure may block — so another Python thread runs meanwhile.
+// A tensor a queued op uses is held by that op in the engine (docs/design.md):
+// whatever Python does with its object, the op's memory lives until the op
+// has run. The library's errors become Python exceptions with the same line
+// (asyncmlp.Error and its subclasses ShapeError, DeviceError, OutOfMemory, ...).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "framework/asyncmlp.h"
+
+namespace py = pybind11;
+using namespace amlp;
+
+namespace {
+
+using Release = py::call_guard<py::gil_scoped_release>;
+
+Shape shape_of(const py::object& shape) {
+  if (py::isinstance<py::int_>(shape)) return {shape.cast<int64_t>()};
+  return shape.cast<std::vector<int64_t>>();
+}
+
+Device device_of(const py::object& d) {
+  if (d.is_none()) return Device::cpu();
+  if (py::isinstance<Device>(d)) return d.cast<Device>();
+  return parse_device(d.cast<std::string>());  // "cpu", "cuda:1": DeviceError when absent
+}
+
+// A NumPy array as a float32 tensor (copied at once, as from_host does).
+Tensor array_from_numpy(const py::array& a, const py::object& device) {
+  const auto f = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(a);
+  if (!f) throw ShapeError("array(): cannot read the argument as float32 values");
+  Shape s(f.shape(), f.shape() + f.ndim());
+  const Device d = device_of(device);
+  py::gil_scoped_release nogil;
+  return from_host(s, f.data(), d);
+}
+
+// A tensor's values as a NumPy float32 array of its shape: waits for its writer.
+py::array_t<float> to_numpy(const Tensor& t) {
+  std::vector<float> v;
+  {
+    py::gil_scoped_release nogil;
+    v = t.to_host();
+  }
+  std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
+  py::array_t<float> out(shape);
+  std::copy(v.begin(), v.end(), out.mutable_data());
+  return out;
+}
+
+// A Python-made block inside a Sequential: the Sequential holds a share of it.
+struct SharedBlock : Block {
+  explicit SharedBlock(std::shared_ptr<Block> b) : block(std::move(b)) {}
+  Tensor forward(const Tensor& x) override { return block->forward(x); }
+  std::vector<Parameter*> parameters() override { return block->parameters(); }
+  std::string describe() const override { return block->describe(); }
+  std::shared_ptr<Block> block;
+};
+
+struct PausedQueue {
+  explicit PausedQueue(Device d) : device(d) {}
+  void enter() { pause = std::make_unique<QueuePause>(device); }
+  void exit() { pause.reset(); }
+  Device device;
+  std::unique_ptr<QueuePause> pause;
+};
+
+// SGD over a net's parameters, taken at the first step: a Dense layer without
+// in_units has none until its first forward (deferred initialisation).
+struct PySGD {
+  PySGD(std::shared_ptr<Block> net, float lr, float momentum, float wd)
+      : net(std::move(net)), lr(lr), momentum(momentum), wd(wd) {}
+  void step(int64_t batch_size) {
+    if (!sgd) sgd = std::make_unique<SGD>(net->parameters(), lr, momentum, wd);
+    sgd->step(batch_size);
+  }
+  std::shared_ptr<Block> net;  // the parameters SGD points at live in it
+  float lr, momentum, wd;
+  std::unique_ptr<SGD> sgd;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_asyncmlp, m) {
+  m.doc() = "asyncmlp: every op queued to its device's worker; Python returns at once (framework/asyncmlp.h)";
+
+  // --- errors: one Python class per library error, its message the library's line
+  static py::exception<Error> error(m, "Error");
+  static py::exception<ShapeError> shape_error(m, "ShapeError", error.ptr());
+  static py::exception<DeviceError> device_error(m, "DeviceError", error.ptr());
+  static py::exception<EnvError> env_error(m, "EnvError", error.ptr());
+  static py::exception<OutOfMemory> oom(m, "OutOfMemory", error.ptr());
+  static py::exception<Dropped> dropped(m, "Dropped", error.ptr());
+  static py::exception<DeviceFault> fault(m, "DeviceFault", error.ptr());
+  static py::exception<KernelError> kernel_error(m, "KernelError", error.ptr());
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ShapeError& e) {
+      shape_error(e.what());
+    } catch (const DeviceError& e) {
+      device_error(e.what());
+    } catch (const EnvError& e) {
+      env_error(e.what());
+    } catch (const OutOfMemory& e) {
+      oom(e.what());
+    } catch (const Dropped& e) {
+      dropped(e.what());
+    } catch (const DeviceFault& e) {
+      fault(e.what());
+    } catch (const KernelError& e) {
+      kernel_error(e.what());
+    } catch (const Error& e) {
+      error(e.what());
+    }
+  });
+
+  // --- devices
+  py::class_<Device>(m, "Device")
+      .def_property_readonly("is_cuda", &Device::is_cuda)
+      .def_readonly("index", &Device::index)
+      .def("__str__", &Device::str)
+      .def("__repr__", [](const Device& d) { return "Device('" + d.str() + "')"; })
+      .def("__eq__", [](const Device& a, const Device& b) { return a == b; })
+      .def("__hash__", [](const Device& d) { return std::hash<std::string>()(d.str()); });
+  m.def("cpu", &Device::cpu, py::arg("i") = 0, "CPU device i (a queue and a worker of its own)");
+  m.def("gpu", &Device::cuda, py::arg("i") = 0, "CUDA device i (MXNet's name)");
+  m.def("cuda", &Device::cuda, py::arg("i") = 0, "CUDA device i");
+  m.def("num_gpus", &cuda_device_count, "GPUs this process sees (0 in a build without CUDA)");
+  m.def(
+      "device", [](const std::string& s) { return parse_device(s); }, "'cpu', 'cpu:1', 'cuda:0', 'auto'");
+
+  // --- tensors and their blockers
+  py::class_<Tensor>(m, "Tensor")
+      .def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
+      .def_property_readonly("ndim", &Tensor::ndim)
+      .def_property_readonly("size", &Tensor::numel)
+      .def_property_readonly("device", &Tensor::device)
+      .def("wait_to_read", &Tensor::wait_to_read, Release(), "wait for the op that last wrote this tensor")
+      .def("asnumpy", &to_numpy, "wait, then copy out as a NumPy float32 array")
+      .def("numpy", &to_numpy, "asnumpy()")
+      .def("item", &Tensor::item, Release(), "wait, then the one value (a one-element tensor)")
+      .def("__float__", &Tensor::item, Release())
+      .def("__repr__",
+           [](const Tensor& t) {  // blocks, as printing an NDArray does
+             std::ostringstream os;
+             {
+               py::gil_scoped_release nogil;
+               os << t;
+             }
+             return os.str();
+           })
+      .def_property("requires_grad", &Tensor::requires_grad, [](Tensor& t, bool on) { t.requires_grad_(on); })
+      .def("requires_grad_", &Tensor::requires_grad_, py::arg("on") = true, py::return_value_policy::reference_internal)
+      .def_property_readonly("grad",
+                             [](const Tensor& t) -> py::object {
+                               const Tensor g = t.grad();
+                               return g.defined() ? py::cast(g) : py::none();
+                             })
+      .def("backward", &Tensor::backward, Release(), "queue the gradients of this tensor (a head gradient of ones)")
+      .def(
+          "__add__", [](const Tensor& a, const Tensor& b) { return add(a, b); }, Release())
+      .def(
+          "__add__", [](const Tensor& a, float s) { return add_scalar(a, s); }, Release())
+      .def(
+          "__radd__", [](const Tensor& a, float s) { return add_scalar(a, s); }, Release())
+      .def(
+          "__sub__", [](const Tensor& a, const Tensor& b) { return sub(a, b); }, Release())
+      .def(
+          "__sub__", [](const Tensor& a, float s) { return add_scalar(a, -s); }, Release())
+      .def(
+          "__rsub__", [](const Tensor& a, float s) { return add_scalar(scale(a, -1.f), s); }, Release())
+      .def(
+          "__mul__", [](const Tensor& a, float s) { return scale(a, s); }, Release())
+      .def(
+          "__rmul__", [](const Tensor& a, float s) { return scale(a, s); }, Release())
+      .def(
+          "__neg__", [](const Tensor& a) { return scale(a, -1.f); }, Release())
+      .def(
+          "__matmul__", [](const Tensor& a, const Tensor& b) { return matmul(a, b); }, Release())
+      .def(
+          "sum", [](const Tensor& a) { return sum(a); }, Release())
+      .def(
+          "mean", [](const Tensor& a) { return mean(a); }, Release())
+      .def(
+          "copyto", [](const Tensor& a, const Device& d) { return copy_to(a, d); }, Release());
+
+  m.def("array", &array_from_numpy, py::arg("values"), py::arg("device") = py::none(),
+        "a tensor holding a NumPy array's values as float32 (copied at once)");
+  m.def(
+      "ones", [](const py::object& s, const py::object& d) { return ones(shape_of(s), device_of(d)); },
+      py::arg("shape"), py::arg("device") = py::none());
+  m.def(
+      "zeros", [](const py::object& s, const py::object& d) { return zeros(shape_of(s), device_of(d)); },
+      py::arg("shape"), py::arg("device") = py::none());
+  m.def(
+      "full", [](const py::object& s, float v, const py::object& d) { return full(shape_of(s), v, device_of(d)); },
+      py::arg("shape"), py::arg("value"), py::arg("device") = py::none());
+  m.def(
+      "normal",
+      [](float loc, float scale, const py::object& s, const py::object& d) {
+        return randn(shape_of(s), device_of(d), loc, scale);
+      },
+      py::arg("loc") = 0.f, py::arg("scale") = 1.f, py::arg("shape") = py::make_tuple(1),
+      py::arg("device") = py::none(), "values drawn from N(loc, scale²) on the device's queue (manual_seed's stream)");
+  m.def(
+      "randn", [](const py::object& s, const py::object& d) { return randn(shape_of(s), device_of(d)); },
+      py::arg("shape"), py::arg("device") = py::none());
+  m.def("manual_seed", py::overload_cast<uint64_t>(&manual_seed), py::arg("seed"));
+  m.def(
+      "dot", [](const Tensor& a, const Tensor& b) { return matmul(a, b); }, Release());
+  m.def(
+      "matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b); }, Release());
+  m.def("relu", &relu, Release());
+  m.def(
+      "sum", [](const Tensor& a) { return sum(a); }, Release());
+  m.def(
+      "mean", [](const Tensor& a) { return mean(a); }, Release());
+  m.def("waitall", &waitall, Release(), "wait for every queued op on every device");
+
+  // --- settings and statistics (runtime.h)
+  m.def("set_blocking", &set_blocking, py::arg("on"), "synchronous mode: every push waits for its op");
+  m.def("blocking", &blocking);
+  m.def("set_max_pending", &set_max_pending, py::arg("ops"), py::arg("bytes") = 0,
+        "back-pressure: a push past either bound blocks (0: unbounded)");
+  m.def(
+      "set_memory_limit",
+      [](const Device& d, size_t bytes) { set_memory_limit(d, bytes, "asyncmlp.set_memory_limit()"); },
+      py::arg("device"), py::arg("bytes"));
+  m.def("memory_stats", [](const Device& d) {
+    const MemoryStats s = memory_stats(d);
+    py::dict out;
+    out["bytes_in_use"] = s.bytes_in_use;
+    out["peak_bytes"] = s.peak_bytes;
+    out["reserved_bytes"] = s.reserved_bytes;
+    out["alloc_count"] = s.alloc_count;
+    out["limit_bytes"] = s.limit_bytes;
+    return out;
+  });
+  m.def("queue_stats", [](const Device& d) {
+    const QueueStats s = queue_stats(d);
+    py::dict out;
+    out["pushed"] = s.pushed;
+    out["launched"] = s.launched;
+    out["completed"] = s.completed;
+    out["backlog_bytes"] = s.backlog_bytes;
+    out["peak_backlog_bytes"] = s.peak_backlog_bytes;
+    return out;
+  });
+
+  // A device's worker held still inside `with asyncmlp.paused(dev):` — ops queue,
+  // none starts — to see the frontend alone (a blocker on that device inside it
+  // would wait for ever).
+  py::class_<PausedQueue>(m, "paused")
+      .def(py::init<Device>(), py::arg("device"))
+      .def("__enter__",
+           [](PausedQueue& p) -> PausedQueue& {
+             p.enter();
+             return p;
+           })
+      .def("__exit__", [](PausedQueue& p, const py::args&) { p.exit(); });
+
+  // --- layers: Dense, ReLU, Sequential, L2Loss, SGD
+  py::class_<Block, std::shared_ptr<Block>>(m, "Block")
+      .def(
+          "__call__", [](Block& b, const Tensor& x) { return b(x); }, Release())
+      .def("describe", &Block::describe)
+      .def("parameters", [](Block& b) {
+        std::vector<Tensor> out;
+        for (Parameter* p : b.parameters()) out.push_back(p->value);
+        return out;
+      });
+  py::class_<Dense, Block, std::shared_ptr<Dense>>(m, "Dense")
+      .def(py::init([](int64_t units, const std::string& activation, int64_t in_units) {
+             if (activation != "" && activation != "relu")
+               throw ShapeError("Dense: activation must be None or 'relu' (got '" + activation + "')");
+             return std::make_shared<Dense>(units, activation == "relu" ? Activation::ReLU : Activation::None,
+                                            in_units);
+           }),
+           py::arg("units"), py::arg("activation") = "", py::arg("in_units") = 0);
+  py::class_<ReLU, Block, std::shared_ptr<ReLU>>(m, "ReLU").def(py::init<>());
+  py::class_<Sequential, Block, std::shared_ptr<Sequential>>(m, "Sequential")
+      .def(py::init<>())
+      .def("add",
+           [](Sequential& s, const py::args& blocks) {
+             for (const py::handle& b : blocks) s.add(std::make_unique<SharedBlock>(b.cast<std::shared_ptr<Block>>()));
+           })
+      .def("__len__", &Sequential::size);
+  py::class_<L2Loss>(m, "L2Loss")
+      .def(py::init<>())
+      .def(
+          "__call__", [](const L2Loss& l, const Tensor& p, const Tensor& y) { return l(p, y); }, Release());
+  py::class_<PySGD>(m, "SGD")
+      .def(py::init<std::shared_ptr<Block>, float, float, float>(), py::arg("net"), py::arg("lr"),
+           py::arg("momentum") = 0.f, py::arg("wd") = 0.f)
+      .def("step", &PySGD::step, py::arg("batch_size"), Release(),
+           "queue one update per parameter, the gradients scaled by 1/batch_size; never blocks");
+}
