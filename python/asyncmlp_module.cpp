@@ -50,16 +50,17 @@ Tensor array_from_numpy(const py::array& a, const py::object& device) {
 }
 
 // A tensor's values as a NumPy float32 array of its shape: waits for its writer.
+// The array owns the copied-out values (no second copy).
 py::array_t<float> to_numpy(const Tensor& t) {
-  std::vector<float> v;
+  auto values = std::make_unique<std::vector<float>>();
   {
     py::gil_scoped_release nogil;
-    v = t.to_host();
+    *values = t.to_host();
   }
   std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
-  py::array_t<float> out(shape);
-  std::copy(v.begin(), v.end(), out.mutable_data());
-  return out;
+  float* data = values->data();
+  py::capsule owner(values.release(), [](void* v) { delete static_cast<std::vector<float>*>(v); });
+  return py::array_t<float>(shape, data, owner);
 }
 
 // A Python-made block inside a Sequential: the Sequential holds a share of it.
@@ -98,36 +99,17 @@ struct PySGD {
 PYBIND11_MODULE(_asyncmlp, m) {
   m.doc() = "asyncmlp: every op queued to its device's worker; Python returns at once (framework/asyncmlp.h)";
 
-  // --- errors: one Python class per library error, its message the library's line
-  static py::exception<Error> error(m, "Error");
-  static py::exception<ShapeError> shape_error(m, "ShapeError", error.ptr());
-  static py::exception<DeviceError> device_error(m, "DeviceError", error.ptr());
-  static py::exception<EnvError> env_error(m, "EnvError", error.ptr());
-  static py::exception<OutOfMemory> oom(m, "OutOfMemory", error.ptr());
-  static py::exception<Dropped> dropped(m, "Dropped", error.ptr());
-  static py::exception<DeviceFault> fault(m, "DeviceFault", error.ptr());
-  static py::exception<KernelError> kernel_error(m, "KernelError", error.ptr());
-  py::register_exception_translator([](std::exception_ptr p) {
-    try {
-      if (p) std::rethrow_exception(p);
-    } catch (const ShapeError& e) {
-      shape_error(e.what());
-    } catch (const DeviceError& e) {
-      device_error(e.what());
-    } catch (const EnvError& e) {
-      env_error(e.what());
-    } catch (const OutOfMemory& e) {
-      oom(e.what());
-    } catch (const Dropped& e) {
-      dropped(e.what());
-    } catch (const DeviceFault& e) {
-      fault(e.what());
-    } catch (const KernelError& e) {
-      kernel_error(e.what());
-    } catch (const Error& e) {
-      error(e.what());
-    }
-  });
+  // --- errors: one Python class per library error, its message the library's
+  // line. pybind11 tries the translators it registers last first: the base
+  // class first, then each subclass.
+  const py::exception<Error>& error = py::register_exception<Error>(m, "Error");
+  py::register_exception<ShapeError>(m, "ShapeError", error.ptr());
+  py::register_exception<DeviceError>(m, "DeviceError", error.ptr());
+  py::register_exception<EnvError>(m, "EnvError", error.ptr());
+  py::register_exception<OutOfMemory>(m, "OutOfMemory", error.ptr());
+  py::register_exception<Dropped>(m, "Dropped", error.ptr());
+  py::register_exception<DeviceFault>(m, "DeviceFault", error.ptr());
+  py::register_exception<KernelError>(m, "KernelError", error.ptr());
 
   // --- devices
   py::class_<Device>(m, "Device")

@@ -307,6 +307,14 @@ void status_options(Declare& d) {
   // clang-format on
 }
 
+// The studies' options (study_options.h): a function-local static, filled by
+// the studies' static RegisterStudyOptions objects whatever order their
+// files' initialisers run in, kept by order.
+std::vector<StudyOptionsEntry>& study_options_registry() {
+  static std::vector<StudyOptionsEntry> r;
+  return r;
+}
+
 po::options_description general_options() {
   po::options_description d("Training options (also INI keys)", kHelpWidth, kHelpWidth / 2);
   Declare declare(d);
@@ -386,6 +394,15 @@ Options to_options(const po::variables_map& vm) {
 }
 
 }  // namespace
+
+RegisterStudyOptions::RegisterStudyOptions(const StudyOptionsEntry& e) {
+  auto& r = study_options_registry();
+  r.insert(std::upper_bound(r.begin(), r.end(), e,
+                            [](const StudyOptionsEntry& a, const StudyOptionsEntry& b) { return a.order < b.order; }),
+           e);
+}
+
+const std::vector<StudyOptionsEntry>& study_options_entries() { return study_options_registry(); }
 
 // --- --help's prose around the option table: what the program does, and after
 // the options the models (train/predict/predict.h), what --compare and --sweep run and
