@@ -61,6 +61,7 @@ Tensor relu(const Tensor& x);
 Tensor l2_loss(const Tensor& pred, const Tensor& label);
 Tensor add(const Tensor& a, const Tensor& b);           // same shapes
 Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);           // elementwise, same shapes
 Tensor scale(const Tensor& a, float s);
 Tensor add_scalar(const Tensor& a, float s);
 Tensor sum(const Tensor& a);                            // → shape ()

@@ -67,6 +67,11 @@ struct QueueStats {
   uint64_t depth = 0;       // pushed − completed
   uint64_t unlaunched = 0;  // pushed − launched: what the worker has not reached yet
   uint64_t peak_unlaunched = 0;  // max of pushed − launched since reset_peaks()
+  // Pushes that found the worker asleep and woke it: each paid a futex wake
+  // (the worker does not spin), which a frontend slower than the kernels pays
+  // on most pushes, and one that outruns them on almost none.
+  uint64_t wakes = 0;
+  double wake_s = 0;  // the pushing threads' seconds inside those wakes
   // Bytes referenced by ops not yet launched, counting only blocks that exist:
   // under the `run` allocation policy an output counts once the worker has
   // allocated it (as its op starts), not while it waits in the queue.

@@ -72,6 +72,13 @@ struct SharedBlock : Block {
   std::shared_ptr<Block> block;
 };
 
+// `with asyncmlp.no_grad():` — ops inside record nothing for autograd.
+struct NoGrad {
+  void enter() { guard = std::make_unique<NoGradGuard>(); }
+  void exit() { guard.reset(); }
+  std::unique_ptr<NoGradGuard> guard;
+};
+
 struct PausedQueue {
   explicit PausedQueue(Device d) : device(d) {}
   void enter() { pause = std::make_unique<QueuePause>(device); }
@@ -88,6 +95,9 @@ struct PySGD {
   void step(int64_t batch_size) {
     if (!sgd) sgd = std::make_unique<SGD>(net->parameters(), lr, momentum, wd);
     sgd->step(batch_size);
+  }
+  void zero_grad() {
+    if (sgd) sgd->zero_grad();
   }
   std::shared_ptr<Block> net;  // the parameters SGD points at live in it
   float lr, momentum, wd;
@@ -167,7 +177,11 @@ PYBIND11_MODULE(_asyncmlp, m) {
       .def(
           "__rsub__", [](const Tensor& a, float s) { return add_scalar(scale(a, -1.f), s); }, Release())
       .def(
+          "__mul__", [](const Tensor& a, const Tensor& b) { return mul(a, b); }, Release())
+      .def(
           "__mul__", [](const Tensor& a, float s) { return scale(a, s); }, Release())
+      .def(
+          "__truediv__", [](const Tensor& a, float s) { return scale(a, 1.f / s); }, Release())
       .def(
           "__rmul__", [](const Tensor& a, float s) { return scale(a, s); }, Release())
       .def(
@@ -207,6 +221,8 @@ PYBIND11_MODULE(_asyncmlp, m) {
       "dot", [](const Tensor& a, const Tensor& b) { return matmul(a, b); }, Release());
   m.def(
       "matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b); }, Release());
+  m.def(
+      "multiply", [](const Tensor& a, const Tensor& b) { return mul(a, b); }, Release());
   m.def("relu", &relu, Release());
   m.def(
       "sum", [](const Tensor& a) { return sum(a); }, Release());
@@ -223,26 +239,53 @@ PYBIND11_MODULE(_asyncmlp, m) {
       "set_memory_limit",
       [](const Device& d, size_t bytes) { set_memory_limit(d, bytes, "asyncmlp.set_memory_limit()"); },
       py::arg("device"), py::arg("bytes"));
-  m.def("memory_stats", [](const Device& d) {
-    const MemoryStats s = memory_stats(d);
-    py::dict out;
-    out["bytes_in_use"] = s.bytes_in_use;
-    out["peak_bytes"] = s.peak_bytes;
-    out["reserved_bytes"] = s.reserved_bytes;
-    out["alloc_count"] = s.alloc_count;
-    out["limit_bytes"] = s.limit_bytes;
-    return out;
-  });
-  m.def("queue_stats", [](const Device& d) {
-    const QueueStats s = queue_stats(d);
-    py::dict out;
-    out["pushed"] = s.pushed;
-    out["launched"] = s.launched;
-    out["completed"] = s.completed;
-    out["backlog_bytes"] = s.backlog_bytes;
-    out["peak_backlog_bytes"] = s.peak_backlog_bytes;
-    return out;
-  });
+  m.def(
+      "memory_stats",
+      [](const Device& d) {
+        const MemoryStats s = memory_stats(d);
+        py::dict out;
+        out["bytes_in_use"] = s.bytes_in_use;
+        out["peak_bytes"] = s.peak_bytes;
+        out["reserved_bytes"] = s.reserved_bytes;
+        out["alloc_count"] = s.alloc_count;
+        out["free_count"] = s.free_count;
+        out["bytes_allocated_total"] = s.bytes_allocated_total;
+        out["limit_bytes"] = s.limit_bytes;
+        out["fresh_bytes"] = s.fresh.bytes();
+        out["fresh_worker_s"] = s.fresh.worker_s;
+        return out;
+      },
+      py::arg("device"), "the device pool's bytes in use, peak, reserved, allocations, fresh memory backed");
+  m.def(
+      "queue_stats",
+      [](const Device& d) {
+        const QueueStats s = queue_stats(d);
+        py::dict out;
+        out["pushed"] = s.pushed;
+        out["launched"] = s.launched;
+        out["completed"] = s.completed;
+        out["depth"] = s.depth;
+        out["unlaunched"] = s.unlaunched;
+        out["peak_unlaunched"] = s.peak_unlaunched;
+        out["wakes"] = s.wakes;
+        out["wake_s"] = s.wake_s;
+        out["backlog_bytes"] = s.backlog_bytes;
+        out["peak_backlog_bytes"] = s.peak_backlog_bytes;
+        out["busy_s"] = s.busy_s;
+        out["held_s"] = s.held_s;
+        return out;
+      },
+      py::arg("device"), "the device queue's ops pushed, launched, completed, its backlog, its worker's busy seconds");
+  // A point on a device's own timeline (a queued op; on CUDA an event): two
+  // give the device's seconds between them, which on a GPU the host's clock cannot.
+  py::class_<DeviceTimer>(m, "DeviceTimer")
+      .def_static("mark", &DeviceTimer::mark, Release(), py::arg("device"), "queue a point on the device's timeline")
+      .def("reached", &DeviceTimer::reached, "has the device got here? (never blocks)")
+      .def("seconds_since", &DeviceTimer::seconds_since, Release(), py::arg("earlier"),
+           "wait for both points, then the device's seconds from `earlier` to this one");
+  m.def("reset_peaks", &reset_peaks, py::arg("device"), "restart the pool's and the queue's peaks from now");
+  m.def("empty_cache", &empty_cache, Release(), py::arg("device"), "hand the pool's cached blocks back");
+  m.def("process_rss_bytes", &process_rss_bytes, "this process's resident set size (/proc/self/statm)");
 
   // A device's worker held still inside `with asyncmlp.paused(dev):` — ops queue,
   // none starts — to see the frontend alone (a blocker on that device inside it
@@ -255,6 +298,15 @@ PYBIND11_MODULE(_asyncmlp, m) {
              return p;
            })
       .def("__exit__", [](PausedQueue& p, const py::args&) { p.exit(); });
+
+  py::class_<NoGrad>(m, "no_grad")
+      .def(py::init<>())
+      .def("__enter__",
+           [](NoGrad& g) -> NoGrad& {
+             g.enter();
+             return g;
+           })
+      .def("__exit__", [](NoGrad& g, const py::args&) { g.exit(); });
 
   // --- layers: Dense, ReLU, Sequential, L2Loss, SGD
   py::class_<Block, std::shared_ptr<Block>>(m, "Block")
@@ -290,5 +342,6 @@ PYBIND11_MODULE(_asyncmlp, m) {
       .def(py::init<std::shared_ptr<Block>, float, float, float>(), py::arg("net"), py::arg("lr"),
            py::arg("momentum") = 0.f, py::arg("wd") = 0.f)
       .def("step", &PySGD::step, py::arg("batch_size"), Release(),
-           "queue one update per parameter, the gradients scaled by 1/batch_size; never blocks");
+           "queue one update per parameter, the gradients scaled by 1/batch_size; never blocks")
+      .def("zero_grad", &PySGD::zero_grad, "drop the gradients (their memory returns once the queued updates ran)");
 }

@@ -73,6 +73,10 @@ void axpby(Backend&, float alpha, const float* a, float beta, const float* b, fl
     for (size_t i = 0; i < n; ++i) y[i] = alpha * a[i];
 }
 
+void multiply(Backend&, const float* a, const float* b, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] = a[i] * b[i];
+}
+
 void scalar_add(Backend&, const float* x, float s, float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] = x[i] + s;
 }
@@ -108,6 +112,7 @@ void add_elementwise_kernels(KernelTable& t) {
   t.bias_relu = bias_relu;
   t.relu_backward_sum_rows = relu_backward_sum_rows;
   t.axpby = axpby;
+  t.multiply = multiply;
   t.scalar_add = scalar_add;
   t.sum_n = sum_n;
   t.require_finite = require_finite;

@@ -71,6 +71,10 @@ __global__ void scale_kernel(float alpha, const float* a, float* y, size_t n) {
   for (size_t i = global_thread(); i < n; i += grid_threads()) y[i] = __fmul_rn(alpha, a[i]);
 }
 
+__global__ void multiply_kernel(const float* a, const float* b, float* y, size_t n) {
+  for (size_t i = global_thread(); i < n; i += grid_threads()) y[i] = __fmul_rn(a[i], b[i]);
+}
+
 __global__ void add_scalar_kernel(const float* x, float add, float* y, size_t n) {
   for (size_t i = global_thread(); i < n; i += grid_threads()) y[i] = __fadd_rn(x[i], add);
 }
@@ -161,6 +165,13 @@ void axpby(Backend& dev, float alpha, const float* a, float beta, const float* b
   AMLP_CUDA_CHECK_LAUNCH();
 }
 
+void multiply(Backend& dev, const float* a, const float* b, float* y, size_t n) {
+  cudaStream_t s = static_cast<CudaBackend&>(dev).stream();
+  if (n == 0) return;
+  multiply_kernel<<<blocks_for(n), kBlock, 0, s>>>(a, b, y, n);
+  AMLP_CUDA_CHECK_LAUNCH();
+}
+
 void scalar_add(Backend& dev, const float* x, float add, float* y, size_t n) {
   cudaStream_t s = static_cast<CudaBackend&>(dev).stream();
   if (n == 0) return;
@@ -202,6 +213,7 @@ void add_elementwise_kernels(KernelTable& t) {
   t.relu_backward = relu_backward;
   t.bias_relu = bias_relu;
   t.axpby = axpby;
+  t.multiply = multiply;
   t.scalar_add = scalar_add;
   t.sum_n = sum_n;
   t.broadcast_scalar = broadcast_scalar;

@@ -1,4 +1,4 @@
-// elementwise.cpp — ops that map each element on its own: add, sub, scale,
+// elementwise.cpp — ops that map each element on its own: add, sub, mul, scale,
 // add_scalar, relu (and its backward), fill. Kernels: cpu/elementwise.cpp,
 // cuda/elementwise.cu.
 #include "framework/ops/op.h"
@@ -9,12 +9,17 @@ using namespace ops;
 
 namespace {
 
-// y = alpha·a + beta·b
-Tensor axpby_op(const char* name, const Tensor& a, const Tensor& b, float alpha, float beta) {
+// Two operands of one shape on one device (ShapeError, DeviceError otherwise).
+void check_pair(const char* name, const Tensor& a, const Tensor& b) {
   need_defined(name, {&a, &b});
   if (a.shape() != b.shape())
     throw ShapeError(detail::concat(name, ": shapes ", shape_str(a.shape()), " and ", shape_str(b.shape()), " differ"));
   same_device(name, {&a, &b});
+}
+
+// y = alpha·a + beta·b
+Tensor axpby_op(const char* name, const Tensor& a, const Tensor& b, float alpha, float beta) {
+  check_pair(name, a, b);
   Tensor y = alloc(a.shape(), ctx_of(a));
   const size_t n = count(a);
   enqueue(ctx_of(a), name, {&a, &b}, {&y}, {n, scalar_bits(alpha), scalar_bits(beta)}, [](Backend& be, const OpArgs& k) {
@@ -52,6 +57,17 @@ Tensor sub(const Tensor& a, const Tensor& b) {
   Tensor y = axpby_op("sub", a, b, 1.f, -1.f);
   if (detail::any_requires_grad({&a, &b}))
     detail::record(y, "sub", {a, b}, [](const Tensor& g) { return std::vector<Tensor>{g, scale(g, -1.f)}; });
+  return y;
+}
+
+Tensor mul(const Tensor& a, const Tensor& b) {
+  check_pair("mul", a, b);
+  Tensor y = alloc(a.shape(), ctx_of(a));
+  const size_t n = count(a);
+  enqueue(ctx_of(a), "mul", {&a, &b}, {&y}, {n},
+          [](Backend& be, const OpArgs& k) { be.kernels.multiply(be, k.in(0), k.in(1), k.out(0), k.scalar(0)); });
+  if (detail::any_requires_grad({&a, &b}))  // d(a·b) = g·b, g·a
+    detail::record(y, "mul", {a, b}, [a, b](const Tensor& g) { return std::vector<Tensor>{mul(g, b), mul(g, a)}; });
   return y;
 }
 

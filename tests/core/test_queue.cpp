@@ -9,6 +9,7 @@
 // something took: a kernel gated shut cannot have run, so a blocker that
 // returns before the gate opened did not wait. Waits are bounded by
 // kHangGuard so a broken property fails instead of hanging.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -526,6 +527,45 @@ TEST(QueueStatsCpu, BusyTimeIsKernelTimeAndHeldTimeIsBackPressure) {
   EXPECT_GE(held, 0.0);
   EXPECT_LE(held, pushed_in + 1e-3);  // never more than the pushes took
   EXPECT_GE(held, 0.035);             // the second push waited for the 40 ms kernel to end
+}
+
+// wakes counts the pushes that found the worker asleep: none onto a paused
+// queue or a busy worker, one for a push after the worker caught up and
+// slept (it sleeps once it has nothing to run; the test lets it get there,
+// trying again while a loaded machine has not yet put it to sleep).
+TEST(QueueStatsCpu, WakesCountThePushesThatFoundTheWorkerAsleep) {
+  ScopedBlocking async(false);
+  Queue& q = context(Device::cpu(0)).queue;
+  q.wait_all();
+  const QueueStats s0 = q.stats();
+  {
+    PausedQueue paused(Device::cpu(0));
+    for (int i = 0; i < 5; ++i) q.push("paused", [] {});
+    EXPECT_EQ(q.stats().wakes, s0.wakes);  // a paused worker is not woken
+  }
+  q.wait_all();
+  const QueueStats s1 = q.stats();
+  std::atomic<bool> started{false};
+  q.push("busy 50ms", [&] {
+    started = true;
+    std::this_thread::sleep_for(50ms);
+  });
+  while (!started) std::this_thread::yield();
+  for (int i = 0; i < 5; ++i) q.push("behind it", [] {});  // the worker is busy: none wakes it
+  q.wait_all();
+  const QueueStats s2 = q.stats();
+  EXPECT_LE(s2.wakes - s1.wakes, 1u);  // the first push's wake, if the worker slept by then
+  uint64_t before = s2.wakes;
+  bool woke = false;
+  for (int attempt = 0; attempt < 100 && !woke; ++attempt) {
+    std::this_thread::sleep_for(5ms);  // the worker caught up: it sleeps
+    before = q.stats().wakes;
+    q.push("after a sleep", [] {});
+    q.wait_all();
+    woke = q.stats().wakes == before + 1;
+  }
+  EXPECT_TRUE(woke) << "no push found the worker asleep";
+  EXPECT_GE(q.stats().wake_s, s0.wake_s);
 }
 
 // --- device timers -----------------------------------------------------------------

@@ -181,6 +181,8 @@ std::vector<OpCase> op_cases() {
                same_ops});
   c.push_back({"sub", {{513, 129}, {513, 129}}, [](Device, In& in) { return sub(in[0], in[1]); }, Bound::Exact, 0,
                same_ops});
+  c.push_back(
+      {"mul", {{513, 129}, {513, 129}}, [](Device, In& in) { return mul(in[0], in[1]); }, Bound::Exact, 0, same_ops});
   c.push_back({"scale", {{70001}}, [](Device, In& in) { return scale(in[0], 0.37f); }, Bound::Exact, 0, same_ops});
   c.push_back({"add_scalar", {{70001}}, [](Device, In& in) { return add_scalar(in[0], -1.5f); }, Bound::Exact, 0,
                same_ops});

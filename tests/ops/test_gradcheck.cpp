@@ -132,6 +132,8 @@ TEST_P(GradCheck, Elementwise) {
     const float s = uniform_values(rng, 1, -3.f, 3.f)[0];
     expect_gradients([&] { return add(a, b); }, {{"a", a}, {"b", b}});
     expect_gradients([&] { return sub(a, b); }, {{"a", a}, {"b", b}});
+    expect_gradients([&] { return mul(a, b); }, {{"a", a}, {"b", b}});
+    expect_gradients([&] { return mul(a, a); }, {{"a", a}});  // both factors one tensor
     expect_gradients([&] { return scale(a, s); }, {{"a", a}});
     expect_gradients([&] { return add_scalar(a, s); }, {{"a", a}});
     // One tensor used twice: backward must accumulate, not overwrite.

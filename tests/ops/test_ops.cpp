@@ -131,17 +131,19 @@ TEST_P(Ops, ElementwiseAndReductionsMatchNaive) {
   std::mt19937 rng(7);
   const auto av = uniform_values(rng, 12, -5.f, 5.f), bv = uniform_values(rng, 12, -5.f, 5.f);
   Tensor a = make({3, 4}, av), b = make({3, 4}, bv);
-  std::vector<double> sum_ref(12), diff_ref(12), scaled(12), shifted(12);
+  std::vector<double> sum_ref(12), diff_ref(12), prod_ref(12), scaled(12), shifted(12);
   double total = 0;
   for (size_t i = 0; i < 12; ++i) {
     sum_ref[i] = double(av[i]) + bv[i];
     diff_ref[i] = double(av[i]) - bv[i];
+    prod_ref[i] = double(av[i]) * bv[i];
     scaled[i] = double(av[i]) * -2.5;
     shifted[i] = double(av[i]) + 0.75;
     total += av[i];
   }
   expect_close(add(a, b).to_host(), sum_ref);
   expect_close(sub(a, b).to_host(), diff_ref);
+  expect_close(mul(a, b).to_host(), prod_ref);
   expect_close(scale(a, -2.5f).to_host(), scaled);
   expect_close(add_scalar(a, 0.75f).to_host(), shifted);
   Tensor s = sum(a), m = mean(a);
@@ -270,6 +272,7 @@ TEST_P(Ops, ShapeErrorsThrowAtTheCallSiteNamingBothShapes) {
       {"l2_loss, rows", {{{2, 1}, d}, {{3}, d}}, [](auto& t) { l2_loss(t[0], t[1]); }, {"(2, 1)", "(3,)"}},
       {"add", {{{2, 3}, d}, {{3, 2}, d}}, [](auto& t) { add(t[0], t[1]); }, {"(2, 3)", "(3, 2)"}},
       {"sub", {{{6}, d}, {{2, 3}, d}}, [](auto& t) { sub(t[0], t[1]); }, {"(6,)", "(2, 3)"}},
+      {"mul", {{{2, 3}, d}, {{3}, d}}, [](auto& t) { mul(t[0], t[1]); }, {"(2, 3)", "(3,)"}},
       {"copy_", {{{2, 3}, d}, {{6}, d}}, [](auto& t) { copy_(t[0], t[1]); }, {"(2, 3)", "(6,)"}},
       {"sgd_update_", {{{2, 3}, d}, {{3, 2}, d}},
        [&](auto& t) { sgd_update_(t[0], t[1], no_momentum, 0.1f, 0.f, 0.f, 1.f); }, {"(2, 3)", "(3, 2)"}},
@@ -289,6 +292,7 @@ TEST_P(Ops, DeviceMismatchThrowsAtTheCallSite) {
   const BadCall calls[] = {
       {"add", {{{2, 2}, here}, {{2, 2}, there}}, [](auto& t) { add(t[0], t[1]); }, {}},
       {"sub", {{{2, 2}, here}, {{2, 2}, there}}, [](auto& t) { sub(t[0], t[1]); }, {}},
+      {"mul", {{{2, 2}, here}, {{2, 2}, there}}, [](auto& t) { mul(t[0], t[1]); }, {}},
       {"matmul", {{{2, 2}, here}, {{2, 2}, there}}, [](auto& t) { matmul(t[0], t[1]); }, {}},
       {"bias_add", {{{2, 2}, here}, {{2}, there}}, [](auto& t) { bias_add(t[0], t[1]); }, {}},
       {"linear, weight", {{{2, 2}, here}, {{2, 2}, there}}, [](auto& t) { linear(t[0], t[1], Tensor()); }, {}},

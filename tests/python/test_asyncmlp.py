@@ -49,6 +49,10 @@ def test_math():
     assert np.array_equal((x - 1).asnumpy(), a - 1) and np.array_equal((1 - x).asnumpy(), 1 - a)
     assert np.array_equal((x * 3).asnumpy(), a * 3) and np.array_equal((3 * x).asnumpy(), a * 3)
     assert np.array_equal((-x).asnumpy(), -a)
+    assert np.array_equal((x * y).asnumpy(), a * b) and np.array_equal(am.multiply(x, y).asnumpy(), a * b)
+    assert np.array_equal((x / 4).asnumpy(), a / 4)
+    z = am.ones((1, 2)) * am.ones((1, 2)) + 2  # the book's z = x * y + 2
+    assert z.asnumpy().tolist() == [[3.0, 3.0]]
     m = am.array(np.arange(12, dtype=np.float32).reshape(3, 4))
     assert np.allclose(am.dot(x, m).asnumpy(), a @ np.arange(12, dtype=np.float32).reshape(3, 4))
     assert np.allclose((x @ m).asnumpy(), am.matmul(x, m).asnumpy())
@@ -165,6 +169,33 @@ def test_gradients_match_finite_differences():
             assert math.isclose(g[i, j], fd, rel_tol=1e-2, abs_tol=1e-2), (i, j, g[i, j], fd)
 
 
+def test_elementwise_products_differentiate_and_no_grad_records_nothing():
+    rng = np.random.default_rng(4)
+    av, bv = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((3, 4)).astype(np.float32)
+    a, b = am.array(av).requires_grad_(), am.array(bv).requires_grad_()
+    am.sum(a * b + a * a).backward()  # d/da = b + 2a, d/db = a
+    assert np.allclose(a.grad.asnumpy(), bv + 2 * av, rtol=1e-6)
+    assert np.allclose(b.grad.asnumpy(), av, rtol=1e-6)
+    with am.no_grad():
+        c = a * b
+    assert not c.requires_grad
+    assert (a * b).requires_grad
+    with pytest.raises(am.ShapeError, match=r"mul: shapes \(3, 4\) and \(4, 3\) differ"):
+        a * am.ones((4, 3))
+
+
+def test_sgd_zero_grad_drops_the_gradients():
+    net = am.Sequential()
+    net.add(am.Dense(2, in_units=3))
+    opt = am.SGD(net, lr=0.1)
+    am.L2Loss()(net(am.ones((4, 3))), am.ones((4, 2))).backward()
+    w = net.parameters()[0]
+    assert w.grad is not None
+    opt.step(4)
+    opt.zero_grad()
+    assert w.grad is None
+
+
 def test_the_layers_train():
     am.manual_seed(5)
     X = am.randn((256, 8))
@@ -186,6 +217,57 @@ def test_the_layers_train():
     assert len(net.parameters()) == 4
     with pytest.raises(am.ShapeError, match="activation"):
         am.Dense(4, activation="tanh")
+
+
+def read_safetensors(path):
+    """A safetensors file's float32 tensors, by name (the format's header: its
+    length as 8 bytes little-endian, then JSON naming each tensor's offsets)."""
+    import json
+    import struct
+    with open(path, "rb") as f:
+        blob = f.read()
+    n = struct.unpack("<Q", blob[:8])[0]
+    header = json.loads(blob[8:8 + n])
+    out = {}
+    for name, t in header.items():
+        if name != "__metadata__":
+            lo, hi = t["data_offsets"]
+            assert t["dtype"] == "F32"
+            out[name] = np.frombuffer(blob[8 + n + lo:8 + n + hi], np.float32).reshape(t["shape"])
+    return out
+
+
+def test_the_same_seed_trains_the_same_parameters_as_train_mlp(tmp_path):
+    """Python's loop over the same seed draws what train_mlp draws (the
+    weights at the first forward, then each batch's X) and takes the same
+    steps: the parameters train_mlp saves equal Python's bit for bit."""
+    import os
+    import subprocess
+    train_mlp = os.environ.get("AMLP_TRAIN_MLP")
+    if not train_mlp:
+        pytest.skip("AMLP_TRAIN_MLP (the path of train_mlp) is not set: the test command sets it")
+    saved = tmp_path / "p.safetensors"
+    r = subprocess.run([train_mlp, "--device", "cpu", "--seed", "7", "--features", "8", "--hidden", "16,4",
+                        "--batch-size", "32", "--batches", "3", "--lr", "0.1", "--save", str(saved)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    am.manual_seed(7)
+    net = am.Sequential()
+    net.add(am.Dense(16, activation="relu"), am.Dense(4, activation="relu"), am.Dense(1))
+    with am.no_grad():
+        net(am.zeros((1, 8)))  # deferred initialisation: the weights, before any data, as train_mlp does
+    loss, opt = am.L2Loss(), am.SGD(net, lr=0.1)
+    for _ in range(3):
+        X, y = am.randn((32, 8)), am.ones((32,))
+        loss(net(X), y).backward()
+        opt.step(32)
+        opt.zero_grad()
+    theirs = read_safetensors(saved)
+    ours = net.parameters()
+    names = [f"dense{i}.{p}" for i in range(3) for p in ("weight", "bias")]
+    assert sorted(theirs) == sorted(names)
+    for name, p in zip(names, ours):
+        assert theirs[name].tobytes() == p.asnumpy().tobytes(), name
 
 
 def test_the_same_seed_draws_the_same_numbers():
@@ -212,6 +294,17 @@ def test_settings_and_statistics():
     m = am.memory_stats(dev)
     assert m["bytes_in_use"] >= 32 * 32 * 4 and m["peak_bytes"] >= m["bytes_in_use"]
     del y
+    for key in ("bytes_allocated_total", "free_count", "fresh_bytes", "fresh_worker_s", "reserved_bytes"):
+        assert key in m
+    q = am.queue_stats(dev)
+    assert q["depth"] == q["pushed"] - q["completed"] and q["busy_s"] > 0 and q["wakes"] <= q["pushed"]
+    assert am.process_rss_bytes() > 0
+    a = am.DeviceTimer.mark(dev)
+    am.dot(am.ones((256, 256), device=dev), am.ones((256, 256), device=dev))
+    b = am.DeviceTimer.mark(dev)
+    assert b.seconds_since(a) > 0 and b.reached()
+    am.reset_peaks(dev)
+    assert am.queue_stats(dev)["peak_unlaunched"] == 0
     am.set_memory_limit(dev, 1 << 20)
     with pytest.raises(am.OutOfMemory, match="out of memory"):
         am.ones((1024, 1024), device=dev).wait_to_read()

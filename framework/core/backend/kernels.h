@@ -92,6 +92,8 @@ struct KernelTable {
                            int rows, int cols) = nullptr;
   // y = alpha * a + beta * b   (b may be null: y = alpha * a);  y may alias a or b
   void (*axpby)(Backend&, float alpha, const float* a, float beta, const float* b, float* y, size_t n) = nullptr;
+  // y = a * b   (y may alias a or b)
+  void (*multiply)(Backend&, const float* a, const float* b, float* y, size_t n) = nullptr;
   // y = x + s
   void (*scalar_add)(Backend&, const float* x, float s, float* y, size_t n) = nullptr;
   // y = xs[0] + xs[1] + ... + xs[k-1], added in that order (k >= 1; y aliases

@@ -121,8 +121,13 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
     // op when it looks next, and a futex wake on every push of a paused (or
     // busy) queue would cost a context switch each.
     wake = worker_sleeping_ && !paused_;
+    wakes_ += wake;
   }
-  if (wake) work_cv_.notify_one();
+  if (wake) {
+    const auto w0 = std::chrono::steady_clock::now();
+    work_cv_.notify_one();
+    wake_ns_.fetch_add(ns_since(w0), std::memory_order_relaxed);
+  }
   if (t0) {
     uint64_t t1 = trace::now_us();
     trace::span(trace::frontend_track(), name, t0, t1, seq);
@@ -227,6 +232,8 @@ QueueStats Queue::stats() const {
     s.pushed = pushed_;
     s.launched = launched_;
     s.peak_unlaunched = peak_unlaunched_;
+    s.wakes = wakes_;
+    s.wake_s = double(wake_ns_.load(std::memory_order_relaxed)) * 1e-9;
     s.backlog_bytes = backlog_.bytes();
     s.peak_backlog_bytes = backlog_.peak();
     s.unallocated_bytes = backlog_.unallocated();

@@ -228,6 +228,8 @@ class Queue final : private StepHost {
   BlockCache pending_blocks_;  // pending_'s memory, reused (under mu_); declared before it
   std::deque<Op, BlockCache::Allocator<Op>> pending_{BlockCache::Allocator<Op>(&pending_blocks_)};
   uint64_t pushed_ = 0, launched_ = 0, peak_unlaunched_ = 0;
+  uint64_t wakes_ = 0;                // pushes that woke the sleeping worker (under mu_)
+  std::atomic<uint64_t> wake_ns_{0};  // the time those pushes spent in the wake
   Backlog backlog_;  // the bytes pending ops hold (backlog.h), under mu_
   uint64_t max_ops_ = 0;
   size_t max_bytes_ = 0;

@@ -31,6 +31,7 @@ StepVerdict Queue::end_step() {
     if (queue_marker) {
       pending_.push_back(std::move(marker));
       wake = worker_sleeping_ && !paused_;
+      wakes_ += wake;
     }
   }
   if (wake) work_cv_.notify_one();

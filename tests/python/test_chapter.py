@@ -1,0 +1,142 @@
+"""examples/chapter.py: every section runs and prints the book's lines; its
+models account for what it measured where the accounting does not depend
+on the machine's speed (the memory a queued batch holds); bad options are
+one line and exit 2; and docs/python.md's measured table is the one its
+figures (docs/python_cpu.json, a run of chapter.py --json) render, with
+the figures the page's prose quotes among them and the machine-independent
+ones (a batch's ops and bytes at the book's sizes) equal to a live run's.
+No figure of time is asserted: the machine may be loaded."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CHAPTER = os.path.join(ROOT, "examples", "chapter.py")
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+import chapter  # noqa: E402  (the renderer of the doc's table)
+
+
+def run(*args, stdin=None):
+    return subprocess.run([sys.executable, CHAPTER, *args], capture_output=True, text=True, input=stdin,
+                          timeout=600)
+
+
+@pytest.fixture(scope="module")
+def quick():
+    r = run("--device", "cpu", "--quick", "--json")
+    assert r.returncode == 0, r.stderr
+    return r.stderr, json.loads(r.stdout)
+
+
+def test_every_section_runs_and_prints_the_books_lines(quick):
+    text, figures = quick
+    assert figures["sections"] == chapter.SECTIONS
+    for name in chapter.SECTIONS:
+        assert f"== {name}:" in text
+    for line in (r"^numpy: \d+\.\d{4} sec$", r"^asyncmlp: \d+\.\d{4} sec$", r"^Done: \d+\.\d{4} sec$",
+                 r"^Tensor\(1, 2\) on cpu:0 \[3, 3\]$", r"^waitall: \d+\.\d{4} sec$", r"^wait_to_read: ",
+                 r"^numpy conversion: ", r"^scalar conversion: ", r"^synchronous: \d+\.\d{4} sec$",
+                 r"^asynchronous: \d+\.\d{4} sec$", r"^batch 10, time \d+\.\d{4} sec$",
+                 r"^time per epoch: \d+\.\d{4} sec$", r"^increased memory: \d+\.\d+ MB$"):
+        assert re.search(line, text, re.M), line
+    assert figures["asynchrony"]["z"] == [[3.0, 3.0]]
+
+
+def test_the_training_loops_memory_is_a_batch_per_batch_queued(quick):
+    _, figures = quick
+    batch, none = figures["training"]["runs"]
+    assert (batch["mode"], none["mode"]) == ("batch", "none")
+    per = batch["bytes_per_batch"]
+    assert 0 < none["bytes_per_batch"] < per  # batch also reads each loss
+    assert none["ops_per_batch"] < batch["ops_per_batch"]
+    for r in (batch, none):
+        assert r["ops_per_batch"] == int(r["ops_per_batch"]) and r["bytes_per_batch"] == int(r["bytes_per_batch"])
+    # Reading the loss each batch holds one batch's memory at a time ...
+    assert batch["tracked_growth_bytes"] <= 1.05 * per
+    # ... and never reading it holds a batch for every batch still queued.
+    assert 1 <= none["queued_batches"] <= figures["training"]["batches"]
+    assert 0.9 <= none["tracked_growth_bytes"] / none["model_growth_bytes"] <= 1.1
+    for r in (batch, none):
+        assert r["h_s"] > 0 and r["d_s"] > 0 and r["wall_s"] > 0
+
+
+def test_the_models_are_the_books(quick):
+    _, f = quick
+    v = f["sync_vs_async"]
+    n = v["ops"]
+    assert v["model_synced_s"] == pytest.approx(n * (v["t1_s"] + v["t2_s"] + v["t3_s"]))
+    t1 = v["t1_beside_worker_s"]
+    assert v["model_async_s"] == pytest.approx(n * max(t1, v["t2_s"]) + min(t1, v["t2_s"]) + v["t3_s"])
+    assert 0 <= v["wakes"] <= n
+    for r in f["training"]["runs"]:
+        h, d, nb = r["h_s"], r["d_s"], r["batches"]
+        want = nb * (h + d) if r["mode"] == "batch" else nb * max(h, d) + min(h, d)
+        assert r["model_wall_s"] == pytest.approx(want)
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--sections", "bogus"], "unknown section 'bogus'"),
+    (["--device", "tpu"], "--device tpu"),
+    (["--batches", "0"], "--batches must be at least 1"),
+    (["--hidden", "2048,x"], "--hidden"),
+    (["--no-such-option"], "unrecognized arguments"),
+])
+def test_a_bad_option_is_one_line_and_exit_2(args, words):
+    r = run(*args)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert r.stdout == "" and r.stderr.count("\n") == 1 and words in r.stderr, r.stderr
+
+
+def test_markdown_reads_json_or_says_why():
+    r = run("--markdown", stdin="not json")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--markdown" in r.stderr
+    r = run("--markdown", "--quick")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+
+
+# --- docs/python.md ----------------------------------------------------------------
+BEGIN = "<!-- measured: examples/chapter.py --json > docs/python_cpu.json, then --markdown < it; not by hand -->"
+END = "<!-- end of the measured table -->"
+
+
+def doc_parts():
+    with open(os.path.join(ROOT, "docs", "python.md"), encoding="utf-8") as f:
+        page = f.read()
+    with open(os.path.join(ROOT, "docs", "python_cpu.json"), encoding="utf-8") as f:
+        figures = json.load(f)
+    assert page.count(BEGIN) == 1 and page.count(END) == 1
+    head, rest = page.split(BEGIN)
+    block, tail = rest.split(END)
+    return head + tail, block, figures
+
+
+def test_the_docs_table_is_the_one_its_figures_render():
+    _, block, figures = doc_parts()
+    assert block.strip("\n") == chapter.markdown_table(figures).strip("\n")
+    assert figures["sections"] == chapter.SECTIONS
+
+
+def test_every_figure_the_docs_prose_quotes_is_in_its_table():
+    prose, block, _ = doc_parts()
+    prose = re.sub(r"```.*?```", "", prose, flags=re.S)  # code is not a figure
+    quoted = re.findall(r"(?<![\w.])(\d+\.\d+) ?(µs|ms|s|MB|×)", prose)
+    assert quoted, "the page quotes no measured figure"
+    for number, unit in quoted:
+        sep = "" if unit == "×" else " "
+        assert f"{number}{sep}{unit}" in block, f"{number} {unit}: not in the measured table"
+
+
+def test_the_docs_machine_independent_figures_are_a_live_runs():
+    _, _, figures = doc_parts()
+    t = figures["training"]
+    r = run("--device", "cpu", "--sections", "training", "--batches", "2", "--batch-size", str(t["batch_size"]),
+            "--features", str(t["features"]), "--hidden", ",".join(map(str, t["hidden"])), "--json")
+    assert r.returncode == 0, r.stderr
+    live = json.loads(r.stdout)["training"]["runs"]
+    for doc_run, live_run in zip(t["runs"], live):
+        assert doc_run["ops_per_batch"] == live_run["ops_per_batch"]
+        assert doc_run["bytes_per_batch"] == live_run["bytes_per_batch"]
