@@ -58,6 +58,7 @@ def section(out, title):
 
 def kernel_row(rows, name):
     """A kernel row's fields after its name, as numbers (whitespace-insensitive)."""
+    rows = [r for r in rows if not r.lstrip().startswith("per batch")]
     for row in rows:
         fields = row.split()
         if fields and fields[0] == name:
@@ -81,12 +82,15 @@ class TraceSummaryDevice(unittest.TestCase):
         self.assertAlmostEqual(idle, 0.10)
         self.assertAlmostEqual(longest, 0.100)
         self.assertAlmostEqual(mean, 100.0)
-        # count, GPU ms, ms/batch, share of the window
-        for name, want in (("matmul", [2, 0.700, 0.350, 70.0]), ("relu", [2, 0.220, 0.110, 22.0])):
+        # count, GPU ms, ms/batch, share of the window, median us, median gap before it (us):
+        # matmul ran 400 and 300 us, the second after 100 us idle; relu started inside matmul and at its end.
+        for name, want in (("matmul", [2, 0.700, 0.350, 70.0, 350, 50]), ("relu", [2, 0.220, 0.110, 22.0, 110, 0])):
             got = kernel_row(rows, name)
-            self.assertEqual(len(got), 4, got)
+            self.assertEqual(len(got), 6, got)
             for g, w in zip(got, want):
                 self.assertAlmostEqual(g, w, places=3, msg=name)
+        # Per batch: busy 900 us / 2; relu, the one op outside the GEMMs, 220 / 2; idle 100 / 2.
+        self.assertIn("per batch: GPU busy 450.0 us, outside the GEMM ops 110.0 us, idle between ops 50.0 us", out)
         self.assertIn("queue cuda:0: 2 batches", out, "the launch track stays")
 
     def test_ATraceWithoutADeviceTrackHasNoGpuSection(self):

@@ -11,7 +11,9 @@ kept to the last kernel's end; --skip N drops the first N batches (warm-up).
 On a GPU a queue's spans are the worker's launches; the GPU's own time is on
 the device track ("device cuda:0": each op's start and end on the GPU, from
 CUDA events). For it: the GPU's busy time (the union of its ops), its idle
-gaps (how many, their total, the longest) and each kernel's GPU time.
+gaps (how many, their total, the longest), each kernel's GPU time, its
+median and the median idle gap just before it, and per batch the GPU's busy
+time, its time outside the GEMM ops and its idle time between ops.
 
     build/bin/train_mlp --device cpu --batches 30 --trace t.json
     python3 tools/trace_summary.py t.json --skip 5
@@ -19,6 +21,7 @@ gaps (how many, their total, the longest) and each kernel's GPU time.
 import argparse
 import collections
 import json
+import statistics
 import sys
 
 GEMM_OPS = {"matmul", "linear", "linear_relu", "linear_grad_weight", "linear_grad_input_relu"}
@@ -63,9 +66,12 @@ def report_device(name, ops, kept):
         return
     ops.sort(key=lambda e: e["ts"])
     busy, gaps = 0, []
+    gap_before = collections.defaultdict(list)  # per kernel: the idle time just before each of its runs
+    gap_before[ops[0]["name"]].append(0)
     cur0, cur1 = ops[0]["ts"], ops[0]["ts"] + ops[0]["dur"]
     for e in ops[1:]:
         b, end = e["ts"], e["ts"] + e["dur"]
+        gap_before[e["name"]].append(max(0, b - cur1))
         if b > cur1:
             busy += cur1 - cur0
             gaps.append(b - cur1)
@@ -79,12 +85,18 @@ def report_device(name, ops, kept):
           f"({100 * busy / window:.1f}%), idle {idle / 1e3:.2f} ms in {len(gaps)} gaps"
           + (f" (longest {max(gaps) / 1e3:.3f} ms, mean {idle / len(gaps):.1f} us)" if gaps else ""))
     per = collections.defaultdict(lambda: [0, 0])
+    durs = collections.defaultdict(list)
     for e in ops:
         per[e["name"]][0] += 1
         per[e["name"]][1] += e["dur"]
-    print(f"  {'kernel':<24}{'count':>7}{'GPU ms':>11}{'ms/batch':>10}{'share':>8}")
+        durs[e["name"]].append(e["dur"])
+    print(f"  {'kernel':<24}{'count':>7}{'GPU ms':>11}{'ms/batch':>10}{'share':>8}{'median us':>11}{'gap before us':>15}")
     for n, (cnt, d) in sorted(per.items(), key=lambda kv: -kv[1][1]):
-        print(f"  {n:<24}{cnt:>7}{d / 1e3:>11.3f}{d / 1e3 / kept:>10.3f}{100 * d / window:>7.1f}%")
+        print(f"  {n:<24}{cnt:>7}{d / 1e3:>11.3f}{d / 1e3 / kept:>10.3f}{100 * d / window:>7.1f}%"
+              f"{statistics.median(durs[n]):>11.1f}{statistics.median(gap_before[n]):>15.1f}")
+    outside = sum(d for n, (_, d) in per.items() if n not in GEMM_OPS)
+    print(f"  per batch: GPU busy {busy / kept:.1f} us, outside the GEMM ops {outside / kept:.1f} us, "
+          f"idle between ops {idle / kept:.1f} us (gap before: the median idle time just before the kernel)")
 
 
 def report_queues(queues, names, spans, start, kept):

@@ -4,7 +4,10 @@
 # mpirun relocatable (bundle_mpi.sh, where OpenMPI is installed here), the
 # commit it was built from (build-gpu/COMMIT), the list of test executables
 # that touch CUDA (build-gpu/cuda_tests.txt: those whose tests or source
-# name CUDA, a GPU or NCCL), the configs and the kit's scripts, as one xz
+# name CUDA, a GPU or NCCL), the Python module where the build made one
+# (build-gpu/python), and what the kit and the tests read from the tree
+# (configs, tools, docs, examples, the tests' data folders, the kit's
+# scripts; a run from the unpacked archive alone finds them), as one xz
 # archive ARCHIVE (default
 # build-gpu.tar.xz at the repository root: an ignored path, carried with
 # the run tool's `carry`). Inside, the build is always build-gpu/{bin,rt},
@@ -42,6 +45,7 @@ else
   echo "pack.sh: no OpenMPI here (openmpi-bin): the archive has no mpirun" >&2
 fi
 cp -r "$build/rt" "$to/rt"
+[ -d "$build/python" ] && cp -r "$build/python" "$to/python"
 # The commit, and whether the tree had changes the commit does not hold.
 commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 git diff --quiet HEAD 2>/dev/null || commit+=" with uncommitted changes"
@@ -53,9 +57,14 @@ for t in "$build"/bin/test_*; do
     echo "$n"
   fi
 done >"$to/cuda_tests.txt"
-cp -r configs tools "$stage/"
+cp -r configs tools docs examples "$stage/"
 cp -r bench/gpu "$stage/bench/gpu"
-tar -C "$stage" -cf - build-gpu configs tools bench | xz -T2 -6 >"$archive.part"
+data=$(cd tests && find . -type d -name data -not -path '*/data/*' | sed 's|^\./|tests/|' | sort)
+for d in $data; do
+  mkdir -p "$stage/$(dirname "$d")"
+  cp -r "$d" "$stage/$d"
+done
+tar -C "$stage" -cf - build-gpu configs tools docs examples tests bench | xz -T2 -6 >"$archive.part"
 mv "$archive.part" "$archive"
 size=$(stat -c %s "$archive")
 printf 'pack.sh: %s: %.1f MiB (unpacked %s): %d executables, %d libraries, %d CUDA test executables, commit %s\n' \

@@ -1,30 +1,38 @@
 #!/usr/bin/env bash
 # run_gpu_checks.sh — the checks and timings to make on a lent GPU machine, in
-# two commands that fit one 15-minute lease (its start and idle time included):
+# commands that each fit a share of a 15-minute lease (its start and idle
+# time included): quick, then matrix, on the warm machine; deep in another.
 #
-#   quick  (<= 420 s, about 300)  unpack the carried archive (pack.sh), print the
+#   quick  (<= 300 s, about 275)  unpack the carried archive (pack.sh), print the
 #          machine and the commit the build came from; the CUDA-touching test
-#          executables; train_mlp at batch 64 and 1024 in every mode (batch, none,
-#          none --alloc run, bounded, --graph on in both sync modes, TF32), two
-#          rounds alternated with PyTorch eager and PyTorch's whole-step CUDA
-#          graph (FP32 and TF32); cuBLASLt on/off at batch 64 in more
-#          alternated rounds (lt64); the cuBLAS floor at both sizes, FP32 and
-#          TF32, and the SGD update and the ReLU passes beside a device copy of their bytes;
-#          bench_op_cost with the raw-launch and raw-capture floors;
-#          a traced `none` run (and a `--graph on` one) through
-#          tools/trace_summary.py; mpirun -np 1 train_mlp --distributed mpi
-#          against the one-process run; the goals table last
-#   deep   (<= 300 s, about 200)  compute-sanitizer memcheck/racecheck/synccheck
+#          executables; train_mlp at batch 64 and 1024 (batch, none, --graph on
+#          in both sync modes, TF32), two rounds alternated with PyTorch's
+#          whole-step CUDA graph (FP32 and TF32); the cuBLAS floor at both
+#          sizes, FP32 and TF32, and the SGD update and the ReLU passes beside a
+#          device copy of their bytes; bench_op_cost with the raw-launch and
+#          raw-capture floors; a traced `none` run (and a `--graph on` one)
+#          through tools/trace_summary.py, the step kernel by kernel with the
+#          idle gap before each; the goals table last
+#   matrix (<= 300 s, about 260)  the candidates (CANDIDATES below: cuBLASLt's
+#          epilogues, ASYNCMLP_CANDIDATES' kernels), each first checked by
+#          test_cuda's cases with it on, then timed against the default in
+#          alternated rounds at batch 64 and 1024, FP32 and TF32 (--graph on
+#          --sync none): each one's ratio to the default per round, median
+#          and spread (bench/gpu/matrix_table.py); a candidate becomes the
+#          default only if it wins in every round
+#   deep   (<= 300 s, about 285)  compute-sanitizer memcheck/racecheck/synccheck
 #          on the kernels changed since the last GPU run (SANITIZE below), the
-#          remaining test executables, bench_cuda_random, --compare-policies,
+#          remaining test executables, mpirun -np 1 train_mlp --distributed mpi
+#          against the one-process run, examples/chapter.py on the GPU,
+#          bench_cuda_random, --compare-policies (enqueue, run, bounded),
 #          --host-work match and --sweep on cuda
 #
 #   bench/gpu/run_gpu_checks.sh --plan         every step, its timeout and expected time
-#   bench/gpu/run_gpu_checks.sh quick|deep     from the repository root on the GPU machine
+#   bench/gpu/run_gpu_checks.sh quick|matrix|deep  from the repository root on the GPU machine
 #   bench/gpu/run_gpu_checks.sh quick STEP...  only those steps of it, in its order (a rerun:
 #                                              quick unpack mpi)
-#   bench/gpu/run_gpu_checks.sh table DIR      the goals table of a quick run's logs
-#   ASYNCMLP_KIT_DRY=1 bench/gpu/run_gpu_checks.sh quick|deep
+#   bench/gpu/run_gpu_checks.sh table DIR [DIR] the goals table of a quick run's (and a matrix run's) logs
+#   ASYNCMLP_KIT_DRY=1 bench/gpu/run_gpu_checks.sh quick|matrix|deep
 #                                              walks every step here: what needs no GPU
 #                                              runs, each GPU command is printed with
 #                                              the timeout it would get, not run
@@ -34,8 +42,8 @@
 # and says so). Logs go to $LOGS/COMMAND (default out/gpu/COMMAND); after each
 # step they are packed into $OUT/COMMAND.tar.xz, so a command stopped at its
 # limit still brings back what it did. Environment: BUILD (build-gpu), ARCHIVE
-# (build-gpu.tar.xz), LOGS, OUT, ROUNDS (2), LT_ROUNDS (5), MODES_ONLY (the perf
-# modes' tags to run; default all), TORCH_CAPTURE (eager,graph), TESTS_ONLY
+# (build-gpu.tar.xz), LOGS, OUT, ROUNDS (2), MATRIX_ROUNDS (3), MODES_ONLY (the perf
+# modes' tags to run; default all), TORCH_CAPTURE (graph), TESTS_ONLY
 # (the test executables; default pack.sh's list), KIT_BUDGET (the command's budget in
 # seconds; a dry run takes each step's expected time, so KIT_BUDGET=200 shows
 # which steps a short budget leaves out). Exit status: 0 when every check
@@ -48,30 +56,40 @@ ARCHIVE=${ARCHIVE:-build-gpu.tar.xz}
 LOGS=${LOGS:-$PWD/out/gpu}
 OUT=${OUT:-$LOGS/back}
 ROUNDS=${ROUNDS:-2}
-LT_ROUNDS=${LT_ROUNDS:-5}
+MATRIX_ROUNDS=${MATRIX_ROUNDS:-3}
 DRY=${ASYNCMLP_KIT_DRY:-0}
-declare -A BUDGET=([quick]=${KIT_BUDGET:-420} [deep]=${KIT_BUDGET:-300})
+declare -A BUDGET=([quick]=${KIT_BUDGET:-300} [matrix]=${KIT_BUDGET:-300} [deep]=${KIT_BUDGET:-300})
 
 # Each command's steps: name, expected seconds on an H100, timeout (bound),
 # whether it needs the GPU, and what it does. The bounds add up to more than
 # the budget on purpose: a step gets min(bound, what is left).
-QUICK=(unpack tests perf64 perf1024 lt64 floor opcost trace mpi goals)
-DEEP=(sanitize others normals policies hostwork sweep)
-declare -A EXPECT=([unpack]=15 [tests]=90 [perf64]=95 [perf1024]=105 [lt64]=30 [floor]=40 [opcost]=40 [trace]=12
-  [mpi]=12 [goals]=3 [sanitize]=110 [others]=60 [normals]=15 [policies]=25 [hostwork]=25 [sweep]=30)
-declare -A BOUND=([unpack]=90 [tests]=150 [perf64]=150 [perf1024]=160 [lt64]=60 [floor]=80 [opcost]=60 [trace]=40
-  [mpi]=60 [goals]=20 [sanitize]=160 [others]=120 [normals]=45 [policies]=60 [hostwork]=60 [sweep]=75)
+# The expected times are an H100's and H200's from earlier leases, scaled
+# where a step now does less: perf's 11 modes and three PyTorch peers a round
+# (95 and 105 s) are 5 modes and two peers (60, 65); bench_op_cost at half
+# the minimum time (20 s of 40); the floor without repeats of the copies (30).
+QUICK=(unpack tests perf64 perf1024 floor trace)
+MATRIX=(mcheck opcost matrix mtable mpi goals)
+DEEP=(sanitize others chapter normals policies hostwork sweep)
+declare -A EXPECT=([unpack]=15 [tests]=90 [perf64]=60 [perf1024]=65 [floor]=30 [opcost]=20 [trace]=15 [goals]=3
+  [mcheck]=40 [matrix]=180 [mtable]=3
+  [sanitize]=110 [others]=60 [mpi]=12 [chapter]=20 [normals]=15 [policies]=25 [hostwork]=25 [sweep]=30)
+declare -A BOUND=([unpack]=90 [tests]=150 [perf64]=110 [perf1024]=120 [floor]=60 [opcost]=45 [trace]=40 [goals]=20
+  [mcheck]=90 [matrix]=240 [mtable]=20
+  [sanitize]=160 [others]=120 [mpi]=60 [chapter]=60 [normals]=45 [policies]=60 [hostwork]=60 [sweep]=75)
 declare -A WHAT=(
   [unpack]="unpack $ARCHIVE; the commit it was built from; nvidia-smi, nvcc, cuBLAS/cuRAND, PyTorch, NCCL, mpirun"
   [tests]="the CUDA-touching test executables ($BUILD/cuda_tests.txt, listed by pack.sh), one after another"
-  [perf64]="$ROUNDS rounds at batch 64 (300 batches): train_mlp batch, none (segments, and a cudaMalloc per block), none --alloc run, bounded, graph batch/none, batch and graph none with cuBLASLt, graph none TF32 (and with cuBLASLt) | torch_mlp.py eager+graph, graph TF32"
+  [perf64]="$ROUNDS rounds at batch 64 (300 batches): train_mlp batch, none, graph batch/none, graph none TF32 | torch_mlp.py whole-step graph, FP32 and TF32"
   [perf1024]="the same at batch 1024 (100 batches)"
-  [lt64]="$LT_ROUNDS alternated rounds at batch 64 (1000 batches): --graph on --sync none with cuBLASLt's epilogues on and off (ASYNCMLP_LT=1 and unset)"
   [floor]="bench_cuda_gemm: the eight GEMMs of one step (cuBLAS alone) at 64 and 1024, FP32 and TF32; the forward's two GEMMs with beta 0 and 1; the SGD update of the step's parameters, the bias+ReLU pass and the ReLU's backward at 1024, each beside a device copy of as many bytes"
   [opcost]="bench_op_cost on cuda0: push, worker per op, round trip, BM_RawLaunch (the bare-loop floor), a recorded step against BM_RawCapture"
   [trace]="train_mlp --sync none (and --graph on) at 1024 with --trace, summarised by tools/trace_summary.py"
   [mpi]="mpirun -np 1 train_mlp --distributed mpi --device cuda (bundled OpenMPI, NCCL over MPI) vs one process"
-  [goals]="the goals table: both peers, the floor, none/batch, replay share, memory measured/predicted"
+  [goals]="the goals table: both peers, the floor, none/batch, replay share, memory measured/predicted, the step's time outside the GEMMs and idle"
+  [mcheck]="test_cuda's GEMM, ReLU, one-unit-layer and training cases with each candidate on"
+  [matrix]="$MATRIX_ROUNDS alternated rounds at batch 64 (300 batches) and 1024 (100), FP32 and TF32: train_mlp --graph on --sync none, the default and each candidate"
+  [mtable]="each candidate's samples/s over the default's per round: median, spread, and whether it won every round"
+  [chapter]="examples/chapter.py --device cuda through the carried Python module (where this machine's python3 is the one it was built for)"
   [sanitize]="compute-sanitizer on the kernels changed since the last GPU run (the SANITIZE list)"
   [others]="every test executable quick did not pass or reach, 8 at a time"
   [normals]="bench_cuda_random: the device normals beside curandGenerateNormal"
@@ -83,7 +101,11 @@ declare -A WHAT=(
 # the kernels changed since the last GPU run, each with a filter that keeps it
 # within its bound (memcheck serialises every launch: a whole training suite
 # takes minutes).
+# The candidates' kernels first (run with every candidate on: SANITIZE_ENV).
+SANITIZE_ENV=${SANITIZE_ENV:-ASYNCMLP_CANDIDATES=all}
 SANITIZE=(
+  "memcheck test_cuda Ops/CudaVsCpu.*/*out_layer*:Ops/CudaVsCpu.*/mul* 40"  # the GEMV rows, the outer-product masking pass, mul
+  "racecheck test_cuda Ops/CudaVsCpu.*/*out_layer_grad* 30"  # the outer-product pass's shared sums and tickets
   "memcheck test_cuda Ops/CudaVsCpu.*/*relu*:Ops/CudaVsCpu.*/linear*:CudaTraining.TheMaskPass* 60"  # the float4 bias+ReLU and ReLU-backward passes
   "racecheck test_cuda Ops/CudaVsCpu.*/*row_chunks*:Ops/CudaVsCpu.*/*unbiased_relu* 40"  # their shared-memory sums and tickets
   "synccheck test_cuda Ops/CudaVsCpu.*/*row_chunks* 30"
@@ -91,7 +113,7 @@ SANITIZE=(
 )
 
 usage() {
-  echo "usage: $0 --plan | quick | deep | table DIR" >&2
+  echo "usage: $0 --plan | quick | matrix | deep | table QUICK_DIR [MATRIX_DIR]" >&2
   exit 2
 }
 
@@ -102,7 +124,7 @@ plan() {
   else
     echo "carried: $ARCHIVE not packed yet (bench/gpu/pack.sh $BUILD)"
   fi
-  for c in quick deep; do
+  for c in quick matrix deep; do
     local -n steps=${c^^}
     total=0 expect=0
     for s in "${steps[@]}"; do expect=$((expect + EXPECT[$s])); done
@@ -114,8 +136,8 @@ plan() {
     done
   done
   echo
-  echo "the lease: 15 min of device time, the machine's start included: quick, then deep on the warm machine"
-  echo "(run tool: carry=[\"$ARCHIVE\"], timeout_s 450 and 330), then give the machine back"
+  echo "the lease: 15 min of device time, the machine's start included: quick, then matrix on the warm machine"
+  echo "(run tool: carry=[\"$ARCHIVE\"], timeout_s 330 each), then give the machine back; deep in another lease"
 }
 
 # --- running steps ---------------------------------------------------------------------------
@@ -248,12 +270,6 @@ step_tests() {
     rc=$?
     test_verdict "$name" "$rc" "$dir/$name.log"
   done
-  # The fused epilogues are off by default: their ops once more with them on.
-  if [ -x "$BUILD/bin/test_cuda" ] && (($(cap 1000) >= 15)); then
-    ASYNCMLP_LT=1 x "$(cap 60)" "$BUILD/bin/test_cuda" --gtest_filter='Ops/CudaVsCpu.*linear*:Ops/CudaVsCpu.*relu*:CudaTraining.*' \
-      >"$dir/test_cuda_backend_lt.log" 2>&1
-    test_verdict "test_cuda_backend's cases (ASYNCMLP_LT=1)" $? "$dir/test_cuda_backend_lt.log"
-  fi
 }
 
 # The modes timed at each batch size: tag and train_mlp's options.
@@ -263,10 +279,8 @@ step_tests() {
 # gradients in its epilogue), the fusion measured beside the default.
 # graph_none_tf32: the best mode with TF32 GEMMs, beside PyTorch's graph with TF32.
 # MODES_ONLY (tags, space-separated) runs only those.
-MODES=("batch:--sync batch" "none:--sync none" "none_malloc:--sync none" "none_run:--sync none --alloc run"
-  "bounded:--sync none --max-pending-bytes 128MiB" "graph_batch:--sync batch --graph on"
-  "graph_none:--sync none --graph on" "batch_lt:--sync batch" "graph_none_lt:--sync none --graph on"
-  "graph_none_tf32:--sync none --graph on --tf32" "graph_none_tf32_lt:--sync none --graph on --tf32")
+MODES=("batch:--sync batch" "none:--sync none" "graph_batch:--sync batch --graph on"
+  "graph_none:--sync none --graph on" "graph_none_tf32:--sync none --graph on --tf32")
 
 perf() {  # BATCH STEPS
   local batch=$1 steps=$2 r m tag opts
@@ -289,41 +303,22 @@ perf() {  # BATCH STEPS
         train "perf$batch/train_${tag}_$r" $opts --batches "$steps" --batch-size "$batch" ||
         record FAIL "train_mlp $opts, batch $batch #$r" "see perf$batch/train_${tag}_$r.log"
     done
-    x "$(cap 60)" python3 bench/gpu/torch_mlp.py --sync batch,none --capture "${TORCH_CAPTURE:-eager,graph}" --batches "$steps" \
+    x "$(cap 60)" python3 bench/gpu/torch_mlp.py --sync batch,none --capture "${TORCH_CAPTURE:-graph}" --batches "$steps" \
       --batch-size "$batch" --repeats 2 --json "$dir/perf$batch/torch_$r.json" >"$dir/perf$batch/torch_$r.log" 2>&1 ||
       record FAIL "torch_mlp.py batch $batch #$r" "see perf$batch/torch_$r.log"
     x "$(cap 40)" python3 bench/gpu/torch_mlp.py --tf32 --sync batch,none --capture graph --batches "$steps" \
       --batch-size "$batch" --repeats 2 --json "$dir/perf$batch/torch_tf32_$r.json" >"$dir/perf$batch/torch_tf32_$r.log" 2>&1 ||
       record FAIL "torch_mlp.py --tf32 batch $batch #$r" "see perf$batch/torch_tf32_$r.log"
   done
-  grep -q "FAIL.*batch $batch" "$results" || record PASS "perf$batch" "$ROUNDS rounds x ${#MODES[@]} modes + 2 PyTorch peers"
+  grep -q "FAIL.*batch $batch" "$results" || record PASS "perf$batch" "$ROUNDS rounds x ${#MODES[@]} modes + PyTorch's graph, FP32 and TF32"
 }
 step_perf64() { perf 64 300; }
 step_perf1024() { perf 1024 100; }
 
-# cuBLASLt's epilogues on and off at batch 64, alternated, in more rounds
-# than perf64 has: the decision per size wants the rounds' spread below the
-# difference (table.py prints both).
-step_lt64() {
-  local r lt
-  mkdir -p "$dir/lt64"
-  for r in $(seq 1 "$LT_ROUNDS"); do
-    if (($(cap 1000) < 6)); then
-      record NOTE lt64 "stopped after $((r - 1)) rounds: the step's time was spent"
-      break
-    fi
-    for lt in 1 0; do
-      ASYNCMLP_LT=$lt train "lt64/train_lt${lt}_$r" --sync none --graph on --batches 1000 --batch-size 64 ||
-        record FAIL "lt64 ASYNCMLP_LT=$lt #$r" "see lt64/train_lt${lt}_$r.log"
-    done
-  done
-  grep -q "FAIL lt64" "$results" || record PASS lt64 "$LT_ROUNDS rounds, cuBLASLt on and off"
-}
-
 step_floor() {
   if x "$(cap 80)" "$BUILD/bin/bench_cuda_gemm" \
     --benchmark_filter='Floor/tf32:[01]/batch:(64|1024)/|CudaMlpGemm/gemm:[01]/|SgdUpdate|Relu|DeviceCopy' \
-    --benchmark_min_time=0.05 --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+    --benchmark_min_time=0.04 --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
     --benchmark_out="$dir/gemm_floor.json" --benchmark_out_format=json >"$dir/gemm_floor.log" 2>&1; then
     record PASS floor "$dir/gemm_floor.json"
   else
@@ -332,7 +327,7 @@ step_floor() {
 }
 
 step_opcost() {
-  if x "$(cap 60)" "$BUILD/bin/bench_op_cost" --benchmark_filter='cuda0' --benchmark_min_time=0.2 \
+  if x "$(cap 45)" "$BUILD/bin/bench_op_cost" --benchmark_filter='cuda0' --benchmark_min_time=0.1 \
     --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
     --benchmark_out="$dir/op_cost.json" --benchmark_out_format=json >"$dir/op_cost.log" 2>&1; then
     record PASS opcost "$(grep -E '_median' "$dir/op_cost.log" | awk '{print $1, $2, $3}' | tr '\n' ';')"
@@ -383,11 +378,63 @@ step_mpi() {
 
 step_goals() {
   if [ "$DRY" = 1 ]; then
-    x "$(cap 20)" python3 bench/gpu/table.py "$dir"
+    x "$(cap 20)" python3 bench/gpu/table.py "$LOGS/quick" "$dir"
     record NOTE goals "dry run: not run"
     return
   fi
-  x "$(cap 20)" python3 bench/gpu/table.py "$dir" | tee "$dir/goals.txt" || record FAIL goals "table.py failed"
+  x "$(cap 20)" python3 bench/gpu/table.py "$LOGS/quick" "$dir" | tee "$dir/goals.txt" || record FAIL goals "table.py failed"
+}
+
+# --- matrix ----------------------------------------------------------------------------------
+
+# The candidates: tag and the environment that turns it on (each off by
+# default; docs/gpu.md, "Candidates"). The default is timed beside them in
+# every round.
+CANDIDATES=("lt:ASYNCMLP_LT=1" "out_gemv:ASYNCMLP_CANDIDATES=out_gemv" "out_grad:ASYNCMLP_CANDIDATES=out_grad"
+  "all:ASYNCMLP_CANDIDATES=all")
+# test_cuda's cases each candidate changes, run with it on.
+CANDIDATE_TESTS='Ops/CudaVsCpu.*linear*:Ops/CudaVsCpu.*relu*:Ops/CudaVsCpu.*out_layer*:CudaTraining.*'
+
+step_mcheck() {
+  local c tag envs
+  for c in "${CANDIDATES[@]}"; do
+    tag=${c%%:*} envs=${c#*:}
+    [ "$tag" = all ] && continue  # each alone; all of them at once are timed, and trained by CudaTraining below
+    # shellcheck disable=SC2086
+    x "$(cap 40)" env $envs "$BUILD/bin/test_cuda" --gtest_filter="$CANDIDATE_TESTS" >"$dir/test_cuda_$tag.log" 2>&1
+    test_verdict "test_cuda's cases with $envs" $? "$dir/test_cuda_$tag.log"
+  done
+}
+
+step_matrix() {
+  local r batch steps prec c tag envs
+  mkdir -p "$dir/matrix"
+  for r in $(seq 1 "$MATRIX_ROUNDS"); do
+    if ((r > 1 && $(cap 1000) < 60)); then
+      record NOTE matrix "stopped after $((r - 1)) rounds: the step's time was spent"
+      break
+    fi
+    for batch in 64 1024; do
+      steps=$([ "$batch" = 64 ] && echo 300 || echo 100)
+      for prec in fp32 tf32; do
+        for c in "default:" "${CANDIDATES[@]}"; do
+          tag=${c%%:*} envs=${c#*:}
+          # shellcheck disable=SC2046
+          CUDA_MODULE_LOADING=EAGER x "$(cap 40)" env ASYNCMLP_SEGMENTS=1 $envs "$BUILD/bin/train_mlp" --device cuda \
+            --quiet --sync none --graph on $([ "$prec" = tf32 ] && echo --tf32) --batches "$steps" --batch-size "$batch" \
+            --summary-json "$dir/matrix/${tag}_${batch}_${prec}_$r.json" >"$dir/matrix/${tag}_${batch}_${prec}_$r.log" 2>&1 ||
+            record FAIL "matrix $tag, batch $batch $prec #$r" "see matrix/${tag}_${batch}_${prec}_$r.log"
+        done
+      done
+    done
+  done
+  grep -q "FAIL matrix" "$results" || record PASS matrix "$MATRIX_ROUNDS rounds x ${#CANDIDATES[@]} candidates + the default"
+}
+
+step_mtable() {
+  x "$(cap 20)" python3 bench/gpu/matrix_table.py "$dir/matrix" | tee "$dir/matrix.txt" ||
+    record FAIL mtable "matrix_table.py failed"
+  [ "$DRY" = 1 ] && record NOTE mtable "dry run: not run"
 }
 
 # --- deep ------------------------------------------------------------------------------------
@@ -397,7 +444,8 @@ step_sanitize() {
   for e in "${SANITIZE[@]}"; do
     read -r tool t filter bound <<<"$e"
     log=$dir/$tool.$t.log
-    x "$(cap "$bound")" compute-sanitizer --tool "$tool" --error-exitcode 99 "$BUILD/bin/$t" --gtest_filter="$filter" \
+    # shellcheck disable=SC2086
+    x "$(cap "$bound")" env $SANITIZE_ENV compute-sanitizer --tool "$tool" --error-exitcode 99 "$BUILD/bin/$t" --gtest_filter="$filter" \
       >"$log" 2>&1
     rc=$?
     [ "$DRY" = 1 ] && { record NOTE "$tool $t" "dry run: not run"; continue; }
@@ -421,6 +469,24 @@ step_others() {
   for name in "${list[@]}"; do
     test_verdict "$name" "$(cat "$dir/$name.rc" 2>/dev/null || echo 124)" "$dir/$name.log"
   done
+}
+
+step_chapter() {
+  local py
+  py=$(ls "$BUILD"/python/asyncmlp/_asyncmlp.cpython-*.so 2>/dev/null | head -1)
+  [ -n "$py" ] || [ "$DRY" = 1 ] || { record NOTE chapter "no Python module in the archive (built without pybind11)"; return; }
+  if [ "$DRY" != 1 ] && ! PYTHONPATH=$BUILD/python timeout 30 python3 -c 'import asyncmlp' >"$dir/chapter_import.log" 2>&1; then
+    record NOTE chapter "python3 here cannot load $(basename "$py"): $(tail -1 "$dir/chapter_import.log")"
+    return
+  fi
+  if PYTHONPATH=$BUILD/python x "$(cap 60)" python3 examples/chapter.py --device cuda --json \
+    >"$dir/chapter_cuda.json" 2>"$dir/chapter_cuda.txt"; then
+    [ "$DRY" = 1 ] && return
+    record PASS chapter "$(grep -E 'none / batch' "$dir/chapter_cuda.txt" | tr -s ' ')"
+    python3 examples/chapter.py --markdown <"$dir/chapter_cuda.json" >"$dir/chapter_cuda.md" 2>&1 || true
+  else
+    record FAIL chapter "see chapter_cuda.txt"
+  fi
 }
 
 step_normals() {
@@ -469,13 +535,13 @@ step_sweep() {
 [ $# -ge 1 ] || usage
 case $1 in
   --plan) plan; exit 0 ;;
-  table) [ $# -eq 2 ] || usage; exec python3 bench/gpu/table.py "$2" ;;
-  quick | deep) cmd=$1 ;;
+  table) [ $# -ge 2 ] && [ $# -le 3 ] || usage; shift; exec python3 bench/gpu/table.py "$@" ;;
+  quick | matrix | deep) cmd=$1 ;;
   *) usage ;;
 esac
 shift
 only=" $* "  # steps asked for by name; none: all of them
-for s in "$@"; do [[ " ${QUICK[*]} ${DEEP[*]} " == *" $s "* ]] || usage; done
+for s in "$@"; do [[ " ${QUICK[*]} ${MATRIX[*]} ${DEEP[*]} " == *" $s "* ]] || usage; done
 pick() {  # the command's steps, less those not asked for
   local s
   for s in "$@"; do [[ "$only" == "  " || "$only" == *" $s "* ]] && echo "$s"; done
@@ -492,15 +558,20 @@ if [ "$cmd" = quick ]; then
   # shellcheck disable=SC2046
   run_steps $(pick "${QUICK[@]}")
 else
-  [ -d "$BUILD/bin" ] || { echo "no $BUILD/bin: run quick first (it unpacks $ARCHIVE)" >&2; exit 2; }
+  [ -d "$BUILD/bin" ] || [ "$DRY" = 1 ] || { echo "no $BUILD/bin: run quick first (it unpacks $ARCHIVE)" >&2; exit 2; }
   setup_env
-  # shellcheck disable=SC2046
-  run_steps $(pick "${DEEP[@]}")
+  if [ "$cmd" = matrix ]; then
+    # shellcheck disable=SC2046
+    run_steps $(pick "${MATRIX[@]}")
+  else
+    # shellcheck disable=SC2046
+    run_steps $(pick "${DEEP[@]}")
+  fi
 fi
 say "$cmd: $((SECONDS - start)) s of ${BUDGET[$cmd]}"
 [ "$DRY" = 1 ] && cat "$dir/dry.txt"
 say "results ($cmd)"
 cat "$results"
-[ "$cmd" = quick ] && [ -f "$dir/goals.txt" ] && { say "goals"; cat "$dir/goals.txt"; }
+[ "$cmd" = matrix ] && [ -f "$dir/goals.txt" ] && { say "goals"; cat "$dir/goals.txt"; }
 pack
 exit $status

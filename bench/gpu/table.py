@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""table.py — the goals table of run_gpu_checks.sh quick.
+"""table.py — the goals table of run_gpu_checks.sh quick and matrix (the
+matrix command's last step prints it, from both folders).
 
-  python3 bench/gpu/table.py out/gpu/quick
+  python3 bench/gpu/table.py out/gpu/quick [out/gpu/matrix]
 
 The folder holds perf64/ and perf1024/ (each round's train_<mode>_R.json from
 train_mlp --summary-json, torch_R.json from torch_mlp.py: eager and graph,
@@ -9,7 +10,9 @@ both sync modes; torch_tf32_R.json: the graph with TF32), lt64/ (cuBLASLt's
 epilogues on and off at batch 64, train_lt1_R.json and train_lt0_R.json),
 gemm_floor.json (bench_cuda_gemm's floor at both batch sizes, FP32 and TF32,
 and the SGD update beside a device copy) and op_cost.json (bench_op_cost on
-cuda0, with BM_RawLaunch and BM_RawCapture).
+cuda0, with BM_RawLaunch and BM_RawCapture; in the matrix folder when it
+ran there), and trace_on.txt / trace_off.txt (tools/trace_summary.py of a
+traced run: the step on the GPU's timeline, kernel by kernel).
 
 Per batch size: each mode's median samples/s over the rounds, its ratio to
 `batch`, to both PyTorch peers in the same sync mode and to the cuBLAS floor,
@@ -20,6 +23,7 @@ it is met. Medians throughout; every figure comes from the same minutes.
 import glob
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -128,7 +132,7 @@ def fmt(x, spec=".2f", none="-"):
     return format(x, spec) if isinstance(x, (int, float)) else none
 
 
-def main(top):
+def main(top, more=()):
     fl = floors(top)
     goals = []
     best = {}
@@ -241,7 +245,22 @@ def main(top):
     fw = forward_gemms(top)
     if fw:
         print("\nthe forward's GEMMs at 1024, FP32 (us): " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(fw.items())))
-    oc = op_cost(top)
+    for g in ("on", "off"):  # the step kernel by kernel (tools/trace_summary.py on the device track)
+        try:
+            with open(os.path.join(top, f"trace_{g}.txt"), encoding="utf-8") as f:
+                text = f.read()
+        except OSError:
+            continue
+        m = re.search(r"per batch: GPU busy ([\d.]+) us, outside the GEMM ops ([\d.]+) us, idle between ops ([\d.]+) us",
+                      text)
+        if m:
+            busy, outside, idle = (float(v) for v in m.groups())
+            print(f"\nthe step on the GPU's timeline (trace, --graph {g}, per batch): busy {busy:.1f} us, outside the "
+                  f"GEMM ops {outside:.1f} us, idle between ops {idle:.1f} us (trace_{g}.txt: kernel by kernel)")
+            if g == "on":
+                goals.append(("non-GEMM us per step (trace, --graph on)", outside, "<= 37", outside <= 37, "n"))
+                goals.append(("idle us per step (trace, --graph on)", idle, "<= 15", idle <= 15, "n"))
+    oc = op_cost(next((t for t in (top, *more) if os.path.exists(os.path.join(t, "op_cost.json"))), top))
     if oc:
         print("\nper op, per step for *Step and *Capture (us): " + ", ".join(f"{k[3:]} {v:.2f}" for k, v in sorted(oc.items())))
     # n = 256 ops stay below the GPU's launch queue (the host's cost per op); 2048 fill it.
@@ -261,13 +280,12 @@ def main(top):
     print("\nsamples/s: medians over the alternated rounds; x eager / x graph: over PyTorch in the same sync mode;")
     print("x floor: over the eight cuBLAS GEMMs alone (FP32); +MiB: the tracked increase (meas/pred: over the model);")
     print("h, d: the frontend's and the device's time per batch; mallocs: calls to the device's allocator in the run;")
-    print("graph: captured/updated/replayed/eager steps; none_malloc: none with a cudaMalloc per block (ASYNCMLP_SEGMENTS=0);")
-    print("*_lt: cuBLASLt's fused epilogues on (ASYNCMLP_LT=1; off by default); ops/b: ops queued per batch, data and")
-    print("timers included.")
+    print("graph: captured/updated/replayed/eager steps; ops/b: ops queued per batch, data and timers included;")
+    print("the candidates (cuBLASLt's epilogues, ASYNCMLP_CANDIDATES) against the default: the matrix command's table.")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print("usage: table.py QUICK_LOG_FOLDER", file=sys.stderr)
+    if len(sys.argv) < 2:
+        print("usage: table.py QUICK_LOG_FOLDER [MATRIX_LOG_FOLDER]", file=sys.stderr)
         sys.exit(2)
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2:])

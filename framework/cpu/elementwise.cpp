@@ -5,6 +5,7 @@
 
 #include "framework/cpu/cpu_backend.h"
 #include "framework/error.h"
+#include "framework/runtime.h"
 
 namespace amlp::cpu {
 
@@ -66,6 +67,24 @@ void relu_backward_sum_rows(Backend&, const float* y, const float* dy, float* dz
   }
 }
 
+// The same loop with dy(r,c) = g(r)·w(c), the product the GEMM of K = 1 forms
+// (one rounding; under tf32() of inputs rounded as cpu/linalg.cpp's GEMM rounds them).
+void relu_backward_outer_sum_rows(Backend&, const float* y, const float* g, const float* w, float* dz, float* db,
+                                  int rows, int cols) {
+  const bool t = tf32();
+  if (db) std::memset(db, 0, sizeof(float) * static_cast<size_t>(cols));
+  for (int r = 0; r < rows; ++r) {
+    const size_t o = static_cast<size_t>(r) * cols;
+    const float gr = t ? round_to_tf32(g[r]) : g[r];
+    for (int c = 0; c < cols; ++c) {
+      const float wc = t ? round_to_tf32(w[c]) : w[c];
+      dz[o + c] = y[o + c] > 0.f ? gr * wc : 0.f;
+    }
+    if (db)
+      for (int c = 0; c < cols; ++c) db[c] += dz[o + c];
+  }
+}
+
 void axpby(Backend&, float alpha, const float* a, float beta, const float* b, float* y, size_t n) {
   if (b)
     for (size_t i = 0; i < n; ++i) y[i] = alpha * a[i] + beta * b[i];
@@ -111,6 +130,7 @@ void add_elementwise_kernels(KernelTable& t) {
   t.relu_backward = relu_backward;
   t.bias_relu = bias_relu;
   t.relu_backward_sum_rows = relu_backward_sum_rows;
+  t.relu_backward_outer_sum_rows = relu_backward_outer_sum_rows;
   t.axpby = axpby;
   t.multiply = multiply;
   t.scalar_add = scalar_add;

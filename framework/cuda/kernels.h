@@ -35,6 +35,10 @@ void launch_bias_relu(float* y, const float* b, int rows, int cols, int sms, cud
 // ld = cols rounded up to 128 (core/backend/kernels.h's relu_mask_words); set where
 // y > 0. What dense_forward_relu_mask writes when cuBLASLt has no plan.
 void launch_relu_mask(const float* y, uint32_t* mask, int rows, int cols, cudaStream_t s);
+// y(r) = x(r,:)·w + b[0] (b may be null) for a layer of one output unit: a
+// warp per row, float accumulation in each lane, then a shuffle reduction
+// (ASYNCMLP_CANDIDATES=out_gemv; reduce.cu).
+void launch_gemv_rows(const float* x, const float* w, const float* b, float* y, int rows, int cols, cudaStream_t s);
 
 // optimizer.cu: the SGD step of k parameters (core/backend/kernels.h's
 // sgd_update_multi) in as few launches as its table allows (one for up to

@@ -10,6 +10,7 @@
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/kernels.h"
 #include "framework/cuda/launch.cuh"
+#include "framework/runtime.h"
 
 namespace amlp::cuda {
 
@@ -69,10 +70,21 @@ __global__ void __launch_bounds__(32 * 32) sum_rows_kernel(const float* x, float
 // column group: the block that takes the last one adds the chunks' sums in
 // chunk order and resets the ticket for the next launch. A fixed order of
 // additions per launch configuration: deterministic, no atomics on values.
-template <int V, int kRows>
+//
+// kOuter (relu_backward_outer_sum_rows): dy(r,c) is the product g(r)·w(c),
+// formed here (one rounding, as the GEMM of K = 1 forms it; under TF32 of
+// inputs rounded as the CPU rounds them), so dy is never written or read.
+__device__ __forceinline__ float tf32_rounded(float v) {  // cpu/linalg.cpp's round_to_tf32
+  unsigned bits = __float_as_uint(v);
+  if ((bits & 0x7f800000u) == 0x7f800000u) return v;
+  bits += 0xfffu + ((bits >> 13) & 1u);
+  return __uint_as_float(bits & ~0x1fffu);
+}
+
+template <int V, int kRows, bool kOuter>
 __global__ void __launch_bounds__(32 * kRows)
     relu_backward_sum_rows_kernel(const float* y, const float* dy, float* dz, float* db, int rows, int cols,
-                                  int rows_per_chunk, double* partials, unsigned* tickets) {
+                                  int rows_per_chunk, double* partials, unsigned* tickets, const float* w, bool tf32) {
   using Vec = typename std::conditional<V == 4, float4, float>::type;
   __shared__ double part[kRows][32 * V + 1];
   __shared__ bool last;
@@ -81,11 +93,20 @@ __global__ void __launch_bounds__(32 * kRows)
   const int r0 = static_cast<int>(blockIdx.y) * rows_per_chunk;
   const int r1 = min(rows, r0 + rows_per_chunk);
   double acc[V] = {};
+  float wc[V] = {};  // kOuter: this thread's columns of w
+  if (kOuter && c < cols)
+    for (int j = 0; j < V; ++j) wc[j] = tf32 ? tf32_rounded(w[c + j]) : w[c + j];
   if (c < cols)
     for (int r = r0 + static_cast<int>(threadIdx.y); r < r1; r += kRows) {
       const size_t i = static_cast<size_t>(r) * cols + c;
       const Vec yv = *reinterpret_cast<const Vec*>(y + i);
-      Vec g = *reinterpret_cast<const Vec*>(dy + i);
+      Vec g;
+      if (kOuter) {  // dy here is g, one value per row
+        const float gr = tf32 ? tf32_rounded(dy[r]) : dy[r];
+        for (int j = 0; j < V; ++j) reinterpret_cast<float*>(&g)[j] = __fmul_rn(gr, wc[j]);
+      } else {
+        g = *reinterpret_cast<const Vec*>(dy + i);
+      }
       const float* yf = reinterpret_cast<const float*>(&yv);
       float* gf = reinterpret_cast<float*>(&g);
       for (int j = 0; j < V; ++j) {
@@ -154,9 +175,9 @@ void relu_backward_sum_rows(Backend& dev, const float* y, const float* dy, float
   launch_relu_backward_sum_rows(y, dy, dz, db, rows, cols, be.sms(), static_cast<double*>(be.colsum()), be.stream());
 }
 
-template <int V, int kRows>
+template <int V, int kRows, bool kOuter = false>
 void launch_chunked(const float* y, const float* dy, float* dz, float* db, int rows, int cols, int sms,
-                    double* partials, cudaStream_t s) {
+                    double* partials, cudaStream_t s, const float* w = nullptr) {
   constexpr int kBlocksPerSm = 2048 / (32 * kRows);  // as many threads as a multiprocessor holds
   const int groups = (cols + 32 * V - 1) / (32 * V);
   int chunks = 1;
@@ -172,7 +193,8 @@ void launch_chunked(const float* y, const float* dy, float* dz, float* db, int r
   if (!db) per_chunk = (rows + chunks - 1) / chunks;
   auto* tickets = reinterpret_cast<unsigned*>(partials + CudaBackend::kColsumPartials);
   const dim3 block(32, kRows), grid(static_cast<unsigned>(groups), static_cast<unsigned>(chunks));
-  relu_backward_sum_rows_kernel<V, kRows><<<grid, block, 0, s>>>(y, dy, dz, db, rows, cols, per_chunk, partials, tickets);
+  relu_backward_sum_rows_kernel<V, kRows, kOuter>
+      <<<grid, block, 0, s>>>(y, dy, dz, db, rows, cols, per_chunk, partials, tickets, w, kOuter && tf32());
   AMLP_CUDA_CHECK_LAUNCH();
 }
 
@@ -194,7 +216,52 @@ void launch_relu_backward_sum_rows(const float* y, const float* dy, float* dz, f
     launch_chunked<1, 32>(y, dy, dz, db, rows, cols, sms, partials, s);
 }
 
+// ASYNCMLP_CANDIDATES=out_grad: the outer product formed in the masking pass
+// (g: rows values, w: cols values), one launch instead of a GEMM and a pass.
+void relu_backward_outer_sum_rows(Backend& dev, const float* y, const float* g, const float* w, float* dz, float* db,
+                                  int rows, int cols) {
+  auto& be = static_cast<CudaBackend&>(dev);
+  rows = rows < 0 ? 0 : rows;
+  if (cols <= 0) return;
+  auto* partials = static_cast<double*>(be.colsum());
+  const bool wide = cols % 4 == 0 && (reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(dz)) % 16 == 0;
+  if (wide)
+    launch_chunked<4, 8, true>(y, g, dz, db, rows, cols, be.sms(), partials, be.stream(), w);
+  else
+    launch_chunked<1, 32, true>(y, g, dz, db, rows, cols, be.sms(), partials, be.stream(), w);
+}
+
+namespace {
+__global__ void __launch_bounds__(256)
+    gemv_rows_kernel(const float* x, const float* w, const float* b, float* y, int rows, int cols) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int r = static_cast<int>(blockIdx.x) * 8 + static_cast<int>(threadIdx.x) / 32;
+  if (r >= rows) return;
+  const float* xr = x + static_cast<size_t>(r) * cols;
+  float acc = 0.f;
+  if (cols % 4 == 0 && (reinterpret_cast<uintptr_t>(xr) | reinterpret_cast<uintptr_t>(w)) % 16 == 0) {
+    const float4* x4 = reinterpret_cast<const float4*>(xr);
+    const float4* w4 = reinterpret_cast<const float4*>(w);
+    for (int c = lane; c < cols / 4; c += 32) {
+      const float4 a = x4[c], v = __ldg(&w4[c]);
+      acc = fmaf(a.x, v.x, fmaf(a.y, v.y, fmaf(a.z, v.z, fmaf(a.w, v.w, acc))));
+    }
+  } else {
+    for (int c = lane; c < cols; c += 32) acc = fmaf(xr[c], __ldg(&w[c]), acc);
+  }
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
+  if (lane == 0) y[r] = b ? acc + b[0] : acc;
+}
+}  // namespace
+
+void launch_gemv_rows(const float* x, const float* w, const float* b, float* y, int rows, int cols, cudaStream_t s) {
+  if (rows <= 0) return;
+  gemv_rows_kernel<<<(rows + 7) / 8, 256, 0, s>>>(x, w, b, y, rows, cols);
+  AMLP_CUDA_CHECK_LAUNCH();
+}
+
 void add_reduce_kernels(KernelTable& t) {
+  t.relu_backward_outer_sum_rows = relu_backward_outer_sum_rows;
   t.sum_scaled = sum_scaled;
   t.column_sums = column_sums;
   t.relu_backward_sum_rows = relu_backward_sum_rows;

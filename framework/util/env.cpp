@@ -2,8 +2,10 @@
 // file of the library that calls getenv.
 #include "framework/util/env.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "framework/parse.h"
 
@@ -27,10 +29,40 @@ EnvSettings read_env_settings(const EnvLookup& lookup) {
   on_off("ASYNCMLP_SEGMENTS", &s.segments);
   on_off("ASYNCMLP_POPULATOR_NORMAL", &s.populator_normal_priority);
   on_off("ASYNCMLP_LT", &s.lt_epilogues);
+  if (const char* v = lookup("ASYNCMLP_CANDIDATES"); v && *v) {
+    std::string list(v), known;
+    for (const CandidateInfo& c : kCandidates) known += std::string(known.empty() ? "" : ", ") + c.name;
+    for (size_t at = 0; at <= list.size();) {
+      const size_t comma = std::min(list.find(',', at), list.size());
+      const std::string name = list.substr(at, comma - at);
+      at = comma + 1;
+      unsigned bit = 0;
+      if (name == "all")
+        for (const CandidateInfo& c : kCandidates) bit |= c.bit;
+      for (const CandidateInfo& c : kCandidates)
+        if (name == c.name) bit = c.bit;
+      if (!bit) {
+        if (!s.problem.empty()) s.problem += "; ";
+        s.problem +=
+            "environment variable ASYNCMLP_CANDIDATES names " + quote(name) + ", not a candidate (" + known + ", all)";
+        s.candidates = 0;  // nothing runs under a list nobody meant
+        break;
+      }
+      s.candidates |= bit;
+    }
+  }
   const auto set = [&](const char* name) { return lookup(name) != nullptr; };
   s.launched_by_mpirun = set("OMPI_COMM_WORLD_SIZE") || set("PMI_SIZE") || set("PMIX_RANK");
   return s;
 }
+
+const CandidateInfo kCandidates[2] = {
+    {"out_gemv", kCandidateOutGemv, "a one-unit layer's forward as a GEMV kernel of ours"},
+    {"out_grad", kCandidateOutGrad,
+     "a one-unit layer's input gradient, the ReLU mask and the bias gradient in one kernel"},
+};
+
+bool candidate_on(Candidate c) { return (env_settings().candidates & c) != 0; }
 
 const EnvSettings& env_settings() {
   static const EnvSettings s = read_env_settings([](const char* name) -> const char* { return std::getenv(name); });

@@ -292,6 +292,26 @@ std::vector<OpCase> op_cases() {
                Bound::NormRel, 2e-5, colsum});
   c.push_back({"linear_relu_grad_input_wide_row_chunks", {{1001, 13}, {36, 13}, {36}, {1001, 36}},
                linear_relu_grad(0), Bound::NormRel, 1e-5, gemm});
+  // A layer of one output unit over a Dense with ReLU (the d2l MLP's end):
+  // its forward (out_gemv) and the gradients through its input gradient,
+  // mask and bias sums (out_grad); ASYNCMLP_CANDIDATES=all runs them through
+  // the candidates (the GPU kit does).
+  auto out_layer = [](int which) {
+    return [which](Device, In& in) {
+      for (Tensor& t : in) t.requires_grad_();
+      Tensor z = linear(linear_relu(in[0], in[1], in[2]), in[3], in[4]);
+      if (which < 0) return z;
+      l2_loss(z, in[5]).backward();
+      return grad_of(in[which]);
+    };
+  };
+  for (const auto& [tag, rows, hidden] :
+       {std::tuple{"d2l", 1024, 512}, std::tuple{"wide", 1001, 36}, std::tuple{"narrow", 1000, 13}}) {
+    const std::vector<Shape> s = {{rows, 64}, {hidden, 64}, {hidden}, {1, hidden}, {1}, {rows}};
+    c.push_back({std::string("out_layer_forward_") + tag, s, out_layer(-1), Bound::NormRel, 1e-5, gemm});
+    c.push_back({std::string("out_layer_grad_weight_") + tag, s, out_layer(1), Bound::NormRel, 1e-5, gemm});
+    c.push_back({std::string("out_layer_grad_bias_") + tag, s, out_layer(2), Bound::NormRel, 2e-5, colsum});
+  }
   c.push_back({"linear_relu_grad_bias_one_chunk", {{20, 13}, {37, 13}, {37}, {20, 37}}, linear_relu_grad(2),
                Bound::NormRel, 2e-5, colsum});
   // A layer over a Dense with ReLU: its input gradient carries the ReLU's

@@ -185,5 +185,30 @@ TEST(QuickCompare, ReproducesTheExperimentAndItsMemoryModel) {
   }
 }
 
+// The GPU kernel candidates (ASYNCMLP_CANDIDATES) train the CPU's run to
+// the same loss, bit for bit, as the default (their CPU side is the
+// default's arithmetic in fewer passes); an unknown name is one line, exit 2.
+TEST(Candidates, TrainTheSameLossAsTheDefaultAndAnUnknownNameIsExitTwo) {
+  const std::string args = " --device cpu --features 16 --hidden 32,8 --batch-size 64 --batches 5 --sync none";
+  auto final_loss = [](const std::string& out) {
+    const size_t at = out.find("final loss");
+    return at == std::string::npos ? std::string("(none)") : out.substr(at, out.find('\n', at) - at);
+  };
+  using testing::program_path;
+  using testing::Ran;
+  using testing::run_command;
+  const Ran plain = run_command(program_path("train_mlp") + args);
+  const Ran with = run_command("env ASYNCMLP_CANDIDATES=all " + program_path("train_mlp") + args);
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  ASSERT_EQ(with.code, 0) << with.err;
+  EXPECT_NE(final_loss(plain.out), "(none)");
+  EXPECT_EQ(final_loss(with.out), final_loss(plain.out));
+  const Ran bad = run_command("env ASYNCMLP_CANDIDATES=out_gemv,bogus " + program_path("train_mlp") + args);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(bad.err,
+            "train_mlp: error: environment variable ASYNCMLP_CANDIDATES names 'bogus', not a candidate (out_gemv, "
+            "out_grad, all)\n");
+}
+
 }  // namespace
 }  // namespace amlp::train

@@ -22,6 +22,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "framework/util/env.h"
+
 namespace amlp {
 
 struct Backend;
@@ -67,6 +69,12 @@ struct KernelTable {
   // in the same pass, in column_sums' order (db may be null). dz may alias dy.
   void (*relu_backward_sum_rows)(Backend&, const float* y, const float* dy, float* dz, float* db, int rows,
                                  int cols) = nullptr;
+  // relu_backward_sum_rows with dy the outer product g·w: dz(r,c) = (g(r)·w(c))·(y(r,c) > 0),
+  // db(c) = Σ_r dz(r,c) (db may be null); g (rows), w (cols). The input gradient of a layer
+  // of one output unit through the ReLU before it, bitwise the GEMM of K = 1 (its inputs
+  // rounded to TF32 first under tf32()) and relu_backward_sum_rows. Null: no such kernel.
+  void (*relu_backward_outer_sum_rows)(Backend&, const float* y, const float* g, const float* w, float* dz, float* db,
+                                       int rows, int cols) = nullptr;
   // linear_relu's forward that also keeps its ReLU's mask, relu_mask_words()
   // 32-bit words in the backend's own layout, for dense_grad_input_relu. A
   // backend whose dense_grad_input_relu reads y itself (the CPU) leaves it
@@ -162,6 +170,10 @@ inline void dense_grad_weight(Backend& be, const float* dz, const float* x, floa
 inline void dense_grad_input_relu(Backend& be, const float* g, const float* w, const float* y, const uint32_t*,
                                   float* dz, float* db, int B, int in, int out) {
   const KernelTable& k = kernels_of(be);
+  if (out == 1 && k.relu_backward_outer_sum_rows && candidate_on(kCandidateOutGrad)) {
+    k.relu_backward_outer_sum_rows(be, y, g, w, dz, db, B, in);  // the same numbers in one pass
+    return;
+  }
   k.gemm(be, false, false, B, in, out, 1.f, g, out, w, in, 0.f, dz, in);  // dz = g·W, as matmul(g, w)
   k.relu_backward_sum_rows(be, y, dz, dz, db, B, in);                     // dz *= (y > 0); db = Σ_r dz
 }
