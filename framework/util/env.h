@@ -19,6 +19,8 @@
 #include <functional>
 #include <string>
 
+#include "framework/util/candidates.h"
+
 namespace amlp {
 
 struct EnvSettings {
@@ -62,25 +64,6 @@ struct EnvSettings {
   // joined by "; "; "" when there is none.
   std::string problem;
 };
-
-// The candidates ASYNCMLP_CANDIDATES names, a bit each.
-enum Candidate : unsigned {
-  // A layer of one output unit (the d2l MLP's last): its forward y = x·wᵀ + b
-  // as a GEMV kernel of ours (a warp per row) instead of cuBLAS's GEMM.
-  kCandidateOutGemv = 1u << 0,
-  // That layer's input gradient through the ReLU before it: the outer
-  // product g·w, the mask and the bias gradient's column sums in one kernel
-  // (relu_backward_outer_sum_rows) instead of a GEMM of K = 1 and a pass.
-  kCandidateOutGrad = 1u << 1,
-};
-struct CandidateInfo {
-  const char* name;
-  Candidate bit;
-  const char* what;
-};
-extern const CandidateInfo kCandidates[2];
-// Whether ASYNCMLP_CANDIDATES turned `c` on in this process.
-bool candidate_on(Candidate c);
 
 // The process's settings, read from its environment at the first call
 // (thread-safe: a function-local static). Never throws.

@@ -11,6 +11,7 @@
 #include "framework/core/backend/backend.h"
 #include "framework/core/context.h"
 #include "framework/runtime.h"
+#include "framework/util/env.h"
 #include "test_util.h"
 
 namespace amlp::testing {

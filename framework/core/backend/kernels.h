@@ -22,7 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "framework/util/env.h"
+#include "framework/util/candidates.h"
 
 namespace amlp {
 

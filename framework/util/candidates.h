@@ -1,0 +1,28 @@
+// candidates.h — the GPU kernel candidates ASYNCMLP_CANDIDATES turns on
+// (util/env.h reads it once): kernels built beside the default and off
+// until a lease measured them faster (docs/gpu.md, "Candidates"). A light
+// header: the kernel table's compositions ask candidate_on() at each call.
+#pragma once
+
+namespace amlp {
+
+// The candidates ASYNCMLP_CANDIDATES names, a bit each.
+enum Candidate : unsigned {
+  // A layer of one output unit (the d2l MLP's last): its forward y = x·wᵀ + b
+  // as a GEMV kernel of ours (a warp per row) instead of cuBLAS's GEMM.
+  kCandidateOutGemv = 1u << 0,
+  // That layer's input gradient through the ReLU before it: the outer
+  // product g·w, the mask and the bias gradient's column sums in one kernel
+  // (relu_backward_outer_sum_rows) instead of a GEMM of K = 1 and a pass.
+  kCandidateOutGrad = 1u << 1,
+};
+struct CandidateInfo {
+  const char* name;
+  Candidate bit;
+  const char* what;
+};
+extern const CandidateInfo kCandidates[2];
+// Whether ASYNCMLP_CANDIDATES turned `c` on in this process.
+bool candidate_on(Candidate c);
+
+}  // namespace amlp
