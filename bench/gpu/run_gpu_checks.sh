@@ -13,8 +13,8 @@
 #          raw-capture floors; a traced `none` run (and a `--graph on` one)
 #          through tools/trace_summary.py, the step kernel by kernel with the
 #          idle gap before each; the goals table last
-#   matrix (<= 300 s, about 260)  the candidates (CANDIDATES below: cuBLASLt's
-#          epilogues, ASYNCMLP_CANDIDATES' kernels), each first checked by
+#   matrix (<= 300 s, about 270)  the candidates (CANDIDATES below: cuBLASLt's
+#          epilogues, ASYNCMLP_CANDIDATES' kernels and worker_spin), each first checked by
 #          test_cuda's cases with it on, then timed against the default in
 #          alternated rounds at batch 64 and 1024, FP32 and TF32 (--graph on
 #          --sync none): each one's ratio to the default per round, median
@@ -71,7 +71,7 @@ QUICK=(unpack tests perf64 perf1024 floor trace)
 MATRIX=(mcheck opcost matrix mtable mpi goals)
 DEEP=(sanitize others chapter normals policies hostwork sweep)
 declare -A EXPECT=([unpack]=15 [tests]=90 [perf64]=60 [perf1024]=65 [floor]=30 [opcost]=20 [trace]=15 [goals]=3
-  [mcheck]=40 [matrix]=180 [mtable]=3
+  [mcheck]=50 [matrix]=180 [mtable]=3
   [sanitize]=110 [others]=60 [mpi]=12 [chapter]=20 [normals]=15 [policies]=25 [hostwork]=25 [sweep]=30)
 declare -A BOUND=([unpack]=90 [tests]=150 [perf64]=110 [perf1024]=120 [floor]=60 [opcost]=45 [trace]=40 [goals]=20
   [mcheck]=90 [matrix]=240 [mtable]=20
@@ -391,7 +391,7 @@ step_goals() {
 # default; docs/gpu.md, "Candidates"). The default is timed beside them in
 # every round.
 CANDIDATES=("lt:ASYNCMLP_LT=1" "out_gemv:ASYNCMLP_CANDIDATES=out_gemv" "out_grad:ASYNCMLP_CANDIDATES=out_grad"
-  "all:ASYNCMLP_CANDIDATES=all")
+  "worker_spin:ASYNCMLP_CANDIDATES=worker_spin")
 # test_cuda's cases each candidate changes, run with it on.
 CANDIDATE_TESTS='Ops/CudaVsCpu.*linear*:Ops/CudaVsCpu.*relu*:Ops/CudaVsCpu.*out_layer*:CudaTraining.*'
 
@@ -399,7 +399,6 @@ step_mcheck() {
   local c tag envs
   for c in "${CANDIDATES[@]}"; do
     tag=${c%%:*} envs=${c#*:}
-    [ "$tag" = all ] && continue  # each alone; all of them at once are timed, and trained by CudaTraining below
     # shellcheck disable=SC2086
     x "$(cap 40)" env $envs "$BUILD/bin/test_cuda" --gtest_filter="$CANDIDATE_TESTS" >"$dir/test_cuda_$tag.log" 2>&1
     test_verdict "test_cuda's cases with $envs" $? "$dir/test_cuda_$tag.log"

@@ -15,13 +15,18 @@ enum Candidate : unsigned {
   // product g·w, the mask and the bias gradient's column sums in one kernel
   // (relu_backward_outer_sum_rows) instead of a GEMM of K = 1 and a pass.
   kCandidateOutGrad = 1u << 1,
+  // The engine, on every device: a worker that has caught up watches for the
+  // next push for up to 50 µs (yielding) before it sleeps, so a frontend that
+  // pushes every few microseconds (Python's) finds it awake and pays no futex
+  // wake, and a barrier's round trip loses the worker's wake-up.
+  kCandidateWorkerSpin = 1u << 2,
 };
 struct CandidateInfo {
   const char* name;
   Candidate bit;
   const char* what;
 };
-extern const CandidateInfo kCandidates[2];
+extern const CandidateInfo kCandidates[3];
 // Whether ASYNCMLP_CANDIDATES turned `c` on in this process.
 bool candidate_on(Candidate c);
 

@@ -56,10 +56,11 @@ EnvSettings read_env_settings(const EnvLookup& lookup) {
   return s;
 }
 
-const CandidateInfo kCandidates[2] = {
+const CandidateInfo kCandidates[3] = {
     {"out_gemv", kCandidateOutGemv, "a one-unit layer's forward as a GEMV kernel of ours"},
     {"out_grad", kCandidateOutGrad,
      "a one-unit layer's input gradient, the ReLU mask and the bias gradient in one kernel"},
+    {"worker_spin", kCandidateWorkerSpin, "a worker that caught up watches for a push 50 us before it sleeps"},
 };
 
 bool candidate_on(Candidate c) { return (env_settings().candidates & c) != 0; }

@@ -29,13 +29,14 @@ TEST(Candidates, OffUnlessNamedAndAnUnknownNameIsOneLine) {
   EXPECT_EQ(parse("out_gemv").candidates, unsigned(kCandidateOutGemv));
   EXPECT_EQ(parse("out_grad").candidates, unsigned(kCandidateOutGrad));
   EXPECT_EQ(parse("out_grad,out_gemv").candidates, unsigned(kCandidateOutGemv | kCandidateOutGrad));
-  EXPECT_EQ(parse("all").candidates, unsigned(kCandidateOutGemv | kCandidateOutGrad));
+  EXPECT_EQ(parse("worker_spin").candidates, unsigned(kCandidateWorkerSpin));
+  EXPECT_EQ(parse("all").candidates, unsigned(kCandidateOutGemv | kCandidateOutGrad | kCandidateWorkerSpin));
   EXPECT_EQ(parse("out_gemv").problem, "");
   for (const char* bad : {"bogus", "out_gemv,bogus", "out_gemv,", "OUT_GEMV", " out_gemv"}) {
     const EnvSettings s = parse(bad);
     EXPECT_EQ(s.candidates, 0u) << bad;  // nothing runs under a list nobody meant
     EXPECT_NE(s.problem.find("environment variable ASYNCMLP_CANDIDATES names"), std::string::npos) << s.problem;
-    EXPECT_NE(s.problem.find("out_gemv, out_grad, all"), std::string::npos) << s.problem;
+    EXPECT_NE(s.problem.find("out_gemv, out_grad, worker_spin, all"), std::string::npos) << s.problem;
     EXPECT_EQ(s.problem.find('\n'), std::string::npos) << s.problem;
   }
   for (const CandidateInfo& c : kCandidates) EXPECT_FALSE(candidate_on(c.bit)) << c.name << ": on by default";

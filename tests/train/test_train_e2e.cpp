@@ -207,7 +207,7 @@ TEST(Candidates, TrainTheSameLossAsTheDefaultAndAnUnknownNameIsExitTwo) {
   EXPECT_EQ(bad.code, 2);
   EXPECT_EQ(bad.err,
             "train_mlp: error: environment variable ASYNCMLP_CANDIDATES names 'bogus', not a candidate (out_gemv, "
-            "out_grad, all)\n");
+            "out_grad, worker_spin, all)\n");
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
+#include "framework/util/candidates.h"
 #include "framework/util/elapsed.h"
 #include "framework/core/memory/memory.h"
 #include "framework/core/queue/queue_registry.h"
@@ -37,6 +39,7 @@ Queue::Queue(std::string name, StreamSync* sync)
       sync_(sync),
       hooks_(sync && sync->per_op_hooks()),
       blame_(sync && (sync->asynchronous() || sync->per_op_hooks())),
+      spin_(candidate_on(kCandidateWorkerSpin)),
       track_(trace::register_track("queue " + name_)),
       steps_(name_, sync_, track_) {
   queue_registry::add(this);
@@ -142,6 +145,28 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
 
 bool Queue::on_worker_thread() { return worker_thread; }
 
+// Unlocked, yielding (on few cores the frontend runs), watching the lock-free
+// mirror of pushed_; a push meanwhile finds worker_sleeping_ false and wakes
+// nobody. The caller checks its condition again under the lock before it
+// sleeps, so a push between the last look and the lock is not missed.
+bool Queue::spin_for_push(std::unique_lock<std::mutex>& lk) {
+  constexpr auto kSpin = std::chrono::microseconds(50);
+  const uint64_t seen = pushed_seen_.load(std::memory_order_relaxed);
+  lk.unlock();
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  bool pushed = false;
+  for (int i = 0;; ++i) {
+    if (pushed_seen_.load(std::memory_order_acquire) != seen) {
+      pushed = true;
+      break;
+    }
+    if ((i & 15) == 15 && std::chrono::steady_clock::now() > until) break;
+    std::this_thread::yield();
+  }
+  lk.lock();
+  return pushed;
+}
+
 void Queue::worker_loop() {
   worker_thread = true;
   if (sync_) {
@@ -157,8 +182,14 @@ void Queue::worker_loop() {
   }
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
+    bool spun = false;  // once each time it catches up; the condition is checked again after it
     while (!((!paused_ && !pending_.empty()) || (stop_ && pending_.empty()))) {
       clock_.sleep();
+      if (spin_ && !spun && !paused_ && !stop_) {
+        spun = true;
+        spin_for_push(lk);
+        continue;
+      }
       worker_sleeping_ = true;
       work_cv_.wait(lk);
       worker_sleeping_ = false;

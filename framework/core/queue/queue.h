@@ -212,7 +212,10 @@ class Queue final : private StepHost {
   void note_name(uint64_t seq, const char* name);  // worker: op `seq` is starting
   const char* name_of(uint64_t seq) const;         // a recent op's name, or nullptr
   void wait_launched(uint64_t seq);  // blocks until launched_ >= seq (no sync, no rethrow)
-  static bool on_worker_thread();  // this thread is some queue's worker
+  static bool on_worker_thread();
+  // Worker, caught up (with worker_spin): watches for a push a short while;
+  // true when one came. Called and returns with `lk` held.
+  bool spin_for_push(std::unique_lock<std::mutex>& lk);  // this thread is some queue's worker
   // Every live queue's held step runs eagerly (a frontend blocker: what it
   // waits for may wait on any of them).
   static void release_steps_everywhere(const char* why);
@@ -237,6 +240,7 @@ class Queue final : private StepHost {
   bool stop_ = false;
   std::atomic<bool> blocking_{false};  // set by any thread (set_blocking), read by push
   bool worker_sleeping_ = false;  // waiting on work_cv_ (push wakes it only then)
+  const bool spin_;               // ASYNCMLP_CANDIDATES=worker_spin (util/candidates.h)
   bool front_running_ = false;    // pending_.front() is the op the worker is running
   std::atomic<uint64_t> launched_seen_{0};  // lock-free mirror of launched_ for waiters
   std::atomic<uint64_t> pushed_seen_{0};    // lock-free mirror of pushed_ for the worker (after_op's tail)

@@ -12,8 +12,10 @@ namespace amlp {
 namespace {
 
 // A waiter spins (yielding) for a short while before sleeping on a condition
-// variable: waking a sleeping thread costs more than most kernels. The worker does not spin: when it has caught up it sleeps, so
-// streaming pushes never contend with a spinning worker.
+// variable: waking a sleeping thread costs more than most kernels. The worker
+// does not spin by default: when it has caught up it sleeps, so streaming
+// pushes never contend with a spinning worker (ASYNCMLP_CANDIDATES=worker_spin
+// makes it watch for a push first: Queue::spin_for_push).
 template <class Ready>
 bool spin_until(Ready ready) {
   constexpr auto kSpin = std::chrono::microseconds(50);
