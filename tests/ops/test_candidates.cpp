@@ -39,7 +39,13 @@ TEST(Candidates, OffUnlessNamedAndAnUnknownNameIsOneLine) {
     EXPECT_NE(s.problem.find("out_gemv, out_grad, worker_spin, all"), std::string::npos) << s.problem;
     EXPECT_EQ(s.problem.find('\n'), std::string::npos) << s.problem;
   }
-  for (const CandidateInfo& c : kCandidates) EXPECT_FALSE(candidate_on(c.bit)) << c.name << ": on by default";
+  unsigned bits = 0;
+  for (const CandidateInfo& c : kCandidates) {
+    EXPECT_EQ(bits & c.bit, 0u) << c.name << ": a bit of its own";
+    bits |= c.bit;
+    // This process's setting is its environment's (unset in the test command: all off).
+    EXPECT_EQ(candidate_on(c.bit), (env_settings().candidates & c.bit) != 0) << c.name;
+  }
 }
 
 // out_grad on the CPU: the outer product formed in the masking pass gives
