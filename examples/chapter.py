@@ -158,10 +158,9 @@ def section_asynchrony(dev, args, out):
 
 # ---------------------------------------------------------------------------
 # y = x + 1: t1, t2, t3 and the two loops (also t3 for the blockers)
-def measure_t123(dev, x, n):
+def measure_t12(dev, x, n):
     """t1: n pushes onto a paused queue, per push (the frontend alone: Python's
-    call and the push); t2: that backlog drained, per op (the backend alone);
-    the round trip: a synchronized loop's time per op."""
+    call and the push); t2: that backlog drained, per op (the backend alone)."""
     with am.paused(dev):
         t0 = time.perf_counter()
         for _ in range(n):
@@ -196,11 +195,12 @@ def async_loop(dev, x, n):
 CALIBRATION_OPS = 500  # one barrier's fixed cost is calibrated on a synced run of this many ops
 
 
-def calibrate_t3(dev, x, t1, t2):
-    """One barrier's fixed cost: a short synced run's time per op less its
-    push and run. Thread wake-ups dominate it and on a VM they drift over
-    seconds, so each repeat calibrates again around the runs it models."""
-    return max(0.0, synced_loop(x, CALIBRATION_OPS) / CALIBRATION_OPS - t1 - t2)
+def round_trip(x):
+    """A short synced run's time per op: push, run and one barrier. Less t1
+    and t2 it is t3, one barrier's fixed cost. Thread wake-ups dominate it and
+    on a VM they drift over seconds, so each repeat calibrates again around
+    the runs it models."""
+    return synced_loop(x, CALIBRATION_OPS) / CALIBRATION_OPS
 
 
 def section_sync_vs_async(dev, args, out):
@@ -208,19 +208,19 @@ def section_sync_vs_async(dev, args, out):
     heading("sync-vs-async", f"y = x + 1, {n} times, on {dev}")
     x = am.ones((1, 2), device=dev)  # the book's x
     x.wait_to_read()
-    measure_t123(dev, x, n)  # warm-up: the pool caches n buffers
+    measure_t12(dev, x, n)  # warm-up: the pool caches n buffers
     synced_loop(x, min(n, 1000))
     async_loop(dev, x, min(n, 1000))
     v1, v2, v3, synced, asynced, pushed, wakes = [], [], [], [], [], [], []
     for _ in range(reps):
-        t1, t2 = measure_t123(dev, x, n)
-        rt_before = synced_loop(x, CALIBRATION_OPS) / CALIBRATION_OPS
+        t1, t2 = measure_t12(dev, x, n)
+        rt_before = round_trip(x)
         synced.append(synced_loop(x, n))
         a, p, w = async_loop(dev, x, n)
         asynced.append(a)
         pushed.append(p / n)
         wakes.append(w)
-        rt = 0.5 * (rt_before + synced_loop(x, CALIBRATION_OPS) / CALIBRATION_OPS)
+        rt = 0.5 * (rt_before + round_trip(x))
         v1.append(t1)
         v2.append(t2)
         v3.append(max(0.0, rt - t1 - t2))
@@ -275,8 +275,8 @@ def section_blockers(dev, args, out):
     a = am.normal(shape=(n, n), device=dev)
     x = am.ones((1, 2), device=dev)
     am.waitall()
-    t1, t2 = measure_t123(dev, x, 200)
-    t3 = calibrate_t3(dev, x, t1, t2)
+    t1, t2 = measure_t12(dev, x, 200)
+    t3 = max(0.0, round_trip(x) - t1 - t2)
 
     def blockers():
         yield "waitall", lambda b: am.waitall()

@@ -161,7 +161,7 @@ x() {
   local t=$1
   shift
   if [ "$DRY" = 1 ]; then
-    echo "   dry: ${ASYNCMLP_SEGMENTS:+ASYNCMLP_SEGMENTS=$ASYNCMLP_SEGMENTS }timeout $t $*" >>"$dir/dry.txt"
+    echo "   dry: ${ASYNCMLP_SEGMENTS:+ASYNCMLP_SEGMENTS=$ASYNCMLP_SEGMENTS }${ASYNCMLP_LT:+ASYNCMLP_LT=$ASYNCMLP_LT }${ASYNCMLP_CANDIDATES:+ASYNCMLP_CANDIDATES=$ASYNCMLP_CANDIDATES }timeout $t $*" >>"$dir/dry.txt"
     return 0
   fi
   timeout -k 5 "$t" "$@"
@@ -405,6 +405,12 @@ step_mcheck() {
   done
 }
 
+train_with() {  # VAR=VALUE (or nothing) TAG ARGS...: train, that variable set for the run
+  [ -n "$1" ] && local -x "$1"
+  shift
+  train "$@"
+}
+
 step_matrix() {
   local r batch steps prec c tag envs
   mkdir -p "$dir/matrix"
@@ -417,11 +423,10 @@ step_matrix() {
       steps=$([ "$batch" = 64 ] && echo 300 || echo 100)
       for prec in fp32 tf32; do
         for c in "default:" "${CANDIDATES[@]}"; do
-          tag=${c%%:*} envs=${c#*:}
+          tag=${c%%:*}
           # shellcheck disable=SC2046
-          CUDA_MODULE_LOADING=EAGER x "$(cap 40)" env ASYNCMLP_SEGMENTS=1 $envs "$BUILD/bin/train_mlp" --device cuda \
-            --quiet --sync none --graph on $([ "$prec" = tf32 ] && echo --tf32) --batches "$steps" --batch-size "$batch" \
-            --summary-json "$dir/matrix/${tag}_${batch}_${prec}_$r.json" >"$dir/matrix/${tag}_${batch}_${prec}_$r.log" 2>&1 ||
+          train_with "${c#*:}" "matrix/${tag}_${batch}_${prec}_$r" --sync none --graph on \
+            $([ "$prec" = tf32 ] && echo --tf32) --batches "$steps" --batch-size "$batch" ||
             record FAIL "matrix $tag, batch $batch $prec #$r" "see matrix/${tag}_${batch}_${prec}_$r.log"
         done
       done

@@ -175,9 +175,9 @@ void relu_backward_sum_rows(Backend& dev, const float* y, const float* dy, float
   launch_relu_backward_sum_rows(y, dy, dz, db, rows, cols, be.sms(), static_cast<double*>(be.colsum()), be.stream());
 }
 
-template <int V, int kRows, bool kOuter = false>
+template <int V, int kRows, bool kOuter>
 void launch_chunked(const float* y, const float* dy, float* dz, float* db, int rows, int cols, int sms,
-                    double* partials, cudaStream_t s, const float* w = nullptr) {
+                    double* partials, cudaStream_t s, const float* w) {
   constexpr int kBlocksPerSm = 2048 / (32 * kRows);  // as many threads as a multiprocessor holds
   const int groups = (cols + 32 * V - 1) / (32 * V);
   int chunks = 1;
@@ -198,22 +198,28 @@ void launch_chunked(const float* y, const float* dy, float* dz, float* db, int r
   AMLP_CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace
-
 // One kernel. Its row chunks give the GPU about a multiprocessor's worth of
 // threads per multiprocessor (a d2l layer has only 4-64 column groups),
 // within the partial sums' room. float4 accesses where every row starts on
-// 16 bytes.
-void launch_relu_backward_sum_rows(const float* y, const float* dy, float* dz, float* db, int rows, int cols,
-                                   int sms, double* partials, cudaStream_t s) {
+// 16 bytes. kOuter: dy holds one value per row (g), w one per column.
+template <bool kOuter>
+void launch_masked_sums(const float* y, const float* dy, float* dz, float* db, int rows, int cols, int sms,
+                        double* partials, cudaStream_t s, const float* w) {
   rows = rows < 0 ? 0 : rows;
   if (cols <= 0) return;
-  const bool wide = cols % 4 == 0 && (reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(dy) |
-                                      reinterpret_cast<uintptr_t>(dz)) % 16 == 0;
-  if (wide)
-    launch_chunked<4, 8>(y, dy, dz, db, rows, cols, sms, partials, s);
+  const uintptr_t rows_read =
+      reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(dz) | (kOuter ? 0 : reinterpret_cast<uintptr_t>(dy));
+  if (cols % 4 == 0 && rows_read % 16 == 0)
+    launch_chunked<4, 8, kOuter>(y, dy, dz, db, rows, cols, sms, partials, s, w);
   else
-    launch_chunked<1, 32>(y, dy, dz, db, rows, cols, sms, partials, s);
+    launch_chunked<1, 32, kOuter>(y, dy, dz, db, rows, cols, sms, partials, s, w);
+}
+
+}  // namespace
+
+void launch_relu_backward_sum_rows(const float* y, const float* dy, float* dz, float* db, int rows, int cols, int sms,
+                                   double* partials, cudaStream_t s) {
+  launch_masked_sums<false>(y, dy, dz, db, rows, cols, sms, partials, s, nullptr);
 }
 
 // ASYNCMLP_CANDIDATES=out_grad: the outer product formed in the masking pass
@@ -221,14 +227,7 @@ void launch_relu_backward_sum_rows(const float* y, const float* dy, float* dz, f
 void relu_backward_outer_sum_rows(Backend& dev, const float* y, const float* g, const float* w, float* dz, float* db,
                                   int rows, int cols) {
   auto& be = static_cast<CudaBackend&>(dev);
-  rows = rows < 0 ? 0 : rows;
-  if (cols <= 0) return;
-  auto* partials = static_cast<double*>(be.colsum());
-  const bool wide = cols % 4 == 0 && (reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(dz)) % 16 == 0;
-  if (wide)
-    launch_chunked<4, 8, true>(y, g, dz, db, rows, cols, be.sms(), partials, be.stream(), w);
-  else
-    launch_chunked<1, 32, true>(y, g, dz, db, rows, cols, be.sms(), partials, be.stream(), w);
+  launch_masked_sums<true>(y, g, dz, db, rows, cols, be.sms(), static_cast<double*>(be.colsum()), be.stream(), w);
 }
 
 namespace {

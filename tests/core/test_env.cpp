@@ -111,6 +111,34 @@ TEST(EnvSettings, LaunchedByMpirunWhenAnyLauncherVariableIsSet) {
   EXPECT_FALSE(parse({{"OMPI_COMM_WORLD_RANK", "0"}, {"PMI_RANK", "0"}}).launched_by_mpirun);
 }
 
+// ASYNCMLP_CANDIDATES: a comma-separated list of names or "all"; any other
+// name is one line naming it and the known ones, and turns nothing on.
+TEST(EnvSettings, CandidatesAreOffUnlessNamedAndAnUnknownNameIsOneLine) {
+  const auto named = [](const char* list) { return parse(only("ASYNCMLP_CANDIDATES", list)); };
+  EXPECT_EQ(parse({}).candidates, 0u);
+  EXPECT_EQ(named("").candidates, 0u);
+  EXPECT_EQ(named("out_gemv").candidates, unsigned(kCandidateOutGemv));
+  EXPECT_EQ(named("out_grad").candidates, unsigned(kCandidateOutGrad));
+  EXPECT_EQ(named("out_grad,out_gemv").candidates, unsigned(kCandidateOutGemv | kCandidateOutGrad));
+  EXPECT_EQ(named("worker_spin").candidates, unsigned(kCandidateWorkerSpin));
+  EXPECT_EQ(named("all").candidates, unsigned(kCandidateOutGemv | kCandidateOutGrad | kCandidateWorkerSpin));
+  EXPECT_EQ(named("out_gemv").problem, "");
+  for (const char* bad : {"bogus", "out_gemv,bogus", "out_gemv,", "OUT_GEMV", " out_gemv"}) {
+    const EnvSettings s = named(bad);
+    EXPECT_EQ(s.candidates, 0u) << bad;  // nothing runs under a list nobody meant
+    EXPECT_NE(s.problem.find("environment variable ASYNCMLP_CANDIDATES names"), std::string::npos) << s.problem;
+    EXPECT_NE(s.problem.find("out_gemv, out_grad, worker_spin, all"), std::string::npos) << s.problem;
+    EXPECT_EQ(s.problem.find('\n'), std::string::npos) << s.problem;
+  }
+  unsigned bits = 0;
+  for (const CandidateInfo& c : kCandidates) {
+    EXPECT_EQ(bits & c.bit, 0u) << c.name << ": a bit of its own";
+    bits |= c.bit;
+    // This process's setting is its environment's (unset in the test command: all off).
+    EXPECT_EQ(candidate_on(c.bit), (env_settings().candidates & c.bit) != 0) << c.name;
+  }
+}
+
 // Each variable sets its own field alone.
 TEST(EnvSettings, EachVariableSetsItsOwnFieldAlone) {
   const EnvSettings s = parse({{"ASYNCMLP_BLOCKING", "1"}});

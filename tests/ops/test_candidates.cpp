@@ -1,7 +1,7 @@
-// Covers framework/util/env.cpp (ASYNCMLP_CANDIDATES), framework/cpu/elementwise.cpp
-// (relu_backward_outer_sum_rows), framework/core/backend/kernels.h (the composition that takes it).
-// The GPU kernel candidates (docs/gpu.md, "Candidates"): each is off by
-// default, and on the CPU gives the default's numbers bit for bit; the CUDA
+// Covers framework/cpu/elementwise.cpp (relu_backward_outer_sum_rows) and
+// framework/core/backend/kernels.h (the composition that takes it).
+// The GPU kernel candidates (docs/gpu.md, "Candidates"; their setting:
+// tests/core/test_env.cpp): on the CPU each gives the default's numbers bit for bit; the CUDA
 // side of each is checked against the CPU by test_cuda's cases with the
 // candidates on (the GPU kit runs them).
 #include <cstring>
@@ -11,42 +11,10 @@
 #include "framework/core/backend/backend.h"
 #include "framework/core/context.h"
 #include "framework/runtime.h"
-#include "framework/util/env.h"
 #include "test_util.h"
 
 namespace amlp::testing {
 namespace {
-
-EnvSettings parse(const char* candidates) {
-  return read_env_settings([&](const char* name) -> const char* {
-    return std::strcmp(name, "ASYNCMLP_CANDIDATES") == 0 ? candidates : nullptr;
-  });
-}
-
-TEST(Candidates, OffUnlessNamedAndAnUnknownNameIsOneLine) {
-  EXPECT_EQ(parse(nullptr).candidates, 0u);
-  EXPECT_EQ(parse("").candidates, 0u);
-  EXPECT_EQ(parse("out_gemv").candidates, unsigned(kCandidateOutGemv));
-  EXPECT_EQ(parse("out_grad").candidates, unsigned(kCandidateOutGrad));
-  EXPECT_EQ(parse("out_grad,out_gemv").candidates, unsigned(kCandidateOutGemv | kCandidateOutGrad));
-  EXPECT_EQ(parse("worker_spin").candidates, unsigned(kCandidateWorkerSpin));
-  EXPECT_EQ(parse("all").candidates, unsigned(kCandidateOutGemv | kCandidateOutGrad | kCandidateWorkerSpin));
-  EXPECT_EQ(parse("out_gemv").problem, "");
-  for (const char* bad : {"bogus", "out_gemv,bogus", "out_gemv,", "OUT_GEMV", " out_gemv"}) {
-    const EnvSettings s = parse(bad);
-    EXPECT_EQ(s.candidates, 0u) << bad;  // nothing runs under a list nobody meant
-    EXPECT_NE(s.problem.find("environment variable ASYNCMLP_CANDIDATES names"), std::string::npos) << s.problem;
-    EXPECT_NE(s.problem.find("out_gemv, out_grad, worker_spin, all"), std::string::npos) << s.problem;
-    EXPECT_EQ(s.problem.find('\n'), std::string::npos) << s.problem;
-  }
-  unsigned bits = 0;
-  for (const CandidateInfo& c : kCandidates) {
-    EXPECT_EQ(bits & c.bit, 0u) << c.name << ": a bit of its own";
-    bits |= c.bit;
-    // This process's setting is its environment's (unset in the test command: all off).
-    EXPECT_EQ(candidate_on(c.bit), (env_settings().candidates & c.bit) != 0) << c.name;
-  }
-}
 
 // out_grad on the CPU: the outer product formed in the masking pass gives
 // the GEMM of K = 1 and relu_backward_sum_rows' bits, the bias gradient too,

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 
 #include "framework/util/candidates.h"
 #include "framework/util/elapsed.h"
@@ -149,22 +148,11 @@ bool Queue::on_worker_thread() { return worker_thread; }
 // mirror of pushed_; a push meanwhile finds worker_sleeping_ false and wakes
 // nobody. The caller checks its condition again under the lock before it
 // sleeps, so a push between the last look and the lock is not missed.
-bool Queue::spin_for_push(std::unique_lock<std::mutex>& lk) {
-  constexpr auto kSpin = std::chrono::microseconds(50);
+void Queue::spin_for_push(std::unique_lock<std::mutex>& lk) {
   const uint64_t seen = pushed_seen_.load(std::memory_order_relaxed);
   lk.unlock();
-  const auto until = std::chrono::steady_clock::now() + kSpin;
-  bool pushed = false;
-  for (int i = 0;; ++i) {
-    if (pushed_seen_.load(std::memory_order_acquire) != seen) {
-      pushed = true;
-      break;
-    }
-    if ((i & 15) == 15 && std::chrono::steady_clock::now() > until) break;
-    std::this_thread::yield();
-  }
+  spin_until([&] { return pushed_seen_.load(std::memory_order_acquire) != seen; });
   lk.lock();
-  return pushed;
 }
 
 void Queue::worker_loop() {

@@ -41,6 +41,7 @@
 //   q.wait_for(s);   // blocks until it completed; rethrows a kept error
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -212,10 +213,24 @@ class Queue final : private StepHost {
   void note_name(uint64_t seq, const char* name);  // worker: op `seq` is starting
   const char* name_of(uint64_t seq) const;         // a recent op's name, or nullptr
   void wait_launched(uint64_t seq);  // blocks until launched_ >= seq (no sync, no rethrow)
-  static bool on_worker_thread();
-  // Worker, caught up (with worker_spin): watches for a push a short while;
-  // true when one came. Called and returns with `lk` held.
-  bool spin_for_push(std::unique_lock<std::mutex>& lk);  // this thread is some queue's worker
+  static bool on_worker_thread();    // this thread is some queue's worker
+  // Spins, yielding (on few cores, the thread waited for runs), until ready()
+  // or 50 µs have passed; ready()'s last answer. A waiter's try before it
+  // sleeps on a condition variable (waking a sleeping thread costs more than
+  // most kernels), and the worker's watch for a push (spin_for_push).
+  template <class Ready>
+  static bool spin_until(Ready ready) {
+    constexpr auto kSpin = std::chrono::microseconds(50);
+    const auto until = std::chrono::steady_clock::now() + kSpin;
+    for (int i = 0;; ++i) {
+      if (ready()) return true;
+      if ((i & 15) == 15 && std::chrono::steady_clock::now() > until) return false;
+      std::this_thread::yield();
+    }
+  }
+  // Worker, caught up (with worker_spin): watches for a push a short while.
+  // Called and returns with `lk` held.
+  void spin_for_push(std::unique_lock<std::mutex>& lk);
   // Every live queue's held step runs eagerly (a frontend blocker: what it
   // waits for may wait on any of them).
   static void release_steps_everywhere(const char* why);

@@ -1,33 +1,17 @@
 // queue_wait.cpp — waiting on a queue's ops: launched, completed, and the
 // blockers' waits with what they do with errors (queue.h).
 #include <algorithm>
-#include <chrono>
-#include <thread>
 
 #include "framework/core/queue/queue.h"
 #include "framework/error.h"
 
 namespace amlp {
 
-namespace {
-
-// A waiter spins (yielding) for a short while before sleeping on a condition
-// variable: waking a sleeping thread costs more than most kernels. The worker
-// does not spin by default: when it has caught up it sleeps, so streaming
-// pushes never contend with a spinning worker (ASYNCMLP_CANDIDATES=worker_spin
-// makes it watch for a push first: Queue::spin_for_push).
-template <class Ready>
-bool spin_until(Ready ready) {
-  constexpr auto kSpin = std::chrono::microseconds(50);
-  const auto until = std::chrono::steady_clock::now() + kSpin;
-  for (int i = 0;; ++i) {
-    if (ready()) return true;
-    if ((i & 15) == 15 && std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::yield();  // on few cores, let the thread we wait for run
-  }
-}
-
-}  // namespace
+// A waiter spins (Queue::spin_until) before it sleeps on a condition
+// variable. The worker does not spin by default: when it has caught up it
+// sleeps, so streaming pushes never contend with a spinning worker
+// (ASYNCMLP_CANDIDATES=worker_spin makes it watch for a push first:
+// Queue::spin_for_push).
 
 void Queue::wait_launched(uint64_t seq) {
   if (launched_seen_.load(std::memory_order_acquire) >= seq) return;
