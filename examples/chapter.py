@@ -21,7 +21,9 @@ Sections (all by default, in the book's order):
                  the book's `ps`), the memory model (a batch's bytes per batch
                  queued) and the throughput model fed by the loop's own h, d
 
-Exit status: 0 when every section ran; 2 for a bad option (one line).
+Exit status: 0 when every section ran; 2 for a bad option or --markdown
+input (one line); 1 for a failed run or standard output that took no
+write (closed, its reader gone, a full disk, past ulimit -f; one line).
 """
 import argparse
 import contextlib
@@ -37,6 +39,7 @@ import numpy as np
 import asyncmlp as am
 
 SECTIONS = ["asynchrony", "blockers", "sync-vs-async", "training"]
+MARKDOWN_INPUT_LIMIT = 16 << 20  # --json's figures are a few KiB
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -555,12 +558,15 @@ def main(argv):
     if "--markdown" in argv:
         if len(argv) != 1:
             OneLineParser(prog="chapter.py").error("--markdown takes no other option")
+        text = sys.stdin.read(MARKDOWN_INPUT_LIMIT + 1)  # /dev/zero or an endless pipe: refused, not read for ever
         try:
-            figures = json.load(sys.stdin)
-        except ValueError as e:
-            sys.stderr.write(f"chapter.py: --markdown: standard input is not the JSON of --json ({e})\n")
+            if len(text) > MARKDOWN_INPUT_LIMIT:
+                raise ValueError(f"over {MARKDOWN_INPUT_LIMIT >> 20} MiB")
+            table = markdown_table(json.loads(text))
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
+            sys.stderr.write(f"chapter.py: --markdown: standard input is not the JSON of --json ({e!r})\n")
             return 2
-        sys.stdout.write(markdown_table(figures))
+        sys.stdout.write(table)
         return 0
     args = parse_args(argv)
     if args.json:
@@ -587,10 +593,19 @@ def run_sections(args):
 
 
 if __name__ == "__main__":
+    # Python ignores SIGPIPE and SIGXFSZ: a closed pipe, a full disk or a
+    # file past `ulimit -f` is a write error (OSError), reported below.
+    if sys.stdout is None:
+        sys.stderr.write("chapter.py: standard output is closed\n")
+        sys.exit(1)
     try:
-        sys.exit(main(sys.argv[1:]))
+        rc = main(sys.argv[1:])
+        sys.stdout.flush()
+        sys.exit(rc)
     except am.Error as e:  # a failed run (out of memory, a kernel error): one line
         sys.stderr.write(f"chapter.py: {e}\n")
         sys.exit(1)
-    except BrokenPipeError:
+    except OSError as e:  # standard output: its reader gone, a full disk, a file past ulimit -f
+        sys.stderr.write(f"chapter.py: standard output: {e.strerror or e}\n")
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error as Python exits
         sys.exit(1)

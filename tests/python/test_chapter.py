@@ -96,6 +96,39 @@ def test_markdown_reads_json_or_says_why():
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--markdown" in r.stderr
     r = run("--markdown", "--quick")
     assert r.returncode == 2 and r.stderr.count("\n") == 1
+    r = run("--markdown", stdin="{}")  # JSON, but not --json's
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "'device'" in r.stderr, r.stderr
+    with open("/dev/zero", "rb") as zero:  # endless: refused after 16 MiB, not read for ever
+        r = subprocess.run([sys.executable, CHAPTER, "--markdown"], stdin=zero, capture_output=True, text=True,
+                           timeout=120)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "over 16 MiB" in r.stderr, r.stderr
+
+
+def markdown_into(stdout, preexec_fn=None):
+    """--markdown of the doc's figures with standard output as given, started as
+    a shell starts it (subprocess restores SIGPIPE and SIGXFSZ to their defaults)."""
+    with open(os.path.join(ROOT, "docs", "python_cpu.json"), "rb") as figures:
+        return subprocess.run([sys.executable, CHAPTER, "--markdown"], stdin=figures, stdout=stdout,
+                              stderr=subprocess.PIPE, text=True, timeout=120, preexec_fn=preexec_fn)
+
+
+def test_standard_output_that_takes_no_write_is_one_line_and_exit_1(tmp_path):
+    import resource
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # its reader is gone
+    try:
+        r = markdown_into(write_end)
+    finally:
+        os.close(write_end)
+    assert r.returncode == 1 and r.stderr == "chapter.py: standard output: Broken pipe\n", r.stderr
+    with open("/dev/full", "w") as full:
+        r = markdown_into(full)
+    assert r.returncode == 1 and r.stderr == "chapter.py: standard output: No space left on device\n", r.stderr
+    with open(tmp_path / "table.md", "w") as f:  # past `ulimit -f`: an error, not a kill by SIGXFSZ
+        r = markdown_into(f, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0)))
+    assert r.returncode == 1 and r.stderr == "chapter.py: standard output: File too large\n", r.stderr
+    r = markdown_into(subprocess.DEVNULL, preexec_fn=lambda: os.close(1))
+    assert r.returncode == 1 and r.stderr == "chapter.py: standard output is closed\n", r.stderr
 
 
 # --- docs/python.md ----------------------------------------------------------------
