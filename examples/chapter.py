@@ -17,9 +17,11 @@ Sections (all by default, in the book's order):
                  t1, t2, t3 measured alone, then N(t1+t2+t3) and
                  N max(t1,t2) + min(t1,t2) + t3 against both loops
   training       the book's MLP trained with the loss read each batch and
-                 without: time per epoch, memory (tracked bytes and RSS, as
-                 the book's `ps`), the memory model (a batch's bytes per batch
-                 queued) and the throughput model fed by the loop's own h, d
+                 without under `enqueue`, then without under `stream` (the
+                 module's default): time per epoch, memory (tracked bytes and
+                 RSS, as the book's `ps`), the memory model (enqueue: a
+                 batch's bytes per batch queued; stream: one batch's) and the
+                 throughput model fed by the loop's own h, d
 
 Exit status: 0 when every section ran; 2 for a bad option or --markdown
 input (one line); 1 for a failed run or standard output that took no
@@ -404,14 +406,26 @@ def section_training(dev, args, out):
         break
     loss(net(X), y).wait_to_read()  # the book's warm-up: the first forward draws the weights
 
+    # The book's two runs under `enqueue` (every queued op holds its outputs:
+    # the backlog's memory shows), then the loop without a blocker under
+    # `stream`, the module's default (PyTorch's caching allocator: a batch's
+    # dropped tensors serve the next batch's ops at once).
     runs = []
-    for read_loss in (True, False):
-        mem = get_mem()
-        with Benchmark("time per epoch"):
-            r = train_epoch(dev, net, loss, trainer, args, read_loss)
-        print(f"increased memory: {get_mem() - mem:f} MB")
-        runs.append(r)
-    sync, free = runs
+    policy = am.alloc()
+    try:
+        for read_loss, alloc in ((True, "enqueue"), (False, "enqueue"), (False, "stream")):
+            am.set_alloc(alloc)
+            mem = get_mem()
+            with Benchmark("time per epoch"):
+                r = train_epoch(dev, net, loss, trainer, args, read_loss)
+            print(f"increased memory: {get_mem() - mem:f} MB")
+            r["alloc"] = alloc
+            if alloc == "stream":
+                r["mode"] = "stream"
+            runs.append(r)
+    finally:
+        am.set_alloc(policy)
+    sync, free, stream = runs
     per = sync["bytes_per_batch"]
     for r in runs:
         h, d, n = r["h_s"], r["d_s"], r["batches"]
@@ -421,7 +435,10 @@ def section_training(dev, args, out):
         else:  # never waits: the slower side counts n times, the other once
             r["model_wall_s"] = n * max(h, d) + min(h, d)
             r["queued_batches"] = math.ceil(r["most_queued_ops"] / r["ops_per_batch"] - 1e-9)
-        r["model_growth_bytes"] = r["queued_batches"] * r["bytes_per_batch"]  # a queued batch holds its bytes
+        # enqueue: a queued batch holds its bytes; stream: the batches reuse
+        # one batch's blocks, however many are queued
+        r["held_batches"] = 1 if r["alloc"] == "stream" else r["queued_batches"]
+        r["model_growth_bytes"] = r["held_batches"] * r["bytes_per_batch"]
     print(f"  per batch: {free['ops_per_batch']:.0f} ops, {mb(free['bytes_per_batch'])} allocated (the memory "
           f"model's unit; reading the loss adds {sync['ops_per_batch'] - free['ops_per_batch']:.0f} ops, "
           f"{sync['bytes_per_batch'] - free['bytes_per_batch']:.0f} bytes)")
@@ -430,7 +447,7 @@ def section_training(dev, args, out):
     for r in runs:
         print(f"  {r['mode']:<6}{human_s(r['h_s']):>11}{human_s(r['d_s']):>13}{human_s(r['wall_s']):>11}"
               f"{human_s(r['model_wall_s']):>11}{r['wall_s'] / r['model_wall_s']:>10.3f}{r['samples_per_s']:>13.0f}"
-              f"   {mb(r['tracked_growth_bytes']):>14}  {mb(r['model_growth_bytes']):>10} ({r['queued_batches']:>3} x)"
+              f"   {mb(r['tracked_growth_bytes']):>14}  {mb(r['model_growth_bytes']):>10} ({r['held_batches']:>3} x)"
               f"{ratio(r['tracked_growth_bytes'], r['model_growth_bytes']):>13.3f}  {r['rss_growth_mb']:+.1f} MB")
     for r in runs:
         if r["fresh_bytes"] > 0.1 * per * r["batches"]:
@@ -442,8 +459,12 @@ def section_training(dev, args, out):
     print(f"  none / batch: {speed:.2f}x the samples/s, {free['tracked_growth_bytes'] / max(1, sync['tracked_growth_bytes']):.0f}x"
           f" the memory; h is the loop's own time per batch (Python's calls and pushes, less the wait for the loss),"
           f" d the device's")
+    stream_speed = stream["samples_per_s"] / free["samples_per_s"]
+    print(f"  stream / none under enqueue: {stream_speed:.2f}x the samples/s, "
+          f"{stream['tracked_growth_bytes'] / max(1, free['tracked_growth_bytes']):.3f}x the memory")
     out["training"] = {"batches": nb, "batch_size": bs, "features": feats, "hidden": hidden, "lr": args.lr,
-                       "seed": args.seed, "runs": runs, "none_over_batch_samples": speed}
+                       "seed": args.seed, "runs": runs, "none_over_batch_samples": speed,
+                       "stream_over_none_samples": stream_speed}
 
 
 def markdown_table(f):
@@ -485,17 +506,20 @@ def markdown_table(f):
         for r in t["runs"]:
             m = r["mode"]
             formula = "N (h + d)" if m == "batch" else "N max(h, d) + min(h, d)"
+            m = f"{m} ({r.get('alloc', 'enqueue')})"
             row("training", f"{m}: h (Python), d (device) per batch", f"{human_s(r['h_s'])}, {human_s(r['d_s'])}")
             row("training", f"{m}: wall, {r['samples_per_s']:.0f} samples/s", human_s(r["wall_s"]),
                 f"{human_s(r['model_wall_s'])} ({formula})", r["wall_s"] / r["model_wall_s"])
             row("training", f"{m}: memory growth, tracked (RSS {r['rss_growth_mb']:+.1f} MB)",
-                mb(r["tracked_growth_bytes"]), f"{mb(r['model_growth_bytes'])} ({r['queued_batches']} × "
+                mb(r["tracked_growth_bytes"]), f"{mb(r['model_growth_bytes'])} ({r.get('held_batches', r['queued_batches'])} × "
                 f"{mb(r['bytes_per_batch'])})", ratio(r["tracked_growth_bytes"], r["model_growth_bytes"]))
             if r["fresh_bytes"] > 0:
                 row("training", f"{m}: fresh memory made resident; the worker's time for it, in d",
                     f"{mb(r['fresh_bytes'])}; {human_s(r['fresh_worker_s'])} ({human_s(r['fresh_worker_s'] / r['batches'])}"
                     " a batch)")
         row("training", "none / batch, samples/s", f"{t['none_over_batch_samples']:.2f}×")
+        if "stream_over_none_samples" in t:
+            row("training", "stream / none, samples/s", f"{t['stream_over_none_samples']:.2f}×")
     t = f.get("training")
     sizes = (f", training {t['batches']} batches of {t['batch_size']} × {t['features']}, hidden "
              f"{','.join(map(str, t['hidden']))}" if t else "")

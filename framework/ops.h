@@ -66,6 +66,10 @@ Tensor scale(const Tensor& a, float s);
 Tensor add_scalar(const Tensor& a, float s);
 Tensor sum(const Tensor& a);                            // → shape ()
 Tensor mean(const Tensor& a);                           // → shape ()
+// The same buffer seen with shape `s` (one -1 is inferred): no op is queued,
+// the result shares a's buffer and its writes. ShapeError unless the element
+// counts agree. The gradient is reshaped back.
+Tensor reshape(const Tensor& a, const Shape& s);
 
 // --- not differentiable ------------------------------------------------------
 Tensor copy_to(const Tensor& a, Device d);              // waits for the source's writer

@@ -57,10 +57,17 @@ void set_max_pending(uint64_t ops, size_t bytes);
 // starts the op; until then the tensor has a size but no block, and the pool
 // counts nothing for it. An allocation that fails then is the op's error
 // (OutOfMemory, naming the op), rethrown by the next blocker like a kernel's.
-enum class AllocPolicy { Enqueue, Run };
+// Stream (PyTorch's caching allocator): as Enqueue, but a buffer whose last
+// handle is gone while queued ops still use it lends its block at once to the
+// next op of its size on the same queue (which runs after those uses, in
+// order), or on another queue once they completed: a loop that drops what it
+// made holds one iteration's working set, however far the frontend runs ahead.
+// Not with step graphs (their slots are reused their own way): there it is
+// Enqueue.
+enum class AllocPolicy { Enqueue, Run, Stream };
 void set_alloc_policy(AllocPolicy p);
 AllocPolicy alloc_policy();
-const char* to_string(AllocPolicy p);  // "enqueue", "run"
+const char* to_string(AllocPolicy p);  // "enqueue", "run", "stream"
 
 // Step graphs (core/graph/step_graph.h) on device `d`'s queue: once `warmup` steps
 // in a row queued the same ops (names, sizes, in order), each steady step's

@@ -47,6 +47,9 @@ struct MemoryStats {
   uint64_t raw_alloc_count = 0;  // blocks the pool took from its raw allocator (not from its cache)
   uint64_t device_allocs = 0;    // calls to the device's own allocator (cudaMalloc; fewer with segments)
   uint64_t bytes_allocated_total = 0;  // sum of every allocation (rounded), ever
+  // Allocations served, under `stream`, by the block of a buffer whose queued
+  // ops had not all run (stream-ordered reuse): counted in alloc_count too.
+  uint64_t stream_reuses = 0;
   size_t limit_bytes = 0;     // 0 = none
   FreshBacking fresh;         // fresh memory made resident so far
 };

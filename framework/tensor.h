@@ -89,6 +89,9 @@ class HostCopy {
 
 // Whether ops on this thread record (on unless a NoGradGuard is alive).
 bool grad_enabled();
+// Turns recording on this thread on or off until changed again (MXNet's
+// autograd.record() scope, torch.set_grad_enabled); NoGradGuard restores.
+void set_grad_enabled(bool on);
 
 // Disables recording on this thread for its lifetime (evaluation, updates).
 class NoGradGuard {

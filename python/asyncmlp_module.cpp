@@ -79,6 +79,30 @@ struct NoGrad {
   std::unique_ptr<NoGradGuard> guard;
 };
 
+// `with asyncmlp.data_queue(dev):` — ops queued inside go to the device's data
+// queue, which runs beside its main queue (data drawn ahead, as MXNet's engine
+// runs independent ops).
+struct DataQueue {
+  explicit DataQueue(Device d) : device(d) {}
+  void enter() { guard = std::make_unique<DataQueueGuard>(device); }
+  void exit() { guard.reset(); }
+  Device device;
+  std::unique_ptr<DataQueueGuard> guard;
+};
+
+AllocPolicy policy_named(const std::string& name) {
+  for (AllocPolicy p : {AllocPolicy::Enqueue, AllocPolicy::Run, AllocPolicy::Stream})
+    if (name == to_string(p)) return p;
+  throw ShapeError("set_alloc: the policy must be 'enqueue', 'run' or 'stream' (got '" + name + "')");
+}
+
+Shape reshape_args(const py::args& args) {
+  if (args.size() == 1 && !py::isinstance<py::int_>(args[0])) return shape_of(py::reinterpret_borrow<py::object>(args[0]));
+  Shape s;
+  for (const py::handle& a : args) s.push_back(a.cast<int64_t>());
+  return s;
+}
+
 struct PausedQueue {
   explicit PausedQueue(Device d) : device(d) {}
   void enter() { pause = std::make_unique<QueuePause>(device); }
@@ -108,6 +132,9 @@ struct PySGD {
 
 PYBIND11_MODULE(_asyncmlp, m) {
   m.doc() = "asyncmlp: every op queued to its device's worker; Python returns at once (framework/asyncmlp.h)";
+  // The module keeps a reader's machine: a loop that drops what it made holds
+  // one iteration's memory, as in PyTorch ('enqueue', by name, shows the backlog's).
+  set_alloc_policy(AllocPolicy::Stream);
 
   // --- errors: one Python class per library error, its message the library's
   // line. pybind11 tries the translators it registers last first: the base
@@ -193,7 +220,10 @@ PYBIND11_MODULE(_asyncmlp, m) {
       .def(
           "mean", [](const Tensor& a) { return mean(a); }, Release())
       .def(
-          "copyto", [](const Tensor& a, const Device& d) { return copy_to(a, d); }, Release());
+          "copyto", [](const Tensor& a, const Device& d) { return copy_to(a, d); }, Release())
+      .def(
+          "reshape", [](const Tensor& a, const py::args& shape) { return reshape(a, reshape_args(shape)); },
+          "the same buffer with another shape (ints or a tuple; one -1 inferred); no op is queued");
 
   m.def("array", &array_from_numpy, py::arg("values"), py::arg("device") = py::none(),
         "a tensor holding a NumPy array's values as float32 (copied at once)");
@@ -214,6 +244,19 @@ PYBIND11_MODULE(_asyncmlp, m) {
       py::arg("loc") = 0.f, py::arg("scale") = 1.f, py::arg("shape") = py::make_tuple(1),
       py::arg("device") = py::none(), "values drawn from N(loc, scale²) on the device's queue (manual_seed's stream)");
   m.def(
+      "uniform",
+      [](float low, float high, const py::object& s, const py::object& d) {
+        const Shape shape = shape_of(s);
+        const Device dev = device_of(d);
+        py::gil_scoped_release nogil;
+        return rand_uniform(shape, dev, low, high);
+      },
+      py::arg("low") = 0.f, py::arg("high") = 1.f, py::arg("shape") = py::make_tuple(1),
+      py::arg("device") = py::none(), "values drawn from U[low, high) on the device's queue (manual_seed's stream)");
+  m.def(
+      "reshape", [](const Tensor& a, const py::object& s) { return reshape(a, shape_of(s)); }, py::arg("a"),
+      py::arg("shape"), "the same buffer with another shape (one -1 inferred); no op is queued");
+  m.def(
       "randn", [](const py::object& s, const py::object& d) { return randn(shape_of(s), device_of(d)); },
       py::arg("shape"), py::arg("device") = py::none());
   m.def("manual_seed", py::overload_cast<uint64_t>(&manual_seed), py::arg("seed"));
@@ -233,6 +276,16 @@ PYBIND11_MODULE(_asyncmlp, m) {
   // --- settings and statistics (runtime.h)
   m.def("set_blocking", &set_blocking, py::arg("on"), "synchronous mode: every push waits for its op");
   m.def("blocking", &blocking);
+  m.def(
+      "set_alloc", [](const std::string& name) { set_alloc_policy(policy_named(name)); }, py::arg("policy"),
+      "when an op's outputs get memory: 'stream' (the module's default; PyTorch's caching allocator: a "
+      "dropped tensor's block serves the next op on its queue at once), 'enqueue' (when queued: every "
+      "pending op holds its outputs) or 'run' (MXNet: when the op starts)");
+  m.def(
+      "alloc", [] { return std::string(to_string(alloc_policy())); }, "the allocation policy: 'stream', 'enqueue' or 'run'");
+  m.def("set_grad_enabled", &set_grad_enabled, py::arg("on"),
+        "record ops for autograd on this thread (on by default)");
+  m.def("grad_enabled", &grad_enabled, "whether ops on this thread record for autograd");
   m.def("set_max_pending", &set_max_pending, py::arg("ops"), py::arg("bytes") = 0,
         "back-pressure: a push past either bound blocks (0: unbounded)");
   m.def(
@@ -250,6 +303,7 @@ PYBIND11_MODULE(_asyncmlp, m) {
         out["alloc_count"] = s.alloc_count;
         out["free_count"] = s.free_count;
         out["bytes_allocated_total"] = s.bytes_allocated_total;
+        out["stream_reuses"] = s.stream_reuses;
         out["limit_bytes"] = s.limit_bytes;
         out["fresh_bytes"] = s.fresh.bytes();
         out["fresh_worker_s"] = s.fresh.worker_s;
@@ -298,6 +352,15 @@ PYBIND11_MODULE(_asyncmlp, m) {
              return p;
            })
       .def("__exit__", [](PausedQueue& p, const py::args&) { p.exit(); });
+
+  py::class_<DataQueue>(m, "data_queue")
+      .def(py::init<Device>(), py::arg("device"))
+      .def("__enter__",
+           [](DataQueue& q) -> DataQueue& {
+             q.enter();
+             return q;
+           })
+      .def("__exit__", [](DataQueue& q, const py::args&) { q.exit(); });
 
   py::class_<NoGrad>(m, "no_grad")
       .def(py::init<>())

@@ -85,7 +85,14 @@ void set_max_pending(uint64_t ops, size_t bytes) {
 
 void set_alloc_policy(AllocPolicy p) { settings().alloc = p; }
 AllocPolicy alloc_policy() { return settings().alloc; }
-const char* to_string(AllocPolicy p) { return p == AllocPolicy::Run ? "run" : "enqueue"; }
+const char* to_string(AllocPolicy p) {
+  switch (p) {
+    case AllocPolicy::Run: return "run";
+    case AllocPolicy::Stream: return "stream";
+    case AllocPolicy::Enqueue: break;
+  }
+  return "enqueue";
+}
 
 void set_memory_limit(Device d, size_t bytes, const std::string& source) { context(d).pool.set_limit(bytes, source); }
 MemoryBudget memory_limit(Device d) { return context(d).pool.limit(); }

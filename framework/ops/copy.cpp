@@ -4,6 +4,7 @@
 // (core/backend/stream.h: cpu/cpu_backend.cpp, cuda/cuda_backend.cpp), the peer copy
 // of their collectives between GPUs (cuda/collectives.cpp), and the
 // finiteness check (cpu/elementwise.cpp, cuda/check_finite.cu).
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -22,6 +23,32 @@ Tensor from_host(const Shape& s, const float* values, Device d) {
           detail::payload(std::vector<float>(values, values + y.numel())), [](Backend& be, const OpArgs& k) {
     be.copy_from_host(k.out(0), k.payload<std::vector<float>>().data(), k.scalar(0));
   });
+  return y;
+}
+
+Tensor reshape(const Tensor& a, const Shape& s) {
+  need_defined("reshape", {&a});
+  Shape to = s;
+  int64_t known = 1, inferred = -1;
+  for (size_t i = 0; i < to.size(); ++i) {
+    if (to[i] == -1 && inferred < 0) {
+      inferred = static_cast<int64_t>(i);
+      continue;
+    }
+    if (to[i] < 0) throw ShapeError("reshape: shape " + shape_str(s) + " has a negative dimension (one -1 at most)");
+    known = to[i] == 0 || known <= std::numeric_limits<int64_t>::max() / to[i] ? known * to[i] : -1;
+    if (known < 0) break;
+  }
+  const int64_t n = a.numel();
+  if (inferred >= 0 && known > 0 && n % known == 0) to[static_cast<size_t>(inferred)] = n / known;
+  if (known < 0 || (inferred >= 0 && to[static_cast<size_t>(inferred)] < 0) || numel(to) != n)
+    throw ShapeError(detail::concat("reshape: cannot view shape ", shape_str(a.shape()), " as ", shape_str(s)));
+  Tensor y = detail::alias(a);
+  y.impl_ptr()->shape = to;
+  if (detail::any_requires_grad({&a})) {
+    const Shape from = a.shape();
+    detail::record(y, "reshape", {a}, [from](const Tensor& g) { return std::vector<Tensor>{reshape(g, from)}; });
+  }
   return y;
 }
 

@@ -190,7 +190,8 @@ TEST_P(NoReuseWhileRead, ValuesSurviveHeavyReuse) {
 
 INSTANTIATE_TEST_SUITE_P(Policies, NoReuseWhileRead,
                          ::testing::Values(ReuseCase{AllocPolicy::Enqueue, false}, ReuseCase{AllocPolicy::Run, false},
-                                           ReuseCase{AllocPolicy::Enqueue, true}, ReuseCase{AllocPolicy::Run, true}),
+                                           ReuseCase{AllocPolicy::Stream, false}, ReuseCase{AllocPolicy::Enqueue, true},
+                                           ReuseCase{AllocPolicy::Run, true}, ReuseCase{AllocPolicy::Stream, true}),
                          [](const ::testing::TestParamInfo<ReuseCase>& i) {
                            return std::string(to_string(i.param.policy)) + (i.param.data_queue ? "_data_queue" : "");
                          });
@@ -220,8 +221,105 @@ TEST_P(CrossQueueWrite, WaitsForTheOtherQueuesRead) {
   EXPECT_EQ(b.to_host(), std::vector<float>(kN, 7.f));
 }
 
-INSTANTIATE_TEST_SUITE_P(Policies, CrossQueueWrite, ::testing::Values(AllocPolicy::Enqueue, AllocPolicy::Run),
+INSTANTIATE_TEST_SUITE_P(Policies, CrossQueueWrite,
+                         ::testing::Values(AllocPolicy::Enqueue, AllocPolicy::Run, AllocPolicy::Stream),
                          [](const ::testing::TestParamInfo<AllocPolicy>& i) { return std::string(to_string(i.param)); });
+
+// --- stream-ordered reuse (PyTorch's caching allocator) ----------------------------
+
+class StreamReuse : public ::testing::Test {
+ protected:
+  void TearDown() override { expect_no_kernel_error_left(); }
+  ScopedBlocking async_{false};
+  ScopedAllocPolicy stream_{AllocPolicy::Stream};
+};
+
+// The book's `y = x + 1` loop with no blocker: each dropped y lends its block
+// to the next, which runs after it on the same queue. While the worker is
+// held, the pool and the backlog hold x and two y's (the last one and the
+// one being made), not one per queued op; every value is right after.
+TEST_F(StreamReuse, ALoopThatDropsItsOutputHoldsOneIterationsMemory) {
+  const Device d = Device::cpu(3);
+  waitall();
+  const size_t before = memory_stats(d).bytes_in_use;
+  const uint64_t reuses = memory_stats(d).stream_reuses;
+  const size_t block = pool_block_bytes(kN * sizeof(float));
+  constexpr int kRounds = 200;
+  Tensor x = full({kN}, 1.f, d);
+  Tensor y, kept;
+  {
+    Queue::Pause held(context(d).queue);
+    for (int i = 0; i < kRounds; ++i) {
+      y = add_scalar(x, float(i));
+      if (i == kRounds / 2) kept = y;  // a handle kept: its block is not lent
+    }
+    EXPECT_LE(memory_stats(d).bytes_in_use, before + 4 * block);
+    EXPECT_LE(queue_stats(d).backlog_bytes, 4 * block) << "a lent block counted twice";
+    EXPECT_GE(memory_stats(d).stream_reuses, reuses + kRounds - 3);
+  }
+  EXPECT_EQ(y.to_host(), std::vector<float>(kN, float(kRounds)));
+  EXPECT_EQ(kept.to_host(), std::vector<float>(kN, float(kRounds / 2 + 1)));
+  waitall();
+  EXPECT_EQ(queue_stats(d).backlog_bytes, 0u);
+  x = y = kept = Tensor();
+  EXPECT_EQ(memory_stats(d).bytes_in_use, before);
+}
+
+// Under enqueue the same loop holds a block per queued op: the policy is
+// what changes it.
+TEST_F(StreamReuse, EnqueueHoldsABlockPerQueuedOp) {
+  const Device d = Device::cpu(3);
+  ScopedAllocPolicy enqueue(AllocPolicy::Enqueue);
+  waitall();
+  const size_t before = memory_stats(d).bytes_in_use;
+  const size_t block = pool_block_bytes(kN * sizeof(float));
+  constexpr int kRounds = 50;
+  Tensor x = full({kN}, 1.f, d);
+  Tensor y;
+  {
+    Queue::Pause held(context(d).queue);
+    for (int i = 0; i < kRounds; ++i) y = add_scalar(x, float(i));
+    EXPECT_GE(memory_stats(d).bytes_in_use, before + (kRounds + 1) * block);
+  }
+  EXPECT_EQ(y.to_host(), std::vector<float>(kN, float(kRounds)));
+}
+
+// A block still read on another queue is not lent until that read completed:
+// the data queue draws while the device's queue, paused, has yet to read
+// what it drew before; once it has, the data queue may take the block.
+TEST_F(StreamReuse, ABlockReadOnAnotherQueueWaitsForThatRead) {
+  const Device d = Device::cpu(3);
+  waitall();
+  const uint64_t reuses = memory_stats(d).stream_reuses;
+  Tensor out;
+  {
+    Queue::Pause consumer(context(d).queue);
+    Tensor x;
+    {
+      DataQueueGuard loader(d);
+      x = full({kN}, 4.f, d);
+    }
+    out = add_scalar(x, 1.f);
+    x = Tensor();  // offered: its last use is the paused queue's read
+    DataQueueGuard loader(d);
+    Tensor next = full({kN}, 9.f, d);
+    EXPECT_EQ(memory_stats(d).stream_reuses, reuses) << "lent while the other queue's read was pending";
+    next.wait_to_read();
+  }
+  EXPECT_EQ(out.to_host(), std::vector<float>(kN, 5.f));
+  Tensor x;
+  {
+    DataQueueGuard loader(d);
+    x = full({kN}, 4.f, d);
+  }
+  Tensor y = add_scalar(x, 1.f);
+  x = Tensor();
+  y.wait_to_read();  // the read completed; the block waits in the offers
+  DataQueueGuard loader(d);
+  Tensor z = full({kN}, 2.f, d);
+  EXPECT_EQ(z.to_host(), std::vector<float>(kN, 2.f));
+  EXPECT_EQ(y.to_host(), std::vector<float>(kN, 5.f));
+}
 
 // --- the data queue ------------------------------------------------------------------
 

@@ -48,8 +48,9 @@ def test_every_section_runs_and_prints_the_books_lines(quick):
 
 def test_the_training_loops_memory_is_a_batch_per_batch_queued(quick):
     _, figures = quick
-    batch, none = figures["training"]["runs"]
-    assert (batch["mode"], none["mode"]) == ("batch", "none")
+    batch, none, stream = figures["training"]["runs"]
+    assert (batch["mode"], none["mode"], stream["mode"]) == ("batch", "none", "stream")
+    assert (batch["alloc"], none["alloc"], stream["alloc"]) == ("enqueue", "enqueue", "stream")
     per = batch["bytes_per_batch"]
     assert 0 < none["bytes_per_batch"] < per  # batch also reads each loss
     assert none["ops_per_batch"] < batch["ops_per_batch"]
@@ -60,7 +61,10 @@ def test_the_training_loops_memory_is_a_batch_per_batch_queued(quick):
     # ... and never reading it holds a batch for every batch still queued.
     assert 1 <= none["queued_batches"] <= figures["training"]["batches"]
     assert 0.9 <= none["tracked_growth_bytes"] / none["model_growth_bytes"] <= 1.1
-    for r in (batch, none):
+    # Under stream the same loop holds one batch's blocks, however many are queued.
+    assert stream["held_batches"] == 1 and stream["model_growth_bytes"] == stream["bytes_per_batch"]
+    assert 0.9 <= stream["tracked_growth_bytes"] / stream["model_growth_bytes"] <= 1.1
+    for r in (batch, none, stream):
         assert r["h_s"] > 0 and r["d_s"] > 0 and r["wall_s"] > 0
 
 

@@ -79,6 +79,14 @@ class BufferState {
     note_use(q, seq);
     writer_ = {q, seq};
   }
+  // A buffer taking over `old`'s block (stream-ordered reuse, memory.h):
+  // old's writer and uses become its own, so its first write waits, on
+  // every other queue, for what old's queued ops still do with the block.
+  void inherit_uses(const BufferState& old) {
+    writer_ = old.writer_;
+    first_use_ = old.first_use_;
+    more_uses_ = old.more_uses_;
+  }
 
   // --- pins (backlog.cpp): how many queued-but-unlaunched ops refer to the
   // buffer, and the queue whose backlog counts its bytes meanwhile ----------------
@@ -92,10 +100,18 @@ class BufferState {
   // The worker whose op pins it (so no push re-assigns it meanwhile): the
   // queue counting its bytes.
   Queue* counted_by() const { return counted_by_; }
-  // The worker, after its op was launched: true when that was the last pin.
+  // The worker, after its op was launched: true when that was the last pin
+  // and its bytes are still counted_by()'s to debit (not forgotten).
   bool unpin() { return pins_.fetch_sub(1, std::memory_order_acq_rel) == 1; }
   // Any thread: ops pinning it now.
-  int pins() const { return pins_.load(std::memory_order_acquire); }
+  int pins() const { return pins_.load(std::memory_order_acquire) & kPinMask; }
+  // Frontend, handing the block of a buffer no handle holds to a new one
+  // (stream-ordered reuse): true when its bytes are still in counted_by()'s
+  // backlog, which the caller then debits; its last unpin will not. Such a
+  // buffer is never pinned again, so the mark stays.
+  bool forget_count() {
+    return (pins_.fetch_or(kForgotten, std::memory_order_acq_rel) & kPinMask) != 0;
+  }
 
   // --- the outcome of its last write: set by the worker that ran (or
   // skipped) the op writing it; read by workers (an op's inputs) and blockers --
@@ -126,6 +142,8 @@ class BufferState {
   OpRef first_use_;           // frontend; almost always the only queue
   std::vector<OpRef> more_uses_;  // frontend; buffers several queues touch
   std::atomic<int> pins_{0};
+  static constexpr int kForgotten = 1 << 30;  // pins_' mark: forget_count() took its bytes out
+  static constexpr int kPinMask = kForgotten - 1;
   Queue* counted_by_ = nullptr;  // set by the first pin, read while pinned
   ErrorSlot error_;              // workers write, any thread reads (its own lock)
 };

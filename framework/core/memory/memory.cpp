@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <limits>
 #include <new>
 
@@ -23,6 +24,7 @@
 namespace amlp {
 
 Storage::~Storage() {
+  if (!owns_block_.load(std::memory_order_acquire)) return;  // handed over: its new owner returns it
   if (void* p = data_.load(std::memory_order_acquire)) pool_->release(p, bytes_);
 }
 
@@ -88,16 +90,7 @@ size_t Pool::block_size(size_t bytes) const {
   return round(bytes == 0 ? 1 : bytes);
 }
 
-// No frontend handle holds `s`, only ops queued earlier (and the caller's
-// `s`). use_count is read before the pins: only the worker changes either
-// meanwhile, and it unpins before it drops its reference, so a frontend
-// handle always leaves use_count - 1 above the pins.
-static bool held_by_queued_ops_only(const std::shared_ptr<Storage>& s) {
-  const long users = s.use_count();
-  return users - 1 == s->pins();
-}
-
-std::shared_ptr<Storage> Pool::allocate(size_t bytes) {
+std::shared_ptr<Storage> Pool::allocate(size_t bytes, bool offered_when_dropped) {
   const size_t sz = block_size(bytes);
   std::shared_ptr<Storage> live;  // declared before the lock: a Storage that dies here releases outside it
   {
@@ -115,13 +108,72 @@ std::shared_ptr<Storage> Pool::allocate(size_t bytes) {
   void* p = take(sz, bytes, /*in_step=*/true);
   std::shared_ptr<Storage> s;
   try {
-    s = std::make_shared<Storage>(this, p, sz);
+    s = std::make_shared<Storage>(this, p, sz, offered_when_dropped);
   } catch (...) {
     release(p, sz);
     throw;
   }
   std::lock_guard<std::mutex> lk(mu_);
   steps_.set_owner(p, s);
+  return s;
+}
+
+void Pool::offer(const std::shared_ptr<Storage>& s) {
+  if (!s->allocated() || s->pins() == 0 || !held_by_queued_ops_only(s)) return;  // dies now, or is held elsewhere
+  std::vector<std::weak_ptr<Storage>> expired;  // destroyed outside the lock (only control blocks)
+  std::lock_guard<std::mutex> lk(mu_);
+  if (steps_.owned_bytes() > 0) return;  // step graphs hand their slots out themselves
+  try {
+    offers_[s->bytes()].push_back(s);
+  } catch (const std::bad_alloc&) {
+    return;  // not offered: the block returns when its ops ran, as under enqueue
+  }
+  if (++offer_entries_ < 4096) return;
+  offer_entries_ = 0;  // sweep the references whose buffers died
+  for (auto it = offers_.begin(); it != offers_.end();) {
+    auto& v = it->second;
+    v.erase(std::remove_if(v.begin(), v.end(), [](const std::weak_ptr<Storage>& w) { return w.expired(); }), v.end());
+    offer_entries_ += v.size();
+    it = v.empty() ? offers_.erase(it) : std::next(it);
+  }
+}
+
+std::shared_ptr<Storage> Pool::allocate_reusing(size_t bytes, Usable usable, const void* ctx,
+                                                std::shared_ptr<Storage>* predecessor) {
+  const size_t sz = block_size(bytes);
+  std::shared_ptr<Storage> old;
+  std::vector<std::shared_ptr<Storage>> looked_at;  // released after the lock: one may be the last reference
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = steps_.owned_bytes() > 0 ? offers_.end() : offers_.find(sz);
+    if (it != offers_.end()) {
+      auto& v = it->second;
+      for (size_t i = v.size(); i-- > 0;) {
+        std::shared_ptr<Storage> live = v[i].lock();
+        if (live && held_by_queued_ops_only(live) && usable(*live, ctx)) {
+          v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
+          --offer_entries_;
+          old = std::move(live);
+          break;
+        }
+        if (!live || !held_by_queued_ops_only(live)) {  // its ops ran, or are letting go: it returns its block itself
+          v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
+          --offer_entries_;
+        }
+        looked_at.push_back(std::move(live));
+      }
+    }
+  }
+  if (predecessor) predecessor->reset();
+  if (!old) return allocate(bytes, /*offered_when_dropped=*/true);
+  auto s = std::make_shared<Storage>(this, old->data(), sz, /*offered_when_dropped=*/true);
+  s->inherit_uses(*old);  // a write on another queue waits for them all
+  old->owns_block_.store(false, std::memory_order_release);
+  allocs_++;
+  frees_++;
+  handovers_++;
+  bytes_total_ += sz;
+  if (predecessor) *predecessor = std::move(old);
   return s;
 }
 
@@ -222,6 +274,7 @@ MemoryStats Pool::stats() const {
   const int64_t calls = raw_->device_allocs();
   s.device_allocs = calls >= 0 ? static_cast<uint64_t>(calls) : s.raw_alloc_count;
   s.bytes_allocated_total = bytes_total_.load();
+  s.stream_reuses = handovers_.load();
   raw_->add_fresh_stats(s);
   std::lock_guard<std::mutex> lk(mu_);
   s.limit_bytes = limit_;

@@ -7,7 +7,12 @@
 // op is queued; under `run` (MXNet's delay_alloc) an op's output is a Storage
 // with a size but no block until the worker starts the op (allocate_now()).
 // A Storage returns its block to the pool when the last handle *and* the last
-// pending op referring to it let go (docs/design.md §3). Freed blocks are cached by
+// pending op referring to it let go (docs/design.md §3). Under `stream`
+// (PyTorch's caching allocator) a Storage whose last handle is gone while
+// queued ops still use it is offered (Pool::offer): the next allocation of its
+// size whose op runs after every one of those uses takes its block at once
+// (Pool::allocate_reusing), and the old Storage, still read by its queued
+// ops, no longer owns it. Freed blocks are cached by
 // exact (rounded) size and reused, so a steady training loop stops touching fresh pages (or calling cudaMalloc)
 // after its first step.
 //
@@ -69,6 +74,10 @@ class Storage : public BufferState {
   // `data` nullptr: a block of `bytes` (already rounded) is taken from the
   // pool later, by allocate_now().
   Storage(Pool* pool, void* data, size_t bytes) : pool_(pool), data_(data), bytes_(bytes) {}
+  // A buffer made under `stream`: offered to later ops when its last handle
+  // goes while queued ops still use it (TensorImpl's destructor).
+  Storage(Pool* pool, void* data, size_t bytes, bool offered_when_dropped)
+      : pool_(pool), data_(data), bytes_(bytes), offered_when_dropped_(offered_when_dropped) {}
   ~Storage();
   Storage(const Storage&) = delete;  // to prevent performance accidents
   Storage& operator=(const Storage&) = delete;
@@ -85,11 +94,30 @@ class Storage : public BufferState {
   // Called by the worker that runs the op writing this buffer.
   void prepare_write();
 
+  Pool& pool() const { return *pool_; }
+  bool offered_when_dropped() const { return offered_when_dropped_; }
+  // False once its block went to a later buffer (Pool::allocate_reusing):
+  // its queued ops still read and write the block, which the new owner
+  // returns to the pool.
+  bool owns_block() const { return owns_block_.load(std::memory_order_acquire); }
+
  private:
+  friend class Pool;
   Pool* pool_;
   std::atomic<void*> data_;  // written once by allocate_now() on a worker, read by others
   size_t bytes_;
+  bool offered_when_dropped_ = false;
+  std::atomic<bool> owns_block_{true};  // cleared by the frontend at a hand-over
 };
+
+// No frontend handle holds `s`, only ops queued earlier (and the caller's
+// `s`). use_count is read before the pins: only the worker changes either
+// meanwhile, and it unpins before it drops its reference, so a frontend
+// handle always leaves use_count - 1 above the pins.
+inline bool held_by_queued_ops_only(const std::shared_ptr<Storage>& s) {
+  const long users = s.use_count();
+  return users - 1 == s->pins();
+}
 
 class Pool {
  public:
@@ -99,10 +127,26 @@ class Pool {
   ~Pool();
 
   // Throws OutOfMemory (after releasing the cache and retrying once).
-  std::shared_ptr<Storage> allocate(size_t bytes);
+  // `offered_when_dropped`: a buffer made under `stream` (offer()).
+  std::shared_ptr<Storage> allocate(size_t bytes, bool offered_when_dropped = false);
   // A Storage of `bytes` (rounded) with no block yet: nothing is taken from
   // the pool, nothing counted, until Storage::allocate_now() (policy `run`).
   std::shared_ptr<Storage> allocate_later(size_t bytes);
+
+  // Stream-ordered reuse (policy `stream`, PyTorch's caching allocator).
+  // offer(): frontend, as the last handle on `s` goes (the caller's `s` aside)
+  // while queued ops still use it: its block may serve a later allocation.
+  // allocate_reusing(): a block of `bytes` for an op that `usable(old)`
+  // says runs after every queued use of an offered buffer `old` (on the same
+  // queue, each run in order; on another, each completed): old's block, handed
+  // over (counted once, in use throughout), or else allocate(). The new
+  // Storage takes old's uses (so a write on another queue still waits for
+  // them), and *predecessor is old, for the caller's bookkeeping (its
+  // backlog), or null. Neither works while step memory has slots.
+  using Usable = bool (*)(const Storage& old, const void* ctx);
+  void offer(const std::shared_ptr<Storage>& s);
+  std::shared_ptr<Storage> allocate_reusing(size_t bytes, Usable usable, const void* ctx,
+                                            std::shared_ptr<Storage>* predecessor);
 
   MemoryStats stats() const;
   void reset_peak();
@@ -143,12 +187,16 @@ class Pool {
   std::unordered_map<size_t, std::vector<void*>> cache_;
   size_t cached_bytes_ = 0;
   StepSlots steps_;  // under mu_
+  // Offered buffers by block size (under mu_), each a weak reference: one
+  // whose queued ops all ran has died and returned its block the usual way.
+  std::unordered_map<size_t, std::vector<std::weak_ptr<Storage>>> offers_;
+  size_t offer_entries_ = 0;  // under mu_: entries in offers_, swept when it grows
   size_t limit_ = 0;
   std::string limit_source_;
   std::atomic<size_t> in_use_{0};
   std::atomic<size_t> peak_{0};
   std::atomic<size_t> reserved_{0};
-  std::atomic<uint64_t> allocs_{0}, frees_{0}, raw_allocs_{0}, bytes_total_{0};
+  std::atomic<uint64_t> allocs_{0}, frees_{0}, raw_allocs_{0}, bytes_total_{0}, handovers_{0};
 };
 
 }  // namespace amlp

@@ -38,13 +38,18 @@ BacklogBytes unpin_and_release(OpRefs& refs, Queue* self) {
     // No other op allocates it meanwhile: its writers run before or after us.
     Queue* counted_by = r->counted_by();
     const BacklogBytes b = bytes_of(*r);
-    if (r->unpin()) {
+    if (r->unpin()) {  // the last pin; a forgotten buffer's unpin is never last (forget_backlog)
       if (counted_by == self) freed.existing += b.existing, freed.unallocated += b.unallocated;
       else if (counted_by) counted_by->debit_backlog(b);
     }
     r.reset();
   }
   return freed;
+}
+
+void forget_backlog(Storage& old) {
+  Queue* q = old.counted_by();  // set by the frontend's own first pin
+  if (q && old.forget_count()) q->debit_backlog(bytes_of(old));
 }
 
 // Pinned by the op being run, so counted_by() is the queue that counts it.

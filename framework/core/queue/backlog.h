@@ -37,6 +37,10 @@ BacklogBytes pin(const OpRefs& refs, Queue* q);
 // frontend's check that only queued ops hold a buffer (memory.cpp) finds it
 // unpinned but still referenced for as short a time as can be.
 BacklogBytes unpin_and_release(OpRefs& refs, Queue* self);
+// Frontend: `old`'s block went to a new buffer (stream-ordered reuse,
+// memory.h), which counts it when its own op pins it: old's bytes leave the
+// backlog now, so the block is counted once.
+void forget_backlog(Storage& old);
 // Worker: `s`, pinned by the op being run, just got its block.
 void count_allocated(const Storage& s);
 

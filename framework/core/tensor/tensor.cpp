@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "framework/core/context.h"
+#include "framework/core/queue/backlog.h"
 #include "framework/core/tensor/enqueue.h"
 #include "framework/core/tensor/tensor_impl.h"
 #include "framework/error.h"
@@ -50,7 +51,40 @@ static const TensorImpl& checked(const std::shared_ptr<TensorImpl>& p) {
   return *p;
 }
 
+TensorImpl::~TensorImpl() {
+  if (storage && storage->offered_when_dropped()) storage->pool().offer(storage);
+}
+
 namespace detail {
+
+namespace {
+// Stream-ordered reuse: an offered buffer's block may go to an op on `q`
+// once every queued use of it on another queue has completed; those on `q`
+// itself run before the op, in order (on CUDA, on the same stream).
+bool runs_after_its_uses(const Storage& old, const void* q) {
+  bool after = true;
+  old.for_each_use([&](const OpRef& u) { after = after && (u.queue == q || u.queue->complete(u.seq)); });
+  return after;
+}
+
+std::shared_ptr<Storage> allocate(DeviceContext& c, size_t bytes, bool now) {
+  switch (alloc_policy()) {
+    case AllocPolicy::Run:
+      if (!now) return c.pool.allocate_later(bytes);
+      return c.pool.allocate(bytes);
+    case AllocPolicy::Stream: {
+      if (now) return c.pool.allocate(bytes, /*offered_when_dropped=*/true);  // the frontend may write it at once
+      std::shared_ptr<Storage> old;
+      auto s = c.pool.allocate_reusing(bytes, &runs_after_its_uses, &current_queue(c), &old);
+      if (old) forget_backlog(*old);  // the block counts once, in the new buffer's backlog
+      return s;
+    }
+    case AllocPolicy::Enqueue:
+      break;
+  }
+  return c.pool.allocate(bytes);
+}
+}  // namespace
 
 DeviceContext& ctx_of(const Tensor& t) { return *checked(t.impl_ptr()).ctx; }
 const std::shared_ptr<Storage>& storage_of(const Tensor& t) { return checked(t.impl_ptr()).storage; }
@@ -71,7 +105,7 @@ Tensor alloc(const Shape& s, DeviceContext& c, bool now) {
   impl->shape = s;
   impl->ctx = &c;
   const size_t bytes = static_cast<size_t>(n) * sizeof(float);
-  impl->storage = now || alloc_policy() == AllocPolicy::Enqueue ? c.pool.allocate(bytes) : c.pool.allocate_later(bytes);
+  impl->storage = allocate(c, bytes, now);
   return Tensor(std::move(impl));
 }
 

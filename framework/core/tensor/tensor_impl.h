@@ -13,6 +13,13 @@ struct DeviceContext;
 struct Node;
 
 struct TensorImpl {
+  TensorImpl() = default;
+  // The last handle on a buffer made under `stream` whose queued ops still
+  // use it offers the buffer to later ops (Pool::offer).
+  ~TensorImpl();
+  TensorImpl(const TensorImpl&) = delete;
+  TensorImpl& operator=(const TensorImpl&) = delete;
+
   Shape shape;
   DeviceContext* ctx = nullptr;
   std::shared_ptr<Storage> storage;
