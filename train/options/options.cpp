@@ -103,7 +103,8 @@ models::LayerSpec read_hidden(const std::string& t) {
 AllocPolicy read_alloc_policy(const std::string& t) {
   if (t == "enqueue") return AllocPolicy::Enqueue;
   if (t == "run") return AllocPolicy::Run;
-  throw ParseError("", "must be enqueue or run (got " + quote(t) + ")");
+  if (t == "stream") return AllocPolicy::Stream;
+  throw ParseError("", "must be enqueue, run or stream (got " + quote(t) + ")");
 }
 
 bool read_on_off(const std::string& t) {
@@ -241,10 +242,12 @@ void execution_options(Declare& d) {
      "wait: the frontend sleeps, like reading files or waiting on the network (the cores stay free "
      "for the device); compute: it spins on a core, like decoding or augmenting (on a CPU device it "
      "competes with the BLAS threads for the cores)")
-    .option<AllocPolicy>("alloc", "enqueue|run", "enqueue", read_alloc_policy,
+    .option<AllocPolicy>("alloc", "enqueue|run|stream", "enqueue", read_alloc_policy,
      "when an op's outputs get memory: enqueue: when it is queued (every pending op holds its "
      "outputs, so unsynchronized memory grows with the backlog); run: when "
-     "the device's worker starts it (MXNet's delayed allocation: queued work holds nothing)")
+     "the device's worker starts it (MXNet's delayed allocation: queued work holds nothing); stream: "
+     "when queued, but a dropped tensor's block serves the next op on its queue at once (PyTorch's "
+     "caching allocator: a batch reuses the last one's blocks; with --graph it is enqueue)")
     .flag("data-queue",
      "generate each batch's data on a second queue of the device, a loader stream, which the training "
      "ops wait on; with --alloc run the data runs ahead as in the book's MXNet run (CPU devices only; "

@@ -26,6 +26,9 @@ size_t predicted_increase(const RunResult& r, size_t i) {
   // The data queue is the first device's (the data is drawn there).
   if (r.asked.options.alloc == AllocPolicy::Run)
     return d.working_set_bytes + (i == 0 ? r.measured.peak_data_ahead_bytes : 0);
+  // Stream-ordered reuse: each batch's dropped blocks serve the next batch's
+  // ops, however many batches are queued: one batch's allocations.
+  if (r.asked.options.alloc == AllocPolicy::Stream && !r.asked.options.graph) return d.bytes_per_batch;
   // A batch's blocks on this device may still be read by another device's
   // queue (the all-reduce reads every replica's gradient) after this queue
   // finished the batch: the batches alive on any queue count (one device: its own).
@@ -63,6 +66,8 @@ std::string memory_terms(const RunResult& r) {
     }
     return t;
   }
+  if (r.asked.options.alloc == AllocPolicy::Stream && !r.asked.options.graph)
+    return "one batch x " + format_mb(double(r.measured.bytes_per_batch)) + " (blocks reused in stream order)";
   if (r.asked.options.graph && r.predicted.increase_bytes == graph_slots_bytes(r.measured.bytes_per_batch) &&
       r.predicted.increase_bytes < size_t(r.measured.peak_backlog_batches) * r.measured.bytes_per_batch)
     return std::to_string(StepSlots::kSlots) + " graph slots x " + format_mb(double(r.measured.bytes_per_batch)) +

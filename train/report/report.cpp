@@ -32,7 +32,8 @@ void print_policy_table(const std::vector<RunResult>& rs, std::ostream& out) {
     out << buf;
   }
   out << "predicted: enqueue = peak backlog x bytes per batch; run = the working set (+ the data generated ahead\n"
-      << "with the data queue). The book's MXNet run 2 grew by 199 MB at 100 batches of 1024: the data ahead.\n";
+      << "with the data queue); stream = one batch's bytes (each batch reuses the dropped blocks of the one\n"
+      << "before). The book's MXNet run 2 grew by 199 MB at 100 batches of 1024: the data ahead.\n";
   out.flush();
 }
 
@@ -67,8 +68,9 @@ void memory_table(const std::vector<RunResult>& rs, std::ostream& out) {
     out << buf;
   }
   out << "peak backlog: most batches alive at once; peak depth: most ops queued at once.\n"
-      << (rs[0].asked.options.alloc == AllocPolicy::Run
-              ? "predicted = " + memory_terms(rs[0]) + " (--alloc run; each mode its own)\n"
+      << (rs[0].asked.options.alloc != AllocPolicy::Enqueue
+              ? "predicted = " + memory_terms(rs[0]) + " (--alloc " + to_string(rs[0].asked.options.alloc) +
+                    "; each mode its own)\n"
               : "predicted = peak backlog x " + format_mb(double(rs[0].measured.bytes_per_batch)) +
                     " per batch (at most max-pending-bytes + one op's output when bounded)\n")
       << "faults/batch: the process's minor page faults in the median batch of the run's second half.\n";

@@ -60,7 +60,7 @@ const std::vector<RunFigure> kRunFigures = {
   {"bytes_per_batch", "bytes", "what one batch allocates (the memory model's unit)", [](const RunResult& r) -> Json { return r.measured.bytes_per_batch; }},
   {"predicted_increase_bytes", "bytes", "the memory model's increase: peak backlog x bytes per batch, or `run`'s working set", [](const RunResult& r) -> Json { return r.predicted.increase_bytes; }},
   {"largest_tensor_bytes", "bytes", "one op's largest output, rounded as the pool rounds it", [](const RunResult& r) -> Json { return r.measured.largest_tensor_bytes; }},
-  {"alloc_policy", "", "when an op's outputs get memory: `enqueue` (when queued) or `run` (when the worker starts it)", [](const RunResult& r) -> Json { return to_string(r.asked.options.alloc); }},
+  {"alloc_policy", "", "when an op's outputs get memory: `enqueue` (when queued), `run` (when the worker starts it) or `stream` (when queued, reusing dropped blocks in stream order)", [](const RunResult& r) -> Json { return to_string(r.asked.options.alloc); }},
   {"data_queue", "", "true: the batches are drawn on a queue of their own (`--data-queue`)", [](const RunResult& r) -> Json { return r.asked.options.data_queue; }},
   {"data_bytes_per_batch", "bytes", "the blocks of one batch's X and y", [](const RunResult& r) -> Json { return r.measured.data_bytes_per_batch; }},
   {"peak_data_ahead_bytes", "bytes", "the data queue's peak backlog (0 without it)", [](const RunResult& r) -> Json { return r.measured.peak_data_ahead_bytes; }},
@@ -269,9 +269,11 @@ void throughput_and_memory_lines(const RunResult& r, Lines& out) {
   out.emplace_back("peak queue depth",
                    fmt("%llu ops, %d batch%s", static_cast<unsigned long long>(r.measured.peak_queue_depth),
                        r.measured.peak_backlog_batches, r.measured.peak_backlog_batches == 1 ? "" : "es"));
-  out.emplace_back("allocation", r.asked.options.alloc == AllocPolicy::Run
-                                     ? "run (an op's outputs get memory when the worker starts it)"
-                                     : "enqueue (an op's outputs get memory when it is queued)");
+  const char* how = r.asked.options.alloc == AllocPolicy::Run ? "run (an op's outputs get memory when the worker starts it)"
+                    : r.asked.options.alloc == AllocPolicy::Stream
+                        ? "stream (outputs get memory when queued; a dropped tensor's block serves the next op on its queue)"
+                        : "enqueue (an op's outputs get memory when it is queued)";
+  out.emplace_back("allocation", how);
 }
 
 void graph_line(const RunResult& r, Lines& out) {
@@ -314,6 +316,8 @@ void predicted_increase_lines(const RunResult& r, Lines& out) {
           "working set " + format_mb(double(d.working_set_bytes)) +
           (i == 0 && r.asked.options.data_queue ? " + data ahead " + format_mb(double(r.measured.peak_data_ahead_bytes))
                                                 : "");
+    else if (r.asked.options.alloc == AllocPolicy::Stream && !r.asked.options.graph)
+      terms = "one batch x " + format_mb(double(d.bytes_per_batch));
     else
       terms =
           std::to_string(r.measured.peak_backlog_batches) + " x " + format_mb(double(d.bytes_per_batch)) + " per batch";

@@ -78,8 +78,9 @@ struct ComparePolicies : Study {
     };
     std::vector<Policy> policies{
         {AllocPolicy::Enqueue, false, "enqueue", "queued ops own their outputs"},
-        {AllocPolicy::Run, false, "run", cuda ? "PyTorch's caching allocator" : "MXNet's engine, delayed alloc"}};
+        {AllocPolicy::Run, false, "run", cuda ? "allocated at launch" : "MXNet's engine, delayed alloc"}};
     if (!cuda) policies.push_back({AllocPolicy::Run, true, "run+data", "MXNet, data ops running ahead"});
+    policies.push_back({AllocPolicy::Stream, false, "stream", "PyTorch's caching allocator"});
     std::vector<RunSpec> plan;
     for (const Policy& p : policies) {
       plan.push_back(planned_run(o, PlanKind::Policies, p.tag, p.tag));
@@ -134,8 +135,8 @@ const RegisterStudyOptions compare_policies_options{{"compare-policies", 30,
     [](Declare& d) {
       d.flag("compare-policies",
         "run the allocation policies back to back, unsynchronized (--sync is ignored): --alloc enqueue, "
-        "--alloc run, and --alloc run --data-queue (CPU devices), and print one table: memory increase "
-        "measured and predicted, samples/s, final loss (default: off)");
+        "--alloc run, --alloc run --data-queue (CPU devices) and --alloc stream, and print one table: "
+        "memory increase measured and predicted, samples/s, final loss (default: off)");
     },
     [](const po::variables_map& vm) -> std::any {
       if (!vm["compare-policies"].as<bool>()) return {};

@@ -215,8 +215,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"--host-work 0x10ms", "(got '0x10ms')"}, BadCase{"--host-work auto", "(got 'auto')"},
         BadCase{"--host-work-kind spin", "--host-work-kind must be wait or compute (got 'spin')"},
         BadCase{"--compare --compare-policies", "--compare and --compare-policies each print a table of their own"},
-        BadCase{"--alloc later", "--alloc must be enqueue or run (got 'later')"},
-        BadCase{"--alloc Run", "--alloc must be enqueue or run (got 'Run')"}, BadCase{"--alloc", "'--alloc' needs a value"},
+        BadCase{"--alloc later", "--alloc must be enqueue, run or stream (got 'later')"},
+        BadCase{"--alloc Run", "--alloc must be enqueue, run or stream (got 'Run')"}, BadCase{"--alloc", "'--alloc' needs a value"},
         BadCase{"--alloc run --alloc enqueue", "more than once"},
         BadCase{"--data-queue yes", "unexpected argument 'yes'"}));
 
@@ -236,6 +236,9 @@ TEST(TrainOptions, AllocAndDataQueue) {
   ASSERT_EQ(p.status, ParseStatus::Run) << p.message;
   EXPECT_EQ(p.options.alloc, AllocPolicy::Run);
   EXPECT_TRUE(p.options.data_queue);
+  p = parse("--device cpu --alloc stream");
+  ASSERT_EQ(p.status, ParseStatus::Run) << p.message;
+  EXPECT_EQ(p.options.alloc, AllocPolicy::Stream);
   ScratchDir dir;
   const std::string ini = dir.write("a.ini", "device = cpu\nalloc = run\ndata-queue = true\n");
   p = parse("--config " + ini);
@@ -246,7 +249,7 @@ TEST(TrainOptions, AllocAndDataQueue) {
   p = parse("--config " + bad);
   ASSERT_EQ(p.status, ParseStatus::Error);
   EXPECT_EQ(p.exit_code, kExitBadInput);
-  EXPECT_EQ(p.message, "'alloc' in " + bad + " must be enqueue or run (got 'later')");
+  EXPECT_EQ(p.message, "'alloc' in " + bad + " must be enqueue, run or stream (got 'later')");
 }
 
 TEST(TrainOptions, DataQueueNeedsACpuDevice) {

@@ -34,6 +34,8 @@ const Policy kPolicies[] = {
     {"run/batch", "--alloc run --sync batch"},
     {"enqueue+data-queue/none", "--data-queue --sync none"},
     {"run+data-queue/bounded", "--alloc run --data-queue --sync none --max-pending-bytes 1MiB"},
+    {"stream/none", "--alloc stream --sync none"},
+    {"stream/batch", "--alloc stream --sync batch"},
 };
 
 // Each policy's run, made when a test first reads it and kept for the rest of
@@ -85,6 +87,21 @@ TEST_F(TrainAlloc, RunHoldsOneBatchsWorkingSet) {
   }
   // Unsynchronized, enqueue grows with the backlog and run does not.
   EXPECT_LT(run("run/none").at("mem_increase_bytes").get<uint64_t>() * 2,
+            run("enqueue/none").at("mem_increase_bytes").get<uint64_t>());
+}
+
+// Stream-ordered reuse: each batch's dropped blocks serve the next batch's
+// ops, however many batches are queued: one batch's allocations, synchronized
+// or not, where enqueue holds the backlog's.
+TEST_F(TrainAlloc, StreamHoldsOneBatchsAllocations) {
+  for (const char* name : {"stream/none", "stream/batch"}) {
+    const amlp::Json& r = run(name);
+    EXPECT_EQ(r.at("alloc_policy"), "stream") << name;
+    EXPECT_EQ(r.at("predicted_increase_bytes"), r.at("bytes_per_batch")) << name;
+    EXPECT_NEAR(ratio(r), 1.0, 0.10) << name << ": " << json_text(r);
+  }
+  EXPECT_GT(run("stream/none").at("peak_backlog_batches").get<uint64_t>(), 1u) << "nothing was queued ahead";
+  EXPECT_LT(run("stream/none").at("mem_increase_bytes").get<uint64_t>() * 4,
             run("enqueue/none").at("mem_increase_bytes").get<uint64_t>());
 }
 
@@ -158,12 +175,13 @@ TEST(TrainComparePolicies, OneTableOneLogAndOneSummaryPerPolicy) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("unsynchronized\npolicy    behaves like"), std::string::npos) << r.out;
   const amlp::Json s = read_json(dir.file("s.json"));
-  ASSERT_EQ(s.size(), 3u);
-  const char* labels[] = {"enqueue", "run", "run+data"};
-  for (size_t i = 0; i < 3; ++i) {
+  ASSERT_EQ(s.size(), 4u);
+  const char* labels[] = {"enqueue", "run", "run+data", "stream"};
+  const char* policies[] = {"enqueue", "run", "run", "stream"};
+  for (size_t i = 0; i < 4; ++i) {
     EXPECT_EQ(s[i].at("label"), labels[i]);
     EXPECT_EQ(s[i].at("mode"), "none") << "--sync batch is ignored: the policies differ unsynchronized";
-    EXPECT_EQ(s[i].at("alloc_policy"), i == 0 ? "enqueue" : "run");
+    EXPECT_EQ(s[i].at("alloc_policy"), policies[i]);
     EXPECT_EQ(s[i].at("data_queue"), i == 2);
     EXPECT_EQ(s[i].at("final_loss").get<double>(), s[0].at("final_loss").get<double>()) << labels[i];
     EXPECT_EQ(read_csv_strict(amlp::train::tagged_path(dir.file("m.csv"), labels[i])).rows.size(), 20u) << labels[i];
@@ -174,6 +192,9 @@ TEST(TrainComparePolicies, OneTableOneLogAndOneSummaryPerPolicy) {
                data = s[2].at("mem_increase_bytes").get<double>();
   EXPECT_GT(enq, 4 * run) << "enqueue holds the backlog, run one working set";
   EXPECT_GT(data, run) << "the data queue's run-ahead holds the data of the batches ahead";
+  const double stream = s[3].at("mem_increase_bytes").get<double>();
+  EXPECT_GT(enq, 4 * stream) << "stream reuses one batch's blocks";
+  EXPECT_NEAR(stream / s[3].at("predicted_increase_bytes").get<double>(), 1.0, 0.10);
 }
 
 }  // namespace
