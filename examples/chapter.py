@@ -22,6 +22,15 @@ Sections (all by default, in the book's order):
                  RSS, as the book's `ps`), the memory model (enqueue: a
                  batch's bytes per batch queued; stream: one batch's) and the
                  throughput model fed by the loop's own h, d
+  exercises      the chapter's exercises, answered by measurement:
+                 1. why t1 + N t2 + t3 needs N t2 > (N-1) t1: the one-barrier
+                    loop with a cheap op (x of 1x2) and an expensive one
+                    (x of --size squared) against N t1 + t2 + t3 and t1 + N t2 + t3
+                 2. waitall against wait_to_read with independent work queued:
+                    dots on the device, a small op on another (its own queue)
+                 3. (PyTorch tab) asynchrony on the CPU: the section's
+                    randn/mm loop through asyncmlp.torch, queued and finished,
+                    and with every push waiting (PyTorch's eager CPU ops)
 
 Exit status: 0 when every section ran; 2 for a bad option or --markdown
 input (one line); 1 for a failed run or standard output that took no
@@ -40,7 +49,7 @@ import numpy as np
 
 import asyncmlp as am
 
-SECTIONS = ["asynchrony", "blockers", "sync-vs-async", "training"]
+SECTIONS = ["asynchrony", "blockers", "sync-vs-async", "training", "exercises"]
 MARKDOWN_INPUT_LIMIT = 16 << 20  # --json's figures are a few KiB
 
 
@@ -208,6 +217,15 @@ def round_trip(x):
     return synced_loop(x, CALIBRATION_OPS) / CALIBRATION_OPS
 
 
+def barrier_cost(dev):
+    """t3, one barrier's fixed cost on dev: a short synced run's time per op
+    less t1 and t2 measured alone."""
+    x = am.ones((1, 2), device=dev)
+    am.waitall()
+    t1, t2 = measure_t12(dev, x, 200)
+    return max(0.0, round_trip(x) - t1 - t2)
+
+
 def section_sync_vs_async(dev, args, out):
     n, reps = args.ops, args.reps
     heading("sync-vs-async", f"y = x + 1, {n} times, on {dev}")
@@ -278,10 +296,7 @@ def section_blockers(dev, args, out):
     n, reps = args.size, args.reps
     heading("blockers", f"b = dot(a, a) ({n}x{n}) queued, then each blocker, on {dev}")
     a = am.normal(shape=(n, n), device=dev)
-    x = am.ones((1, 2), device=dev)
-    am.waitall()
-    t1, t2 = measure_t12(dev, x, 200)
-    t3 = max(0.0, round_trip(x) - t1 - t2)
+    t3 = barrier_cost(dev)
 
     def blockers():
         yield "waitall", lambda b: am.waitall()
@@ -467,6 +482,248 @@ def section_training(dev, args, out):
                        "stream_over_none_samples": stream_speed}
 
 
+# ---------------------------------------------------------------------------
+# exercises: the chapter's exercises, answered by measurement
+def other_device(dev):
+    """A device with its own queue and worker beside dev: the next CPU device,
+    or the CPU beside a GPU."""
+    return am.cpu(dev.index + 1) if not dev.is_cuda else am.cpu(0)
+
+
+def closer(measured, models):
+    """The name of the model nearest the measurement (by the ratio's distance from 1, in log)."""
+    return min(models, key=lambda k: abs(math.log(ratio(measured, models[k]))) if models[k] > 0 else math.inf)
+
+
+def exercise_formula(dev, args, t3):
+    """Exercise 1: the one-barrier loop where the op is cheap (t2 < t1) and
+    where it is expensive (t2 > t1), against both of the book's formulas."""
+    n, reps = args.ops, args.reps
+    clock = DeviceClock(dev)
+    cases = []
+    for name, shape in (("cheap", (1, 2)), ("expensive", (args.size, args.size))):
+        x = am.ones(shape, device=dev)
+        x.wait_to_read()
+        measure_t12(dev, x, n)  # warm-up: the pool caches the loop's buffers
+        async_loop(dev, x, n)
+        v1, v2, loops, pushed, device_s = [], [], [], [], []
+        for _ in range(reps):
+            t1, t2 = measure_t12(dev, x, n)
+            clock.start()
+            a, p, _ = async_loop(dev, x, n)
+            device_s.append(clock.stop() / n)
+            v1.append(t1)
+            v2.append(t2)
+            loops.append(a)
+            pushed.append(p / n)
+        t1_alone, t2_alone, measured, t1, t2 = (statistics.median(v) for v in (v1, v2, loops, pushed, device_s))
+        # t1 and t2 as the loop itself had them, each beside the other: its
+        # pushes, and the device's time for its ops (on a CPU the worker's
+        # busy time, its wake-ups included); alone, as in sync-vs-async
+        c = {"case": name, "shape": list(shape), "ops": n, "t1_s": t1, "t2_s": t2, "t3_s": t3,
+             "t1_alone_s": t1_alone, "t2_alone_s": t2_alone, "async_s": measured,
+             # the frontend sets the pace: N pushes, then the last op and the barrier
+             "frontend_model_s": n * t1 + t2 + t3,
+             # the backend sets the pace: the first push, then N ops back to back, and the barrier
+             "backend_model_s": t1 + n * t2 + t3,
+             "n_t2_s": n * t2, "n_minus_1_t1_s": (n - 1) * t1}
+        c["backend_bound"] = c["n_t2_s"] > c["n_minus_1_t1_s"]
+        c["matches"] = closer(measured, {"frontend": c["frontend_model_s"], "backend": c["backend_model_s"]})
+        cases.append(c)
+    return cases
+
+
+def exercise_wait(dev, args, t3):
+    """Exercise 2: waitall against wait_to_read with independent work queued.
+    k dots queued on dev, then a small op on another device (its own queue
+    and worker): wait_to_read on the small op's result waits for that op's
+    chain only; waitall for every queue. And the same small op on dev's own
+    queue, where it runs after the dots (in order), so wait_to_read waits as
+    long as waitall."""
+    k, n, reps = EXERCISE_DOTS, args.size, args.reps
+    other = other_device(dev)
+    a = am.normal(shape=(n, n), device=dev)
+    x_other, x_same = am.ones((1, 2), device=other), am.ones((1, 2), device=dev)
+    am.waitall()
+    rt_other = round_trip(x_other)  # a small op's push, run and barrier on the other queue
+    clock = DeviceClock(dev)
+
+    def queued(x):
+        """k dots on dev, then y = x + 1 on x's queue; the time the pushes took."""
+        t0 = time.perf_counter()
+        bs = [am.dot(a, a) for _ in range(k)]
+        y = x + 1
+        return bs, y, t0
+
+    wtr, wtr_pushes, pending, wall, device_s, same = [], [], [], [], [], []
+    for r in range(reps + 1):  # the first is a warm-up
+        # wait_to_read on the other queue's op
+        am.waitall()
+        q0 = am.queue_stats(dev)["completed"]
+        bs, y, t0 = queued(x_other)
+        pushes = time.perf_counter() - t0
+        y.wait_to_read()
+        s_wtr = time.perf_counter() - t0
+        left = k - (am.queue_stats(dev)["completed"] - q0)  # dots not yet run when it returned
+        am.waitall()
+        # waitall
+        clock.start()
+        bs, y, t0 = queued(x_other)
+        am.waitall()
+        s_all = time.perf_counter() - t0
+        d = clock.stop()
+        # wait_to_read on an op queued behind the dots on their own queue
+        am.waitall()
+        bs, y, t0 = queued(x_same)
+        y.wait_to_read()
+        s_same = time.perf_counter() - t0
+        am.waitall()
+        if r:
+            wtr.append(s_wtr)
+            wtr_pushes.append(pushes)
+            pending.append(left)
+            wall.append(s_all)
+            device_s.append(d)
+            same.append(s_same)
+    # Held still: with dev's worker paused the dots cannot run at all, and
+    # wait_to_read on the other queue's op still returns (waitall would not).
+    with am.paused(dev):
+        q0 = am.queue_stats(dev)
+        bs, y, _ = queued(x_other)
+        y.wait_to_read()
+        q1 = am.queue_stats(dev)
+        held = (q1["pushed"] - q0["pushed"]) - (q1["completed"] - q0["completed"])
+    am.waitall()
+    m_wtr, m_pushes, m_all, d = (statistics.median(v) for v in (wtr, wtr_pushes, wall, device_s))
+    return {"dots": k, "n": n, "device": str(dev), "other": str(other), "t3_s": t3,
+            "wait_to_read_s": m_wtr, "pushes_s": m_pushes, "round_trip_other_s": rt_other,
+            "wait_to_read_model_s": m_pushes + rt_other, "dots_left_at_return": statistics.median(pending),
+            "waitall_s": m_all, "device_s": d, "waitall_model_s": d + t3,
+            "same_queue_wait_to_read_s": statistics.median(same), "same_queue_model_s": d + t3,
+            "dots_held_paused": held}
+
+
+def exercise_cpu(dev, args, t3):
+    """Exercise 3 (the PyTorch tab): the section's 10 x (randn, mm) on the
+    CPU, through asyncmlp.torch, queued and finished; then the same with
+    every push waiting for its op (set_blocking: PyTorch's eager CPU ops,
+    which run on the calling thread)."""
+    policy = am.alloc()
+    import asyncmlp.torch as torch  # sets its policy ('stream') at import: restored below
+    am.set_alloc(policy)
+    cpu = dev if not dev.is_cuda else am.cpu(0)
+    if cpu != dev:
+        t3 = barrier_cost(cpu)
+    device = torch.device("cpu", cpu.index)
+    n, reps = args.size, args.reps
+    a = torch.randn(size=(n, n), device=device)  # warm-up
+    b = torch.mm(a, a)
+    torch.cuda.synchronize(device)
+    clock = DeviceClock(cpu)
+    rows = {}
+    blocking = am.blocking()
+    try:
+        for mode in ("async", "blocking"):
+            am.set_blocking(mode == "blocking")
+            queued, done, device_s = [], [], []
+            for _ in range(reps):
+                torch.cuda.synchronize(device)
+                clock.start()
+                t0 = time.perf_counter()
+                for _ in range(EXERCISE_ITERATIONS):
+                    a = torch.randn(size=(n, n), device=device)
+                    b = torch.mm(a, a)
+                queued.append(time.perf_counter() - t0)
+                torch.cuda.synchronize(device)  # here: waits for every queue, the CPU's too
+                done.append(time.perf_counter() - t0)
+                device_s.append(clock.stop())
+            rows[mode] = {"queued_s": statistics.median(queued), "done_s": statistics.median(done),
+                          "device_s": statistics.median(device_s)}
+            rows[mode]["done_model_s"] = rows[mode]["device_s"] + t3
+    finally:
+        am.set_blocking(blocking)
+    return {"device": str(cpu), "n": n, "iterations": EXERCISE_ITERATIONS, "t3_s": t3, **{
+        f"{mode}_{k}": v for mode, r in rows.items() for k, v in r.items()}}
+
+
+EXERCISE_DOTS = 5  # exercise 2's independent work: this many dots of --size
+EXERCISE_ITERATIONS = 10  # exercise 3: the section's 10 x (randn, mm)
+
+
+def section_exercises(dev, args, out):
+    heading("exercises", f"the chapter's exercises, answered by measurement, on {dev}")
+    t3 = barrier_cost(dev)
+
+    # 1
+    print("\nExercise 1 (MXNet tab). Asynchrony brings N computations down to t1 + N t2 + t3. "
+          "Why must N t2 > (N-1) t1 hold?")
+    cases = exercise_formula(dev, args, t3)
+    n = args.ops
+    print(f"  y = x + 1, {n} times, one barrier at the end; t1 and t2 per op as the loop had them (its pushes, "
+          f"the device's time for its ops), t3 = {human_s(t3)} a barrier; medians of {args.reps}")
+    print("  x              t1          t2      N t2  (N-1) t1  measured   N t1 + t2 + t3  meas/model"
+          "   t1 + N t2 + t3  meas/model")
+    for c in cases:
+        shape = "x".join(map(str, c["shape"]))
+        print(f"  {shape:<10}{human_s(c['t1_s']):>10}{human_s(c['t2_s']):>12}{human_s(c['n_t2_s']):>11}"
+              f"{human_s(c['n_minus_1_t1_s']):>11}{human_s(c['async_s']):>11}{human_s(c['frontend_model_s']):>14}"
+              f"{ratio(c['async_s'], c['frontend_model_s']):>10.3f}{human_s(c['backend_model_s']):>16}"
+              f"{ratio(c['async_s'], c['backend_model_s']):>12.3f}")
+    print("  alone (t1 onto a paused queue, t2 that backlog drained): " + "; ".join(
+        f"{'x'.join(map(str, c['shape']))} t1 {human_s(c['t1_alone_s'])}, t2 {human_s(c['t2_alone_s'])}"
+        for c in cases))
+    for c in cases:
+        shape = "x".join(map(str, c["shape"]))
+        holds = "holds" if c["backend_bound"] else "fails"
+        formula = "t1 + N t2 + t3" if c["matches"] == "backend" else "N t1 + t2 + t3"
+        print(f"   > x of {shape}: N t2 > (N-1) t1 {holds}; the loop took {human_s(c['async_s'])}, "
+              f"{formula} ({c['matches']} sets the pace)")
+    print("   > Answer: t1 + N t2 + t3 counts the first push, then N ops run back to back, then the barrier. "
+          "That needs the worker to find the next op queued every time it finishes one: its N ops must outlast "
+          "the frontend's other N-1 pushes, N t2 > (N-1) t1. When they do not (a cheap op, t2 < t1), the worker "
+          "catches up and waits for each push, the frontend sets the pace, and the loop takes N t1 + t2 + t3.")
+
+    # 2
+    print("\nExercise 2 (MXNet tab). Measure the difference between waitall and wait_to_read. "
+          "Hint: perform a number of instructions and synchronize for an intermediate result.")
+    w = exercise_wait(dev, args, t3)
+    k = w["dots"]
+    print(f"  {k} x dot({w['n']}x{w['n']}) queued on {w['device']}, then y = x + 1 on {w['other']} "
+          f"(its own queue and worker); medians of {args.reps}")
+    print(f"  y.wait_to_read()  {human_s(w['wait_to_read_s']):>11}   model {human_s(w['wait_to_read_model_s']):>11}"
+          f" (the pushes {human_s(w['pushes_s'])} + a small op's round trip on {w['other']} "
+          f"{human_s(w['round_trip_other_s'])})  {ratio(w['wait_to_read_s'], w['wait_to_read_model_s']):.3f}; "
+          f"{w['dots_left_at_return']:.0f} of {k} dots not yet run when it returned")
+    print(f"  waitall()         {human_s(w['waitall_s']):>11}   model {human_s(w['waitall_model_s']):>11}"
+          f" (d, the dots on the device, + t3)  {ratio(w['waitall_s'], w['waitall_model_s']):.3f}")
+    print(f"  y on {w['device']}'s own queue, behind the dots: y.wait_to_read() {human_s(w['same_queue_wait_to_read_s'])}"
+          f", model {human_s(w['same_queue_model_s'])} (d + t3: in order, y's op runs after the dots)")
+    print(f"  with {w['device']} paused, y.wait_to_read() on {w['other']} returned with {w['dots_held_paused']} "
+          f"of {k} dots held unstarted (waitall would have waited for the pause to end)")
+    print(f"   > wait_to_read waits for the op that wrote y and what it depends on; waitall for every queue. "
+          f"{ratio(w['waitall_s'], w['wait_to_read_s']):.0f}x here. On one in-order queue the difference "
+          "vanishes (y's op runs after the dots anyway): it shows between queues, other devices' or the data "
+          "queue's.")
+
+    # 3
+    print("\nExercise 3 (PyTorch tab). On the CPU, benchmark the same matrix multiplication operations as in "
+          "this section. Can you still observe asynchrony via the backend?")
+    c = exercise_cpu(dev, args, t3)
+    print(f"  {c['iterations']} x (torch.randn(size=({c['n']}, {c['n']})), torch.mm) on {c['device']} through "
+          f"asyncmlp.torch; medians of {args.reps}")
+    print("  mode       the loop    finished   queued / finished   d + t3")
+    for mode, what in (("async", "asynchronous (the default)"), ("blocking", "every push waits (set_blocking)")):
+        print(f"  {mode:<9}{human_s(c[mode + '_queued_s']):>11}{human_s(c[mode + '_done_s']):>12}"
+              f"{ratio(c[mode + '_queued_s'], c[mode + '_done_s']):>14.4f}{human_s(c[mode + '_done_model_s']):>16}"
+              f"   {what}")
+    print(f"   > Yes, here: the CPU device has its own worker, so the loop returned after "
+          f"{human_s(c['async_queued_s'])} while the work took {human_s(c['async_done_s'])}. In PyTorch, no: its "
+          "CPU ops run on the calling thread, so the loop returns when the work is done, as the blocking row "
+          "does (queued / finished about 1).")
+    out["exercises"] = {"ops": n, "reps": args.reps, "alloc": am.alloc(), "t3_s": t3, "formula": cases,
+                        "wait": w, "cpu": c}
+
+
 def markdown_table(f):
     """The measured table of docs/python.md from the figures of a --json run."""
     rows = []
@@ -506,7 +763,7 @@ def markdown_table(f):
         for r in t["runs"]:
             m = r["mode"]
             formula = "N (h + d)" if m == "batch" else "N max(h, d) + min(h, d)"
-            m = f"{m} ({r.get('alloc', 'enqueue')})"
+            m = f"{'none' if m == 'stream' else m} ({r.get('alloc', 'enqueue')})"  # the stream run is none's loop
             row("training", f"{m}: h (Python), d (device) per batch", f"{human_s(r['h_s'])}, {human_s(r['d_s'])}")
             row("training", f"{m}: wall, {r['samples_per_s']:.0f} samples/s", human_s(r["wall_s"]),
                 f"{human_s(r['model_wall_s'])} ({formula})", r["wall_s"] / r["model_wall_s"])
@@ -520,6 +777,36 @@ def markdown_table(f):
         row("training", "none / batch, samples/s", f"{t['none_over_batch_samples']:.2f}×")
         if "stream_over_none_samples" in t:
             row("training", "stream / none, samples/s", f"{t['stream_over_none_samples']:.2f}×")
+    if "exercises" in f:
+        e = f["exercises"]
+        for c in e["formula"]:
+            x = f"x of {'×'.join(map(str, c['shape']))}"
+            row("exercises", f"1: {x}: t1, t2 per op in the one-barrier loop", f"{human_s(c['t1_s'])}, {human_s(c['t2_s'])}")
+            row("exercises", f"1: {x}: N t2 against (N − 1) t1, N = {c['ops']}",
+                f"{human_s(c['n_t2_s'])} {'>' if c['backend_bound'] else '<'} {human_s(c['n_minus_1_t1_s'])}")
+            for key, formula in (("frontend_model_s", "N t1 + t2 + t3"), ("backend_model_s", "t1 + N t2 + t3")):
+                fits = " (the fit)" if key.startswith(c["matches"]) else ""
+                row("exercises", f"1: {x}: y = x + 1 × {c['ops']}, one barrier, against {formula}{fits}",
+                    human_s(c["async_s"]), human_s(c[key]), c["async_s"] / c[key])
+        w = e["wait"]
+        dots = f"{w['dots']} × dot({w['n']}²) on {w['device']}"
+        row("exercises", f"2: {dots}, then y = x + 1 on {w['other']}: y.wait_to_read()", human_s(w["wait_to_read_s"]),
+            f"{human_s(w['wait_to_read_model_s'])} (the pushes + a round trip on {w['other']})",
+            w["wait_to_read_s"] / w["wait_to_read_model_s"])
+        row("exercises", f"2: the same, waitall()", human_s(w["waitall_s"]), f"{human_s(w['waitall_model_s'])} (d + t3)",
+            w["waitall_s"] / w["waitall_model_s"])
+        row("exercises", f"2: y on {w['device']}'s own queue, behind the dots: y.wait_to_read()",
+            human_s(w["same_queue_wait_to_read_s"]), f"{human_s(w['same_queue_model_s'])} (d + t3)",
+            w["same_queue_wait_to_read_s"] / w["same_queue_model_s"])
+        row("exercises", f"2: dots not yet run when y.wait_to_read() returned; held with {w['device']} paused",
+            f"{w['dots_left_at_return']:.0f} of {w['dots']}; {w['dots_held_paused']} of {w['dots']}")
+        c = e["cpu"]
+        what = f"3: {c['iterations']} × (torch.randn {c['n']}², torch.mm) on {c['device']}"
+        for mode, how in (("async", "asynchronous"), ("blocking", "every push waiting (PyTorch's CPU)")):
+            row("exercises", f"{what}, {how}: the loop / finished",
+                f"{human_s(c[mode + '_queued_s'])} / {human_s(c[mode + '_done_s'])}",
+                f"{human_s(c[mode + '_done_model_s'])} (finished: d + t3)", c[mode + "_done_s"] / c[mode + "_done_model_s"])
+            row("exercises", f"{what}, {how}: queued / finished", f"{c[mode + '_queued_s'] / c[mode + '_done_s']:.4f}")
     t = f.get("training")
     sizes = (f", training {t['batches']} batches of {t['batch_size']} × {t['features']}, hidden "
              f"{','.join(map(str, t['hidden']))}" if t else "")
@@ -534,8 +821,9 @@ def parse_args(argv):
     ap = OneLineParser(prog="chapter.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="auto", help="cpu, cpu:N, cuda, cuda:N or auto (cuda:0 when a GPU is seen)")
     ap.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated, of: " + ", ".join(SECTIONS))
-    ap.add_argument("--size", type=int, default=1000, help="the matrices' side in asynchrony and blockers (1000)")
-    ap.add_argument("--ops", type=int, default=1000, help="y = x + 1 this many times (1000)")
+    ap.add_argument("--size", type=int, default=1000,
+                    help="the matrices' side in asynchrony, blockers and exercises (1000)")
+    ap.add_argument("--ops", type=int, default=1000, help="y = x + 1 this many times, in exercise 1 too (1000)")
     ap.add_argument("--reps", type=int, default=5, help="repeats of each timing; medians are quoted (5)")
     ap.add_argument("--batches", type=int, default=150, help="training batches per mode (the book's 150)")
     ap.add_argument("--batch-size", type=int, default=1024)
@@ -544,8 +832,8 @@ def parse_args(argv):
     ap.add_argument("--lr", type=float, default=0.005)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--quick", action="store_true",
-                    help="small sizes for a quick look (and the test command): 200x200 matrices, 200 ops, 3 repeats, "
-                         "30 batches of 64 x 32 with hidden 128,32")
+                    help="small sizes for a quick look (and the test command): 200x200 matrices (the exercises' too), "
+                         "200 ops, 3 repeats, 30 batches of 64 x 32 with hidden 128,32")
     ap.add_argument("--json", action="store_true",
                     help="standard output gets every figure measured as one JSON document; the text goes to "
                          "standard error")
@@ -609,7 +897,7 @@ def run_sections(args):
     out = {"device": str(dev), "cores": os.cpu_count(), "load_average": os.getloadavg()[0], "reps": args.reps,
            "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", "")}
     run = {"asynchrony": section_asynchrony, "blockers": section_blockers, "sync-vs-async": section_sync_vs_async,
-           "training": section_training}
+           "training": section_training, "exercises": section_exercises}
     for s in args.sections:
         run[s](dev, args, out)
     out["sections"] = args.sections

@@ -7,6 +7,7 @@ the figures the page's prose quotes among them and the machine-independent
 ones (a batch's ops and bytes at the book's sizes) equal to a live run's.
 No figure of time is asserted: the machine may be loaded."""
 import json
+import math
 import os
 import re
 import subprocess
@@ -41,7 +42,9 @@ def test_every_section_runs_and_prints_the_books_lines(quick):
                  r"^Tensor\(1, 2\) on cpu:0 \[3, 3\]$", r"^waitall: \d+\.\d{4} sec$", r"^wait_to_read: ",
                  r"^numpy conversion: ", r"^scalar conversion: ", r"^synchronous: \d+\.\d{4} sec$",
                  r"^asynchronous: \d+\.\d{4} sec$", r"^batch 10, time \d+\.\d{4} sec$",
-                 r"^time per epoch: \d+\.\d{4} sec$", r"^increased memory: \d+\.\d+ MB$"):
+                 r"^time per epoch: \d+\.\d{4} sec$", r"^increased memory: \d+\.\d+ MB$",
+                 r"^Exercise 1 \(MXNet tab\)\. .*N t2 > \(N-1\) t1", r"^Exercise 2 \(MXNet tab\)\. .*waitall",
+                 r"^Exercise 3 \(PyTorch tab\)\. On the CPU"):
         assert re.search(line, text, re.M), line
     assert figures["asynchrony"]["z"] == [[3.0, 3.0]]
 
@@ -80,6 +83,66 @@ def test_the_models_are_the_books(quick):
         h, d, nb = r["h_s"], r["d_s"], r["batches"]
         want = nb * (h + d) if r["mode"] == "batch" else nb * max(h, d) + min(h, d)
         assert r["model_wall_s"] == pytest.approx(want)
+
+
+def test_the_exercises_models_are_their_measured_parts(quick):
+    _, f = quick
+    e = f["exercises"]
+    assert e["alloc"] == "stream"  # the module's default: exercise 3's import of asyncmlp.torch changed nothing
+    cheap, expensive = e["formula"]
+    assert (cheap["case"], cheap["shape"]) == ("cheap", [1, 2])
+    assert (expensive["case"], expensive["shape"]) == ("expensive", [200, 200])  # --quick's --size
+    for c in (cheap, expensive):
+        n, t1, t2, t3 = c["ops"], c["t1_s"], c["t2_s"], c["t3_s"]
+        assert n == 200 and min(t1, t2, c["async_s"]) > 0 and t3 >= 0
+        assert c["frontend_model_s"] == pytest.approx(n * t1 + t2 + t3)
+        assert c["backend_model_s"] == pytest.approx(t1 + n * t2 + t3)
+        assert c["n_t2_s"] == pytest.approx(n * t2) and c["n_minus_1_t1_s"] == pytest.approx((n - 1) * t1)
+        assert c["backend_bound"] == (n * t2 > (n - 1) * t1)
+        # the fit is the model nearer the measurement
+        near = {k: abs(math.log(c["async_s"] / c[k + "_model_s"])) for k in ("frontend", "backend")}
+        assert c["matches"] == min(near, key=near.get)
+    w = e["wait"]
+    assert (w["device"], w["other"], w["dots"]) == ("cpu:0", "cpu:1", chapter.EXERCISE_DOTS)
+    assert w["wait_to_read_model_s"] == pytest.approx(w["pushes_s"] + w["round_trip_other_s"])
+    assert w["waitall_model_s"] == pytest.approx(w["device_s"] + w["t3_s"])
+    assert w["same_queue_model_s"] == pytest.approx(w["device_s"] + w["t3_s"])
+    assert 0 <= w["dots_left_at_return"] <= w["dots"]
+    # held still, the dots cannot run: wait_to_read on the other queue returned all the same
+    assert w["dots_held_paused"] == w["dots"]
+    c = e["cpu"]
+    assert (c["device"], c["iterations"]) == ("cpu:0", chapter.EXERCISE_ITERATIONS)
+    for mode in ("async", "blocking"):
+        assert 0 < c[mode + "_queued_s"] <= c[mode + "_done_s"]
+        assert c[mode + "_done_model_s"] == pytest.approx(c[mode + "_device_s"] + c["t3_s"])
+
+
+@pytest.fixture(scope="module")
+def exercises_at_the_books_size():
+    """The exercises with 1000 x 1000 matrices: each exercise's work takes the
+    device 50 ms or more, so their conclusions' direction shows on a loaded machine."""
+    r = run("--device", "cpu", "--sections", "exercises", "--size", "1000", "--ops", "200", "--reps", "1", "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["exercises"]
+
+
+def test_the_exercises_conclusions(exercises_at_the_books_size):
+    e = exercises_at_the_books_size
+    cheap, expensive = e["formula"]
+    # 1. An add of a million floats outlasts Python's call many times over: the
+    # backend sets the pace and t1 + N t2 + t3 is the fit; a 1x2 add is the cheaper op.
+    assert expensive["t2_s"] > expensive["t1_s"] and expensive["backend_bound"]
+    assert expensive["matches"] == "backend"
+    assert cheap["t2_s"] < expensive["t2_s"]
+    # 2. wait_to_read on the other queue's small op returns before waitall,
+    # which waits for the dots (5 x dot(1000^2), over 50 ms)
+    w = e["wait"]
+    assert w["device_s"] >= 0.05
+    assert w["wait_to_read_s"] < w["waitall_s"]
+    # 3. On the CPU the loop returns before its work (over 50 ms) is done.
+    c = e["cpu"]
+    assert c["async_device_s"] >= 0.05
+    assert c["async_queued_s"] < c["async_device_s"] <= c["async_done_s"] + 0.01
 
 
 @pytest.mark.parametrize("args,words", [

@@ -38,8 +38,8 @@ Queue::Queue(std::string name, StreamSync* sync)
       sync_(sync),
       hooks_(sync && sync->per_op_hooks()),
       blame_(sync && (sync->asynchronous() || sync->per_op_hooks())),
-      spin_(candidate_on(kCandidateWorkerSpin)),
       track_(trace::register_track("queue " + name_)),
+      spin_(candidate_on(kCandidateWorkerSpin)),
       steps_(name_, sync_, track_) {
   queue_registry::add(this);
   try {
