@@ -47,7 +47,29 @@ import time
 import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_BOOK = os.path.normpath(os.path.join(ROOT, "..", "shared", "book"))
+
+
+def default_book(root=ROOT):
+    """<repo>/../shared/book; for a clone of a local checkout without one
+    beside it (a CI clone), the one beside the checkout it was cloned from."""
+    here = os.path.normpath(os.path.join(root, "..", "shared", "book"))
+    if os.path.isdir(here):
+        return here
+    try:
+        origin = subprocess.run(["git", "-C", root, "config", "--get", "remote.origin.url"], capture_output=True,
+                                text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return here
+    if origin.startswith("file://"):
+        origin = origin[len("file://"):]
+    if origin and os.path.isdir(origin):
+        there = os.path.normpath(os.path.join(origin, "..", "shared", "book"))
+        if os.path.isdir(there):
+            return there
+    return here
+
+
+DEFAULT_BOOK = default_book()
 PROG = "book_cells.py"
 
 # edition -> (the book's file, or None when built in; its tabs)

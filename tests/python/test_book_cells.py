@@ -6,7 +6,8 @@ z's threes, the first edition's memory lines); the extractor finds the cells
 the book has; bad options are one line and exit 2, a failing cell one line
 naming it and exit 1.
 
-The book is data outside the repository: <repo>/../shared/book, or the folder
+The book is data outside the repository: <repo>/../shared/book (or beside the
+checkout a local clone came from), or the folder
 AMLP_BOOK names. Where it is absent the English and French editions are
 skipped, saying where they were looked for; the first edition's cells are
 built into the tool and always run (30 batches, not 100, for time)."""
@@ -20,9 +21,10 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOL = os.path.join(ROOT, "tools", "book_cells.py")
-BOOK = os.environ.get("AMLP_BOOK") or os.path.normpath(os.path.join(ROOT, "..", "shared", "book"))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import book_cells  # noqa: E402
+
+BOOK = os.environ.get("AMLP_BOOK") or book_cells.DEFAULT_BOOK
 
 FIRST_BATCHES = 30
 PAIRS = [(e, t) for e, (_, tabs) in book_cells.EDITIONS.items() for t in tabs]
