@@ -68,6 +68,8 @@ enum class AllocPolicy { Enqueue, Run, Stream };
 void set_alloc_policy(AllocPolicy p);
 AllocPolicy alloc_policy();
 const char* to_string(AllocPolicy p);  // "enqueue", "run", "stream"
+// The policy to_string() names `name`: false, *p untouched, for any other name.
+bool alloc_policy_named(const std::string& name, AllocPolicy* p);
 
 // Step graphs (core/graph/step_graph.h) on device `d`'s queue: once `warmup` steps
 // in a row queued the same ops (names, sizes, in order), each steady step's

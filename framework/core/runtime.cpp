@@ -93,6 +93,11 @@ const char* to_string(AllocPolicy p) {
   }
   return "enqueue";
 }
+bool alloc_policy_named(const std::string& name, AllocPolicy* p) {
+  for (AllocPolicy q : {AllocPolicy::Enqueue, AllocPolicy::Run, AllocPolicy::Stream})
+    if (name == to_string(q)) return *p = q, true;
+  return false;
+}
 
 void set_memory_limit(Device d, size_t bytes, const std::string& source) { context(d).pool.set_limit(bytes, source); }
 MemoryBudget memory_limit(Device d) { return context(d).pool.limit(); }

@@ -4,7 +4,7 @@
 // (core/backend/stream.h: cpu/cpu_backend.cpp, cuda/cuda_backend.cpp), the peer copy
 // of their collectives between GPUs (cuda/collectives.cpp), and the
 // finiteness check (cpu/elementwise.cpp, cuda/check_finite.cu).
-#include <limits>
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -26,23 +26,33 @@ Tensor from_host(const Shape& s, const float* values, Device d) {
   return y;
 }
 
+namespace {
+// `to` with its -1 (if any) inferred for n elements: false when no shape of
+// n elements fits (numel() throws ShapeError where a product passes int64).
+bool infer_shape(Shape& to, int64_t n) {
+  const auto minus = std::find(to.begin(), to.end(), int64_t{-1});
+  if (minus != to.end()) {
+    *minus = 1;
+    const int64_t rest = numel(to);
+    if (rest == 0 || n % rest != 0) return false;
+    *minus = n / rest;
+  }
+  return numel(to) == n;
+}
+}  // namespace
+
 Tensor reshape(const Tensor& a, const Shape& s) {
   need_defined("reshape", {&a});
+  if (std::count(s.begin(), s.end(), int64_t{-1}) > 1 ||
+      std::any_of(s.begin(), s.end(), [](int64_t d) { return d < -1; }))
+    throw ShapeError("reshape: shape " + shape_str(s) + " has a negative dimension (one -1 at most)");
   Shape to = s;
-  int64_t known = 1, inferred = -1;
-  for (size_t i = 0; i < to.size(); ++i) {
-    if (to[i] == -1 && inferred < 0) {
-      inferred = static_cast<int64_t>(i);
-      continue;
-    }
-    if (to[i] < 0) throw ShapeError("reshape: shape " + shape_str(s) + " has a negative dimension (one -1 at most)");
-    known = to[i] == 0 || known <= std::numeric_limits<int64_t>::max() / to[i] ? known * to[i] : -1;
-    if (known < 0) break;
+  bool fits = false;
+  try {
+    fits = infer_shape(to, a.numel());
+  } catch (const ShapeError&) {  // a product past int64: no tensor has that many elements
   }
-  const int64_t n = a.numel();
-  if (inferred >= 0 && known > 0 && n % known == 0) to[static_cast<size_t>(inferred)] = n / known;
-  if (known < 0 || (inferred >= 0 && to[static_cast<size_t>(inferred)] < 0) || numel(to) != n)
-    throw ShapeError(detail::concat("reshape: cannot view shape ", shape_str(a.shape()), " as ", shape_str(s)));
+  if (!fits) throw ShapeError(detail::concat("reshape: cannot view shape ", shape_str(a.shape()), " as ", shape_str(s)));
   Tensor y = detail::alias(a);
   y.impl_ptr()->shape = to;
   if (detail::any_requires_grad({&a})) {

@@ -227,10 +227,8 @@ INSTANTIATE_TEST_SUITE_P(Policies, CrossQueueWrite,
 
 // --- stream-ordered reuse (PyTorch's caching allocator) ----------------------------
 
-class StreamReuse : public ::testing::Test {
+class StreamReuse : public AllocPolicyTest {
  protected:
-  void TearDown() override { expect_no_kernel_error_left(); }
-  ScopedBlocking async_{false};
   ScopedAllocPolicy stream_{AllocPolicy::Stream};
 };
 

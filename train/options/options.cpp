@@ -101,9 +101,8 @@ models::LayerSpec read_hidden(const std::string& t) {
 }
 
 AllocPolicy read_alloc_policy(const std::string& t) {
-  if (t == "enqueue") return AllocPolicy::Enqueue;
-  if (t == "run") return AllocPolicy::Run;
-  if (t == "stream") return AllocPolicy::Stream;
+  AllocPolicy p;
+  if (alloc_policy_named(t, &p)) return p;
   throw ParseError("", "must be enqueue, run or stream (got " + quote(t) + ")");
 }
 

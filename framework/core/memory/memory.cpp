@@ -3,8 +3,8 @@
 
 #include <unistd.h>
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <new>
 
@@ -120,7 +120,6 @@ std::shared_ptr<Storage> Pool::allocate(size_t bytes, bool offered_when_dropped)
 
 void Pool::offer(const std::shared_ptr<Storage>& s) {
   if (!s->allocated() || s->pins() == 0 || !held_by_queued_ops_only(s)) return;  // dies now, or is held elsewhere
-  std::vector<std::weak_ptr<Storage>> expired;  // destroyed outside the lock (only control blocks)
   std::lock_guard<std::mutex> lk(mu_);
   if (steps_.owned_bytes() > 0) return;  // step graphs hand their slots out themselves
   try {
@@ -139,7 +138,7 @@ void Pool::offer(const std::shared_ptr<Storage>& s) {
 }
 
 std::shared_ptr<Storage> Pool::allocate_reusing(size_t bytes, Usable usable, const void* ctx,
-                                                std::shared_ptr<Storage>* predecessor) {
+                                                std::shared_ptr<Storage>& predecessor) {
   const size_t sz = block_size(bytes);
   std::shared_ptr<Storage> old;
   std::vector<std::shared_ptr<Storage>> looked_at;  // released after the lock: one may be the last reference
@@ -150,21 +149,22 @@ std::shared_ptr<Storage> Pool::allocate_reusing(size_t bytes, Usable usable, con
       auto& v = it->second;
       for (size_t i = v.size(); i-- > 0;) {
         std::shared_ptr<Storage> live = v[i].lock();
-        if (live && held_by_queued_ops_only(live) && usable(*live, ctx)) {
+        // Not pending: its ops ran, or are letting go, and it returns its block itself.
+        const bool pending = live && held_by_queued_ops_only(live);
+        const bool take = pending && usable(*live, ctx);
+        if (take || !pending) {
           v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
           --offer_entries_;
+        }
+        if (take) {
           old = std::move(live);
           break;
-        }
-        if (!live || !held_by_queued_ops_only(live)) {  // its ops ran, or are letting go: it returns its block itself
-          v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
-          --offer_entries_;
         }
         looked_at.push_back(std::move(live));
       }
     }
   }
-  if (predecessor) predecessor->reset();
+  predecessor.reset();
   if (!old) return allocate(bytes, /*offered_when_dropped=*/true);
   auto s = std::make_shared<Storage>(this, old->data(), sz, /*offered_when_dropped=*/true);
   s->inherit_uses(*old);  // a write on another queue waits for them all
@@ -173,7 +173,7 @@ std::shared_ptr<Storage> Pool::allocate_reusing(size_t bytes, Usable usable, con
   frees_++;
   handovers_++;
   bytes_total_ += sz;
-  if (predecessor) *predecessor = std::move(old);
+  predecessor = std::move(old);
   return s;
 }
 

@@ -72,11 +72,10 @@ class Pool;
 class Storage : public BufferState {
  public:
   // `data` nullptr: a block of `bytes` (already rounded) is taken from the
-  // pool later, by allocate_now().
-  Storage(Pool* pool, void* data, size_t bytes) : pool_(pool), data_(data), bytes_(bytes) {}
-  // A buffer made under `stream`: offered to later ops when its last handle
-  // goes while queued ops still use it (TensorImpl's destructor).
-  Storage(Pool* pool, void* data, size_t bytes, bool offered_when_dropped)
+  // pool later, by allocate_now(). `offered_when_dropped`: a buffer made
+  // under `stream`, offered to later ops when its last handle goes while
+  // queued ops still use it (TensorImpl's destructor, Pool::offer).
+  Storage(Pool* pool, void* data, size_t bytes, bool offered_when_dropped = false)
       : pool_(pool), data_(data), bytes_(bytes), offered_when_dropped_(offered_when_dropped) {}
   ~Storage();
   Storage(const Storage&) = delete;  // to prevent performance accidents
@@ -96,18 +95,16 @@ class Storage : public BufferState {
 
   Pool& pool() const { return *pool_; }
   bool offered_when_dropped() const { return offered_when_dropped_; }
-  // False once its block went to a later buffer (Pool::allocate_reusing):
-  // its queued ops still read and write the block, which the new owner
-  // returns to the pool.
-  bool owns_block() const { return owns_block_.load(std::memory_order_acquire); }
 
  private:
-  friend class Pool;
+  friend class Pool;  // a hand-over (allocate_reusing) clears owns_block_
   Pool* pool_;
   std::atomic<void*> data_;  // written once by allocate_now() on a worker, read by others
   size_t bytes_;
-  bool offered_when_dropped_ = false;
-  std::atomic<bool> owns_block_{true};  // cleared by the frontend at a hand-over
+  bool offered_when_dropped_;
+  // False once its block went to a later buffer (Pool::allocate_reusing):
+  // its queued ops still use the block, which the new owner returns.
+  std::atomic<bool> owns_block_{true};
 };
 
 // No frontend handle holds `s`, only ops queued earlier (and the caller's
@@ -141,12 +138,12 @@ class Pool {
   // queue, each run in order; on another, each completed): old's block, handed
   // over (counted once, in use throughout), or else allocate(). The new
   // Storage takes old's uses (so a write on another queue still waits for
-  // them), and *predecessor is old, for the caller's bookkeeping (its
-  // backlog), or null. Neither works while step memory has slots.
+  // them), and `predecessor` is set to old, for the caller's bookkeeping (its
+  // backlog), or to null. Neither works while step memory has slots.
   using Usable = bool (*)(const Storage& old, const void* ctx);
   void offer(const std::shared_ptr<Storage>& s);
   std::shared_ptr<Storage> allocate_reusing(size_t bytes, Usable usable, const void* ctx,
-                                            std::shared_ptr<Storage>* predecessor);
+                                            std::shared_ptr<Storage>& predecessor);
 
   MemoryStats stats() const;
   void reset_peak();

@@ -75,7 +75,7 @@ std::shared_ptr<Storage> allocate(DeviceContext& c, size_t bytes, bool now) {
     case AllocPolicy::Stream: {
       if (now) return c.pool.allocate(bytes, /*offered_when_dropped=*/true);  // the frontend may write it at once
       std::shared_ptr<Storage> old;
-      auto s = c.pool.allocate_reusing(bytes, &runs_after_its_uses, &current_queue(c), &old);
+      auto s = c.pool.allocate_reusing(bytes, &runs_after_its_uses, &current_queue(c), old);
       if (old) forget_backlog(*old);  // the block counts once, in the new buffer's backlog
       return s;
     }
