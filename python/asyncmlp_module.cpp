@@ -16,6 +16,7 @@
 
 #include <memory>
 #include <sstream>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -72,27 +73,43 @@ struct SharedBlock : Block {
   std::shared_ptr<Block> block;
 };
 
-// `with asyncmlp.no_grad():` — ops inside record nothing for autograd.
-struct NoGrad {
-  void enter() { guard = std::make_unique<NoGradGuard>(); }
+// A library guard as a Python context manager: `with asyncmlp.NAME(args):`
+// holds a Guard(args) for the block (def_scope() binds __enter__/__exit__).
+template <class Guard, class... Args>
+struct Scope {
+  explicit Scope(Args... a) : args(a...) {}
+  void enter() {
+    guard = std::apply([](const Args&... a) { return std::make_unique<Guard>(a...); }, args);
+  }
   void exit() { guard.reset(); }
-  std::unique_ptr<NoGradGuard> guard;
+  std::tuple<Args...> args;
+  std::unique_ptr<Guard> guard;
 };
-
+// `with asyncmlp.no_grad():` — ops inside record nothing for autograd.
+using NoGrad = Scope<NoGradGuard>;
 // `with asyncmlp.data_queue(dev):` — ops queued inside go to the device's data
 // queue, which runs beside its main queue (data drawn ahead, as MXNet's engine
 // runs independent ops).
-struct DataQueue {
-  explicit DataQueue(Device d) : device(d) {}
-  void enter() { guard = std::make_unique<DataQueueGuard>(device); }
-  void exit() { guard.reset(); }
-  Device device;
-  std::unique_ptr<DataQueueGuard> guard;
-};
+using DataQueue = Scope<DataQueueGuard, Device>;
+// `with asyncmlp.paused(dev):` — the device's worker held still: ops queue,
+// none starts, to see the frontend alone (a blocker on that device inside it
+// would wait for ever).
+using PausedQueue = Scope<QueuePause, Device>;
+
+template <class S>
+py::class_<S> def_scope(py::module_& m, const char* name) {
+  return py::class_<S>(m, name)
+      .def("__enter__",
+           [](S& s) -> S& {
+             s.enter();
+             return s;
+           })
+      .def("__exit__", [](S& s, const py::args&) { s.exit(); });
+}
 
 AllocPolicy policy_named(const std::string& name) {
-  for (AllocPolicy p : {AllocPolicy::Enqueue, AllocPolicy::Run, AllocPolicy::Stream})
-    if (name == to_string(p)) return p;
+  AllocPolicy p;
+  if (alloc_policy_named(name, &p)) return p;
   throw ShapeError("set_alloc: the policy must be 'enqueue', 'run' or 'stream' (got '" + name + "')");
 }
 
@@ -102,14 +119,6 @@ Shape reshape_args(const py::args& args) {
   for (const py::handle& a : args) s.push_back(a.cast<int64_t>());
   return s;
 }
-
-struct PausedQueue {
-  explicit PausedQueue(Device d) : device(d) {}
-  void enter() { pause = std::make_unique<QueuePause>(device); }
-  void exit() { pause.reset(); }
-  Device device;
-  std::unique_ptr<QueuePause> pause;
-};
 
 // SGD over a net's parameters, taken at the first step: a Dense layer without
 // in_units has none until its first forward (deferred initialisation).
@@ -283,7 +292,7 @@ PYBIND11_MODULE(_asyncmlp, m) {
       "pending op holds its outputs) or 'run' (MXNet: when the op starts)");
   m.def(
       "alloc", [] { return std::string(to_string(alloc_policy())); }, "the allocation policy: 'stream', 'enqueue' or 'run'");
-  m.def("set_grad_enabled", &set_grad_enabled, py::arg("on"),
+  m.def("set_grad_enabled", &set_grad_enabled, py::arg("on").none(false),
         "record ops for autograd on this thread (on by default)");
   m.def("grad_enabled", &grad_enabled, "whether ops on this thread record for autograd");
   m.def("set_max_pending", &set_max_pending, py::arg("ops"), py::arg("bytes") = 0,
@@ -341,35 +350,9 @@ PYBIND11_MODULE(_asyncmlp, m) {
   m.def("empty_cache", &empty_cache, Release(), py::arg("device"), "hand the pool's cached blocks back");
   m.def("process_rss_bytes", &process_rss_bytes, "this process's resident set size (/proc/self/statm)");
 
-  // A device's worker held still inside `with asyncmlp.paused(dev):` — ops queue,
-  // none starts — to see the frontend alone (a blocker on that device inside it
-  // would wait for ever).
-  py::class_<PausedQueue>(m, "paused")
-      .def(py::init<Device>(), py::arg("device"))
-      .def("__enter__",
-           [](PausedQueue& p) -> PausedQueue& {
-             p.enter();
-             return p;
-           })
-      .def("__exit__", [](PausedQueue& p, const py::args&) { p.exit(); });
-
-  py::class_<DataQueue>(m, "data_queue")
-      .def(py::init<Device>(), py::arg("device"))
-      .def("__enter__",
-           [](DataQueue& q) -> DataQueue& {
-             q.enter();
-             return q;
-           })
-      .def("__exit__", [](DataQueue& q, const py::args&) { q.exit(); });
-
-  py::class_<NoGrad>(m, "no_grad")
-      .def(py::init<>())
-      .def("__enter__",
-           [](NoGrad& g) -> NoGrad& {
-             g.enter();
-             return g;
-           })
-      .def("__exit__", [](NoGrad& g, const py::args&) { g.exit(); });
+  def_scope<PausedQueue>(m, "paused").def(py::init<Device>(), py::arg("device"));
+  def_scope<DataQueue>(m, "data_queue").def(py::init<Device>(), py::arg("device"));
+  def_scope<NoGrad>(m, "no_grad").def(py::init<>());
 
   // --- layers: Dense, ReLU, Sequential, L2Loss, SGD
   py::class_<Block, std::shared_ptr<Block>>(m, "Block")
