@@ -70,43 +70,48 @@ def mb(b):
     return f"{b / 1e6:.1f} MB"
 
 
-# --- the variants: how x is made, the op, the barrier each op, the barrier at the end
-class Mxnet:
+# --- the variants: how x is made, the barrier each op and the one at the end;
+# the book's two loops are the same for all
+class Loop:
+    def each(self, x, iters):
+        for _ in range(iters):
+            y = x + 1
+            self.barrier(y)
+
+    def one(self, x, iters):
+        for _ in range(iters):
+            y = x + 1
+        self.waitall()
+
+
+class Mxnet(Loop):
     name, policy = "asyncmlp.mxnet", mx.ALLOC
 
     def make(self, n, dev):
         return np.ones((n, n), ctx=dev)
 
-    def each(self, x, iters):
-        for _ in range(iters):
-            y = x + 1
-            y.wait_to_read()
+    def barrier(self, y):
+        y.wait_to_read()
 
-    def one(self, x, iters):
-        for _ in range(iters):
-            y = x + 1
+    def waitall(self):
         npx.waitall()
 
 
-class Torch:
+class Torch(Loop):
     name, policy = "asyncmlp.torch", torch.ALLOC
 
     def make(self, n, dev):
         self.device = dev
         return torch.ones((n, n), device=dev)
 
-    def each(self, x, iters):
-        for _ in range(iters):
-            y = x + 1
-            torch.cuda.synchronize(self.device)
+    def barrier(self, y):  # PyTorch's tab has no wait for one tensor
+        torch.cuda.synchronize(self.device)
 
-    def one(self, x, iters):
-        for _ in range(iters):
-            y = x + 1
+    def waitall(self):
         torch.cuda.synchronize(self.device)
 
 
-class Plain:
+class Plain(Loop):
     name = "asyncmlp"
 
     def __init__(self, policy):
@@ -115,14 +120,10 @@ class Plain:
     def make(self, n, dev):
         return am.ones((n, n), device=dev)
 
-    def each(self, x, iters):
-        for _ in range(iters):
-            y = x + 1
-            y.wait_to_read()
+    def barrier(self, y):
+        y.wait_to_read()
 
-    def one(self, x, iters):
-        for _ in range(iters):
-            y = x + 1
+    def waitall(self):
         am.waitall()
 
 

@@ -15,7 +15,8 @@ queued on the device's data queue, so it runs ahead as in MXNet's engine.
 """
 import asyncmlp as _am
 
-from . import autograd, gluon, nd, np, npx
+from . import autograd, context, gluon, nd, np, npx
+from .context import cpu, gpu, num_gpus
 from ._array import NDArray
 
 __all__ = ["autograd", "gluon", "nd", "np", "npx", "cpu", "gpu", "num_gpus", "context", "NDArray", "ALLOC"]
@@ -23,31 +24,3 @@ __all__ = ["autograd", "gluon", "nd", "np", "npx", "cpu", "gpu", "num_gpus", "co
 #: The allocation policy MXNet's engine has (set at import; asyncmlp.set_alloc(ALLOC) restores it).
 ALLOC = "run"
 _am.set_alloc(ALLOC)
-
-
-def cpu(device_id=0):
-    """CPU device `device_id` (an asyncmlp.Device)."""
-    return _am.cpu(device_id)
-
-
-def gpu(device_id=0):
-    """GPU device `device_id` (an asyncmlp.Device; using an absent one raises asyncmlp.DeviceError)."""
-    return _am.gpu(device_id)
-
-
-def num_gpus():
-    """The number of GPUs this process sees."""
-    return _am.num_gpus()
-
-
-class context:
-    """mxnet.context: cpu, gpu, num_gpus, current_context."""
-
-    cpu = staticmethod(cpu)
-    gpu = staticmethod(gpu)
-    num_gpus = staticmethod(num_gpus)
-
-    @staticmethod
-    def current_context():
-        """The default device: cpu(0)."""
-        return _am.cpu()

@@ -14,6 +14,8 @@ import numpy as _numpy
 
 import asyncmlp as _am
 
+from .._wrapped import Wrapped
+
 
 def _device(ctx):
     """An MXNet context (None: cpu(0), a Device, or 'cpu'/'gpu:1'-style text) as an asyncmlp Device."""
@@ -52,17 +54,12 @@ def _make(cls, fn, ctx, dtype, *args, **kwargs):
         return cls(fn(*args, device=dev, **kwargs))
 
 
-def _u(o):
-    """The asyncmlp tensor inside a wrapper; a number as it is."""
-    return o._t if isinstance(o, NDArray) else o
-
-
 def _no_axis(name, axis, keepdims):
     if axis is not None or keepdims:
         raise NotImplementedError(f"{name}(): asyncmlp reduces over every element only (axis=None, keepdims=False)")
 
 
-class NDArray:
+class NDArray(Wrapped):
     """mxnet.nd.NDArray: a float32 array on a device, its ops queued.
 
     `x + 1`, `x * y`, `x - y`, `x / 2`, `-x`, `x @ y`, sum(), mean(), norm(),
@@ -70,17 +67,9 @@ class NDArray:
     asnumpy(), asscalar(), item(), and printing.
     """
 
-    __slots__ = ("_t",)
-
-    def __init__(self, tensor):
-        self._t = tensor
+    __slots__ = ()
 
     # --- what it is
-    @property
-    def shape(self):
-        """The shape, a tuple of ints."""
-        return self._t.shape
-
     @property
     def size(self):
         """The number of elements."""
@@ -107,38 +96,6 @@ class NDArray:
     def device(self):
         """The device (asyncmlp.Device) the array lives on."""
         return self._t.device
-
-    def __len__(self):
-        """The length of the first axis."""
-        return self._t.shape[0]
-
-    # --- math: one queued asyncmlp op each
-    def __add__(self, o):
-        return self.__class__(self._t + _u(o))
-
-    def __radd__(self, o):
-        return self.__class__(self._t + o)
-
-    def __sub__(self, o):
-        return self.__class__(self._t - _u(o))
-
-    def __rsub__(self, o):
-        return self.__class__(o - self._t)
-
-    def __mul__(self, o):
-        return self.__class__(self._t * _u(o))
-
-    def __rmul__(self, o):
-        return self.__class__(self._t * o)
-
-    def __truediv__(self, o):
-        return self.__class__(self._t / _u(o))
-
-    def __neg__(self):
-        return self.__class__(-self._t)
-
-    def __matmul__(self, o):
-        return self.__class__(self._t @ o._t)
 
     def sum(self, axis=None, keepdims=False):
         """The sum of every element, shape (1,) (MXNet 1.x's nd)."""
@@ -191,10 +148,6 @@ class NDArray:
         self._t.backward()
 
     # --- blockers
-    def wait_to_read(self):
-        """Wait for the op that last wrote this array."""
-        self._t.wait_to_read()
-
     def asnumpy(self):
         """Wait, then a NumPy float32 copy."""
         return self._t.asnumpy()
@@ -210,9 +163,6 @@ class NDArray:
         if self._t.size != 1:
             raise ValueError("can only convert an array of size 1 to a Python scalar")
         return self._t.item()
-
-    def __float__(self):
-        return self.item()
 
     def __repr__(self):
         """Waits, then MXNet's print: the values, then <NDArray 1x2 @cpu(0)>."""

@@ -6,6 +6,8 @@ import numpy as _numpy
 
 import asyncmlp as _am
 
+from .._wrapped import Wrapped
+
 
 class device:
     """torch.device('cpu' | 'cuda' | 'cuda:1'), or torch.device('cuda', 1)."""
@@ -53,12 +55,7 @@ def _device(d):
     raise TypeError(f"device must be a torch.device, a string or an int (got {type(d).__name__})")
 
 
-def _u(o):
-    """The asyncmlp tensor inside a Tensor; a number as it is."""
-    return o._t if isinstance(o, Tensor) else o
-
-
-class Tensor:
+class Tensor(Wrapped):
     """torch.Tensor: a float32 tensor on a device, its ops queued.
 
     `x * y + 2`, `x - y`, `x / 2`, `-x`, `x @ y`, sum(), mean(), reshape()/view(),
@@ -66,17 +63,9 @@ class Tensor:
     cpu() of a CUDA tensor, and printing.
     """
 
-    __slots__ = ("_t",)
-
-    def __init__(self, tensor):
-        self._t = tensor
+    __slots__ = ()
 
     # --- what it is
-    @property
-    def shape(self):
-        """The shape, a tuple of ints (PyTorch's torch.Size)."""
-        return self._t.shape
-
     def size(self, dim=None):
         """The shape, or the length of axis `dim`."""
         return self._t.shape if dim is None else self._t.shape[dim]
@@ -106,37 +95,6 @@ class Tensor:
     def is_cuda(self):
         """Whether the tensor lives on a GPU."""
         return self._t.device.is_cuda
-
-    def __len__(self):
-        return self._t.shape[0]
-
-    # --- math: one queued asyncmlp op each
-    def __add__(self, o):
-        return Tensor(self._t + _u(o))
-
-    def __radd__(self, o):
-        return Tensor(self._t + o)
-
-    def __sub__(self, o):
-        return Tensor(self._t - _u(o))
-
-    def __rsub__(self, o):
-        return Tensor(o - self._t)
-
-    def __mul__(self, o):
-        return Tensor(self._t * _u(o))
-
-    def __rmul__(self, o):
-        return Tensor(self._t * o)
-
-    def __truediv__(self, o):
-        return Tensor(self._t / _u(o))
-
-    def __neg__(self):
-        return Tensor(-self._t)
-
-    def __matmul__(self, o):
-        return Tensor(self._t @ o._t)
 
     def sum(self, dim=None, keepdim=False):
         """The sum of every element, shape ()."""
@@ -206,9 +164,6 @@ class Tensor:
             raise RuntimeError(f"a Tensor with {self._t.size} elements cannot be converted to Scalar")
         return self._t.item()
 
-    def __float__(self):
-        return self.item()
-
     def numpy(self):
         """Wait, then a NumPy float32 copy (a CPU tensor only, as in PyTorch)."""
         if self._t.device.is_cuda:
@@ -217,10 +172,6 @@ class Tensor:
         if self._t.requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad.")
         return self._t.asnumpy()
-
-    def wait_to_read(self):
-        """Wait for the op that last wrote this tensor (asyncmlp's blocker; PyTorch has none)."""
-        self._t.wait_to_read()
 
     def __repr__(self):
         """Waits, then PyTorch's print: tensor([[3., 3.]]) (, device='cuda:0')."""
