@@ -15,14 +15,12 @@ own allocation semantics (asyncmlp.set_alloc, which each layer sets at import):
 
 Growth is tracked bytes: the peak in use during the loop minus the bytes in
 use at its start (the RSS figures are reported, not asserted: the pool keeps
-blocks an earlier test backed). The full-size figures (100 batches):
-
-    PYTHONPATH=build/python /usr/bin/python3 tests/python/test_book_memory.py
+blocks an earlier test backed). The experiment is tools/book_memory.py's; its
+full-size figures (100 batches) are docs/python.md's table, from
+docs/book_memory_cpu.json.
 """
-import contextlib
-import io
+import json
 import os
-import re
 import sys
 
 import pytest
@@ -33,19 +31,15 @@ _POLICY = am.alloc()  # each layer sets its framework's policy at import: the ot
 import asyncmlp.mxnet as mx  # noqa: E402
 import asyncmlp.torch as torch  # noqa: E402
 from asyncmlp.mxnet import nd, np, npx  # noqa: E402
-from asyncmlp.torch import nn  # noqa: E402
 
 am.set_alloc(_POLICY)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
-import book_cells  # noqa: E402  (the first edition's cells, and how a cell is run)
+import book_memory  # noqa: E402  (the first edition's experiment, and how growth is measured)
+from book_memory import DEV, MB, measured  # noqa: E402
 
-DEV = am.cpu()
-MB = 1e6  # the book's unit (ps gives KiB; the book divides by 1e3)
-BATCH, FEATURES = 1024, 512
-BATCH_DATA_BYTES = BATCH * FEATURES * 4 + BATCH * 4  # X (1024, 512) and y (1024,): 2.1 MB
-TEST_BATCHES = 30  # the book's 100 at full size (this file run as a script)
+TEST_BATCHES = 30  # the book's 100 at full size (docs/python.md's table)
 
 
 @pytest.fixture(autouse=True)
@@ -57,27 +51,6 @@ def keep_the_policy():
     am.set_alloc(saved)
     am.waitall()
     am.empty_cache(DEV)
-
-
-class Growth:
-    """Tracked bytes over a stretch of the program: peak and end minus start; RSS likewise."""
-
-    def __str__(self):
-        return (f"peak +{self.peak / MB:.1f} MB, end +{self.end / MB:.1f} MB tracked; "
-                f"RSS +{self.rss / MB:.1f} MB")
-
-
-@contextlib.contextmanager
-def measured():
-    """Growth of the CPU pool's bytes in use across the block (everything queued before it has run)."""
-    am.waitall()
-    am.reset_peaks(DEV)
-    g = Growth()
-    start, rss = am.memory_stats(DEV)["bytes_in_use"], am.process_rss_bytes()
-    yield g
-    am.waitall()
-    s = am.memory_stats(DEV)
-    g.peak, g.end, g.rss = s["peak_bytes"] - start, s["bytes_in_use"] - start, am.process_rss_bytes() - rss
 
 
 # --- (a) y = x + 1, no barrier, then one wait ----------------------------------------------
@@ -134,104 +107,52 @@ def test_the_policy_by_name_decides_what_a_paused_backlog_holds(policy):
 
 
 # --- (b) the first edition's memory experiment ------------------------------------------
-def first_edition(batches):
-    """The first edition's cells (imports, data_iter, the net, get_mem, the one-batch
-    warm-up, then the loop reading the loss each batch and the loop that never does)
-    run as the book wrote them, `batches` batches each. Returns the two loops'
-    Growth, each with the book's own figure (`increased memory`, from ps) as .book."""
-    am.set_alloc(mx.ALLOC)
-    cells = book_cells.cells_first(batches)
-    namespace = {"__name__": "__main__"}
-    loops = []
-
-    def run(cell):
-        source, _ = book_cells.map_imports(cell.source)
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            book_cells.run_cell(cell, source, namespace)
-        return out.getvalue()
-
-    for cell in cells:
-        if "Benchmark" in cell.source:
-            continue  # the microbenchmarks: no part of the experiment
-        if "increased memory" not in cell.source:
-            run(cell)
-            continue
-        with measured() as g:
-            printed = run(cell)
-        g.book = float(re.search(r"increased memory: (\S+) MB", printed).group(1))
-        loops.append(g)
-    assert len(loops) == 2
-    return loops  # [with asscalar() each batch, without a blocker]
-
-
-def torch_form(batches, sync):
-    """The same experiment as PyTorch code: the loss read each batch (sync) or never."""
-    am.set_alloc(torch.ALLOC)
-
-    def data_iter():
-        for _ in range(batches):
-            yield torch.randn(size=(BATCH, FEATURES)), torch.ones((BATCH, 1))
-
-    net = nn.Sequential(nn.Linear(FEATURES, 2048), nn.ReLU(), nn.Linear(2048, 512), nn.ReLU(), nn.Linear(512, 1))
-    optimizer = torch.optim.SGD(net.parameters(), lr=0.005)
-    loss = nn.MSELoss()
-    for X, y in data_iter():
-        break
-    loss(net(X), y).item()
-    del X, y
-    with measured() as g:
-        l_sum = 0
-        for X, y in data_iter():
-            optimizer.zero_grad()
-            l = loss(net(X), y)
-            if sync:
-                l_sum += l.item()
-            l.backward()
-            optimizer.step()
-        torch.cuda.synchronize()
-    return g
-
-
-def running(synced):
-    """What a batch holds only while it runs (its activations and their gradients): the
-    synchronized loop's peak less what stays after it (the weights' gradients, the last batch)."""
-    return synced.peak - synced.end
-
-
-def check_first_edition(batches):
-    """Run both forms; the figures, and the relations the book shows."""
-    synced, unsynced = first_edition(batches)
-    t_synced, t_unsynced = torch_form(batches, True), torch_form(batches, False)
-    backlog = batches * BATCH_DATA_BYTES
-    lines = [f"first edition, asyncmlp.mxnet, {batches} batches of {BATCH} x {FEATURES}:",
-             f"  asscalar() each batch: {synced}; the cell printed increased memory {synced.book:.3f} MB"
-             " (book: 7.112)",
-             f"  no blocker:            {unsynced}; the cell printed increased memory {unsynced.book:.3f} MB"
-             f" (book: 198.944 for 100)",
-             f"  no blocker less what a running batch holds: +{(unsynced.peak - running(synced)) / MB:.1f} MB;"
-             f" {batches} batches' data: {backlog / MB:.1f} MB",
-             f"the same loop in asyncmlp.torch's form ({torch.ALLOC}):",
-             f"  item() each batch: {t_synced}",
-             f"  no blocker:        {t_unsynced}"]
-    return synced, unsynced, t_synced, t_unsynced, backlog, "\n".join(lines)
+def check_the_books_relations(f, report, less_running_batch):
+    """What the book shows, on the figures of tools/book_memory.py (--json's)."""
+    synced, unsynced = f["mxnet"]["asscalar"], f["mxnet"]["none"]
+    backlog = f["data_bytes"]
+    # Without a blocker the data drawn ahead piles up: a batch's data for every batch
+    # (MXNet's engine: outputs get memory when their op runs, the data ran ahead); at
+    # fewer batches than the book's, less what a running batch holds besides ...
+    ahead = unsynced["peak_bytes"] - (f["running_batch_bytes"] if less_running_batch else 0)
+    assert abs(ahead - backlog) <= 0.25 * backlog, report
+    # ... while reading the loss each batch holds no more than one batch, and after the
+    # loop (the book's reading) the gradients it keeps: the book's 7 MB, give or take.
+    assert synced["end_bytes"] <= 12 * MB and synced["peak_bytes"] < unsynced["peak_bytes"] - 0.5 * backlog, report
+    # PyTorch's form is flat either way: a dropped batch's blocks serve the next batch.
+    assert f["torch"]["none"]["peak_bytes"] <= 2 * f["torch"]["item"]["peak_bytes"], report
 
 
 def test_the_first_editions_memory_experiment():
-    synced, unsynced, t_synced, t_unsynced, backlog, report = check_first_edition(TEST_BATCHES)
+    f, report = book_memory.experiment(TEST_BATCHES)
     print(report)
-    # Without a blocker the data drawn ahead piles up: a batch's data for every batch
-    # (MXNet's engine: outputs get memory when their op runs, the data ran ahead) ...
-    assert abs((unsynced.peak - running(synced)) - backlog) <= 0.25 * backlog, report
-    # ... while reading the loss each batch holds no more than one batch, and after the
-    # loop (the book's reading) the gradients it keeps: the book's 7 MB, give or take.
-    assert synced.end <= 12 * MB and synced.peak < unsynced.peak - 0.5 * backlog, report
-    # PyTorch's form is flat either way: a dropped batch's blocks serve the next batch.
-    assert t_unsynced.peak <= 2 * t_synced.peak, report
+    check_the_books_relations(f, report, less_running_batch=True)
 
 
-if __name__ == "__main__":  # the full-size experiment's figures
-    batches = int(sys.argv[1]) if len(sys.argv) > 1 else 100
-    synced, unsynced, *_, backlog, text = check_first_edition(batches)
-    print(text)
-    print(f"no blocker against {batches} batches' data: {unsynced.peak / backlog - 1:+.1%}")
+BEGIN = "<!-- book memory: tools/book_memory.py --json > docs/book_memory_cpu.json, then --markdown < it; not by hand -->"
+END = "<!-- end of the book memory table -->"
+
+
+def doc_parts():
+    with open(os.path.join(ROOT, "docs", "python.md"), encoding="utf-8") as f:
+        page = f.read()
+    with open(os.path.join(ROOT, "docs", "book_memory_cpu.json"), encoding="utf-8") as f:
+        figures = json.load(f)
+    assert page.count(BEGIN) == 1 and page.count(END) == 1
+    return page.split(BEGIN)[1].split(END)[0], figures
+
+
+def test_the_docs_table_is_the_full_size_run_and_holds_the_books_relations():
+    block, f = doc_parts()
+    assert block.strip("\n") == book_memory.markdown_table(f).strip("\n")
+    assert f["batches"] == 100 and f["batch_data_bytes"] == book_memory.BATCH_DATA_BYTES
+    check_the_books_relations(f, json.dumps(f), less_running_batch=False)
+
+
+def test_the_tool_refuses_bad_input_in_one_line():
+    import subprocess
+    tool = os.path.join(ROOT, "tools", "book_memory.py")
+    for args, stdin in ((["--batches", "0"], ""), (["--nope"], ""), (["--markdown"], "{}"),
+                        (["--markdown", "--batches", "3"], "")):
+        r = subprocess.run([sys.executable, tool, *args], input=stdin, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and r.stderr.startswith("book_memory.py: "), (args, r)
