@@ -141,6 +141,7 @@ struct PySGD {
 
 PYBIND11_MODULE(_asyncmlp, m) {
   m.doc() = "asyncmlp: every op queued to its device's worker; Python returns at once (framework/asyncmlp.h)";
+  m.attr("__version__") = ASYNCMLP_VERSION;  // CMakeLists.txt's project(VERSION), the wheel's too
   // The module keeps a reader's machine: a loop that drops what it made holds
   // one iteration's memory, as in PyTorch ('enqueue', by name, shows the backlog's).
   set_alloc_policy(AllocPolicy::Stream);

@@ -8,4 +8,4 @@ printing a tensor are the blockers (framework/asyncmlp.h, docs/design.md).
     y.wait_to_read()          # the wait
 """
 from ._asyncmlp import *  # noqa: F401,F403
-from ._asyncmlp import __doc__  # noqa: F401
+from ._asyncmlp import __doc__, __version__  # noqa: F401
