@@ -368,6 +368,7 @@ def train_epoch(dev, net, loss, trainer, args, read_loss):
     nb, bs = args.batches, args.batch_size
     every = max(1, nb // 3)
     losses = []
+    in_use = []  # tracked bytes in use at each batch's end, less the start's (the notebook's plot)
     t0 = time.perf_counter()
     for X, y in data_iter(dev, nb, bs, args.features, every):
         m0 = am.DeviceTimer.mark(dev) if dev.is_cuda else None
@@ -384,6 +385,7 @@ def train_epoch(dev, net, loss, trainer, args, read_loss):
         else:
             q = am.queue_stats(dev)
             most_queued_ops = max(most_queued_ops, q["pushed"] - q["completed"])
+        in_use.append(am.memory_stats(dev)["bytes_in_use"] - mem0["bytes_in_use"])
     loop_s = time.perf_counter() - t0
     mem_loop, q_loop = am.memory_stats(dev), am.queue_stats(dev)  # the batches' own ops and bytes
     if not read_loss:
@@ -403,7 +405,8 @@ def train_epoch(dev, net, loss, trainer, args, read_loss):
             "bytes_per_batch": (mem_loop["bytes_allocated_total"] - mem0["bytes_allocated_total"]) / nb,
             "most_queued_ops": most_queued_ops, "tracked_growth_bytes": mem1["peak_bytes"] - mem0["bytes_in_use"],
             "rss_growth_mb": rss1 - rss0, "fresh_bytes": mem1["fresh_bytes"] - mem0["fresh_bytes"],
-            "fresh_worker_s": mem1["fresh_worker_s"] - mem0["fresh_worker_s"], "final_loss": losses[-1]}
+            "fresh_worker_s": mem1["fresh_worker_s"] - mem0["fresh_worker_s"], "final_loss": losses[-1],
+            "in_use_bytes_per_batch": in_use}
 
 
 def section_training(dev, args, out):

@@ -14,6 +14,10 @@ AMLP_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 AMLP_PACKAGES=(cmake ninja-build g++ pkg-config libboost-program-options-dev libopenblas-dev
                libgtest-dev libbenchmark-dev nlohmann-json3-dev python3 python3-matplotlib
                openmpi-bin libopenmpi-dev pybind11-dev python3-dev python3-numpy python3-pytest)
+# What the test command adds: the wheel and its venv (tools/python_venv.sh), the
+# notebook's executor (tests/python/test_notebook.py).
+AMLP_TEST_PACKAGES=(python3-pip python3-setuptools python3-wheel python3-venv python3-nbclient python3-nbformat
+                    python3-ipykernel)
 
 # The interpreter for tools/plot_memory.py: Debian's, which sees python3-matplotlib (a python3
 # earlier on PATH, such as a virtual environment's, may not), else python3.

@@ -16,7 +16,7 @@ fast=0
 [ "${1:-}" = --fast ] && fast=1
 fresh=1
 for d in build build-asan build-tsan; do [ -e "$AMLP_ROOT/$d" ] && fresh=0; done
-if [ "$fast" = 1 ]; then amlp_install_deps; else amlp_install_deps clang; fi
+if [ "$fast" = 1 ]; then amlp_install_deps "${AMLP_TEST_PACKAGES[@]}"; else amlp_install_deps clang "${AMLP_TEST_PACKAGES[@]}"; fi
 cd "$AMLP_ROOT"
 jobs=$(nproc)
 

@@ -41,3 +41,22 @@ def test_help_from_the_venv_shows_a_bindings_documentation():
     r = subprocess.run([os.path.join(VENV, "bin", "python"), "-c", "import asyncmlp; help(asyncmlp.dot)"],
                        capture_output=True, text=True, timeout=60, env={**os.environ, "PAGER": "cat"})
     assert r.returncode == 0 and "dot(" in r.stdout, r
+
+
+def test_the_docs_training_loop_is_the_example_and_prints_its_lines():
+    with open(os.path.join(ROOT, "examples", "readme_example.py"), encoding="utf-8") as f:
+        example = f.read()
+    with open(os.path.join(ROOT, "docs", "python.md"), encoding="utf-8") as f:
+        page = f.read()
+    code = example.split('"""', 2)[2].lstrip("\n")
+    assert "```python\n" + code + "```" in page, "docs/python.md's training loop is examples/readme_example.py"
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "readme_example.py")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    queued = int(re.search(r"^ops queued, not run: (\d+)$", r.stdout, re.M).group(1))
+    loss, peak = map(float, re.search(r"^loss ([0-9.]+), peak ([0-9.]+) MB$", r.stdout, re.M).groups())
+    # Nothing waited in the loop: most of the ten batches' ops are still queued; the
+    # 'stream' policy holds about a batch (the page's peak, within half).
+    assert queued > 0 and 0 < loss < 10, r.stdout
+    said_mb = float(re.search(r"a peak of about\s+(\d+) MB", page).group(1))
+    assert 0.5 * said_mb <= peak <= 1.5 * said_mb, (peak, said_mb)
