@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import sys
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
@@ -50,7 +50,7 @@ class CMakeBuild(build_ext):
 setup(
     version=version(),
     package_dir={"": "python"},
-    packages=["asyncmlp", "asyncmlp.mxnet", "asyncmlp.torch", "asyncmlp.d2l"],
+    packages=find_packages(where="python"),  # asyncmlp and its layers, sub-packages included
     package_data={"asyncmlp": ["*.pyi", "py.typed"]},
     ext_modules=[Extension("asyncmlp._asyncmlp", sources=[])],
     cmdclass={"build_ext": CMakeBuild},
