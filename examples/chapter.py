@@ -6,7 +6,7 @@ here, as in MXNet and PyTorch: its own time per call is t1 and, in the
 training loop, h; nothing is simulated.
 
   PYTHONPATH=build/python /usr/bin/python3 examples/chapter.py --device cpu
-  ... --sections sync-vs-async --ops 1000 --reps 5 --json out.json
+  ... --sections sync-vs-async --ops 1000 --reps 5 --json > out.json
 
 Sections (all by default, in the book's order):
   asynchrony     10 x (normal 1000x1000, dot): NumPy, then asyncmlp queued and
