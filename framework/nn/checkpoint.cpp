@@ -22,6 +22,12 @@ namespace {
 
 std::string shape_text(const Shape& s) { return shape_str(s); }
 
+std::string number_text(float x) {
+  char v[32];
+  std::snprintf(v, sizeof v, "%g", static_cast<double>(x));
+  return v;
+}
+
 
 void append_le64(std::string& s, uint64_t v) {
   for (int i = 0; i < 8; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -45,6 +51,10 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   std::string data;
   for (const auto& [name, t] : tensors) {
     const std::vector<float> v = t.to_host();
+    // The reader refuses a value that is not finite (parameters_problem): such a file is never written.
+    if (const auto bad = std::find_if(v.begin(), v.end(), [](float x) { return !std::isfinite(x); }); bad != v.end())
+      throw Error(quote(path) + " not written: tensor " + quote(name) + " holds " + number_text(*bad) + " (value " +
+                  std::to_string(bad - v.begin()) + " of " + std::to_string(v.size()) + "): a parameter must be finite");
     const size_t begin = data.size();
     data.resize(begin + v.size() * sizeof(float));
     for (size_t i = 0; i < v.size(); ++i) {  // little-endian whatever the host
@@ -89,9 +99,7 @@ std::string parameters_problem(const std::string& path, const std::vector<NamedV
              shape_text(shape) + " in the model";
     const auto bad = std::find_if(it->values.begin(), it->values.end(), [](float x) { return !std::isfinite(x); });
     if (bad != it->values.end()) {
-      char v[32];
-      std::snprintf(v, sizeof v, "%g", static_cast<double>(*bad));
-      return quote(path) + ": tensor " + quote(name) + " holds " + v + " (value " +
+      return quote(path) + ": tensor " + quote(name) + " holds " + number_text(*bad) + " (value " +
              std::to_string(bad - it->values.begin()) + " of " + std::to_string(it->values.size()) +
              "): a parameter must be finite";
     }
