@@ -38,10 +38,10 @@ const FileOption& file_option(const std::string& option) {
 
 std::string file_options_help() {
   std::string t =
-      "Files: each option that names one. Every path is checked before anything runs (a directory, a link to\n"
-      "nothing, a loop of links, an unreadable input, two outputs on one file: one line, exit 2); what fails\n"
-      "during the run is one line naming the option, exit 1. SIGPIPE and SIGXFSZ are ignored: a closed pipe or\n"
-      "a file past `ulimit -f` is a failed write.\n";
+      "Files: each option that names one. Every path is checked before anything runs (an empty path, a\n"
+      "directory, a link to nothing, a loop of links, an unreadable input, two outputs on one file: one line,\n"
+      "exit 2); what fails during the run is one line naming the option, exit 1. SIGPIPE and SIGXFSZ are\n"
+      "ignored: a closed pipe or a file past `ulimit -f` is a failed write.\n";
   for (const FileOption& f : file_options())
     t += std::string("  --") + f.option + (f.role == FileRole::Input ? " (input): " : " (output): ") + f.takes +
          "; " + f.how + ".\n";

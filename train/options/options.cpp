@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -11,6 +12,7 @@
 
 #include "framework/error.h"
 #include "framework/device.h"
+#include "framework/nn/sgd.h"
 #include "framework/ops.h"
 #include "framework/parse.h"
 #include "framework/process_group.h"
@@ -80,16 +82,31 @@ DevicesChoice read_devices(const std::string& t) {
   return c;
 }
 
+// ", which is 0 as a float" where the float SGD is given is not the value written.
+std::string as_float(double v, float f) {
+  if (static_cast<double>(f) == v) return "";
+  char t[48];
+  std::snprintf(t, sizeof t, ", which is %.9g as a float", static_cast<double>(f));
+  return t;
+}
+
+// --lr and --momentum: checked as the floats SGD will take, by SGD's own
+// check (sgd_settings_problem), so a value SGD would refuse at run time
+// (1e-46 rounds to 0, 0.99999999999 to 1) is refused here, naming the option.
 float read_lr(const std::string& t) {
   const double v = parse_float(t, "");
-  if (!(v > 0) || v > std::numeric_limits<float>::max())
-    throw ParseError("", "must be positive and at most 3.4e+38, a float's largest (got " + t + ")");
+  const bool fits = v > 0 && v <= std::numeric_limits<float>::max();
+  if (!fits || !sgd_settings_problem(static_cast<float>(v), 0.f).empty())
+    throw ParseError("", "must be positive and at most 3.4e+38, a float's largest (got " + t +
+                             (fits ? as_float(v, static_cast<float>(v)) : "") + ")");
   return static_cast<float>(v);
 }
 
 float read_momentum(const std::string& t) {
   const double v = parse_float(t, "");
-  if (v < 0 || v >= 1) throw ParseError("", "must be in [0, 1) (got " + t + ")");
+  const bool fits = v >= 0 && v < 1;
+  if (!fits || !sgd_settings_problem(1.f, static_cast<float>(v)).empty())
+    throw ParseError("", "must be in [0, 1) (got " + t + (fits ? as_float(v, static_cast<float>(v)) : "") + ")");
   return static_cast<float>(v);
 }
 
@@ -651,6 +668,11 @@ ParseOutcome parse_options(const std::vector<std::string>& args) {
   if (config.empty() && !vm["config"].defaulted()) return fail("--config must name a file (got '')");
   if (!config.empty())
     if (const std::string why = read_config_file(config, general, vm, &from_file); !why.empty()) return fail(why);
+  // A file option given an empty path (`--save ''`, `save =` in the config) is
+  // refused as --config's is, not taken for the option left out.
+  for (const FileOption& f : file_options())
+    if (vm.count(f.option) && !vm[f.option].defaulted() && vm[f.option].as<std::string>().empty())
+      return fail(std::string("--") + f.option + " must name a file (got '')");
   try {
     po::notify(vm);
     out.options = to_options(vm);
