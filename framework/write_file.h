@@ -36,6 +36,11 @@ namespace amlp {
 
 void write_file(const std::string& path, const std::string& content);
 
+// Removes the temporaries that write_file calls in progress have made (their
+// targets untouched): for a signal handler about to _exit, which would leave
+// them behind. Async-signal-safe (atomics and unlink(2) only).
+void remove_temporaries_in_progress();
+
 // A file written record by record as a program goes (a log: one CSV row per
 // batch), each record flushed to the kernel as it is appended, so a crash keeps
 // every record so far.

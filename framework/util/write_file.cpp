@@ -158,21 +158,68 @@ std::string with_suffix(const std::string& file, const std::string& suffix) {
   return file.substr(0, name + (NAME_MAX - suffix.size())) + suffix;
 }
 
+// The temporaries being written now, by name, for remove_temporaries_in_progress
+// (a signal handler: it may read them only through lock-free atomics, and
+// unlink(2) is async-signal-safe). A slot is taken before its file is
+// created and let go once it is renamed or removed; a writer that finds no
+// free slot writes all the same, unlisted.
+struct TemporarySlot {
+  std::atomic<bool> taken{false};  // by a writer
+  std::atomic<bool> listed{false};  // its name is complete: the handler may unlink it
+  char name[PATH_MAX];
+};
+static_assert(std::atomic<bool>::is_always_lock_free, "a signal handler reads the slots");
+TemporarySlot g_temporaries[8];
+
+// A slot while it lives (none when every slot is taken); list(name) before
+// the file is created, so no moment of its life goes unlisted.
+class ListedTemporary {
+ public:
+  ListedTemporary() {
+    for (TemporarySlot& s : g_temporaries) {
+      bool free = false;
+      if (s.taken.compare_exchange_strong(free, true)) {
+        slot_ = &s;
+        return;
+      }
+    }
+  }
+  ~ListedTemporary() {
+    if (!slot_) return;
+    slot_->listed.store(false);
+    slot_->taken.store(false);
+  }
+  ListedTemporary(const ListedTemporary&) = delete;
+  ListedTemporary& operator=(const ListedTemporary&) = delete;
+  void list(const std::string& tmp) {
+    if (!slot_) return;
+    slot_->listed.store(false);
+    if (tmp.size() >= PATH_MAX) return;
+    std::memcpy(slot_->name, tmp.c_str(), tmp.size() + 1);
+    slot_->listed.store(true);
+  }
+
+ private:
+  TemporarySlot* slot_ = nullptr;
+};
+
 // A temporary beside `file` that no other writer uses: `file`.tmp.<pid>.<n>,
 // created exclusively (0666 less the umask, as a new file would be). A fixed
 // name would let two runs writing the same file at once rename each other's
 // half-written temporaries into place. -1 and errno on failure.
-int try_open_temporary(const std::string& file, std::string* tmp) {
+// `listed`, where given, lists each name tried before it is created.
+int try_open_temporary(const std::string& file, std::string* tmp, ListedTemporary* listed = nullptr) {
   static std::atomic<unsigned> counter{0};
   for (int attempt = 0;; ++attempt) {
     *tmp = with_suffix(file, ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++));
+    if (listed) listed->list(*tmp);
     const int fd = ::open(tmp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd >= 0 || errno != EEXIST || attempt == 100) return fd;
   }
 }
 
-int open_temporary(const std::string& path, const std::string& file, std::string* tmp) {
-  const int fd = try_open_temporary(file, tmp);
+int open_temporary(const std::string& path, const std::string& file, std::string* tmp, ListedTemporary* listed) {
+  const int fd = try_open_temporary(file, tmp, listed);
   if (fd < 0) fail(path, errno);
   return fd;
 }
@@ -194,7 +241,8 @@ void sync_directory(const std::string& file) {
 void write_replacing(const std::string& path, const std::string& file, const std::string& content,
                      const struct stat* existing) {
   std::string tmp;
-  const int fd = open_temporary(path, file, &tmp);
+  ListedTemporary listed;  // the temporary, from before its creation to after its rename or removal
+  const int fd = open_temporary(path, file, &tmp, &listed);
   if (existing) (void)::fchmod(fd, existing->st_mode & 07777);  // best effort: some file systems refuse
   int err = write_all(fd, content);
   if (!err && ::fsync(fd) != 0) err = errno;
@@ -208,6 +256,11 @@ void write_replacing(const std::string& path, const std::string& file, const std
 }
 
 }  // namespace
+
+void remove_temporaries_in_progress() {
+  for (TemporarySlot& s : g_temporaries)
+    if (s.listed.load()) (void)::unlink(s.name);
+}
 
 void write_file(const std::string& path, const std::string& content) {
   struct stat link {};

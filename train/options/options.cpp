@@ -456,7 +456,8 @@ const char* const kCompareAndExit =
     "  output that cannot be written), 2 bad input, 130/143/129 interrupted by SIGINT/SIGTERM/SIGHUP:\n"
     "  the first signal stops queueing batches (and cuts host work short), lets the queues finish what\n"
     "  was queued and writes every output marked interrupted; a second one, half a second or more\n"
-    "  later, exits at once (the memory log keeps its whole rows; no summary or trace).\n";
+    "  later, exits at once (the memory log keeps its whole rows; no summary or trace; a temporary being\n"
+    "  written is removed).\n";
 
 }  // namespace
 
