@@ -37,8 +37,15 @@ std::string dims_text(const std::vector<int64_t>& s) {
 namespace {
 
 // The header as JSON; a key given twice in one object is refused (a reader
-// that kept the last would take another file than the writer meant).
+// that kept the last would take another file than the writer meant). The
+// format's header begins with '{' (no byte-order mark, space or NUL before
+// it) and is padded after its object with spaces only.
 Json parse_header(const std::string& path, const std::string& text) {
+  if (text[0] != '{')
+    fail(path, "not a safetensors file: its header begins with " + quote(text.substr(0, 4)) + ", not '{'");
+  if (const size_t last = text.find_last_not_of(' '); text[last] != '}')
+    fail(path, "not a safetensors file: its header ends with " + quote(text.substr(last, 4)) +
+                   " after its JSON (padding is spaces only)");
   try {
     return Json::parse(text);
   } catch (const Json::parse_error& e) {
@@ -58,7 +65,7 @@ Entry entry_of(const std::string& path, const std::string& name, const Json& e) 
   if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets"))
     fail(path, what + " lacks dtype, shape or data_offsets");
   if (!e["dtype"].is_string()) fail(path, what + ": dtype is not a string");
-  if (e["dtype"] != "F32") fail(path, what + " is " + e["dtype"].get<std::string>() + "; only F32 (float32) is read");
+  if (e["dtype"] != "F32") fail(path, what + " is " + quote(e["dtype"].get<std::string>()) + "; only F32 (float32) is read");
   Entry out{0, 0, {}};
   out.v.name = name;
   uint64_t count = 1;
@@ -101,7 +108,10 @@ std::vector<NamedValues> read_safetensors(const std::string& path, int wait_s) {
       fail(path, "not a safetensors file: " + std::to_string(bytes.size()) + " bytes, under the 8 of its header's length");
     const uint64_t n = le64(reinterpret_cast<const unsigned char*>(bytes.data()));
     const long long size = in.regular_size();
-    if (n < 2 || n > kMaxHeaderBytes || (size >= 0 && n > uint64_t(size) - 8))
+    if (n > kMaxHeaderBytes)
+      fail(path, "not a safetensors file: a header of " + std::to_string(n) + " bytes, over the format's cap of " +
+                     std::to_string(kMaxHeaderBytes) + " (100 MiB)");
+    if (n < 2 || (size >= 0 && n > uint64_t(size) - 8))
       fail(path, "not a safetensors file: a header of " + std::to_string(n) + " bytes" +
                      (size >= 0 ? " in a file of " + std::to_string(size) : std::string()));
     bytes.clear();

@@ -23,6 +23,52 @@ namespace {
   throw NpyError("'" + shown + "': " + why);
 }
 
+// Where the bracket or brace opening at `at` in the literal `h` closes
+// (strings skipped), or npos.
+size_t closing(const std::string& h, size_t at) {
+  int depth = 0;
+  for (size_t i = at; i < h.size(); ++i) {
+    const char c = h[i];
+    if (c == '\'' || c == '"') {
+      i = h.find(c, i + 1);
+      if (i == std::string::npos) return i;
+    } else if (c == '(' || c == '[' || c == '{') {
+      ++depth;
+    } else if ((c == ')' || c == ']' || c == '}') && --depth == 0) {
+      return i;
+    }
+  }
+  return std::string::npos;
+}
+
+// NumPy reads a header whose dict has exactly the keys descr, fortran_order
+// and shape ("Header does not contain the correct keys" otherwise): a key of
+// the outer dict (a string at its top level followed by ':') that is none of
+// them is refused, as NumPy would refuse the file.
+void check_keys(const std::string& h, const std::string& shown) {
+  const size_t open = h.find('{');
+  int depth = 0;
+  for (size_t i = open; i < h.size(); ++i) {
+    const char c = h[i];
+    if (c == '\'' || c == '"') {
+      const size_t end = h.find(c, i + 1);
+      if (end == std::string::npos) fail(shown, "not a NumPy file: an unterminated string in its header");
+      size_t after = end + 1;
+      while (after < h.size() && h[after] == ' ') ++after;
+      const std::string key = h.substr(i + 1, end - i - 1);
+      if (depth == 1 && after < h.size() && h[after] == ':' && key != "descr" && key != "fortran_order" &&
+          key != "shape")
+        fail(shown, "not a NumPy file: its header has the key " + quote(key) +
+                        " (NumPy takes 'descr', 'fortran_order' and 'shape' only)");
+      i = end;
+    } else if (c == '(' || c == '[' || c == '{') {
+      ++depth;
+    } else if ((c == ')' || c == ']' || c == '}') && --depth == 0) {
+      return;
+    }
+  }
+}
+
 // The value after 'key': in the dict literal `h`, up to its end (the
 // quoted string, the True/False word, or the parenthesised tuple).
 std::string dict_value(const std::string& h, const std::string& key, const std::string& shown) {
@@ -48,6 +94,11 @@ std::string dict_value(const std::string& h, const std::string& key, const std::
     if (end == std::string::npos) fail(shown, "not a NumPy file: an unterminated shape in its header");
     return h.substr(at, end - at + 1);
   }
+  if (h[at] == '[') {  // a structured dtype's list of fields, to its matching bracket
+    end = closing(h, at);
+    if (end == std::string::npos) fail(shown, "not a NumPy file: an unterminated list in its header");
+    return h.substr(at, end - at + 1);
+  }
   while (end < h.size() && h[end] != ',' && h[end] != '}' && h[end] != ' ') ++end;
   return h.substr(at, end - at);
 }
@@ -58,10 +109,10 @@ std::vector<int64_t> parse_shape(const std::string& t, const std::string& shown)
   for (;;) {
     while (i < t.size() && (t[i] == ' ' || t[i] == ',')) ++i;
     if (i >= t.size() || t[i] == ')') break;
-    if (t[i] < '0' || t[i] > '9') fail(shown, "not a NumPy file: its shape " + t + " is not a tuple of sizes");
+    if (t[i] < '0' || t[i] > '9') fail(shown, "not a NumPy file: its shape " + quote(t) + " is not a tuple of sizes");
     int64_t v = 0;
     while (i < t.size() && t[i] >= '0' && t[i] <= '9') {
-      if (v > (int64_t(1) << 40)) fail(shown, "its shape " + t + " is too large");
+      if (v > (int64_t(1) << 40)) fail(shown, "its shape " + quote(t) + " is too large");
       v = v * 10 + (t[i++] - '0');
     }
     if (i < t.size() && t[i] == 'L') ++i;  // Python 2's longs
@@ -95,12 +146,13 @@ NpyHeader parse_npy_header(const char* bytes, size_t size, size_t file_size, con
   if (start + header_len > size) fail(shown, "truncated: it ends inside its header");
   const std::string h(bytes + start, header_len);
   if (h.find('{') == std::string::npos) fail(shown, "not a NumPy file: its header is not a dict");
+  check_keys(h, shown);
   const std::string descr = dict_value(h, "descr", shown);
   if (descr != "<f4" && descr != "=f4" && descr != "f4")
-    fail(shown, "its dtype is '" + descr + "', not float32 ('<f4'): save it with .astype(numpy.float32)");
+    fail(shown, "its dtype is " + quote(descr) + ", not float32 ('<f4'): save it with .astype(numpy.float32)");
   const std::string order = dict_value(h, "fortran_order", shown);
   if (order == "True") fail(shown, "it is in Fortran order: save a C-order array (numpy.ascontiguousarray)");
-  if (order != "False") fail(shown, "not a NumPy file: 'fortran_order' is '" + order + "'");
+  if (order != "False") fail(shown, "not a NumPy file: 'fortran_order' is " + quote(order));
   const std::string shape_text = dict_value(h, "shape", shown);
   if (shape_text.empty() || shape_text[0] != '(') fail(shown, "not a NumPy file: its shape is not a tuple");
   NpyHeader out;
