@@ -18,6 +18,7 @@
 int main(int argc, char** argv) {
   using namespace amlp::train;
   install_checked_stdout();  // first: a closed fd 1 gets /dev/null before any file can take its number
+  amlp::set_memory_limit_knob("--memory-limit");  // what out-of-memory advice names
   const ParseOutcome p = parse_options(argc, argv);
   switch (p.status) {
     case ParseStatus::Error:

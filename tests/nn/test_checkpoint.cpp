@@ -126,6 +126,9 @@ TEST_P(Checkpoint, FilesThatBreakTheFormatsRulesAreRefused) {
        "gives the key 'dtype' twice"},
       {file_of("{" + two + R"(,"__metadata__":{"k":1}})", std::string(4, '\0')), "__metadata__ 'k' is not a string"},
       {file_of("{" + two + R"(,"__metadata__":"v"})", std::string(4, '\0')), "its __metadata__ is not an object"},
+      // A header over the format's cap is refused naming the cap (the length alone: nothing more is read).
+      {std::string("\x68\x00\x50\x06\x00\x00\x00\x00{}", 10),
+       "a header of 105906280 bytes, over the format's cap of 104857600 (100 MiB)"},
       // The header begins with '{' and is padded with spaces only, after its JSON.
       {file_of("\xef\xbb\xbf{" + two + "}", std::string(4, '\0')), "its header begins with '\\xef\\xbb\\xbf{', not '{'"},
       {file_of("  {" + two + "}", std::string(4, '\0')), "its header begins with '  {\"', not '{'"},

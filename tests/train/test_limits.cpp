@@ -48,6 +48,7 @@ void expect_a_clean_end(const Ran& r, const std::string& what) {
   const bool oom = r.err.find("out of memory on cpu:") != std::string::npos;
   const bool refused = r.err.find("the address-space limit leaves no room to start") != std::string::npos;
   EXPECT_TRUE(oom || refused) << what << ":\n" << r.err;
+  EXPECT_EQ(r.err.find("set_memory_limit"), std::string::npos) << what << ": the API's name, not this program's:\n" << r.err;
 }
 
 // ASan and TSan reserve terabytes of shadow address space at start, so no
@@ -140,6 +141,14 @@ TEST(UnderUlimitV, OutgrowingTheLimitIsTheOneLineOutOfMemoryNamingIt) {
   EXPECT_NE(r.err.find("out of memory on cpu:0"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("RLIMIT_AS (ulimit -v) of " + std::to_string(mib) + ".0 MiB"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("the queued batches outgrew it"), std::string::npos) << r.err;
+  // The advice names the limit that bound, ulimit -v's, and this program's
+  // option (--memory-limit gives the pools less), not the API's set_memory_limit;
+  // raising --memory-limit (not set) would not help.
+  EXPECT_TRUE(r.err.find("raise the limit, or give the pools less memory (--memory-limit)") != std::string::npos ||
+              r.err.find("or raise the address-space limit it names") != std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("raise --memory-limit"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("set_memory_limit"), std::string::npos) << r.err;
 }
 
 // One line naming the variable and its value, status 2 (bad input, found by

@@ -167,13 +167,15 @@ bool read_config_text(const std::string& path, std::string* text, std::string* w
 }
 
 // "" when `text` can be an INI file as Boost reads it (UTF-8, lines ending in
-// \n or \r\n), else why not, named as the user would fix it: UTF-16 (a byte-order
-// mark, or NUL bytes) or lines ended by a carriage return alone.
+// \n or \r\n), else why not, named as the user would fix it: UTF-32 or UTF-16
+// (a byte-order mark, or NUL bytes) or lines ended by a carriage return alone.
 std::string config_text_problem(const std::string& text) {
+  if (text.rfind(std::string("\xFF\xFE\0\0", 4), 0) == 0 || text.rfind(std::string("\0\0\xFE\xFF", 4), 0) == 0)
+    return "it is UTF-32 (it begins with a UTF-32 byte-order mark): save it as UTF-8";
   if (text.rfind("\xFF\xFE", 0) == 0 || text.rfind("\xFE\xFF", 0) == 0)
     return "it is UTF-16 (it begins with a UTF-16 byte-order mark): save it as UTF-8";
   if (text.find('\0') != std::string::npos)
-    return "it holds NUL bytes, which no INI text does (UTF-16 without a byte-order mark?): save it as UTF-8";
+    return "it holds NUL bytes, which no INI text does (UTF-16 or UTF-32 without a byte-order mark?): save it as UTF-8";
   if (text.find('\r') != std::string::npos && text.find('\n') == std::string::npos)
     return "its lines end in a carriage return alone (classic Mac OS line endings): save it with \\n line endings";
   return "";

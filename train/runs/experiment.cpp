@@ -102,12 +102,19 @@ std::string failure_message(const RunSpec& s, const RunResult& r, const RunMeter
   if (auto* k = dynamic_cast<const KernelError*>(&e))  // the batch that queued the op
     if (int b = meter.batch_of(k->device, k->seq); b && b != batch)
       what += " (op #" + std::to_string(k->seq) + " was queued in batch " + std::to_string(b) + ")";
-  if (dynamic_cast<const OutOfMemory*>(&e)) {
+  if (const auto* oom = dynamic_cast<const OutOfMemory*>(&e)) {
+    // The limit that bound, named as it is raised: --memory-limit's (or the
+    // host's budget it replaces), the address space's (ulimit -v, which the
+    // budget then came from), or none (the device's own memory).
+    const bool address_space = oom->limit_source.find("(ulimit -") != std::string::npos;
+    const std::string raise = !oom->limit      ? ""
+                              : address_space ? ", or raise the address-space limit it names"
+                                              : ", or raise --memory-limit";
     if (r.measured.peak_backlog_batches <= 1)
-      what += "; one batch alone does not fit: use a smaller --batch-size or --hidden, or raise --memory-limit";
+      what += "; one batch alone does not fit: use a smaller --batch-size or --hidden" + raise;
     else
       what += "; the queued batches outgrew it: bound them with --max-pending-bytes, synchronize with --sync "
-              "every=K, use a smaller --batch-size, or raise --memory-limit";
+              "every=K, or use a smaller --batch-size" + raise;
   }
   return "run '" + s.label + "' failed " + where + ": " + what;
 }

@@ -389,16 +389,23 @@ TEST(TrainOptions, ConfigTakesSemicolonCommentsAndAByteOrderMark) {
   ASSERT_EQ(p.status, ParseStatus::Error);
 }
 
-// A config file in UTF-16 or with carriage-return-only line endings is named
+// A config file in UTF-16 or UTF-32 or with carriage-return-only line endings is named
 // as such (not "unknown key '\xff\xfeb\x00...'" or "must be an integer (got
 // '3\rbatch-size = 32...')"); \r\n line endings are read as \n.
 TEST(TrainOptions, ConfigInUtf16OrWithCrOnlyLinesIsNamedAsSuch) {
   ScratchDir dir;
   std::string utf16 = "\xFF\xFE";
   for (char c : std::string("batches = 3\n")) utf16 += std::string{c, '\0'};
+  std::string utf32le("\xFF\xFE\0\0", 4), utf32be("\0\0\xFE\xFF", 4);
+  for (char c : std::string("batches = 3\n")) {
+    utf32le += std::string{c, '\0', '\0', '\0'};
+    utf32be += std::string{'\0', '\0', '\0', c};
+  }
   const std::pair<std::string, std::string> cases[] = {
       {utf16, "it is UTF-16 (it begins with a UTF-16 byte-order mark): save it as UTF-8"},
-      {utf16.substr(2), "it holds NUL bytes, which no INI text does (UTF-16 without a byte-order mark?)"},
+      {utf32le, "it is UTF-32 (it begins with a UTF-32 byte-order mark): save it as UTF-8"},
+      {utf32be, "it is UTF-32 (it begins with a UTF-32 byte-order mark): save it as UTF-8"},
+      {utf16.substr(2), "it holds NUL bytes, which no INI text does (UTF-16 or UTF-32 without a byte-order mark?)"},
       {"batches = 3\rbatch-size = 32\r", "its lines end in a carriage return alone (classic Mac OS line endings)"},
   };
   int i = 0;
