@@ -13,8 +13,8 @@ const std::vector<FileOption>& file_options() {
       {"data", FileRole::Input, false, 0, 0, "a regular file",
        "its header checked before anything runs; its rows read with pread as batches need them (never mapped, "
        "so a file cut short during the run is an error, not SIGBUS), each value checked finite; before each "
-       "batch, its size and modification time checked against the file the run opened (cut short, grown or "
-       "rewritten: an error)"},
+       "batch, its size, modification time and status-change time checked against the file the run opened "
+       "(cut short, grown or rewritten, also with its modification time set back: an error)"},
       {"targets", FileRole::Input, false, 0, 0, "a regular file", "as --data"},
       {"load", FileRole::Input, true, 0, 5, "a regular file, a FIFO or pipe (--load <(...), /dev/stdin)",
        "read once, before anything runs (the header's length read first: at most 100 MiB of header and the "

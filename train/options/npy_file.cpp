@@ -187,6 +187,7 @@ NpyFile NpyFile::open(const std::string& path) {
   if (size == 0) fail(shown, "not a NumPy file: it is empty");
   f.size_ = size;
   f.mtime_ = st.st_mtim;
+  f.ctime_ = st.st_ctim;
   // The header: at most 12 bytes of preamble and the 1 MiB parse_npy_header allows.
   std::string head(std::min<size_t>(size, 12 + (size_t(1) << 20)), '\0');
   size_t got = 0;
@@ -206,7 +207,8 @@ NpyFile::NpyFile(NpyFile&& o) noexcept
       shown_(std::move(o.shown_)),
       fd_(std::exchange(o.fd_, -1)),
       size_(o.size_),
-      mtime_(o.mtime_) {}
+      mtime_(o.mtime_),
+      ctime_(o.ctime_) {}
 
 NpyFile& NpyFile::operator=(NpyFile&& o) noexcept {
   if (this != &o) {
@@ -216,6 +218,7 @@ NpyFile& NpyFile::operator=(NpyFile&& o) noexcept {
     fd_ = std::exchange(o.fd_, -1);
     size_ = o.size_;
     mtime_ = o.mtime_;
+    ctime_ = o.ctime_;
   }
   return *this;
 }
@@ -227,7 +230,10 @@ NpyFile::~NpyFile() {
 void NpyFile::check_unchanged() const {
   struct stat st{};
   if (::fstat(fd_, &st) != 0) fail(shown_, "cannot read it: " + errno_text(errno));
-  const auto same_time = [&] { return st.st_mtim.tv_sec == mtime_.tv_sec && st.st_mtim.tv_nsec == mtime_.tv_nsec; };
+  const auto same = [](const timespec& a, const timespec& b) { return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec; };
+  // The status-change time too: a writer can set the modification time back
+  // (touch -d, utimensat), but not the ctime, which that very change moves.
+  const auto same_time = [&] { return same(st.st_mtim, mtime_) && same(st.st_ctim, ctime_); };
   // Linux stamps a write's modification time before it moves the file's end,
   // so an append in flight can show a new time at the old size: looked at
   // again a moment later, it is named for what it did (grew), not "rewritten".
@@ -240,9 +246,12 @@ void NpyFile::check_unchanged() const {
                             " now): the rows it would read are not the ones it started with";
   if (now < size_) fail(shown_, "it was truncated while the run read it" + sizes);
   if (now > size_) fail(shown_, "it grew while the run read it" + sizes);
-  if (!same_time())
+  if (!same(st.st_mtim, mtime_))
     fail(shown_, "it was rewritten while the run read it (its modification time changed): the rows it would read "
                  "are not the ones it started with");
+  if (!same(st.st_ctim, ctime_))
+    fail(shown_, "it was changed while the run read it (its status-change time moved: a write whose modification "
+                 "time was set back, or a new mode or owner): the rows it would read may not be the ones it started with");
 }
 
 void NpyFile::copy_row(int64_t r, float* out) const {

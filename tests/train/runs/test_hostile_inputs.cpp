@@ -8,6 +8,7 @@
 // trained silently. The binary starts with the signals a shell gives
 // (train_test_util.h run_command, Spawned).
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -92,6 +93,20 @@ TEST(HostileInputs, AnInputChangedDuringTheRunIsOneLineAndExitOne) {
          std::fstream io(f, std::ios::in | std::ios::out | std::ios::binary);
          io.seekp(200);
          io.put('\0');
+       }},
+      // Its modification time set back after the write: the status-change time still moves.
+      {"rewritten in place, its modification time restored", "it was changed while the run read it",
+       [](const std::string& f) {
+         struct stat before {};
+         ASSERT_EQ(::stat(f.c_str(), &before), 0);
+         std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a status-change time of its own
+         {
+           std::fstream io(f, std::ios::in | std::ios::out | std::ios::binary);
+           io.seekp(200);
+           io.put('\0');
+         }
+         const struct timespec times[2] = {before.st_atim, before.st_mtim};
+         ASSERT_EQ(::utimensat(AT_FDCWD, f.c_str(), times, 0), 0);
        }},
   };
   struct Input {
