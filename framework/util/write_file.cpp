@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <climits>
@@ -56,6 +58,41 @@ int open_in_place(const std::string& path, int extra_flags) {
     return -1;
   }
   return fd;
+}
+
+// A record file's writer holds an exclusive advisory lock (flock) on it for
+// as long as it writes, so that a second writer is refused instead of
+// truncating the file under the first. "" when `fd` (a regular file) is not
+// locked by another writer (`exclusive`: now locked by this one, until its
+// close), else who holds it: "another process (pid N) is writing it", the
+// pid from /proc/locks where it shows one.
+std::string lock_problem(int fd, bool exclusive) {
+  if (::flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0) {
+    if (!exclusive) ::flock(fd, LOCK_UN);
+    return "";
+  }
+  if (errno != EWOULDBLOCK) return "";  // a file system without flock: no lock to respect
+  struct stat st {};
+  std::string pid;
+  if (::fstat(fd, &st) == 0) {
+    // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF": the holder of a lock on this inode.
+    char want[64];
+    std::snprintf(want, sizeof want, "%02x:%02x:%llu ", major(st.st_dev), minor(st.st_dev),
+                  static_cast<unsigned long long>(st.st_ino));
+    if (FILE* f = std::fopen("/proc/locks", "re")) {
+      char line[256];
+      while (pid.empty() && std::fgets(line, sizeof line, f)) {
+        char kind[16], mode[16], how[16];
+        long holder = 0;
+        int at = 0;
+        if (std::sscanf(line, "%*[^:]: %15s %15s %15s %ld %n", kind, mode, how, &holder, &at) >= 4 &&
+            std::string(kind) == "FLOCK" && std::strncmp(line + at, want, std::strlen(want)) == 0)
+          pid = " (pid " + std::to_string(holder) + ")";
+      }
+      std::fclose(f);
+    }
+  }
+  return "another process" + pid + " is writing it (it holds the file's lock): give this run a file of its own";
 }
 
 // Every byte or an errno: a short write is retried, EINTR too.
@@ -295,9 +332,21 @@ RecordFile::RecordFile(const std::string& path, const std::string& what) : path_
     if (fd_ < 0) failed(errno, false);
     return;
   }
-  fd_ = open_in_place(path, O_CREAT | O_TRUNC);
+  fd_ = open_in_place(path, O_CREAT);
   if (fd_ < 0) failed(errno, exists && S_ISFIFO(st.st_mode));
   regular_ = ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode);
+  if (!regular_) return;
+  // Locked before it is truncated: another writer's file is left as it is.
+  const std::string locked = lock_problem(fd_, true);
+  if (!locked.empty()) {
+    close_file();
+    throw Error("cannot write " + what_ + " '" + shown_path(path_) + "': " + locked);
+  }
+  if (::ftruncate(fd_, 0) != 0) {
+    const int err = errno;
+    close_file();
+    failed(err, false);
+  }
 }
 
 RecordFile::~RecordFile() { close_file(); }
@@ -390,11 +439,12 @@ std::string output_problem_once(const std::string& path, OutputWay way, bool& va
   if (S_ISSOCK(st.st_mode)) return "it is a socket";
   if (!S_ISREG(st.st_mode))  // a FIFO or a device: opened without waiting when it is written
     return ::access(path.c_str(), W_OK) == 0 ? "" : gone(errno);
-  if (way == OutputWay::Records) {  // opened as RecordFile opens it, less the truncation
+  if (way == OutputWay::Records) {  // opened as RecordFile opens it, less the truncation; its lock tested, not held
     const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) return gone(errno);
+    const std::string locked = lock_problem(fd, false);
     ::close(fd);
-    return "";
+    return locked;
   }
   // Whole: a temporary beside the file it replaces (the one a link names).
   std::string file = path;

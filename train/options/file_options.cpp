@@ -21,7 +21,8 @@ const std::vector<FileOption>& file_options() {
        "data it describes); checked against the model, each value finite; 5 s without a byte from a FIFO is an error"},
       {"memory-log", FileRole::Output, true, 0, 0,
        "a new or regular file (created or truncated), a FIFO whose reader is open, a device",
-       "one row per batch, each flushed; a failed write cuts the file back to its last whole row"},
+       "one row per batch, each flushed; a failed write cuts the file back to its last whole row; locked "
+       "(flock) while written, so a second run on it is refused before anything runs, naming the first's pid"},
       {"trace", FileRole::Output, true, 0, 0, "a new or regular file, a FIFO whose reader is open, a device",
        "written whole when the run ends: a temporary renamed over a regular file, in place otherwise"},
       {"summary-json", FileRole::Output, true, 0, 0, "as --trace", "as --trace"},

@@ -8,6 +8,8 @@
 // during the run, NaN and Inf, and `ulimit -f`: test_hostile_inputs.cpp.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +29,7 @@ namespace amlp::train {
 namespace {
 
 using amlp::testing::make_fifo;
+using amlp::testing::read_file;
 using amlp::testing::Ran;
 using amlp::testing::run_command;
 using amlp::testing::run_train_mlp;
@@ -150,6 +153,23 @@ TEST(FileOptions, EveryFileOptionAgainstEveryHostileForm) {
     ASSERT_EQ(r.code, 0) << r.err;
   }
   const auto input = [](const FileOption& f) { return f.role == FileRole::Input; };
+  // A file another writer holds (its advisory lock, as a run writing its
+  // memory log holds it; here this test's process): an input is read as it
+  // is, an output written whole replaces it, a memory log is refused up front.
+  std::vector<int> held;  // the locks, held until the runs are done
+  const auto locked = [&held](const ScratchDir& d, const FileOption& f) {
+    const std::string option = f.option;
+    const std::string content = option == "config" ? read_file(good_config(d))
+                                : option == "data" ? read_file(d.file("x.npy"))
+                                : option == "targets" ? read_file(d.file("y.npy"))
+                                : option == "load" ? read_file(d.file("good.st"))
+                                                   : std::string("what another run is writing\n");
+    const std::string p = d.write("held-" + option, content);
+    const int fd = ::open(p.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0 || ::flock(fd, LOCK_EX) != 0) return std::string();
+    held.push_back(fd);
+    return p;
+  };
   const auto whole = [](const FileOption& f) { return f.role == FileRole::Input && f.may_be_pipe; };  // config, load
   const std::vector<Form> forms = {
       {"an empty path", [](const ScratchDir&, const FileOption&) { return std::string(); },
@@ -185,6 +205,8 @@ TEST(FileOptions, EveryFileOptionAgainstEveryHostileForm) {
       {"a FIFO with a peer",
        [](const ScratchDir& d, const FileOption& f) { return make_fifo(d, std::string("peer-") + f.option); },
        [&](const FileOption& f) { return input(f) && !whole(f) ? 2 : 0; }},
+      {"a file another writer holds", locked,
+       [](const FileOption& f) { return std::string(f.option) == "memory-log" ? 2 : 0; }},
   };
   struct Case {
     std::string what, command;
@@ -236,6 +258,7 @@ TEST(FileOptions, EveryFileOptionAgainstEveryHostileForm) {
                 (option == "--config" && r.err.find("config file") != std::string::npos))
         << "names " << option << ": " << r.err;
   }
+  for (int fd : held) ::close(fd);
   const size_t inputs = static_cast<size_t>(std::count_if(file_options().begin(), file_options().end(), input));
   EXPECT_EQ(cases.size(), file_options().size() * forms.size() + inputs) << "the matrix: options x forms, and a pipe each input";
 }
