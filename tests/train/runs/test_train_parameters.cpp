@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "framework/nn/checkpoint.h"
+#include "framework/ops.h"
 #include "train/options/options.h"
 #include "train/plan/parameters_file.h"
 #include "train/train_test_util.h"
@@ -153,6 +154,21 @@ TEST(TrainParameters, TheWriterRefusesAValueThatIsNotFinite) {
   }
   EXPECT_FALSE(std::filesystem::exists(p));
   EXPECT_TRUE(amlp::testing::temporaries_of(p).empty());
+  // A name the reader would refuse (given twice, or the format's own) is not written either.
+  for (const std::string name : {"w", "__metadata__"}) {
+    const std::vector<std::pair<std::string, Tensor>> named =
+        name == "w" ? std::vector<std::pair<std::string, Tensor>>{{"w", ones({1}, Device::cpu(0))}, {"w", ones({1}, Device::cpu(0))}}
+                    : std::vector<std::pair<std::string, Tensor>>{{name, ones({1}, Device::cpu(0))}};
+    EXPECT_THROW(save_safetensors(p, named), Error) << name;
+    EXPECT_FALSE(std::filesystem::exists(p));
+  }
+  // The header the writer makes is the one the reader takes, names escaped.
+  save_safetensors(p, {{"a\"b\n", ones({2, 1}, Device::cpu(0))}, {"c", ones({3}, Device::cpu(0))}});
+  const std::vector<NamedValues> back = read_safetensors(p);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].name, "a\"b\n");
+  EXPECT_EQ(back[0].shape, (Shape{2, 1}));
+  EXPECT_EQ(back[1].values, std::vector<float>(3, 1.f));
 }
 
 }  // namespace
