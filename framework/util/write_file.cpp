@@ -332,7 +332,10 @@ RecordFile::RecordFile(const std::string& path, const std::string& what) : path_
     if (fd_ < 0) failed(errno, false);
     return;
   }
-  fd_ = open_in_place(path, O_CREAT);
+  // O_CREAT only for a new file: with it, Linux's protected_regular refuses
+  // another user's file in a sticky directory, which the check before the run
+  // (opened without it) passed.
+  fd_ = open_in_place(path, exists ? 0 : O_CREAT);
   if (fd_ < 0) failed(errno, exists && S_ISFIFO(st.st_mode));
   regular_ = ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode);
   if (!regular_) return;
@@ -453,6 +456,17 @@ std::string output_problem_once(const std::string& path, OutputWay way, bool& va
     if (!target) return gone(errno);
     file = target.get();
   }
+  // A rename judges the directory, not the file it replaces: the file is
+  // judged here as an open for writing would judge it (a file this user may
+  // not write is refused), and as the rename will be in a sticky directory,
+  // where only the file's owner (or the directory's, or root) may replace it.
+  if (::access(file.c_str(), W_OK) != 0) return gone(errno);
+  struct stat dir {};
+  const uid_t me = ::geteuid();
+  if (::stat(directory_of(file).c_str(), &dir) == 0 && (dir.st_mode & S_ISVTX) && me != 0 && st.st_uid != me &&
+      dir.st_uid != me)
+    return "it belongs to another user (uid " + std::to_string(st.st_uid) + ") in the sticky directory '" +
+           shown_path(directory_of(file)) + "', where only its owner may replace it";
   std::string tmp;
   const int fd = try_open_temporary(file, &tmp);
   if (fd < 0) return "cannot create a file in '" + shown_path(directory_of(file)) + "': " + std::strerror(errno);

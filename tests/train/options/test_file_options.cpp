@@ -10,10 +10,13 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <memory>
@@ -139,6 +142,17 @@ std::string as_nobody(const ScratchDir& dir) {
          "LSAN_OPTIONS= TSAN_OPTIONS='halt_on_error=1 atexit_sleep_ms=0' '" + copy + "'";
 }
 
+// A file of the right content for option `f` (a good input; for an output,
+// a few words another run wrote), in `dir`: its path.
+std::string held_content(const ScratchDir& dir, const FileOption& f) {
+  const std::string option = f.option;
+  if (option == "config") return good_config(dir);
+  if (option == "data") return dir.file("x.npy");
+  if (option == "targets") return dir.file("y.npy");
+  if (option == "load") return dir.file("good.st");
+  return dir.write("words-" + option, "what another run wrote\n");
+}
+
 TEST(FileOptions, EveryFileOptionAgainstEveryHostileForm) {
   if (as_root() && ::access("/usr/bin/setpriv", X_OK) != 0)
     GTEST_SKIP() << "running as root without /usr/bin/setpriv: no way to run as an unprivileged user";
@@ -159,19 +173,14 @@ TEST(FileOptions, EveryFileOptionAgainstEveryHostileForm) {
   std::vector<int> held;  // the locks, held until the runs are done
   const auto locked = [&held](const ScratchDir& d, const FileOption& f) {
     const std::string option = f.option;
-    const std::string content = option == "config" ? read_file(good_config(d))
-                                : option == "data" ? read_file(d.file("x.npy"))
-                                : option == "targets" ? read_file(d.file("y.npy"))
-                                : option == "load" ? read_file(d.file("good.st"))
-                                                   : std::string("what another run is writing\n");
-    const std::string p = d.write("held-" + option, content);
+    const std::string p = d.write("held-" + option, read_file(held_content(d, f)));
     const int fd = ::open(p.c_str(), O_RDWR | O_CLOEXEC);
     if (fd < 0 || ::flock(fd, LOCK_EX) != 0) return std::string();
     held.push_back(fd);
     return p;
   };
   const auto whole = [](const FileOption& f) { return f.role == FileRole::Input && f.may_be_pipe; };  // config, load
-  const std::vector<Form> forms = {
+  std::vector<Form> forms = {
       {"an empty path", [](const ScratchDir&, const FileOption&) { return std::string(); },
        [](const FileOption&) { return 2; }},
       {"a directory", [](const ScratchDir& d, const FileOption&) { return d.path(); }, [](const FileOption&) { return 2; }},
@@ -208,6 +217,29 @@ TEST(FileOptions, EveryFileOptionAgainstEveryHostileForm) {
       {"a file another writer holds", locked,
        [](const FileOption& f) { return std::string(f.option) == "memory-log" ? 2 : 0; }},
   };
+  // Another user's file, which the program (run as nobody) reads as it is:
+  // read-only to it in a directory it may write (an output refused as an open
+  // for writing would refuse it, though a rename could replace it), and
+  // writable to it in a sticky directory (written in place, but not replaced:
+  // only its owner may rename over it there). Made where the test runs as root.
+  const auto others = [&](const std::string& folder, mode_t folder_mode, mode_t file_mode) {
+    return [=](const ScratchDir& d, const FileOption& f) {
+      const std::string sub = d.file(folder);
+      if (::mkdir(sub.c_str(), 0755) != 0 && errno != EEXIST) return std::string();
+      if (::chmod(sub.c_str(), folder_mode) != 0) return std::string();
+      const std::string p = sub + "/" + f.option;
+      std::ofstream(p, std::ios::binary) << read_file(held_content(d, f));
+      return ::chmod(p.c_str(), file_mode) == 0 ? p : std::string();
+    };
+  };
+  if (as_root()) {
+    forms.push_back({"another user's read-only file", others("open", 0777, 0644),
+                     [&](const FileOption& f) { return input(f) ? 0 : 2; }});
+    forms.push_back({"another user's file in a sticky directory", others("sticky", 01777, 0666),
+                     [&](const FileOption& f) { return input(f) || std::string(f.option) == "memory-log" ? 0 : 2; }});
+  }
+  const std::set<std::string> as_another_user = {"no permission", "another user's read-only file",
+                                                 "another user's file in a sticky directory"};
   struct Case {
     std::string what, command;
     int want;
@@ -225,7 +257,7 @@ TEST(FileOptions, EveryFileOptionAgainstEveryHostileForm) {
         continue;
       }
       std::string command = bin + " " + args_for(dir, f, path);
-      if (form.name == "no permission" && as_root()) command = as_nobody(dir) + " " + args_for(dir, f, path);
+      if (as_another_user.count(form.name) && as_root()) command = as_nobody(dir) + " " + args_for(dir, f, path);
       Case c{"--" + std::string(f.option) + " on " + form.name, command, form.expect(f), nullptr, {}};
       // A peer: a reader for an output; a writer for an input read whole (--data
       // and --targets refuse a FIFO before anything reads it: no writer, none left waiting).
