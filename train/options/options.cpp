@@ -16,6 +16,7 @@
 #include "framework/ops.h"
 #include "framework/parse.h"
 #include "framework/process_group.h"
+#include "framework/runtime.h"
 #include "framework/read_input.h"
 #include "train/options/file_options.h"
 #include "train/options/npy_file.h"
@@ -543,6 +544,20 @@ std::string data_problem(Options& o, bool features_given, bool batches_given) {
   if (x.rows() < o.batch_size)
     return "--data '" + shown_path(o.data) + "' has " + std::to_string(x.rows()) + " rows, fewer than a batch of " +
            std::to_string(o.batch_size) + " (--batch-size)";
+  // --shuffle's order, a row index each (train/runs/data_set.h), is host
+  // memory outside the pools: held to the budget the run's memory is held
+  // to (--memory-limit, else the host's), so a file declaring more rows than
+  // fit is refused here, not a std::bad_alloc or the system's killer later.
+  if (o.shuffle) {
+    const size_t need = static_cast<size_t>(x.rows()) * sizeof(int64_t);
+    const MemoryBudget budget = o.memory_limit && *o.memory_limit ? MemoryBudget{*o.memory_limit, "--memory-limit"}
+                                : o.memory_limit                  ? MemoryBudget{}
+                                                                  : host_memory_budget();
+    if (budget.bytes && need > budget.bytes)
+      return "--shuffle: the order of --data's " + std::to_string(x.rows()) + " rows takes " + std::to_string(need) +
+             " bytes of host memory, past the budget of " + std::to_string(budget.bytes) + " bytes (" + budget.source +
+             "): shuffle the file beforehand, or drop --shuffle";
+  }
   o.features = static_cast<int>(x.cols());
   o.data_rows = x.rows();
   const int64_t batches = o.keep_last ? (x.rows() + o.batch_size - 1) / o.batch_size : x.rows() / o.batch_size;
