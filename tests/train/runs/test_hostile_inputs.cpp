@@ -24,6 +24,7 @@
 #include "framework/nn/checkpoint.h"
 #include "framework/ops.h"
 #include "npy_writer.h"
+#include "sanitized.h"
 #include "train/train_test_util.h"
 
 namespace amlp::train {
@@ -286,6 +287,35 @@ TEST(HostileInputs, AFileSizeLimitIsOneLineNotADeathBySigxfsz) {
     EXPECT_NE(r.err.find("File too large"), std::string::npos) << r.err;
     EXPECT_FALSE(std::filesystem::exists(p));
     EXPECT_TRUE(temporaries_of(p).empty());
+  }
+}
+
+// A safetensors header is read into its tensors' entries, not into a tree of
+// every JSON value (which cost about 80 times the text): a 40 MiB header of
+// one large __metadata__ array, or of a large value under a key a tensor may
+// carry, is one line, exit 2, under an address-space limit far below what
+// the tree would take (before: std::bad_alloc, exit 134).
+TEST(HostileInputs, ALargeSafetensorsHeaderIsReadInMemoryOfItsOwnSize) {
+  if (amlp::kSanitized) GTEST_SKIP() << "a sanitizer build reserves terabytes of shadow address space: ulimit -v cannot apply";
+  ScratchDir dir;
+  std::string zeros;
+  for (int i = 0; i < (20 << 20); ++i) zeros += i ? ",0" : "0";  // 40 MiB of JSON numbers
+  const std::pair<std::string, std::string> headers[] = {
+      {"{\"__metadata__\":[" + zeros + "]}", "its __metadata__ is not an object"},
+      {R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"x":[)" + zeros + "]}}", "has no tensor 'dense0.weight'"},
+  };
+  int i = 0;
+  for (const auto& [header, says] : headers) {
+    SCOPED_TRACE(says);
+    std::string file;
+    for (int k = 0; k < 8; ++k) file.push_back(static_cast<char>((uint64_t(header.size()) >> (8 * k)) & 0xff));
+    const std::string path = dir.write("big" + std::to_string(i++) + ".st", file + header + std::string(4, '\0'));
+    const Ran r = amlp::testing::run_command("OPENBLAS_NUM_THREADS=1 bash -c 'ulimit -v 1048576; exec " +
+                                             amlp::testing::program_path("train_mlp") + " " + kLoadModel +
+                                             "--batches 1 --load " + path + "'");
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(r.err_lines(), 1u) << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
   }
 }
 
