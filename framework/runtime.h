@@ -253,7 +253,7 @@ class QueuePause {
 // program ends at load with one line that suggests a limit at which its run
 // works: start-up, OpenBLAS's threads and buffers, and room for the run's
 // tensors. A program whose runs need more than 64 MiB of tensors says how
-// much by defining this (async_demo does), from its arguments
+// much by defining this (async_demo and train_mlp do), from its arguments
 // alone: it is called before any initialiser has run, so it must allocate
 // nothing and call nothing that needs the C++ runtime.
 extern "C" size_t amlp_tensor_room_at_load(int argc, char** argv) __attribute__((weak));

@@ -127,6 +127,21 @@ TEST(UnderUlimitV, TheLimitsARefusalSuggestsAreOnesTheSameRunWorksAt) {
   }
 }
 
+// The figure counts the model and a batch from --batch-size, --features and
+// --hidden: a run whose tensors need far more than the 64 MiB assumed
+// otherwise works at the limit its refusal suggests (before: 656.9 MiB was
+// suggested here, and the run failed at batch 1, out of memory).
+TEST(UnderUlimitV, TheLimitARefusalSuggestsHoldsTheModelsTensors) {
+  if (kSanitized) GTEST_SKIP() << kNoLimitsUnderSanitizers;
+  const std::string args = "--device cpu --quiet --batches 1 --batch-size 4096 --features 2048 --hidden 4096";
+  const Ran refused = under_limit(200 * kMiB, "train_mlp", args);
+  ASSERT_EQ(refused.code, 1) << refused.err;
+  const std::vector<long> kib = suggested_limits(refused.err);
+  ASSERT_FALSE(kib.empty()) << refused.err;
+  const Ran r = under_limit(kib[0], "train_mlp", args);
+  EXPECT_EQ(r.code, 0) << "at the suggested ulimit -v " << kib[0] << ":\n" << r.err;
+}
+
 // A run that outgrows what the limit leaves ends in the one-line
 // out-of-memory message naming RLIMIT_AS, at the pool's budget, before the
 // address space is full: OpenBLAS keeps the room for its buffers.
