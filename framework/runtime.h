@@ -121,6 +121,12 @@ class DataQueueGuard {
 // cleanly at the GPU's own size).
 void set_memory_limit(Device d, size_t bytes, const std::string& source = "set_memory_limit()");
 MemoryBudget memory_limit(Device d);
+// How the program's user gives the pools their limit, as out-of-memory
+// advice names it: "set_memory_limit" (the API's and the Python module's
+// name) unless the program says otherwise ("--memory-limit" for train_mlp;
+// "" for a program that offers no way, whose advice then names none).
+void set_memory_limit_knob(const std::string& name);
+std::string memory_limit_knob();
 // The host memory a CPU pool may take by default, read once, at the first
 // call: the smaller of the cgroup's limit (v2 memory.max, 'max' = none; v1
 // memory.limit_in_bytes; the tightest along the process's cgroup path) and
@@ -247,7 +253,7 @@ class QueuePause {
 // program ends at load with one line that suggests a limit at which its run
 // works: start-up, OpenBLAS's threads and buffers, and room for the run's
 // tensors. A program whose runs need more than 64 MiB of tensors says how
-// much by defining this (async_demo does), from its arguments
+// much by defining this (async_demo and train_mlp do), from its arguments
 // alone: it is called before any initialiser has run, so it must allocate
 // nothing and call nothing that needs the C++ runtime.
 extern "C" size_t amlp_tensor_room_at_load(int argc, char** argv) __attribute__((weak));

@@ -36,13 +36,20 @@ namespace amlp {
 
 void write_file(const std::string& path, const std::string& content);
 
+// Removes the temporaries that write_file calls in progress have made (their
+// targets untouched): for a signal handler about to _exit, which would leave
+// them behind. Async-signal-safe (atomics and unlink(2) only).
+void remove_temporaries_in_progress();
+
 // A file written record by record as a program goes (a log: one CSV row per
 // batch), each record flushed to the kernel as it is appended, so a crash keeps
 // every record so far.
 class RecordFile {
  public:
   RecordFile() = default;  // writes nothing
-  // Opens `path` for writing: a regular file created or truncated; the
+  // Opens `path` for writing: a regular file created or truncated, once this
+  // writer holds its advisory lock (flock, exclusive, until it is closed: a
+  // file another writer holds is an error naming it, left as it is); the
   // process's stdout or stderr written through; a FIFO or device opened as it
   // is, without waiting (a FIFO with no reader is an error at once). `what`
   // names the file in errors: "cannot write <what> '<path>': <reason>".
@@ -83,9 +90,10 @@ enum class OutputWay { Whole, Records };
 // starts its work. The path is opened as it will be opened: a new file is
 // created and removed again; a regular file that exists is opened without
 // truncating it (Records) or a temporary is created and removed beside it
-// (Whole). A FIFO or a device is not opened (that would wake, then end, a
-// reader waiting on a FIFO): only its permission is checked; it is opened
-// without waiting when it is written.
+// (Whole); a file another RecordFile holds (its lock) is refused, naming the
+// holder's pid where /proc/locks shows it. A FIFO or a device is not opened
+// (that would wake, then end, a reader waiting on a FIFO): only its
+// permission is checked; it is opened without waiting when it is written.
 std::string output_problem(const std::string& path, OutputWay way);
 
 // The file `path` names, to tell whether two paths are one file: the device

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <new>
 #include <memory>
 #include <optional>
@@ -80,6 +81,25 @@ void mark_failed(std::vector<RunResult>& results, const std::string& why) {
       r.measured.status = RunStatus::Failed;
       r.measured.error = why;
     }
+}
+
+// The program failed before any run began (stdout closed or full at the
+// first line): each run the study planned, marked failed with that reason,
+// so the summary says what did not run and why instead of holding no run.
+void mark_unstarted(const Study& study, const Options& o, const std::string& why, std::vector<RunResult>& results) {
+  if (!results.empty()) return;
+  try {
+    for (const RunSpec& s : study.plan(o)) {
+      RunResult r;
+      r.asked = s;
+      r.measured.status = RunStatus::Failed;
+      r.measured.error = why;
+      r.measured.final_loss = std::numeric_limits<double>::quiet_NaN();
+      results.push_back(std::move(r));
+    }
+  } catch (const std::exception&) {  // a plan that needs what failed: the summary holds no run
+    results.clear();
+  }
 }
 
 // Throws when stdout (or whatever `out` is) failed a write: a closed pipe, a
@@ -221,6 +241,7 @@ int run_driver(const Options& given, std::ostream& rank0_out, std::ostream& err,
   // summary that cannot be written has the trace written again, marked
   // failed (in one process; a rank's trace is merged once).
   const bool trace_written = finish_trace(o, err, &ok, &failure);
+  if (!ok) mark_unstarted(study, o, failure, results);
   if (!ok) mark_failed(results, failure);
   // Written also for an interrupted run, and for a failed one in a single
   // process: each run says how it ended. Under --distributed a failure never

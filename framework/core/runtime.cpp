@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "framework/core/memory/address_space.h"
 #include "framework/core/context.h"
@@ -101,6 +102,19 @@ bool alloc_policy_named(const std::string& name, AllocPolicy* p) {
 
 void set_memory_limit(Device d, size_t bytes, const std::string& source) { context(d).pool.set_limit(bytes, source); }
 MemoryBudget memory_limit(Device d) { return context(d).pool.limit(); }
+
+namespace {
+std::mutex g_knob_mutex;
+std::string g_knob = "set_memory_limit";
+}  // namespace
+void set_memory_limit_knob(const std::string& name) {
+  std::lock_guard<std::mutex> l(g_knob_mutex);
+  g_knob = name;
+}
+std::string memory_limit_knob() {
+  std::lock_guard<std::mutex> l(g_knob_mutex);
+  return g_knob;
+}
 
 namespace {
 // A sanitizer build keeps shadow memory, outside the pool, beside the memory

@@ -132,11 +132,18 @@ std::mutex& room_mutex() {
   return m;
 }
 
+// What to do about a limit that leaves too little: the limit raised, or the
+// pools given less by the program's own knob (memory_limit_knob).
+static std::string raise_advice() {
+  const std::string knob = memory_limit_knob();
+  return "raise the limit" + (knob.empty() ? std::string() : ", or give the pools less memory (" + knob + ")");
+}
+
 std::string blas_room_problem(const detail::AddressSpace& a) {
   if (!a.limited() || a.left() >= kBlasKeepBytes) return "";
   return "OpenBLAS maps a " + mib(kBlasBufferBytes) + " buffer for a GEMM that finds none free, and " + a.describe() +
          " leaves " + mib(a.left()) +
-         " (OpenBLAS would retry the mapping for ever): raise the limit, or give the pools less memory (set_memory_limit)";
+         " (OpenBLAS would retry the mapping for ever): " + raise_advice();
 }
 
 std::string pool_mapping_problem(size_t bytes, const detail::AddressSpace& a) {
@@ -145,7 +152,7 @@ std::string pool_mapping_problem(size_t bytes, const detail::AddressSpace& a) {
   if (left >= keep && left - keep >= bytes) return "";
   return a.describe() + " leaves " + mib(left) + ", and " + mib(keep) +
          " of it stays free for OpenBLAS's buffer (a GEMM that finds none free maps one, and would retry the "
-         "mapping for ever): raise the limit, or give the pools less memory (set_memory_limit)";
+         "mapping for ever): " + raise_advice();
 }
 
 // The peak is raised under room_mutex(); under a limit the lock stays held

@@ -9,6 +9,9 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "framework/error.h"
 #include "framework/json.h"
@@ -21,6 +24,12 @@ namespace amlp {
 namespace {
 
 std::string shape_text(const Shape& s) { return shape_str(s); }
+
+std::string number_text(float x) {
+  char v[32];
+  std::snprintf(v, sizeof v, "%g", static_cast<double>(x));
+  return v;
+}
 
 
 void append_le64(std::string& s, uint64_t v) {
@@ -40,11 +49,20 @@ std::string kind_of(const Block& b) {
 }  // namespace
 
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors) {
-  Json header = Json::object();
-  header["__metadata__"] = {{"format", "asyncmlp"}};
+  // The header written as text, an entry per tensor in its order: linear in
+  // the tensors (a Json object's insertion looks its keys up one by one).
+  std::string h = R"({"__metadata__":{"format":"asyncmlp"})";
   std::string data;
+  std::unordered_set<std::string> names;
   for (const auto& [name, t] : tensors) {
+    if (name == "__metadata__" || !names.insert(name).second)
+      throw Error(quote(path) + " not written: the tensor name " + quote(name) + " is " +
+                  (name == "__metadata__" ? "the format's own" : "given twice"));
     const std::vector<float> v = t.to_host();
+    // The reader refuses a value that is not finite (parameters_problem): such a file is never written.
+    if (const auto bad = std::find_if(v.begin(), v.end(), [](float x) { return !std::isfinite(x); }); bad != v.end())
+      throw Error(quote(path) + " not written: tensor " + quote(name) + " holds " + number_text(*bad) + " (value " +
+                  std::to_string(bad - v.begin()) + " of " + std::to_string(v.size()) + "): a parameter must be finite");
     const size_t begin = data.size();
     data.resize(begin + v.size() * sizeof(float));
     for (size_t i = 0; i < v.size(); ++i) {  // little-endian whatever the host
@@ -52,9 +70,10 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
       std::memcpy(&bits, &v[i], 4);
       for (int k = 0; k < 4; ++k) data[begin + 4 * i + k] = static_cast<char>((bits >> (8 * k)) & 0xff);
     }
-    header[name] = {{"dtype", "F32"}, {"shape", t.shape()}, {"data_offsets", {begin, data.size()}}};
+    h += "," + Json(name).dump() + R"(:{"dtype":"F32","shape":)" + Json(t.shape()).dump() + R"(,"data_offsets":[)" +
+         std::to_string(begin) + "," + std::to_string(data.size()) + "]}";
   }
-  std::string h = header.dump();
+  h += "}";
   h.append((8 - h.size() % 8) % 8, ' ');  // the data starts 8-byte aligned (the format allows trailing spaces)
   std::string file;
   append_le64(file, h.size());
@@ -79,25 +98,29 @@ void save_parameters(const std::string& path, Sequential& net) {
 
 std::string parameters_problem(const std::string& path, const std::vector<NamedValues>& got,
                                const std::vector<std::pair<std::string, Shape>>& want) {
+  // By name, once each: linear in the tensors (a model of 100,000 layers has 200,000).
+  std::unordered_map<std::string_view, const NamedValues*> by_name;
+  for (const NamedValues& v : got) by_name.emplace(v.name, &v);
+  std::unordered_set<std::string_view> wanted_names;
   for (const auto& wanted : want) {
     const std::string& name = wanted.first;
     const auto& shape = wanted.second;
-    auto it = std::find_if(got.begin(), got.end(), [&](const NamedValues& v) { return v.name == name; });
-    if (it == got.end()) return quote(path) + " has no tensor " + quote(name) + " (the model's is " + shape_text(shape) + ")";
+    wanted_names.insert(name);
+    const auto found = by_name.find(name);
+    const NamedValues* it = found == by_name.end() ? nullptr : found->second;
+    if (!it) return quote(path) + " has no tensor " + quote(name) + " (the model's is " + shape_text(shape) + ")";
     if (it->shape != shape)
       return quote(path) + ": tensor " + quote(name) + " is " + shape_text(it->shape) + " in the file, " +
              shape_text(shape) + " in the model";
     const auto bad = std::find_if(it->values.begin(), it->values.end(), [](float x) { return !std::isfinite(x); });
     if (bad != it->values.end()) {
-      char v[32];
-      std::snprintf(v, sizeof v, "%g", static_cast<double>(*bad));
-      return quote(path) + ": tensor " + quote(name) + " holds " + v + " (value " +
+      return quote(path) + ": tensor " + quote(name) + " holds " + number_text(*bad) + " (value " +
              std::to_string(bad - it->values.begin()) + " of " + std::to_string(it->values.size()) +
              "): a parameter must be finite";
     }
   }
   for (const NamedValues& v : got)
-    if (std::none_of(want.begin(), want.end(), [&](const auto& w) { return w.first == v.name; }))
+    if (!wanted_names.count(v.name))
       return quote(path) + ": tensor " + quote(v.name) + " " + shape_text(v.shape) + " is not one of the model's";
   return "";
 }
@@ -115,13 +138,14 @@ void load_parameters(const std::string& path, const std::vector<NamedValues>& go
   std::vector<std::pair<std::string, Shape>> want;
   for (const auto& [name, p] : ps) want.emplace_back(name, p->value.shape());
   if (const std::string why = parameters_problem(path, got, want); !why.empty()) throw ShapeError(why);
+  std::unordered_map<std::string_view, const NamedValues*> by_name;
+  for (const NamedValues& v : got) by_name.emplace(v.name, &v);
   NoGradGuard ng;
-  for (const auto& [name, p] : ps)
-    for (const NamedValues& v : got)
-      if (v.name == name) {
-        Tensor src = from_host(v.shape, v.values.data(), p->value.device());
-        copy_(p->value, src);
-      }
+  for (const auto& [name, p] : ps) {
+    const NamedValues& v = *by_name.at(name);  // parameters_problem found each
+    Tensor src = from_host(v.shape, v.values.data(), p->value.device());
+    copy_(p->value, src);
+  }
 }
 
 void load_parameters(const std::string& path, Sequential& net) { load_parameters(path, read_safetensors(path), net); }

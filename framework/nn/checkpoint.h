@@ -25,6 +25,8 @@ namespace amlp {
 
 // The named tensors, in order, as one safetensors file (written whole or not
 // at all: framework/write_file.h). Blocks until each tensor's value is known.
+// A value that is NaN or infinite (which the reader refuses) is an Error
+// naming the tensor, and nothing is written.
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors);
 // read_safetensors: framework/nn/safetensors.h.
 

@@ -6,6 +6,10 @@
 #include <cstring>
 #include <limits>
 
+#include <unordered_set>
+
+#include <nlohmann/json.hpp>
+
 #include "framework/error.h"
 #include "framework/json.h"
 #include "framework/parse.h"
@@ -36,53 +40,172 @@ std::string dims_text(const std::vector<int64_t>& s) {
 
 namespace {
 
-// The header as JSON; a key given twice in one object is refused (a reader
-// that kept the last would take another file than the writer meant).
-Json parse_header(const std::string& path, const std::string& text) {
-  try {
-    return Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    if (!e.key_twice.empty()) fail(path, "not a safetensors file: its header gives the key " + quote(e.key_twice) + " twice");
-    fail(path, "not a safetensors file: its header is not JSON");
-  }
-}
-
 struct Entry {
   uint64_t begin, end;
-  NamedValues v;
+  NamedValues v;  // its values filled once the data is read (what the file holds, not what it declares)
+  uint64_t count;
 };
 
-// One tensor's header entry, checked: F32, a shape of sizes, offsets that hold it.
-Entry entry_of(const std::string& path, const std::string& name, const Json& e) {
-  const std::string what = "tensor " + quote(name);
-  if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets"))
-    fail(path, what + " lacks dtype, shape or data_offsets");
-  if (!e["dtype"].is_string()) fail(path, what + ": dtype is not a string");
-  if (e["dtype"] != "F32") fail(path, what + " is " + e["dtype"].get<std::string>() + "; only F32 (float32) is read");
-  Entry out{0, 0, {}};
-  out.v.name = name;
-  uint64_t count = 1;
-  if (!e["shape"].is_array()) fail(path, what + ": shape is not a list");
-  for (const auto& d : e["shape"]) {
-    if (!d.is_number_unsigned() || d.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
-      fail(path, what + ": a dimension is not a non-negative integer");
-    const uint64_t k = d.get<uint64_t>();
-    if (k && count > std::numeric_limits<uint64_t>::max() / k) fail(path, what + ": its shape overflows");
-    count *= k;
-    out.v.shape.push_back(static_cast<int64_t>(k));
+// The header read as it is parsed (nlohmann's SAX events), into the tensors'
+// entries and nothing more: its memory is the entries' (a tensor's name and
+// shape, bounded by the text that gives them), not a tree of every JSON value
+// (a value cost 80 times its text, and a 98 MiB header of one large
+// __metadata__ array ended in std::bad_alloc). The format's rules as the
+// tree was checked: an object of tensors, each key once; a tensor an object
+// with an F32 dtype, a shape of sizes and two data_offsets that hold it (other
+// keys skipped); an optional __metadata__ of strings to strings.
+class HeaderReader {
+ public:
+  std::vector<Entry> entries;
+  std::string why;  // the first problem, once parsing stopped
+
+  bool null() { return scalar("null"); }
+  bool boolean(bool) { return scalar("a boolean"); }
+  bool number_integer(int64_t v) { return v < 0 ? scalar("a negative number") : number(uint64_t(v)); }
+  bool number_unsigned(uint64_t v) { return number(v); }
+  bool number_float(double, const std::string&) { return scalar("a fraction"); }
+  bool binary(nlohmann::json::binary_t&) { return fail("its header is not JSON"); }
+  bool string(std::string& v) {
+    if (skipping_) return true;
+    if (depth_ == 2 && in_metadata_) return true;  // a metadata value: a string, as it must be
+    if (depth_ == 2 && field_ == "dtype") {
+      if (v != "F32") return fail(what() + " is " + quote(v) + "; only F32 (float32) is read");
+      has_dtype_ = true;
+      return true;
+    }
+    return scalar("a string");
   }
-  const auto& off = e["data_offsets"];
-  if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
-    fail(path, what + ": data_offsets is not two non-negative integers");
-  out.begin = off[0].get<uint64_t>();
-  out.end = off[1].get<uint64_t>();
-  if (out.begin > out.end)
-    fail(path, what + ": data_offsets [" + std::to_string(out.begin) + ", " + std::to_string(out.end) + ") run backwards");
-  if (count > (out.end - out.begin) / 4 || out.end - out.begin != count * 4)
-    fail(path, what + ": " + dims_text(out.v.shape) + " float32 values need " + std::to_string(count) +
-                   " x 4 bytes, its offsets give " + std::to_string(out.end - out.begin));
-  out.v.values.resize(count);
-  return out;
+  bool start_object(size_t) { return open(true); }
+  bool start_array(size_t) { return open(false); }
+  bool end_array() { return close(); }
+  bool end_object() {
+    if (!skipping_ && depth_ == 2 && !in_metadata_ && !end_tensor()) return false;
+    return close();
+  }
+  bool key(std::string& k) {
+    if (!keys_.back().insert(k).second) {  // a key twice: a reader that kept the last would take another file
+      return fail("not a safetensors file: its header gives the key " + quote(k) + " twice");
+    }
+    if (skipping_) return true;
+    if (depth_ == 1) {
+      name_ = k;
+      in_metadata_ = k == "__metadata__";
+    } else if (depth_ == 2) {
+      field_ = k;
+    }
+    return true;
+  }
+  bool parse_error(size_t, const std::string&, const nlohmann::detail::exception&) {
+    if (why.empty()) why = "not a safetensors file: its header is not JSON";
+    return false;
+  }
+
+ private:
+  std::string what() const { return "tensor " + quote(name_); }
+  bool fail(std::string w) {
+    why = std::move(w);
+    return false;
+  }
+  // A scalar where the format wants something else (a skipped value is anything).
+  bool scalar(const char*) {
+    if (skipping_) return true;
+    if (depth_ == 0) return fail("not a safetensors file: its header is not a JSON object");
+    if (depth_ == 1 && in_metadata_) return fail("not a safetensors file: its __metadata__ is not an object");
+    if (depth_ == 1) return fail(what() + " lacks dtype, shape or data_offsets");
+    if (depth_ == 2 && in_metadata_) return fail("not a safetensors file: __metadata__ " + quote(field_) + " is not a string");
+    if (depth_ == 2 && field_ == "dtype") return fail(what() + ": dtype is not a string");
+    if (depth_ == 2 && field_ == "shape") return fail(what() + ": shape is not a list");
+    if (depth_ == 2 && field_ == "data_offsets") return fail(what() + ": data_offsets is not two non-negative integers");
+    if (depth_ == 2) return true;  // another key's value: not the format's
+    if (field_ == "shape") return fail(what() + ": a dimension is not a non-negative integer");
+    return fail(what() + ": data_offsets is not two non-negative integers");
+  }
+  bool number(uint64_t v) {
+    if (skipping_ || depth_ != 3) return scalar("a number");
+    if (field_ == "shape") {
+      if (v > uint64_t(std::numeric_limits<int64_t>::max())) return fail(what() + ": a dimension is not a non-negative integer");
+      shape_.push_back(static_cast<int64_t>(v));
+      return true;
+    }
+    if (offsets_.size() == 2) return fail(what() + ": data_offsets is not two non-negative integers");
+    offsets_.push_back(v);
+    return true;
+  }
+  bool open(bool object) {
+    if (depth_ + skipping_ >= Json::kMaxDepth)
+      return fail("not a safetensors file: its header nests more than " + std::to_string(Json::kMaxDepth) + " deep");
+    keys_.emplace_back();
+    if (skipping_) return ++skipping_, true;
+    if (depth_ == 0 && !object) return fail("not a safetensors file: its header is not a JSON object");
+    if (depth_ == 1 && in_metadata_ && !object) return fail("not a safetensors file: its __metadata__ is not an object");
+    if (depth_ == 1 && !in_metadata_) {
+      if (!object) return fail(what() + " lacks dtype, shape or data_offsets");
+      has_dtype_ = has_shape_ = has_offsets_ = false;
+      shape_.clear();
+      offsets_.clear();
+    }
+    if (depth_ == 2 && in_metadata_) return fail("not a safetensors file: __metadata__ " + quote(field_) + " is not a string");
+    if (depth_ == 2) {
+      if (field_ == "dtype") return fail(what() + ": dtype is not a string");
+      const bool shape = field_ == "shape", offsets = field_ == "data_offsets";
+      if (shape && object) return fail(what() + ": shape is not a list");
+      if (offsets && object) return fail(what() + ": data_offsets is not two non-negative integers");
+      if (!shape && !offsets) return ++skipping_, true;  // another key's value: skipped, whatever it holds
+      (shape ? has_shape_ : has_offsets_) = true;
+    }
+    if (depth_ == 3) return fail(what() + (field_ == "shape" ? ": a dimension is not a non-negative integer"
+                                                             : ": data_offsets is not two non-negative integers"));
+    ++depth_;
+    return true;
+  }
+  bool close() {
+    keys_.pop_back();
+    if (skipping_) return --skipping_, true;
+    --depth_;
+    return true;
+  }
+  // A tensor's object ended: its entry, checked.
+  bool end_tensor() {
+    if (!has_dtype_ || !has_shape_ || !has_offsets_) return fail(what() + " lacks dtype, shape or data_offsets");
+    if (offsets_.size() != 2) return fail(what() + ": data_offsets is not two non-negative integers");
+    Entry e{offsets_[0], offsets_[1], {}, 1};
+    for (int64_t k : shape_) {
+      if (k && e.count > std::numeric_limits<uint64_t>::max() / uint64_t(k)) return fail(what() + ": its shape overflows");
+      e.count *= uint64_t(k);
+    }
+    if (e.begin > e.end)
+      return fail(what() + ": data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + ") run backwards");
+    if (e.count > (e.end - e.begin) / 4 || e.end - e.begin != e.count * 4)
+      return fail(what() + ": " + dims_text(shape_) + " float32 values need " + std::to_string(e.count) +
+                  " x 4 bytes, its offsets give " + std::to_string(e.end - e.begin));
+    e.v.name = name_;
+    e.v.shape = shape_;
+    entries.push_back(std::move(e));
+    return true;
+  }
+
+  int depth_ = 0;        // 1: in the header's object; 2: in a tensor's (or __metadata__); 3: in its shape or offsets
+  int skipping_ = 0;     // how deep inside a value that is skipped
+  bool in_metadata_ = false;
+  std::string name_, field_;  // the tensor (or __metadata__) and its key being read
+  bool has_dtype_ = false, has_shape_ = false, has_offsets_ = false;
+  std::vector<int64_t> shape_;
+  std::vector<uint64_t> offsets_;
+  std::vector<std::unordered_set<std::string>> keys_;  // each open object's keys so far
+};
+
+// The header's tensors; a problem is an Error naming the file. The format's
+// header begins with '{' (no byte-order mark, space or NUL before it) and is
+// padded after its object with spaces only.
+std::vector<Entry> parse_header(const std::string& path, const std::string& text) {
+  if (text[0] != '{')
+    fail(path, "not a safetensors file: its header begins with " + quote(text.substr(0, 4)) + ", not '{'");
+  if (const size_t last = text.find_last_not_of(' '); text[last] != '}')
+    fail(path, "not a safetensors file: its header ends with " + quote(text.substr(last, 4)) +
+                   " after its JSON (padding is spaces only)");
+  HeaderReader r;
+  if (!nlohmann::json::sax_parse(text, &r)) fail(path, r.why.empty() ? "not a safetensors file: its header is not JSON" : r.why);
+  return std::move(r.entries);
 }
 
 }  // namespace
@@ -101,29 +224,18 @@ std::vector<NamedValues> read_safetensors(const std::string& path, int wait_s) {
       fail(path, "not a safetensors file: " + std::to_string(bytes.size()) + " bytes, under the 8 of its header's length");
     const uint64_t n = le64(reinterpret_cast<const unsigned char*>(bytes.data()));
     const long long size = in.regular_size();
-    if (n < 2 || n > kMaxHeaderBytes || (size >= 0 && n > uint64_t(size) - 8))
+    if (n > kMaxHeaderBytes)
+      fail(path, "not a safetensors file: a header of " + std::to_string(n) + " bytes, over the format's cap of " +
+                     std::to_string(kMaxHeaderBytes) + " (100 MiB)");
+    if (n < 2 || (size >= 0 && n > uint64_t(size) - 8))
       fail(path, "not a safetensors file: a header of " + std::to_string(n) + " bytes" +
                      (size >= 0 ? " in a file of " + std::to_string(size) : std::string()));
     bytes.clear();
     if (in.read(n, &bytes) < n)
       fail(path, "truncated: it ends " + std::to_string(bytes.size()) + " bytes into its header of " + std::to_string(n));
-    const Json header = parse_header(path, bytes);
-    if (!header.is_object()) fail(path, "not a safetensors file: its header is not a JSON object");
-    // The tensors in the order of their names (each checked in that order).
-    std::vector<const Json::Member*> members;
-    for (const Json::Member& m : header.items()) members.push_back(&m);
-    std::sort(members.begin(), members.end(), [](const Json::Member* a, const Json::Member* c) { return a->first < c->first; });
-    for (const Json::Member* m : members) {
-      const std::string& name = m->first;
-      const Json& e = m->second;
-      if (name != "__metadata__") {
-        entries.push_back(entry_of(path, name, e));
-        continue;
-      }
-      if (!e.is_object()) fail(path, "not a safetensors file: its __metadata__ is not an object");
-      for (const auto& [k, v] : e.items())
-        if (!v.is_string()) fail(path, "not a safetensors file: __metadata__ " + quote(k) + " is not a string");
-    }
+    entries = parse_header(path, bytes);
+    // Checked in the order of their names, then of their offsets (ties keep the names' order).
+    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& c) { return a.v.name < c.v.name; });
     std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& c) { return a.begin < c.begin; });
     uint64_t at = 0;  // where the next tensor's bytes must begin
     for (const Entry& t : entries) {
@@ -151,6 +263,7 @@ std::vector<NamedValues> read_safetensors(const std::string& path, int wait_s) {
   const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
   std::vector<NamedValues> r;
   for (Entry& t : entries) {
+    t.v.values.resize(t.count);  // the bytes are read: what the file holds, no more
     for (size_t i = 0; i < t.v.values.size(); ++i) {
       const unsigned char* p = data + t.begin + 4 * i;
       const uint32_t bits = uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;

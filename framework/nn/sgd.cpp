@@ -6,11 +6,16 @@
 
 namespace amlp {
 
+std::string sgd_settings_problem(float lr, float momentum) {
+  if (!(lr > 0.f)) return detail::concat("learning rate must be positive, got ", lr);
+  if (!(momentum >= 0.f && momentum < 1.f)) return detail::concat("momentum must be in [0, 1), got ", momentum);
+  return "";
+}
+
 SGD::SGD(std::vector<Parameter*> params, float lr, float momentum, float wd)
     : params_(std::move(params)), lr_(lr), momentum_coef_(momentum), wd_(wd) {
   if (params_.empty()) throw Error("SGD: no parameters (initialise the model with a forward pass first)");
-  if (!(lr > 0.f)) throw Error(detail::concat("SGD: learning rate must be positive, got ", lr));
-  if (momentum < 0.f || momentum >= 1.f) throw Error(detail::concat("SGD: momentum must be in [0, 1), got ", momentum));
+  if (const std::string why = sgd_settings_problem(lr, momentum); !why.empty()) throw Error("SGD: " + why);
   NoGradGuard ng;
   for (Parameter* p : params_)
     momentum_.push_back(momentum != 0.f ? zeros(p->value.shape(), p->value.device()) : Tensor());

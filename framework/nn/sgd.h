@@ -6,11 +6,17 @@
 //   momentum == 0:  w -= lr · g'
 //   otherwise:      m = momentum · m − lr · g';  w += m
 #pragma once
+#include <string>
 #include <vector>
 
 #include "framework/nn/block.h"
 
 namespace amlp {
+
+// "" when SGD takes these settings, else why not ("learning rate must be
+// positive, got 0"): the constructor's own check, which a program's options
+// make up front on the same floats.
+std::string sgd_settings_problem(float lr, float momentum);
 
 class SGD {
  public:

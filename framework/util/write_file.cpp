@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <climits>
@@ -56,6 +58,41 @@ int open_in_place(const std::string& path, int extra_flags) {
     return -1;
   }
   return fd;
+}
+
+// A record file's writer holds an exclusive advisory lock (flock) on it for
+// as long as it writes, so that a second writer is refused instead of
+// truncating the file under the first. "" when `fd` (a regular file) is not
+// locked by another writer (`exclusive`: now locked by this one, until its
+// close), else who holds it: "another process (pid N) is writing it", the
+// pid from /proc/locks where it shows one.
+std::string lock_problem(int fd, bool exclusive) {
+  if (::flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0) {
+    if (!exclusive) ::flock(fd, LOCK_UN);
+    return "";
+  }
+  if (errno != EWOULDBLOCK) return "";  // a file system without flock: no lock to respect
+  struct stat st {};
+  std::string pid;
+  if (::fstat(fd, &st) == 0) {
+    // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF": the holder of a lock on this inode.
+    char want[64];
+    std::snprintf(want, sizeof want, "%02x:%02x:%llu ", major(st.st_dev), minor(st.st_dev),
+                  static_cast<unsigned long long>(st.st_ino));
+    if (FILE* f = std::fopen("/proc/locks", "re")) {
+      char line[256];
+      while (pid.empty() && std::fgets(line, sizeof line, f)) {
+        char kind[16], mode[16], how[16];
+        long holder = 0;
+        int at = 0;
+        if (std::sscanf(line, "%*[^:]: %15s %15s %15s %ld %n", kind, mode, how, &holder, &at) >= 4 &&
+            std::string(kind) == "FLOCK" && std::strncmp(line + at, want, std::strlen(want)) == 0)
+          pid = " (pid " + std::to_string(holder) + ")";
+      }
+      std::fclose(f);
+    }
+  }
+  return "another process" + pid + " is writing it (it holds the file's lock): give this run a file of its own";
 }
 
 // Every byte or an errno: a short write is retried, EINTR too.
@@ -158,21 +195,68 @@ std::string with_suffix(const std::string& file, const std::string& suffix) {
   return file.substr(0, name + (NAME_MAX - suffix.size())) + suffix;
 }
 
+// The temporaries being written now, by name, for remove_temporaries_in_progress
+// (a signal handler: it may read them only through lock-free atomics, and
+// unlink(2) is async-signal-safe). A slot is taken before its file is
+// created and let go once it is renamed or removed; a writer that finds no
+// free slot writes all the same, unlisted.
+struct TemporarySlot {
+  std::atomic<bool> taken{false};  // by a writer
+  std::atomic<bool> listed{false};  // its name is complete: the handler may unlink it
+  char name[PATH_MAX];
+};
+static_assert(std::atomic<bool>::is_always_lock_free, "a signal handler reads the slots");
+TemporarySlot g_temporaries[8];
+
+// A slot while it lives (none when every slot is taken); list(name) before
+// the file is created, so no moment of its life goes unlisted.
+class ListedTemporary {
+ public:
+  ListedTemporary() {
+    for (TemporarySlot& s : g_temporaries) {
+      bool free = false;
+      if (s.taken.compare_exchange_strong(free, true)) {
+        slot_ = &s;
+        return;
+      }
+    }
+  }
+  ~ListedTemporary() {
+    if (!slot_) return;
+    slot_->listed.store(false);
+    slot_->taken.store(false);
+  }
+  ListedTemporary(const ListedTemporary&) = delete;
+  ListedTemporary& operator=(const ListedTemporary&) = delete;
+  void list(const std::string& tmp) {
+    if (!slot_) return;
+    slot_->listed.store(false);
+    if (tmp.size() >= PATH_MAX) return;
+    std::memcpy(slot_->name, tmp.c_str(), tmp.size() + 1);
+    slot_->listed.store(true);
+  }
+
+ private:
+  TemporarySlot* slot_ = nullptr;
+};
+
 // A temporary beside `file` that no other writer uses: `file`.tmp.<pid>.<n>,
 // created exclusively (0666 less the umask, as a new file would be). A fixed
 // name would let two runs writing the same file at once rename each other's
 // half-written temporaries into place. -1 and errno on failure.
-int try_open_temporary(const std::string& file, std::string* tmp) {
+// `listed`, where given, lists each name tried before it is created.
+int try_open_temporary(const std::string& file, std::string* tmp, ListedTemporary* listed = nullptr) {
   static std::atomic<unsigned> counter{0};
   for (int attempt = 0;; ++attempt) {
     *tmp = with_suffix(file, ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++));
+    if (listed) listed->list(*tmp);
     const int fd = ::open(tmp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd >= 0 || errno != EEXIST || attempt == 100) return fd;
   }
 }
 
-int open_temporary(const std::string& path, const std::string& file, std::string* tmp) {
-  const int fd = try_open_temporary(file, tmp);
+int open_temporary(const std::string& path, const std::string& file, std::string* tmp, ListedTemporary* listed) {
+  const int fd = try_open_temporary(file, tmp, listed);
   if (fd < 0) fail(path, errno);
   return fd;
 }
@@ -194,7 +278,8 @@ void sync_directory(const std::string& file) {
 void write_replacing(const std::string& path, const std::string& file, const std::string& content,
                      const struct stat* existing) {
   std::string tmp;
-  const int fd = open_temporary(path, file, &tmp);
+  ListedTemporary listed;  // the temporary, from before its creation to after its rename or removal
+  const int fd = open_temporary(path, file, &tmp, &listed);
   if (existing) (void)::fchmod(fd, existing->st_mode & 07777);  // best effort: some file systems refuse
   int err = write_all(fd, content);
   if (!err && ::fsync(fd) != 0) err = errno;
@@ -208,6 +293,11 @@ void write_replacing(const std::string& path, const std::string& file, const std
 }
 
 }  // namespace
+
+void remove_temporaries_in_progress() {
+  for (TemporarySlot& s : g_temporaries)
+    if (s.listed.load()) (void)::unlink(s.name);
+}
 
 void write_file(const std::string& path, const std::string& content) {
   struct stat link {};
@@ -242,9 +332,24 @@ RecordFile::RecordFile(const std::string& path, const std::string& what) : path_
     if (fd_ < 0) failed(errno, false);
     return;
   }
-  fd_ = open_in_place(path, O_CREAT | O_TRUNC);
+  // O_CREAT only for a new file: with it, Linux's protected_regular refuses
+  // another user's file in a sticky directory, which the check before the run
+  // (opened without it) passed.
+  fd_ = open_in_place(path, exists ? 0 : O_CREAT);
   if (fd_ < 0) failed(errno, exists && S_ISFIFO(st.st_mode));
   regular_ = ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode);
+  if (!regular_) return;
+  // Locked before it is truncated: another writer's file is left as it is.
+  const std::string locked = lock_problem(fd_, true);
+  if (!locked.empty()) {
+    close_file();
+    throw Error("cannot write " + what_ + " '" + shown_path(path_) + "': " + locked);
+  }
+  if (::ftruncate(fd_, 0) != 0) {
+    const int err = errno;
+    close_file();
+    failed(err, false);
+  }
 }
 
 RecordFile::~RecordFile() { close_file(); }
@@ -337,11 +442,12 @@ std::string output_problem_once(const std::string& path, OutputWay way, bool& va
   if (S_ISSOCK(st.st_mode)) return "it is a socket";
   if (!S_ISREG(st.st_mode))  // a FIFO or a device: opened without waiting when it is written
     return ::access(path.c_str(), W_OK) == 0 ? "" : gone(errno);
-  if (way == OutputWay::Records) {  // opened as RecordFile opens it, less the truncation
+  if (way == OutputWay::Records) {  // opened as RecordFile opens it, less the truncation; its lock tested, not held
     const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) return gone(errno);
+    const std::string locked = lock_problem(fd, false);
     ::close(fd);
-    return "";
+    return locked;
   }
   // Whole: a temporary beside the file it replaces (the one a link names).
   std::string file = path;
@@ -350,6 +456,17 @@ std::string output_problem_once(const std::string& path, OutputWay way, bool& va
     if (!target) return gone(errno);
     file = target.get();
   }
+  // A rename judges the directory, not the file it replaces: the file is
+  // judged here as an open for writing would judge it (a file this user may
+  // not write is refused), and as the rename will be in a sticky directory,
+  // where only the file's owner (or the directory's, or root) may replace it.
+  if (::access(file.c_str(), W_OK) != 0) return gone(errno);
+  struct stat dir {};
+  const uid_t me = ::geteuid();
+  if (::stat(directory_of(file).c_str(), &dir) == 0 && (dir.st_mode & S_ISVTX) && me != 0 && st.st_uid != me &&
+      dir.st_uid != me)
+    return "it belongs to another user (uid " + std::to_string(st.st_uid) + ") in the sticky directory '" +
+           shown_path(directory_of(file)) + "', where only its owner may replace it";
   std::string tmp;
   const int fd = try_open_temporary(file, &tmp);
   if (fd < 0) return "cannot create a file in '" + shown_path(directory_of(file)) + "': " + std::strerror(errno);

@@ -126,6 +126,20 @@ TEST_P(Checkpoint, FilesThatBreakTheFormatsRulesAreRefused) {
        "gives the key 'dtype' twice"},
       {file_of("{" + two + R"(,"__metadata__":{"k":1}})", std::string(4, '\0')), "__metadata__ 'k' is not a string"},
       {file_of("{" + two + R"(,"__metadata__":"v"})", std::string(4, '\0')), "its __metadata__ is not an object"},
+      // A header over the format's cap is refused naming the cap (the length alone: nothing more is read).
+      {std::string("\x68\x00\x50\x06\x00\x00\x00\x00{}", 10),
+       "a header of 105906280 bytes, over the format's cap of 104857600 (100 MiB)"},
+      // The header begins with '{' and is padded with spaces only, after its JSON.
+      {file_of("\xef\xbb\xbf{" + two + "}", std::string(4, '\0')), "its header begins with '\\xef\\xbb\\xbf{', not '{'"},
+      {file_of("  {" + two + "}", std::string(4, '\0')), "its header begins with '  {\"', not '{'"},
+      {file_of(std::string(2, '\0') + "{" + two + "}", std::string(4, '\0')), "its header begins with '\\x00\\x00{\"'"},
+      {file_of("{" + two + "}" + std::string(3, '\0'), std::string(4, '\0')), "padding is spaces only"},
+      {file_of("{" + two + "}\n", std::string(4, '\0')), "its header ends with '\\n' after its JSON"},
+      // Bytes of the file are shown quoted with escapes: one line, no terminal escape, nothing cut at a NUL.
+      {file_of(R"({"a":{"dtype":"\u001b[31mX\nY","shape":[1],"data_offsets":[0,4]}})", std::string(4, '\0')),
+       "tensor 'a' is '\\x1b[31mX\\nY'; only F32"},
+      {file_of(R"({"a":{"dtype":"F\u00003","shape":[1],"data_offsets":[0,4]}})", std::string(4, '\0')),
+       "tensor 'a' is 'F\\x003'; only F32"},
   };
   int i = 0;
   for (const auto& [bytes, want] : cases) {
@@ -139,6 +153,7 @@ TEST_P(Checkpoint, FilesThatBreakTheFormatsRulesAreRefused) {
     }
     EXPECT_NE(e.find(want), std::string::npos) << e;
     EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+    EXPECT_EQ(e.find('\x1b'), std::string::npos) << e;
     EXPECT_EQ(e.rfind("'" + path + "'", 0), 0u) << "names the file first: " << e;
   }
   // The well-formed file beside them: two tensors tiling the data.
@@ -162,7 +177,7 @@ TEST_P(Checkpoint, EveryFileItCannotTakeIsOneLineNamingTheFileAndWhy) {
       {dir.write("truncated.safetensors", good.substr(0, good.size() - 10)), "truncated"},
       {dir.write("notjson.safetensors", file_of("{nope}", "")), "not JSON"},
       {dir.write("f16.safetensors", file_of(R"({"x":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})", "abcd")),
-       "is F16; only F32"},
+       "is 'F16'; only F32"},
       {dir.write("short.safetensors", file_of(R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[0,4]}})", "abcd")),
        "need 3 x 4 bytes"},
       {dir.write("extra.safetensors", file_of(f32, "abcd")), "no tensor 'dense0.weight'"},

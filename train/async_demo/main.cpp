@@ -81,6 +81,7 @@ int main(int argc, char** argv) {
   // one line (exit 1), not a silent death by SIGPIPE or SIGXFSZ.
   std::signal(SIGPIPE, SIG_IGN);
   std::signal(SIGXFSZ, SIG_IGN);
+  amlp::set_memory_limit_knob("");  // no option sets the pools' limit: out-of-memory advice names none
   Options o;
   try {
     bool help = false;

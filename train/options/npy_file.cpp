@@ -23,6 +23,52 @@ namespace {
   throw NpyError("'" + shown + "': " + why);
 }
 
+// Where the bracket or brace opening at `at` in the literal `h` closes
+// (strings skipped), or npos.
+size_t closing(const std::string& h, size_t at) {
+  int depth = 0;
+  for (size_t i = at; i < h.size(); ++i) {
+    const char c = h[i];
+    if (c == '\'' || c == '"') {
+      i = h.find(c, i + 1);
+      if (i == std::string::npos) return i;
+    } else if (c == '(' || c == '[' || c == '{') {
+      ++depth;
+    } else if ((c == ')' || c == ']' || c == '}') && --depth == 0) {
+      return i;
+    }
+  }
+  return std::string::npos;
+}
+
+// NumPy reads a header whose dict has exactly the keys descr, fortran_order
+// and shape ("Header does not contain the correct keys" otherwise): a key of
+// the outer dict (a string at its top level followed by ':') that is none of
+// them is refused, as NumPy would refuse the file.
+void check_keys(const std::string& h, const std::string& shown) {
+  const size_t open = h.find('{');
+  int depth = 0;
+  for (size_t i = open; i < h.size(); ++i) {
+    const char c = h[i];
+    if (c == '\'' || c == '"') {
+      const size_t end = h.find(c, i + 1);
+      if (end == std::string::npos) fail(shown, "not a NumPy file: an unterminated string in its header");
+      size_t after = end + 1;
+      while (after < h.size() && h[after] == ' ') ++after;
+      const std::string key = h.substr(i + 1, end - i - 1);
+      if (depth == 1 && after < h.size() && h[after] == ':' && key != "descr" && key != "fortran_order" &&
+          key != "shape")
+        fail(shown, "not a NumPy file: its header has the key " + quote(key) +
+                        " (NumPy takes 'descr', 'fortran_order' and 'shape' only)");
+      i = end;
+    } else if (c == '(' || c == '[' || c == '{') {
+      ++depth;
+    } else if ((c == ')' || c == ']' || c == '}') && --depth == 0) {
+      return;
+    }
+  }
+}
+
 // The value after 'key': in the dict literal `h`, up to its end (the
 // quoted string, the True/False word, or the parenthesised tuple).
 std::string dict_value(const std::string& h, const std::string& key, const std::string& shown) {
@@ -48,6 +94,11 @@ std::string dict_value(const std::string& h, const std::string& key, const std::
     if (end == std::string::npos) fail(shown, "not a NumPy file: an unterminated shape in its header");
     return h.substr(at, end - at + 1);
   }
+  if (h[at] == '[') {  // a structured dtype's list of fields, to its matching bracket
+    end = closing(h, at);
+    if (end == std::string::npos) fail(shown, "not a NumPy file: an unterminated list in its header");
+    return h.substr(at, end - at + 1);
+  }
   while (end < h.size() && h[end] != ',' && h[end] != '}' && h[end] != ' ') ++end;
   return h.substr(at, end - at);
 }
@@ -58,10 +109,10 @@ std::vector<int64_t> parse_shape(const std::string& t, const std::string& shown)
   for (;;) {
     while (i < t.size() && (t[i] == ' ' || t[i] == ',')) ++i;
     if (i >= t.size() || t[i] == ')') break;
-    if (t[i] < '0' || t[i] > '9') fail(shown, "not a NumPy file: its shape " + t + " is not a tuple of sizes");
+    if (t[i] < '0' || t[i] > '9') fail(shown, "not a NumPy file: its shape " + quote(t) + " is not a tuple of sizes");
     int64_t v = 0;
     while (i < t.size() && t[i] >= '0' && t[i] <= '9') {
-      if (v > (int64_t(1) << 40)) fail(shown, "its shape " + t + " is too large");
+      if (v > (int64_t(1) << 40)) fail(shown, "its shape " + quote(t) + " is too large");
       v = v * 10 + (t[i++] - '0');
     }
     if (i < t.size() && t[i] == 'L') ++i;  // Python 2's longs
@@ -95,12 +146,13 @@ NpyHeader parse_npy_header(const char* bytes, size_t size, size_t file_size, con
   if (start + header_len > size) fail(shown, "truncated: it ends inside its header");
   const std::string h(bytes + start, header_len);
   if (h.find('{') == std::string::npos) fail(shown, "not a NumPy file: its header is not a dict");
+  check_keys(h, shown);
   const std::string descr = dict_value(h, "descr", shown);
   if (descr != "<f4" && descr != "=f4" && descr != "f4")
-    fail(shown, "its dtype is '" + descr + "', not float32 ('<f4'): save it with .astype(numpy.float32)");
+    fail(shown, "its dtype is " + quote(descr) + ", not float32 ('<f4'): save it with .astype(numpy.float32)");
   const std::string order = dict_value(h, "fortran_order", shown);
   if (order == "True") fail(shown, "it is in Fortran order: save a C-order array (numpy.ascontiguousarray)");
-  if (order != "False") fail(shown, "not a NumPy file: 'fortran_order' is '" + order + "'");
+  if (order != "False") fail(shown, "not a NumPy file: 'fortran_order' is " + quote(order));
   const std::string shape_text = dict_value(h, "shape", shown);
   if (shape_text.empty() || shape_text[0] != '(') fail(shown, "not a NumPy file: its shape is not a tuple");
   NpyHeader out;
@@ -135,6 +187,7 @@ NpyFile NpyFile::open(const std::string& path) {
   if (size == 0) fail(shown, "not a NumPy file: it is empty");
   f.size_ = size;
   f.mtime_ = st.st_mtim;
+  f.ctime_ = st.st_ctim;
   // The header: at most 12 bytes of preamble and the 1 MiB parse_npy_header allows.
   std::string head(std::min<size_t>(size, 12 + (size_t(1) << 20)), '\0');
   size_t got = 0;
@@ -154,7 +207,8 @@ NpyFile::NpyFile(NpyFile&& o) noexcept
       shown_(std::move(o.shown_)),
       fd_(std::exchange(o.fd_, -1)),
       size_(o.size_),
-      mtime_(o.mtime_) {}
+      mtime_(o.mtime_),
+      ctime_(o.ctime_) {}
 
 NpyFile& NpyFile::operator=(NpyFile&& o) noexcept {
   if (this != &o) {
@@ -164,6 +218,7 @@ NpyFile& NpyFile::operator=(NpyFile&& o) noexcept {
     fd_ = std::exchange(o.fd_, -1);
     size_ = o.size_;
     mtime_ = o.mtime_;
+    ctime_ = o.ctime_;
   }
   return *this;
 }
@@ -175,7 +230,10 @@ NpyFile::~NpyFile() {
 void NpyFile::check_unchanged() const {
   struct stat st{};
   if (::fstat(fd_, &st) != 0) fail(shown_, "cannot read it: " + errno_text(errno));
-  const auto same_time = [&] { return st.st_mtim.tv_sec == mtime_.tv_sec && st.st_mtim.tv_nsec == mtime_.tv_nsec; };
+  const auto same = [](const timespec& a, const timespec& b) { return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec; };
+  // The status-change time too: a writer can set the modification time back
+  // (touch -d, utimensat), but not the ctime, which that very change moves.
+  const auto same_time = [&] { return same(st.st_mtim, mtime_) && same(st.st_ctim, ctime_); };
   // Linux stamps a write's modification time before it moves the file's end,
   // so an append in flight can show a new time at the old size: looked at
   // again a moment later, it is named for what it did (grew), not "rewritten".
@@ -188,9 +246,12 @@ void NpyFile::check_unchanged() const {
                             " now): the rows it would read are not the ones it started with";
   if (now < size_) fail(shown_, "it was truncated while the run read it" + sizes);
   if (now > size_) fail(shown_, "it grew while the run read it" + sizes);
-  if (!same_time())
+  if (!same(st.st_mtim, mtime_))
     fail(shown_, "it was rewritten while the run read it (its modification time changed): the rows it would read "
                  "are not the ones it started with");
+  if (!same(st.st_ctim, ctime_))
+    fail(shown_, "it was changed while the run read it (its status-change time moved: a write whose modification "
+                 "time was set back, or a new mode or owner): the rows it would read may not be the ones it started with");
 }
 
 void NpyFile::copy_row(int64_t r, float* out) const {

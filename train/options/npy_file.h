@@ -62,9 +62,10 @@ class NpyFile {
   // when the file ends before the row (it shrank since it was opened) or a
   // value is NaN or infinite (naming the row, the column and the value).
   void copy_row(int64_t r, float* out) const;
-  // Throws NpyError when the file is no longer the one opened: its size or
-  // its modification time differ (truncated, grown or rewritten under the
-  // run, whose rows would then not be the ones it started with). One fstat.
+  // Throws NpyError when the file is no longer the one opened: its size, its
+  // modification time or its status-change time differ (truncated, grown or
+  // rewritten under the run, also with its modification time set back, whose
+  // rows would then not be the ones it started with). One fstat.
   void check_unchanged() const;
 
  private:
@@ -73,6 +74,7 @@ class NpyFile {
   int fd_ = -1;
   size_t size_ = 0;         // at open
   struct timespec mtime_{};  // at open
+  struct timespec ctime_{};  // at open
 };
 
 }  // namespace amlp::train

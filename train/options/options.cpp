@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -11,9 +12,11 @@
 
 #include "framework/error.h"
 #include "framework/device.h"
+#include "framework/nn/sgd.h"
 #include "framework/ops.h"
 #include "framework/parse.h"
 #include "framework/process_group.h"
+#include "framework/runtime.h"
 #include "framework/read_input.h"
 #include "train/options/file_options.h"
 #include "train/options/npy_file.h"
@@ -80,16 +83,31 @@ DevicesChoice read_devices(const std::string& t) {
   return c;
 }
 
+// ", which is 0 as a float" where the float SGD is given is not the value written.
+std::string as_float(double v, float f) {
+  if (static_cast<double>(f) == v) return "";
+  char t[48];
+  std::snprintf(t, sizeof t, ", which is %.9g as a float", static_cast<double>(f));
+  return t;
+}
+
+// --lr and --momentum: checked as the floats SGD will take, by SGD's own
+// check (sgd_settings_problem), so a value SGD would refuse at run time
+// (1e-46 rounds to 0, 0.99999999999 to 1) is refused here, naming the option.
 float read_lr(const std::string& t) {
   const double v = parse_float(t, "");
-  if (!(v > 0) || v > std::numeric_limits<float>::max())
-    throw ParseError("", "must be positive and at most 3.4e+38, a float's largest (got " + t + ")");
+  const bool fits = v > 0 && v <= std::numeric_limits<float>::max();
+  if (!fits || !sgd_settings_problem(static_cast<float>(v), 0.f).empty())
+    throw ParseError("", "must be positive and at most 3.4e+38, a float's largest (got " + t +
+                             (fits ? as_float(v, static_cast<float>(v)) : "") + ")");
   return static_cast<float>(v);
 }
 
 float read_momentum(const std::string& t) {
   const double v = parse_float(t, "");
-  if (v < 0 || v >= 1) throw ParseError("", "must be in [0, 1) (got " + t + ")");
+  const bool fits = v >= 0 && v < 1;
+  if (!fits || !sgd_settings_problem(1.f, static_cast<float>(v)).empty())
+    throw ParseError("", "must be in [0, 1) (got " + t + (fits ? as_float(v, static_cast<float>(v)) : "") + ")");
   return static_cast<float>(v);
 }
 
@@ -150,13 +168,15 @@ bool read_config_text(const std::string& path, std::string* text, std::string* w
 }
 
 // "" when `text` can be an INI file as Boost reads it (UTF-8, lines ending in
-// \n or \r\n), else why not, named as the user would fix it: UTF-16 (a byte-order
-// mark, or NUL bytes) or lines ended by a carriage return alone.
+// \n or \r\n), else why not, named as the user would fix it: UTF-32 or UTF-16
+// (a byte-order mark, or NUL bytes) or lines ended by a carriage return alone.
 std::string config_text_problem(const std::string& text) {
+  if (text.rfind(std::string("\xFF\xFE\0\0", 4), 0) == 0 || text.rfind(std::string("\0\0\xFE\xFF", 4), 0) == 0)
+    return "it is UTF-32 (it begins with a UTF-32 byte-order mark): save it as UTF-8";
   if (text.rfind("\xFF\xFE", 0) == 0 || text.rfind("\xFE\xFF", 0) == 0)
     return "it is UTF-16 (it begins with a UTF-16 byte-order mark): save it as UTF-8";
   if (text.find('\0') != std::string::npos)
-    return "it holds NUL bytes, which no INI text does (UTF-16 without a byte-order mark?): save it as UTF-8";
+    return "it holds NUL bytes, which no INI text does (UTF-16 or UTF-32 without a byte-order mark?): save it as UTF-8";
   if (text.find('\r') != std::string::npos && text.find('\n') == std::string::npos)
     return "its lines end in a carriage return alone (classic Mac OS line endings): save it with \\n line endings";
   return "";
@@ -439,7 +459,8 @@ const char* const kCompareAndExit =
     "  output that cannot be written), 2 bad input, 130/143/129 interrupted by SIGINT/SIGTERM/SIGHUP:\n"
     "  the first signal stops queueing batches (and cuts host work short), lets the queues finish what\n"
     "  was queued and writes every output marked interrupted; a second one, half a second or more\n"
-    "  later, exits at once (the memory log keeps its whole rows; no summary or trace).\n";
+    "  later, exits at once (the memory log keeps its whole rows; no summary or trace; a temporary being\n"
+    "  written is removed).\n";
 
 }  // namespace
 
@@ -523,6 +544,20 @@ std::string data_problem(Options& o, bool features_given, bool batches_given) {
   if (x.rows() < o.batch_size)
     return "--data '" + shown_path(o.data) + "' has " + std::to_string(x.rows()) + " rows, fewer than a batch of " +
            std::to_string(o.batch_size) + " (--batch-size)";
+  // --shuffle's order, a row index each (train/runs/data_set.h), is host
+  // memory outside the pools: held to the budget the run's memory is held
+  // to (--memory-limit, else the host's), so a file declaring more rows than
+  // fit is refused here, not a std::bad_alloc or the system's killer later.
+  if (o.shuffle) {
+    const size_t need = static_cast<size_t>(x.rows()) * sizeof(int64_t);
+    const MemoryBudget budget = o.memory_limit && *o.memory_limit ? MemoryBudget{*o.memory_limit, "--memory-limit"}
+                                : o.memory_limit                  ? MemoryBudget{}
+                                                                  : host_memory_budget();
+    if (budget.bytes && need > budget.bytes)
+      return "--shuffle: the order of --data's " + std::to_string(x.rows()) + " rows takes " + std::to_string(need) +
+             " bytes of host memory, past the budget of " + std::to_string(budget.bytes) + " bytes (" + budget.source +
+             "): shuffle the file beforehand, or drop --shuffle";
+  }
   o.features = static_cast<int>(x.cols());
   o.data_rows = x.rows();
   const int64_t batches = o.keep_last ? (x.rows() + o.batch_size - 1) / o.batch_size : x.rows() / o.batch_size;
@@ -651,6 +686,11 @@ ParseOutcome parse_options(const std::vector<std::string>& args) {
   if (config.empty() && !vm["config"].defaulted()) return fail("--config must name a file (got '')");
   if (!config.empty())
     if (const std::string why = read_config_file(config, general, vm, &from_file); !why.empty()) return fail(why);
+  // A file option given an empty path (`--save ''`, `save =` in the config) is
+  // refused as --config's is, not taken for the option left out.
+  for (const FileOption& f : file_options())
+    if (vm.count(f.option) && !vm[f.option].defaulted() && vm[f.option].as<std::string>().empty())
+      return fail(std::string("--") + f.option + " must name a file (got '')");
   try {
     po::notify(vm);
     out.options = to_options(vm);

@@ -8,13 +8,20 @@ namespace amlp::train {
 
 DataSet::DataSet(const Options& s)
     : x_(NpyFile::open(s.data)), y_(NpyFile::open(s.targets)), shuffle_(s.shuffle), seed_(s.seed) {
-  order_.resize(static_cast<size_t>(x_.rows()));
-  std::iota(order_.begin(), order_.end(), int64_t(0));
+  if (shuffle_) order_.resize(static_cast<size_t>(x_.rows()));  // its bytes checked up front (options.cpp data_problem)
+}
+
+int64_t DataSet::row(int64_t i) const { return shuffle_ ? order_[static_cast<size_t>(i)] : i; }
+
+std::vector<int64_t> DataSet::order() const {
+  std::vector<int64_t> o(static_cast<size_t>(rows()));
+  for (int64_t i = 0; i < rows(); ++i) o[static_cast<size_t>(i)] = row(i);
+  return o;
 }
 
 void DataSet::begin_epoch(int epoch) {
-  std::iota(order_.begin(), order_.end(), int64_t(0));
   if (!shuffle_) return;
+  std::iota(order_.begin(), order_.end(), int64_t(0));
   // A Fisher-Yates shuffle of our own over splitmix64 draws: the same order
   // on every standard library (std::shuffle's is the library's own).
   uint64_t state = seed_ * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(epoch);
@@ -42,7 +49,7 @@ std::pair<Tensor, Tensor> DataSet::batch(int64_t b, int64_t batch_size, Device d
   const auto gather = [&](const char* option, const NpyFile& file, float* out) {
     try {
       file.check_unchanged();
-      for (int64_t i = 0; i < n; ++i) file.copy_row(order_[static_cast<size_t>(first + i)], out + i * file.cols());
+      for (int64_t i = 0; i < n; ++i) file.copy_row(row(first + i), out + i * file.cols());
     } catch (const NpyError& e) {
       throw NpyError(std::string(option) + " " + e.what());
     }

@@ -28,14 +28,19 @@ class DataSet {
   // Batch b of the epoch, rows order[b*B ...] (batch_rows of them), or of
   // those the `count` from `first` (a rank's share): X (count, features), y (count).
   std::pair<Tensor, Tensor> batch(int64_t b, int64_t batch_size, Device d, int64_t first = 0, int64_t count = -1);
-  // The order of the epoch begun last (row indices into the files).
-  const std::vector<int64_t>& order() const { return order_; }
+  // The file's row at place i of the epoch begun last: i itself, or with
+  // --shuffle the epoch's permutation (the only memory kept per row, 8
+  // bytes, held up front to --memory-limit, else to the host's budget:
+  // train/options/options.cpp data_problem).
+  int64_t row(int64_t i) const;
+  // The whole order of the epoch begun last (row indices into the files), made on each call.
+  std::vector<int64_t> order() const;
 
  private:
   NpyFile x_, y_;
   bool shuffle_;
   uint64_t seed_;
-  std::vector<int64_t> order_;
+  std::vector<int64_t> order_;  // with --shuffle only
   std::vector<float> xs_, ys_;  // the gathered batch, reused
 };
 

@@ -102,12 +102,19 @@ std::string failure_message(const RunSpec& s, const RunResult& r, const RunMeter
   if (auto* k = dynamic_cast<const KernelError*>(&e))  // the batch that queued the op
     if (int b = meter.batch_of(k->device, k->seq); b && b != batch)
       what += " (op #" + std::to_string(k->seq) + " was queued in batch " + std::to_string(b) + ")";
-  if (dynamic_cast<const OutOfMemory*>(&e)) {
+  if (const auto* oom = dynamic_cast<const OutOfMemory*>(&e)) {
+    // The limit that bound, named as it is raised: --memory-limit's (or the
+    // host's budget it replaces), the address space's (ulimit -v, which the
+    // budget then came from), or none (the device's own memory).
+    const bool address_space = oom->limit_source.find("(ulimit -") != std::string::npos;
+    const std::string raise = !oom->limit      ? ""
+                              : address_space ? ", or raise the address-space limit it names"
+                                              : ", or raise --memory-limit";
     if (r.measured.peak_backlog_batches <= 1)
-      what += "; one batch alone does not fit: use a smaller --batch-size or --hidden, or raise --memory-limit";
+      what += "; one batch alone does not fit: use a smaller --batch-size or --hidden" + raise;
     else
       what += "; the queued batches outgrew it: bound them with --max-pending-bytes, synchronize with --sync "
-              "every=K, use a smaller --batch-size, or raise --memory-limit";
+              "every=K, or use a smaller --batch-size" + raise;
   }
   return "run '" + s.label + "' failed " + where + ": " + what;
 }
@@ -230,7 +237,11 @@ void finish_run(Loop& loop, LoopParts& parts, Batch& b) {
   loop.meter.finish(loop.meter.seconds());
   if (b.number && !b.row.loss) loop.result.measured.final_loss = loop.trainer.mean_loss(b.losses, b.rows).item();
   b.losses.clear();
-  for (auto& p : parts) p->finish();
+  // A run whose final loss is not finite diverged and fails (check_finished):
+  // the parts' ends are for a run that trained, so --save writes nothing (a
+  // file it would replace, the --load file among them, keeps what it held).
+  if (std::isfinite(loop.result.measured.final_loss))
+    for (auto& p : parts) p->finish();
   RunResult& r = loop.result;
   r.measured.end_bytes = loop.meter.bytes_in_use();
   // A signal that came once every batch was queued (the final waitall)
@@ -240,17 +251,19 @@ void finish_run(Loop& loop, LoopParts& parts, Batch& b) {
 }
 
 // A run that finished: failed if it diverged (its final loss NaN or
-// infinite) or if stdout could not take its lines (its queued batches
-// finished: nothing is dropped, what it measured kept); else its last line.
+// infinite, also where a signal interrupted it: nothing was saved) or if
+// stdout could not take its lines (its queued batches finished: nothing is
+// dropped, what it measured kept); else its last line.
 void check_finished(const RunSpec& s, RunResult& r, std::ostream& out) {
-  if (r.measured.status == RunStatus::Completed && !std::isfinite(r.measured.final_loss)) {
+  if (r.measured.status != RunStatus::Failed && !std::isfinite(r.measured.final_loss)) {
     char lr[32], loss[32];
     std::snprintf(lr, sizeof lr, "%g", static_cast<double>(s.options.lr));
     std::snprintf(loss, sizeof loss, "%g", r.measured.final_loss);
     r.measured.error = "run '" + s.label + "' diverged: its final loss is " + loss + " after " +
                        std::to_string(r.measured.batches_done) + " batches; use a smaller --lr (" + lr +
                        " now), or --check-finite to stop at the first batch whose loss "
-                       "is not finite";
+                       "is not finite" +
+                       (s.options.save.empty() ? "" : "; its parameters were not saved (--save)");
     r.measured.status = RunStatus::Failed;
     throw RunFailed(r.measured.error, r);
   }

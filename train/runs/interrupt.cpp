@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "framework/write_file.h"
+
 namespace amlp::train {
 
 namespace {
@@ -71,6 +73,7 @@ extern "C" void on_signal(int sig) {
     return;
   }
   write_all(again_line(sig));
+  remove_temporaries_in_progress();  // a --save (or summary) being written leaves no temporary behind
   ::_exit(128 + sig);
 }
 

@@ -19,7 +19,7 @@
 //     read the loss         when the run synchronizes after b
 //     part.after_batch(b)   the batch's row complete (live status, epochs, the memory log)
 //     part.stop(b)          any part may end the loop after b (interrupts, the ranks' vote)
-//   part.finish()           every queued batch done (--save)
+//   part.finish()           every queued batch done, the final loss finite (--save)
 //   part.failed(b)          the run failed in b (or after the loop: null)
 #pragma once
 #include <functional>

@@ -8,10 +8,15 @@
 // during the run, NaN and Inf, and `ulimit -f`: test_hostile_inputs.cpp.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <memory>
@@ -27,6 +32,7 @@ namespace amlp::train {
 namespace {
 
 using amlp::testing::make_fifo;
+using amlp::testing::read_file;
 using amlp::testing::Ran;
 using amlp::testing::run_command;
 using amlp::testing::run_train_mlp;
@@ -136,6 +142,17 @@ std::string as_nobody(const ScratchDir& dir) {
          "LSAN_OPTIONS= TSAN_OPTIONS='halt_on_error=1 atexit_sleep_ms=0' '" + copy + "'";
 }
 
+// A file of the right content for option `f` (a good input; for an output,
+// a few words another run wrote), in `dir`: its path.
+std::string held_content(const ScratchDir& dir, const FileOption& f) {
+  const std::string option = f.option;
+  if (option == "config") return good_config(dir);
+  if (option == "data") return dir.file("x.npy");
+  if (option == "targets") return dir.file("y.npy");
+  if (option == "load") return dir.file("good.st");
+  return dir.write("words-" + option, "what another run wrote\n");
+}
+
 TEST(FileOptions, EveryFileOptionAgainstEveryHostileForm) {
   if (as_root() && ::access("/usr/bin/setpriv", X_OK) != 0)
     GTEST_SKIP() << "running as root without /usr/bin/setpriv: no way to run as an unprivileged user";
@@ -150,8 +167,22 @@ TEST(FileOptions, EveryFileOptionAgainstEveryHostileForm) {
     ASSERT_EQ(r.code, 0) << r.err;
   }
   const auto input = [](const FileOption& f) { return f.role == FileRole::Input; };
+  // A file another writer holds (its advisory lock, as a run writing its
+  // memory log holds it; here this test's process): an input is read as it
+  // is, an output written whole replaces it, a memory log is refused up front.
+  std::vector<int> held;  // the locks, held until the runs are done
+  const auto locked = [&held](const ScratchDir& d, const FileOption& f) {
+    const std::string option = f.option;
+    const std::string p = d.write("held-" + option, read_file(held_content(d, f)));
+    const int fd = ::open(p.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0 || ::flock(fd, LOCK_EX) != 0) return std::string();
+    held.push_back(fd);
+    return p;
+  };
   const auto whole = [](const FileOption& f) { return f.role == FileRole::Input && f.may_be_pipe; };  // config, load
-  const std::vector<Form> forms = {
+  std::vector<Form> forms = {
+      {"an empty path", [](const ScratchDir&, const FileOption&) { return std::string(); },
+       [](const FileOption&) { return 2; }},
       {"a directory", [](const ScratchDir& d, const FileOption&) { return d.path(); }, [](const FileOption&) { return 2; }},
       {"a link to nothing",
        [](const ScratchDir& d, const FileOption& f) {
@@ -183,7 +214,32 @@ TEST(FileOptions, EveryFileOptionAgainstEveryHostileForm) {
       {"a FIFO with a peer",
        [](const ScratchDir& d, const FileOption& f) { return make_fifo(d, std::string("peer-") + f.option); },
        [&](const FileOption& f) { return input(f) && !whole(f) ? 2 : 0; }},
+      {"a file another writer holds", locked,
+       [](const FileOption& f) { return std::string(f.option) == "memory-log" ? 2 : 0; }},
   };
+  // Another user's file, which the program (run as nobody) reads as it is:
+  // read-only to it in a directory it may write (an output refused as an open
+  // for writing would refuse it, though a rename could replace it), and
+  // writable to it in a sticky directory (written in place, but not replaced:
+  // only its owner may rename over it there). Made where the test runs as root.
+  const auto others = [&](const std::string& folder, mode_t folder_mode, mode_t file_mode) {
+    return [=](const ScratchDir& d, const FileOption& f) {
+      const std::string sub = d.file(folder);
+      if (::mkdir(sub.c_str(), 0755) != 0 && errno != EEXIST) return std::string();
+      if (::chmod(sub.c_str(), folder_mode) != 0) return std::string();
+      const std::string p = sub + "/" + f.option;
+      std::ofstream(p, std::ios::binary) << read_file(held_content(d, f));
+      return ::chmod(p.c_str(), file_mode) == 0 ? p : std::string();
+    };
+  };
+  if (as_root()) {
+    forms.push_back({"another user's read-only file", others("open", 0777, 0644),
+                     [&](const FileOption& f) { return input(f) ? 0 : 2; }});
+    forms.push_back({"another user's file in a sticky directory", others("sticky", 01777, 0666),
+                     [&](const FileOption& f) { return input(f) || std::string(f.option) == "memory-log" ? 0 : 2; }});
+  }
+  const std::set<std::string> as_another_user = {"no permission", "another user's read-only file",
+                                                 "another user's file in a sticky directory"};
   struct Case {
     std::string what, command;
     int want;
@@ -196,12 +252,12 @@ TEST(FileOptions, EveryFileOptionAgainstEveryHostileForm) {
   for (const FileOption& f : file_options())
     for (const Form& form : forms) {
       const std::string path = form.make(dir, f);
-      if (path.empty()) {
+      if (path.empty() && form.name != "an empty path") {
         ADD_FAILURE() << "could not make " << form.name << " for --" << f.option;
         continue;
       }
       std::string command = bin + " " + args_for(dir, f, path);
-      if (form.name == "no permission" && as_root()) command = as_nobody(dir) + " " + args_for(dir, f, path);
+      if (as_another_user.count(form.name) && as_root()) command = as_nobody(dir) + " " + args_for(dir, f, path);
       Case c{"--" + std::string(f.option) + " on " + form.name, command, form.expect(f), nullptr, {}};
       // A peer: a reader for an output; a writer for an input read whole (--data
       // and --targets refuse a FIFO before anything reads it: no writer, none left waiting).
@@ -234,6 +290,7 @@ TEST(FileOptions, EveryFileOptionAgainstEveryHostileForm) {
                 (option == "--config" && r.err.find("config file") != std::string::npos))
         << "names " << option << ": " << r.err;
   }
+  for (int fd : held) ::close(fd);
   const size_t inputs = static_cast<size_t>(std::count_if(file_options().begin(), file_options().end(), input));
   EXPECT_EQ(cases.size(), file_options().size() * forms.size() + inputs) << "the matrix: options x forms, and a pipe each input";
 }

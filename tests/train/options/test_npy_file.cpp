@@ -78,11 +78,25 @@ TEST(NpyHeader, EachWrongFileIsOneLineNamingItAndWhat) {
        "its header gives 'descr' 2 times"},
       {npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 2), \"shape\": (6,), }", six),
        "its header gives 'shape' 2 times"},
+      // Keys NumPy refuses ("Header does not contain the correct keys").
+      {npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 2), 'extra': 1, }", six),
+       "'f.npy': not a NumPy file: its header has the key 'extra' (NumPy takes 'descr', 'fortran_order' and 'shape' only)"},
+      {npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 2), 'x\x1b[31m': 1, }", six),
+       "its header has the key 'x\\x1b[31m'"},
+      // Bytes of the file are shown quoted with escapes: one line, no terminal escape, nothing cut at a NUL.
+      {npy_bytes(dict2(3, 2, "\x1b[31mX\nY"), six), "its dtype is '\\x1b[31mX\\nY', not float32"},
+      {npy_bytes(std::string("{'descr': '<f") + '\0' + "x', 'fortran_order': False, 'shape': (3, 2), }", six),
+       "its dtype is '<f\\x00x', not float32"},
+      {npy_bytes("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (3, 2), }", six),
+       "its dtype is '[(\\'a\\', \\'<f4\\')]', not float32"},
+      {npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (a\x1b, 3), }", six),
+       "its shape '(a\\x1b, 3)' is not a tuple of sizes"},
   };
   for (const auto& [bytes, want] : cases) {
     const std::string got = parse_problem(bytes);
     EXPECT_NE(got.find(want), std::string::npos) << "want '" << want << "', got '" << got << "'";
     EXPECT_EQ(got.find('\n'), std::string::npos) << got;
+    EXPECT_EQ(got.find('\x1b'), std::string::npos) << got;
   }
 }
 

@@ -10,11 +10,14 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <sstream>
 #include <thread>
 
 #include "framework/device.h"
 #include "framework/parse.h"
+#include "framework/nn/sgd.h"
+#include "train/options/file_options.h"
 #include "train/options/options.h"
 #include "train/plan/outputs.h"
 #include "train/plan/plan.h"
@@ -386,16 +389,23 @@ TEST(TrainOptions, ConfigTakesSemicolonCommentsAndAByteOrderMark) {
   ASSERT_EQ(p.status, ParseStatus::Error);
 }
 
-// A config file in UTF-16 or with carriage-return-only line endings is named
+// A config file in UTF-16 or UTF-32 or with carriage-return-only line endings is named
 // as such (not "unknown key '\xff\xfeb\x00...'" or "must be an integer (got
 // '3\rbatch-size = 32...')"); \r\n line endings are read as \n.
 TEST(TrainOptions, ConfigInUtf16OrWithCrOnlyLinesIsNamedAsSuch) {
   ScratchDir dir;
   std::string utf16 = "\xFF\xFE";
   for (char c : std::string("batches = 3\n")) utf16 += std::string{c, '\0'};
+  std::string utf32le("\xFF\xFE\0\0", 4), utf32be("\0\0\xFE\xFF", 4);
+  for (char c : std::string("batches = 3\n")) {
+    utf32le += std::string{c, '\0', '\0', '\0'};
+    utf32be += std::string{'\0', '\0', '\0', c};
+  }
   const std::pair<std::string, std::string> cases[] = {
       {utf16, "it is UTF-16 (it begins with a UTF-16 byte-order mark): save it as UTF-8"},
-      {utf16.substr(2), "it holds NUL bytes, which no INI text does (UTF-16 without a byte-order mark?)"},
+      {utf32le, "it is UTF-32 (it begins with a UTF-32 byte-order mark): save it as UTF-8"},
+      {utf32be, "it is UTF-32 (it begins with a UTF-32 byte-order mark): save it as UTF-8"},
+      {utf16.substr(2), "it holds NUL bytes, which no INI text does (UTF-16 or UTF-32 without a byte-order mark?)"},
       {"batches = 3\rbatch-size = 32\r", "its lines end in a carriage return alone (classic Mac OS line endings)"},
   };
   int i = 0;
@@ -427,6 +437,57 @@ TEST(TrainOptions, AnEmptyConfigOrHiddenIsRefused) {
   p = parse("--config " + ini);
   ASSERT_EQ(p.status, ParseStatus::Error);
   EXPECT_EQ(p.message, "'hidden' in " + ini + " must be comma-separated integers in [1, 1048576] (got '': it is empty)");
+}
+
+// Every option that names a file refuses an empty path, on the command line
+// and in the config (`save =`), as --config does, instead of taking it for
+// the option left out (the run would start from the seed, save nothing).
+TEST(TrainOptions, AnEmptyPathIsRefusedForEveryFileOption) {
+  ScratchDir dir;
+  for (const FileOption& f : file_options()) {
+    SCOPED_TRACE(f.option);
+    const std::string option = std::string("--") + f.option;
+    ParseOutcome p = parse_options(std::vector<std::string>{option, ""});
+    ASSERT_EQ(p.status, ParseStatus::Error);
+    EXPECT_EQ(p.exit_code, kExitBadInput);
+    EXPECT_EQ(p.message, option + " must name a file (got '')");
+    if (std::string(f.option) == "config") continue;  // a key of the command line only
+    const std::string ini = dir.write(std::string("empty-") + f.option + ".ini", std::string(f.option) + " =\n");
+    p = parse("--config " + ini);
+    ASSERT_EQ(p.status, ParseStatus::Error);
+    EXPECT_EQ(p.message, option + " must name a file (got '')");
+  }
+}
+
+// --lr and --momentum are checked as the floats SGD takes, by SGD's own
+// check: at each option's boundaries the option check and the engine's
+// agree, so nothing the options accept is refused when the run starts.
+TEST(TrainOptions, LrAndMomentumAgreeWithSgdAtTheirBoundaries) {
+  const auto engine_takes = [](float lr, float momentum) { return sgd_settings_problem(lr, momentum).empty(); };
+  for (const std::string lr : {"1e-46", "7e-46", "8e-46", "1.4e-45", "1e-45", "1e-38", "3.4028234e38", "3.5e38", "0.005"}) {
+    SCOPED_TRACE(lr);
+    const ParseOutcome p = parse("--lr " + lr);
+    const bool taken = p.status == ParseStatus::Run;
+    const double v = std::stod(lr);
+    const bool fits = v <= std::numeric_limits<float>::max();
+    EXPECT_EQ(taken, fits && engine_takes(static_cast<float>(v), 0.f)) << p.message;
+    if (!taken) EXPECT_EQ(p.message.rfind("--lr must be positive", 0), 0u) << p.message;
+  }
+  EXPECT_EQ(parse("--lr 1e-46").message,
+            "--lr must be positive and at most 3.4e+38, a float's largest (got 1e-46, which is 0 as a float)");
+  for (const std::string m : {"0", "0.5", "0.9999999", "0.99999997", "0.99999999", "0.99999999999", "1"}) {
+    SCOPED_TRACE(m);
+    const ParseOutcome p = parse("--momentum " + m);
+    const bool taken = p.status == ParseStatus::Run;
+    const double v = std::stod(m);
+    EXPECT_EQ(taken, engine_takes(0.005f, static_cast<float>(v))) << p.message;
+    if (!taken) EXPECT_EQ(p.message.rfind("--momentum must be in [0, 1)", 0), 0u) << p.message;
+  }
+  EXPECT_EQ(parse("--momentum 0.99999999999").message,
+            "--momentum must be in [0, 1) (got 0.99999999999, which is 1 as a float)");
+  // What the options take, the engine takes: the boundary cases run.
+  const Ran r = run_train_mlp("--device cpu --quiet --batches 1 --batch-size 8 --features 4 --hidden 4 --lr 1.4e-45 --momentum 0.99999997");
+  EXPECT_EQ(r.code, 0) << r.err;
 }
 
 // A config that is a pipe is read as its writer writes, to its end: here the

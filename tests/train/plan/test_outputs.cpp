@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "framework/parse.h"
+#include "train/options/file_options.h"
 #include "train/options/options.h"
 #include "train/plan/outputs.h"
 #include "train/train_test_util.h"
@@ -147,6 +148,41 @@ TEST(Outputs, APathInAMessageIsOneShortLine) {
   const Ran c = run_in(dir, "--config " + sh_quoted(config));
   expect_refused(c, "cannot read config file '" + shown_path(config) + "'");
   EXPECT_LT(c.err.size(), 400u) << c.err;
+}
+
+// What a failed run (here one that diverged) does to each output that was
+// there before, one case per output of the table of files: --save writes
+// nothing (the file keeps its bytes); the memory log, the summary and the
+// trace are the run's record, each replaced whole by the failed run's own
+// (rows, "status": "failed"), never half-written and never "completed". An
+// output option added to the table without a case here fails the test.
+TEST(Outputs, AFailedRunLeavesEachOutputAsTheTableSays) {
+  for (const FileOption& f : file_options()) {
+    if (f.role != FileRole::Output) continue;
+    SCOPED_TRACE(f.option);
+    ScratchDir dir;
+    const std::string old = "what was there\n";
+    const std::string path = dir.write("out", old);
+    const Ran r = run_in(dir, "--lr 1e30 --" + std::string(f.option) + " out");
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_EQ(r.err_lines(), 1u) << r.err;
+    EXPECT_NE(r.err.find("diverged"), std::string::npos) << r.err;
+    EXPECT_EQ(names_in(dir), std::vector<std::string>{"out"}) << "no temporary left";
+    const std::string now = read_file(path);
+    const std::string option = f.option;
+    if (option == "save") {
+      EXPECT_EQ(now, old);
+    } else if (option == "memory-log") {
+      EXPECT_EQ(now.rfind("batch,", 0), 0u) << now;
+      EXPECT_EQ(now.back(), '\n') << "whole rows";
+    } else if (option == "summary-json") {
+      EXPECT_EQ(amlp::testing::parse_json(now)[0].at("status"), "failed");
+    } else if (option == "trace") {
+      EXPECT_EQ(amlp::testing::parse_json(now).at("otherData").at("status"), "failed");
+    } else {
+      ADD_FAILURE() << "--" << option << ": an output with no case here";
+    }
+  }
 }
 
 }  // namespace

@@ -153,5 +153,38 @@ TEST(CheckedStdout, ClosedStdoutFailsAtOnce) {
   EXPECT_NE(h.err.find("cannot write to stdout"), std::string::npos) << h.err;
 }
 
+// stdout failing before the first run (`>&-`, `>/dev/full`): the summary
+// holds the run that did not start, marked failed with the one line, not an
+// empty list (one object per planned run, also under --compare).
+TEST(CheckedStdout, AStdoutThatFailsBeforeTheFirstRunMarksItFailedInTheSummary) {
+  ScratchDir dir;
+  const std::string summary = dir.file("s.json");
+  const std::vector<std::string> args = {"--device", "cpu", "--quiet", "--batches", "2", "--batch-size", "8",
+                                         "--features", "4", "--hidden", "4", "--summary-json", summary};
+  Spawned closed("train_mlp", args, kStdoutClosed);
+  Ran r = closed.wait();
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err_lines(), 1u) << r.err;
+  amlp::Json s = read_json(summary);
+  ASSERT_EQ(s.size(), 1u) << s;
+  EXPECT_EQ(s[0].at("status"), "failed");
+  EXPECT_EQ("train_mlp: error: " + s[0].at("error").get<std::string>() + "\n", r.err);
+
+  std::string why;
+  const std::string full = amlp::testing::make_full_device(dir, &why);
+  if (full.empty()) GTEST_SKIP() << why;
+  r = amlp::testing::run_command("sh -c '" + amlp::testing::program_path("train_mlp") +
+                                 " --device cpu --quiet --batches 2 --batch-size 8 --features 4 --hidden 4 --compare "
+                                 "--summary-json " + summary + " >" + full + "'");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("cannot write to stdout"), std::string::npos) << r.err;
+  s = read_json(summary);
+  ASSERT_GE(s.size(), 3u) << s;
+  for (const amlp::Json& run : s) {
+    EXPECT_EQ(run.at("status"), "failed");
+    EXPECT_EQ("train_mlp: error: " + run.at("error").get<std::string>() + "\n", r.err);
+  }
+}
+
 }  // namespace
 }  // namespace amlp::train

@@ -4,6 +4,8 @@
 // seed), a last partial batch dropped or kept, and every wrong file or
 // combination is one line and exit 2. No timing assertions.
 #include <gtest/gtest.h>
+#include <malloc.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "npy_writer.h"
+#include "sanitized.h"
 #include "train/runs/data_set.h"
 #include "train/train_test_util.h"
 
@@ -87,6 +90,54 @@ TEST(DataSet, ShuffleDrawsAPermutationPerEpochFromTheSeed) {
   const std::vector<int64_t> first = a.order();
   a.begin_epoch(2);
   EXPECT_NE(a.order(), first) << "drawn again each epoch";
+}
+
+// Files declaring `rows` rows of one feature, sparse (their data a hole): what a
+// reader spends on the rows it is told of, not on bytes it reads.
+void sparse_files(ScratchDir& dir, int64_t rows) {
+  const auto make = [&](const std::string& path, const std::string& shape) {
+    std::ofstream(path, std::ios::binary)
+        << amlp::testing::npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }", {});
+    const std::string h = amlp::testing::read_file(path);
+    EXPECT_EQ(::truncate(path.c_str(), static_cast<off_t>(h.size() + rows * sizeof(float))), 0);
+  };
+  make(dir.file("x.npy"), "(" + std::to_string(rows) + ", 1)");
+  make(dir.file("y.npy"), "(" + std::to_string(rows) + ",)");
+}
+
+// Without --shuffle the rows are the file's, in order: no bookkeeping per
+// declared row (a file declaring 2^26 rows took 512 MiB of order before its
+// first batch, outside --memory-limit).
+TEST(DataSet, InFileOrderItKeepsNothingPerRow) {
+  if (amlp::kSanitized) GTEST_SKIP() << "the sanitizers' allocator keeps its own counts";
+  ScratchDir dir;
+  const int64_t rows = int64_t(1) << 26;
+  sparse_files(dir, rows);
+  amlp::train::Options o;
+  o.data = dir.file("x.npy");
+  o.targets = dir.file("y.npy");
+  const size_t before = ::mallinfo2().uordblks;
+  amlp::train::DataSet d(o);
+  d.begin_epoch(1);
+  d.begin_epoch(2);
+  EXPECT_LT(::mallinfo2().uordblks - before, size_t(1) << 20) << "bytes allocated for " << rows << " rows";
+  EXPECT_EQ(d.rows(), rows);
+  EXPECT_EQ(d.row(rows - 1), rows - 1);
+}
+
+// With --shuffle the order (8 bytes a row) is held to --memory-limit, else
+// the host's budget, up front: exit 2 naming --shuffle, not a failed run.
+TEST(TrainMlpData, AShuffleOrderPastTheMemoryLimitIsRefusedUpFront) {
+  ScratchDir dir;
+  sparse_files(dir, int64_t(1) << 26);
+  const amlp::testing::Ran r = run_train_mlp("--device cpu --quiet --batch-size 64 --hidden 4 --shuffle "
+                                             "--memory-limit 64MiB --data " + dir.file("x.npy") + " --targets " +
+                                             dir.file("y.npy"));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(r.err, "train_mlp: error: --shuffle: the order of --data's 67108864 rows takes 536870912 bytes of host "
+                   "memory, past the budget of 67108864 bytes (--memory-limit): shuffle the file beforehand, or drop "
+                   "--shuffle\n");
+  EXPECT_EQ(r.out, "");
 }
 
 // train_mlp on the files: one pass is N / B batches (dropped) or their

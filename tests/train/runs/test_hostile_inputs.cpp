@@ -8,12 +8,14 @@
 // trained silently. The binary starts with the signals a shell gives
 // (train_test_util.h run_command, Spawned).
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -22,6 +24,7 @@
 #include "framework/nn/checkpoint.h"
 #include "framework/ops.h"
 #include "npy_writer.h"
+#include "sanitized.h"
 #include "train/train_test_util.h"
 
 namespace amlp::train {
@@ -91,6 +94,20 @@ TEST(HostileInputs, AnInputChangedDuringTheRunIsOneLineAndExitOne) {
          std::fstream io(f, std::ios::in | std::ios::out | std::ios::binary);
          io.seekp(200);
          io.put('\0');
+       }},
+      // Its modification time set back after the write: the status-change time still moves.
+      {"rewritten in place, its modification time restored", "it was changed while the run read it",
+       [](const std::string& f) {
+         struct stat before {};
+         ASSERT_EQ(::stat(f.c_str(), &before), 0);
+         std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a status-change time of its own
+         {
+           std::fstream io(f, std::ios::in | std::ios::out | std::ios::binary);
+           io.seekp(200);
+           io.put('\0');
+         }
+         const struct timespec times[2] = {before.st_atim, before.st_mtim};
+         ASSERT_EQ(::utimensat(AT_FDCWD, f.c_str(), times, 0), 0);
        }},
   };
   struct Input {
@@ -164,13 +181,16 @@ TEST(HostileInputs, ALoadFileWithANanWeightIsRefusedUpFront) {
   ScratchDir dir;
   const std::string good = dir.file("good.st"), bad = dir.file("bad.st");
   ASSERT_EQ(run_train_mlp(kLoadModel + "--batches 2 --save " + good).code, 0);
-  std::vector<NamedValues> ts = read_safetensors(good);
-  std::vector<std::pair<std::string, Tensor>> named;
-  for (NamedValues& t : ts) {
-    if (t.name == "dense0.weight") t.values[5] = std::numeric_limits<float>::quiet_NaN();
-    named.emplace_back(t.name, from_host(t.shape, t.values.data(), Device::cpu()));
-  }
-  save_safetensors(bad, named);
+  // The writer refuses a NaN: the file's bytes are patched instead. dense0.weight's
+  // data comes first (the writer's order), after the 8-byte length and the header.
+  std::string bytes = amlp::testing::read_file(good);
+  uint64_t header = 0;
+  for (int i = 7; i >= 0; --i) header = header << 8 | static_cast<unsigned char>(bytes[i]);
+  ASSERT_NE(bytes.find("\"dense0.weight\":{\"dtype\":\"F32\",\"shape\":[8,8],\"data_offsets\":[0,"), std::string::npos)
+      << bytes.substr(8, header);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(&bytes[8 + header + 5 * sizeof(float)], &nan, sizeof nan);  // little-endian hosts only, as the file
+  dir.write("bad.st", bytes);
   const Ran r = run_train_mlp(kLoadModel + "--batches 2 --load " + bad + " --summary-json " + dir.file("s.json"));
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_EQ(r.err_lines(), 1u) << r.err;
@@ -267,6 +287,35 @@ TEST(HostileInputs, AFileSizeLimitIsOneLineNotADeathBySigxfsz) {
     EXPECT_NE(r.err.find("File too large"), std::string::npos) << r.err;
     EXPECT_FALSE(std::filesystem::exists(p));
     EXPECT_TRUE(temporaries_of(p).empty());
+  }
+}
+
+// A safetensors header is read into its tensors' entries, not into a tree of
+// every JSON value (which cost about 80 times the text): a 40 MiB header of
+// one large __metadata__ array, or of a large value under a key a tensor may
+// carry, is one line, exit 2, under an address-space limit far below what
+// the tree would take (before: std::bad_alloc, exit 134).
+TEST(HostileInputs, ALargeSafetensorsHeaderIsReadInMemoryOfItsOwnSize) {
+  if (amlp::kSanitized) GTEST_SKIP() << "a sanitizer build reserves terabytes of shadow address space: ulimit -v cannot apply";
+  ScratchDir dir;
+  std::string zeros;
+  for (int i = 0; i < (20 << 20); ++i) zeros += i ? ",0" : "0";  // 40 MiB of JSON numbers
+  const std::pair<std::string, std::string> headers[] = {
+      {"{\"__metadata__\":[" + zeros + "]}", "its __metadata__ is not an object"},
+      {R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"x":[)" + zeros + "]}}", "has no tensor 'dense0.weight'"},
+  };
+  int i = 0;
+  for (const auto& [header, says] : headers) {
+    SCOPED_TRACE(says);
+    std::string file;
+    for (int k = 0; k < 8; ++k) file.push_back(static_cast<char>((uint64_t(header.size()) >> (8 * k)) & 0xff));
+    const std::string path = dir.write("big" + std::to_string(i++) + ".st", file + header + std::string(4, '\0'));
+    const Ran r = amlp::testing::run_command("OPENBLAS_NUM_THREADS=1 bash -c 'ulimit -v 1048576; exec " +
+                                             amlp::testing::program_path("train_mlp") + " " + kLoadModel +
+                                             "--batches 1 --load " + path + "'");
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(r.err_lines(), 1u) << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
   }
 }
 

@@ -143,6 +143,49 @@ TEST(InterruptTwice, SecondSignalASecondLaterExitsAtOnceLeavingAValidLog) {
   EXPECT_FALSE(std::filesystem::exists(summary)) << "exited at once: no summary";
 }
 
+// A second signal while --save's temporary is being written exits at once
+// and leaves no temporary behind (the --save file is absent or whole). The
+// process is stopped (SIGSTOP) as soon as the temporary is seen, so the
+// second signal lands while it exists whatever the machine's speed; a
+// writer that finished before it was seen leaves nothing to test.
+TEST(InterruptTwice, ASecondSignalDuringSavesWriteLeavesNoTemporary) {
+  ScratchDir dir;
+  const std::string save = dir.file("w.st"), log = dir.file("m.csv");
+  // About 34 MB of parameters: their write takes a while to finish.
+  Spawned p("train_mlp", {"--device", "cpu", "--quiet", "--sync", "batch", "--batches", "100000", "--batch-size", "4",
+                          "--features", "2048", "--hidden", "2048,2048", "--save", save, "--memory-log", log});
+  ASSERT_TRUE(p.running());
+  ASSERT_TRUE(wait_for_lines(log, 2, [&] { return !p.alive(); })) << p.err_so_far();  // training: the handlers are in
+  p.signal(SIGINT);  // the loop stops; the queued batch finishes; the parameters are saved
+  const bool taken = acknowledged(p);
+  if (amlp::testing::kThreadSanitized && !taken) {
+    p.signal(SIGKILL);
+    p.wait();
+    GTEST_SKIP() << "TSan deferred the first SIGINT; the release and ASan builds check this case";
+  }
+  ASSERT_TRUE(taken) << p.err_so_far();
+  const auto first = std::chrono::steady_clock::now();
+  bool seen = false;
+  while (!seen && p.alive()) {
+    for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+      if (e.path().filename().string().rfind("w.st.tmp.", 0) == 0) seen = true;
+  }
+  if (seen) p.signal(SIGSTOP);
+  if (!seen || amlp::testing::temporaries_of(save).empty()) {  // written and renamed before it was seen
+    p.signal(SIGCONT);
+    const Ran r = p.wait();
+    GTEST_SKIP() << "the save was written before its temporary was seen (exit " << r.code << ")";
+  }
+  std::this_thread::sleep_until(first + std::chrono::seconds(1));  // past kAgainAfter_s: a second request
+  p.signal(SIGINT);
+  p.signal(SIGCONT);
+  const Ran r = p.wait();
+  EXPECT_EQ(p.signaled, 0);
+  EXPECT_EQ(r.code, 130) << r.err;
+  EXPECT_NE(r.err.find("train_mlp: SIGINT again: exiting at once"), std::string::npos) << r.err;
+  EXPECT_EQ(amlp::testing::temporaries_of(save), std::vector<std::string>{});
+}
+
 // GNU timeout sends SIGTERM to the child and then to its process group, so
 // the run gets two at once: one request. Sent back to back (the second as
 // soon as the first was acknowledged, well within half a second), they end

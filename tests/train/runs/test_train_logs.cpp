@@ -5,6 +5,7 @@
 // tools/plot_memory.py draws from them.
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -627,6 +628,34 @@ TEST(TraceSummary, SplitsARealRunsQueueTimeByKernel) {
     EXPECT_EQ(b.code, 2) << bad;
     EXPECT_EQ(b.err_lines(), 1u) << b.err;
   }
+}
+
+// Two runs on one memory log: the second is refused up front (exit 2, one
+// line naming the option and that another process is writing the file),
+// and the first's log stays its own: whole rows, no NUL bytes, nothing
+// truncated under it.
+TEST(TrainMlpLogs, ASecondRunOnAMemoryLogBeingWrittenIsRefused) {
+  ScratchDir dir;
+  const std::string log = dir.file("m.csv");
+  amlp::testing::Spawned first("train_mlp", {"--device", "cpu", "--quiet", "--batches", "100000000", "--batch-size",
+                                             "8", "--features", "4", "--hidden", "4", "--memory-log", log});
+  ASSERT_TRUE(first.running());
+  ASSERT_TRUE(amlp::testing::wait_for_lines(log, 3, [&] { return !first.alive(); })) << first.err_so_far();
+  const Ran second = run_train_mlp("--device cpu --quiet --batches 2 --batch-size 8 --features 4 --hidden 4 "
+                                   "--memory-log " + log);
+  EXPECT_EQ(second.code, 2) << second.err;
+  EXPECT_EQ(second.err_lines(), 1u) << second.err;
+  EXPECT_NE(second.err.find("--memory-log: cannot write '" + log + "': another process (pid "), std::string::npos)
+      << second.err;
+  EXPECT_EQ(second.out, "") << "nothing ran";
+  first.signal(SIGINT);
+  const Ran r = first.wait();
+  EXPECT_EQ(r.code, 130) << r.err;
+  const std::string text = read_file(log);
+  EXPECT_EQ(text.find('\0'), std::string::npos) << "NUL bytes in the first run's log";
+  const amlp::testing::CsvRows rows = amlp::testing::read_csv_strict(log);
+  EXPECT_EQ(rows.problem, "");
+  EXPECT_GE(rows.rows.size(), 2u);
 }
 
 }  // namespace

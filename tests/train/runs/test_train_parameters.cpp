@@ -8,8 +8,10 @@
 #include <signal.h>
 
 #include <filesystem>
+#include <limits>
 
 #include "framework/nn/checkpoint.h"
+#include "framework/ops.h"
 #include "train/options/options.h"
 #include "train/plan/parameters_file.h"
 #include "train/train_test_util.h"
@@ -103,6 +105,70 @@ TEST(TrainParameters, AnInterruptedRunStillSavesWhatItTrained) {
   EXPECT_EQ(read_safetensors(p).size(), 6u);
   const auto s = read_json(dir.file("s.json"));
   EXPECT_EQ((s.is_array() ? s[0] : s)["status"], "interrupted");
+}
+
+// A run that diverges writes nothing over a file: --save onto the --load file
+// keeps the parameters it started from (the next --load still takes them), a
+// --save file already there keeps its bytes, a new one is not created, and no
+// temporary is left; the one line says the parameters were not saved.
+TEST(TrainParameters, ADivergedRunSavesNothing) {
+  ScratchDir dir;
+  const std::string g = dir.file("g.st"), ck = dir.file("ck.st"), old = dir.file("old.st"), fresh = dir.file("new.st");
+  ASSERT_EQ(run_train_mlp(kModel + "--batches 2 --save " + g).code, 0);
+  const std::string held = amlp::testing::read_file(g);
+  std::filesystem::copy_file(g, ck);
+  dir.write("old.st", "what was there\n");
+  for (const std::string sync : {"batch", "none"}) {
+    SCOPED_TRACE(sync);
+    for (const auto& [save, before] : std::vector<std::pair<std::string, std::string>>{
+             {ck, held}, {old, "what was there\n"}, {fresh, ""}}) {
+      const Ran r = run_train_mlp(kModel + "--batches 2 --sync " + sync + " --lr 1e30 --load " + ck + " --save " + save);
+      EXPECT_EQ(r.code, 1) << r.err;
+      EXPECT_EQ(r.err_lines(), 1u) << r.err;
+      EXPECT_NE(r.err.find("diverged"), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find("not saved (--save)"), std::string::npos) << r.err;
+      EXPECT_EQ(r.out.find("parameters saved"), std::string::npos) << r.out;
+      if (before.empty()) {
+        EXPECT_FALSE(std::filesystem::exists(fresh));
+      } else {
+        EXPECT_EQ(amlp::testing::read_file(save), before) << save;
+      }
+      EXPECT_TRUE(amlp::testing::temporaries_of(save).empty());
+    }
+  }
+  EXPECT_EQ(run_train_mlp(kModel + "--batches 1 --load " + ck).code, 0) << "the --load file still loads";
+}
+
+// The writer refuses what the reader would: a parameter that is NaN or
+// infinite is an error naming the tensor, and no file is written.
+TEST(TrainParameters, TheWriterRefusesAValueThatIsNotFinite) {
+  ScratchDir dir;
+  const std::string p = dir.file("p.st");
+  const float values[] = {1.f, std::numeric_limits<float>::infinity()};
+  const Tensor t = from_host({2}, values, Device::cpu(0));
+  try {
+    save_safetensors(p, {{"w", t}});
+    ADD_FAILURE() << "written";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'w' holds inf (value 1 of 2)"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(p));
+  EXPECT_TRUE(amlp::testing::temporaries_of(p).empty());
+  // A name the reader would refuse (given twice, or the format's own) is not written either.
+  for (const std::string name : {"w", "__metadata__"}) {
+    const std::vector<std::pair<std::string, Tensor>> named =
+        name == "w" ? std::vector<std::pair<std::string, Tensor>>{{"w", ones({1}, Device::cpu(0))}, {"w", ones({1}, Device::cpu(0))}}
+                    : std::vector<std::pair<std::string, Tensor>>{{name, ones({1}, Device::cpu(0))}};
+    EXPECT_THROW(save_safetensors(p, named), Error) << name;
+    EXPECT_FALSE(std::filesystem::exists(p));
+  }
+  // The header the writer makes is the one the reader takes, names escaped.
+  save_safetensors(p, {{"a\"b\n", ones({2, 1}, Device::cpu(0))}, {"c", ones({3}, Device::cpu(0))}});
+  const std::vector<NamedValues> back = read_safetensors(p);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].name, "a\"b\n");
+  EXPECT_EQ(back[0].shape, (Shape{2, 1}));
+  EXPECT_EQ(back[1].values, std::vector<float>(3, 1.f));
 }
 
 }  // namespace
