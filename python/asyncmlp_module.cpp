@@ -9,11 +9,15 @@
 // A tensor a queued op uses is held by that op in the engine (docs/design.md):
 // whatever Python does with its object, the op's memory lives until the op
 // has run. The library's errors become Python exceptions with the same line
-// (asyncmlp.Error and its subclasses ShapeError, DeviceError, OutOfMemory, ...).
+// (asyncmlp.Error and its subclasses ShapeError, DeviceError, OutOfMemory, ...,
+// each also a subclass of the built-in that fits: ValueError, RuntimeError,
+// MemoryError). A Python argument of the wrong type is a TypeError, a shape
+// read by one converter (shape_of), an object kept by one check (block_of).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <tuple>
@@ -29,23 +33,84 @@ namespace {
 
 using Release = py::call_guard<py::gil_scoped_release>;
 
-Shape shape_of(const py::object& shape) {
-  if (py::isinstance<py::int_>(shape)) return {shape.cast<int64_t>()};
-  return shape.cast<std::vector<int64_t>>();
+std::string type_name(py::handle h) { return py::str(py::type::handle_of(h).attr("__name__")); }
+
+// One dimension of a shape: an int (or anything with __index__, such as a
+// NumPy integer) that fits in 64 bits. A float, a bool or another type is a
+// TypeError; a dimension past int64 a ShapeError, as a negative one is (the
+// library's numel()).
+int64_t dim_of(const char* op, py::handle d) {
+  if (PyBool_Check(d.ptr()) || !PyIndex_Check(d.ptr()))
+    throw py::type_error(detail::concat(op, ": a shape's dimensions are ints, got ", type_name(d), " ",
+                                        std::string(py::repr(d))));
+  const auto i = py::reinterpret_steal<py::object>(PyNumber_Index(d.ptr()));
+  if (!i) throw py::error_already_set();
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (overflow)
+    throw ShapeError(detail::concat(op, ": dimension ", std::string(py::repr(i)), " exceeds ",
+                                    std::numeric_limits<int64_t>::max()));
+  return v;
 }
 
-Device device_of(const py::object& d) {
+// The one conversion of a Python shape: an int, or a sequence of ints (a
+// tuple, a list; not a string). Every binding that takes a shape calls it.
+Shape shape_of(const char* op, py::handle shape) {
+  if (PyIndex_Check(shape.ptr()) && !PyBool_Check(shape.ptr())) return {dim_of(op, shape)};
+  if (PyUnicode_Check(shape.ptr()) || PyBytes_Check(shape.ptr()) || !PySequence_Check(shape.ptr()))
+    throw py::type_error(detail::concat(op, ": the shape must be an int or a sequence of ints, got ",
+                                        type_name(shape), " ", std::string(py::repr(shape))));
+  Shape s;
+  for (const py::handle d : py::reinterpret_borrow<py::sequence>(shape)) s.push_back(dim_of(op, d));
+  return s;
+}
+
+// The one check of an object a binding keeps (a block, a net): None or
+// another type is a TypeError naming the argument, never a null held.
+std::shared_ptr<Block> block_of(const char* op, const char* what, py::handle b) {
+  if (b.is_none() || !py::isinstance<Block>(b))
+    throw py::type_error(detail::concat(op, ": ", what, " must be a Block (Dense, ReLU, Sequential, ...), got ",
+                                        type_name(b)));
+  return b.cast<std::shared_ptr<Block>>();
+}
+
+Device device_of(py::handle d) {
   if (d.is_none()) return Device::cpu();
   if (py::isinstance<Device>(d)) return d.cast<Device>();
+  if (!py::isinstance<py::str>(d))
+    throw py::type_error("device must be a Device (asyncmlp.cpu(i), asyncmlp.gpu(i)), a string such as 'cpu:1', "
+                         "or None, got " +
+                         type_name(d));
   return parse_device(d.cast<std::string>());  // "cpu", "cuda:1": DeviceError when absent
 }
 
-// A NumPy array as a float32 tensor (copied at once, as from_host does).
-Tensor array_from_numpy(const py::array& a, const py::object& device) {
-  const auto f = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(a);
-  if (!f) throw ShapeError("array(): cannot read the argument as float32 values");
-  Shape s(f.shape(), f.shape() + f.ndim());
+// A NumPy array (or what np.asarray takes: a list, a scalar) as a float32
+// tensor, copied at once as from_host does. Values of a numeric dtype (bool,
+// integers, floats) are converted; other dtypes (object, structured, strings,
+// complex) are a TypeError. The element count is checked, and the bytes
+// against the device's limit, before any converted copy is made.
+Tensor array_from_numpy(const py::handle values, const py::handle device) {
+  if (values.is_none()) throw py::type_error("array(): values must be a NumPy array or a sequence of numbers, got None");
+  const py::array a = py::module_::import("numpy").attr("asarray")(values);
+  const char kind = a.dtype().kind();
+  if (kind != 'b' && kind != 'i' && kind != 'u' && kind != 'f')
+    throw py::type_error(detail::concat("array(): cannot read values of dtype ", std::string(py::str(a.dtype())),
+                                        " as float32 (a numeric dtype is needed)"));
+  const Shape s(a.shape(), a.shape() + a.ndim());
   const Device d = device_of(device);
+  const int64_t n = numel(s);  // ShapeError past what a tensor can hold
+  // Values past the device's limit on their own: the pool's error (its cache
+  // released first, as the pool does) before NumPy makes a converted copy.
+  if (const size_t limit = memory_stats(d).limit_bytes; limit && static_cast<uint64_t>(n) > limit / sizeof(float)) {
+    {
+      py::gil_scoped_release nogil;
+      empty_cache(d);
+    }
+    const MemoryStats pool = memory_stats(d);
+    throw OutOfMemory(d.str(), static_cast<size_t>(n) * sizeof(float), pool.bytes_in_use, pool.reserved_bytes, limit);
+  }
+  const auto f = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(a);
+  if (!f) throw py::error_already_set();  // NumPy's own error (a MemoryError for its copy)
   py::gil_scoped_release nogil;
   return from_host(s, f.data(), d);
 }
@@ -113,11 +178,19 @@ AllocPolicy policy_named(const std::string& name) {
   throw ShapeError("set_alloc: the policy must be 'enqueue', 'run' or 'stream' (got '" + name + "')");
 }
 
+// Tensor.reshape(2, 3) or Tensor.reshape((2, 3)).
 Shape reshape_args(const py::args& args) {
-  if (args.size() == 1 && !py::isinstance<py::int_>(args[0])) return shape_of(py::reinterpret_borrow<py::object>(args[0]));
-  Shape s;
-  for (const py::handle& a : args) s.push_back(a.cast<int64_t>());
-  return s;
+  return shape_of("reshape", args.size() == 1 ? py::handle(args[0]) : py::handle(args));
+}
+
+// A creation op: its shape and device read with the GIL held, then queued
+// without it (back-pressure may block the push).
+template <class Make>
+Tensor create(const char* op, py::handle shape, py::handle device, Make make) {
+  const Shape s = shape_of(op, shape);
+  const Device d = device_of(device);
+  py::gil_scoped_release nogil;
+  return make(s, d);
 }
 
 // SGD over a net's parameters, taken at the first step: a Dense layer without
@@ -137,6 +210,68 @@ struct PySGD {
   std::unique_ptr<SGD> sgd;
 };
 
+// The library's errors as Python classes: asyncmlp.Error (a RuntimeError, as
+// MXNet's MXNetError is) and one subclass per library error, which also
+// subclasses the built-in that fits it, so `except ValueError` catches a
+// ShapeError. A KernelError carries its op, device and sequence number as
+// attributes. One translator raises each.
+struct ErrorClasses {
+  PyObject *error, *shape, *device, *env, *oom, *dropped, *fault, *kernel;
+};
+ErrorClasses errors;
+
+PyObject* def_error(py::module_& m, const char* name, PyObject* base, PyObject* builtin, const char* doc) {
+  const py::tuple bases = builtin ? py::make_tuple(py::handle(base), py::handle(builtin)) : py::make_tuple(py::handle(base));
+  PyObject* cls = PyErr_NewExceptionWithDoc(("asyncmlp." + std::string(name)).c_str(), doc, bases.ptr(), nullptr);
+  if (!cls) throw py::error_already_set();
+  m.add_object(name, py::handle(cls));  // the module holds a reference; `errors` keeps ours for the process
+  return cls;
+}
+
+void def_errors(py::module_& m) {
+  errors.error = def_error(m, "Error", PyExc_RuntimeError, nullptr, "an error of the library (a RuntimeError); its subclasses say which");
+  errors.shape = def_error(m, "ShapeError", errors.error, PyExc_ValueError,
+                           "arguments that do not fit: shapes, sizes, settings (also a ValueError)");
+  errors.device = def_error(m, "DeviceError", errors.error, PyExc_RuntimeError,
+                            "a device that does not parse or is not there, or tensors on two devices (also a RuntimeError)");
+  errors.env = def_error(m, "EnvError", errors.error, PyExc_RuntimeError,
+                         "a variable of the environment holds a value the library does not take (also a RuntimeError)");
+  errors.oom = def_error(m, "OutOfMemory", errors.error, PyExc_MemoryError,
+                         "a device's pool could not give the memory asked for (also a MemoryError)");
+  errors.dropped = def_error(m, "Dropped", errors.error, PyExc_RuntimeError,
+                             "the output of an op its queue dropped before it ran (also a RuntimeError)");
+  errors.fault = def_error(m, "DeviceFault", errors.error, PyExc_RuntimeError,
+                           "a device found failed after work was launched on it (also a RuntimeError)");
+  errors.kernel = def_error(m, "KernelError", errors.error, PyExc_RuntimeError,
+                            "an op failed on its device's worker, raised by the next blocker (also a RuntimeError); "
+                            "attributes: op (its name), device ('cpu:0'), sequence (its number on the queue)");
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const KernelError& e) {
+      py::object exc = py::reinterpret_borrow<py::object>(errors.kernel)(e.what());
+      exc.attr("op") = e.op;
+      exc.attr("device") = e.device;
+      exc.attr("sequence") = e.seq;
+      PyErr_SetObject(errors.kernel, exc.ptr());
+    } catch (const ShapeError& e) {
+      PyErr_SetString(errors.shape, e.what());
+    } catch (const DeviceError& e) {
+      PyErr_SetString(errors.device, e.what());
+    } catch (const EnvError& e) {
+      PyErr_SetString(errors.env, e.what());
+    } catch (const OutOfMemory& e) {
+      PyErr_SetString(errors.oom, e.what());
+    } catch (const Dropped& e) {
+      PyErr_SetString(errors.dropped, e.what());
+    } catch (const DeviceFault& e) {
+      PyErr_SetString(errors.fault, e.what());
+    } catch (const Error& e) {
+      PyErr_SetString(errors.error, e.what());
+    }
+  });
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_asyncmlp, m) {
@@ -146,16 +281,8 @@ PYBIND11_MODULE(_asyncmlp, m) {
   set_alloc_policy(AllocPolicy::Stream);
 
   // --- errors: one Python class per library error, its message the library's
-  // line. pybind11 tries the translators it registers last first: the base
-  // class first, then each subclass.
-  const py::exception<Error>& error = py::register_exception<Error>(m, "Error");
-  py::register_exception<ShapeError>(m, "ShapeError", error.ptr());
-  py::register_exception<DeviceError>(m, "DeviceError", error.ptr());
-  py::register_exception<EnvError>(m, "EnvError", error.ptr());
-  py::register_exception<OutOfMemory>(m, "OutOfMemory", error.ptr());
-  py::register_exception<Dropped>(m, "Dropped", error.ptr());
-  py::register_exception<DeviceFault>(m, "DeviceFault", error.ptr());
-  py::register_exception<KernelError>(m, "KernelError", error.ptr());
+  // line; each also subclasses the built-in a Python user catches.
+  def_errors(m);
 
   // --- devices
   py::class_<Device>(m, "Device")
@@ -234,39 +361,50 @@ PYBIND11_MODULE(_asyncmlp, m) {
           "reshape", [](const Tensor& a, const py::args& shape) { return reshape(a, reshape_args(shape)); },
           "the same buffer with another shape (ints or a tuple; one -1 inferred); no op is queued");
 
-  m.def("array", &array_from_numpy, py::arg("values"), py::arg("device") = py::none(),
+  m.def(
+      "array", [](const py::object& v, const py::object& d) { return array_from_numpy(v, d); }, py::arg("values"),
+      py::arg("device") = py::none(),
         "a tensor holding a NumPy array's values as float32 (copied at once)");
   m.def(
-      "ones", [](const py::object& s, const py::object& d) { return ones(shape_of(s), device_of(d)); },
+      "ones",
+      [](const py::object& s, const py::object& d) {
+        return create("ones", s, d, [](const Shape& s, Device d) { return ones(s, d); });
+      },
       py::arg("shape"), py::arg("device") = py::none());
   m.def(
-      "zeros", [](const py::object& s, const py::object& d) { return zeros(shape_of(s), device_of(d)); },
+      "zeros",
+      [](const py::object& s, const py::object& d) {
+        return create("zeros", s, d, [](const Shape& s, Device d) { return zeros(s, d); });
+      },
       py::arg("shape"), py::arg("device") = py::none());
   m.def(
-      "full", [](const py::object& s, float v, const py::object& d) { return full(shape_of(s), v, device_of(d)); },
+      "full",
+      [](const py::object& s, float v, const py::object& d) {
+        return create("full", s, d, [v](const Shape& s, Device d) { return full(s, v, d); });
+      },
       py::arg("shape"), py::arg("value"), py::arg("device") = py::none());
   m.def(
       "normal",
       [](float loc, float scale, const py::object& s, const py::object& d) {
-        return randn(shape_of(s), device_of(d), loc, scale);
+        return create("normal", s, d, [=](const Shape& s, Device d) { return randn(s, d, loc, scale); });
       },
       py::arg("loc") = 0.f, py::arg("scale") = 1.f, py::arg("shape") = py::make_tuple(1),
       py::arg("device") = py::none(), "values drawn from N(loc, scale²) on the device's queue (manual_seed's stream)");
   m.def(
       "uniform",
       [](float low, float high, const py::object& s, const py::object& d) {
-        const Shape shape = shape_of(s);
-        const Device dev = device_of(d);
-        py::gil_scoped_release nogil;
-        return rand_uniform(shape, dev, low, high);
+        return create("uniform", s, d, [=](const Shape& s, Device d) { return rand_uniform(s, d, low, high); });
       },
       py::arg("low") = 0.f, py::arg("high") = 1.f, py::arg("shape") = py::make_tuple(1),
       py::arg("device") = py::none(), "values drawn from U[low, high) on the device's queue (manual_seed's stream)");
   m.def(
-      "reshape", [](const Tensor& a, const py::object& s) { return reshape(a, shape_of(s)); }, py::arg("a"),
+      "reshape", [](const Tensor& a, const py::object& s) { return reshape(a, shape_of("reshape", s)); }, py::arg("a"),
       py::arg("shape"), "the same buffer with another shape (one -1 inferred); no op is queued");
   m.def(
-      "randn", [](const py::object& s, const py::object& d) { return randn(shape_of(s), device_of(d)); },
+      "randn",
+      [](const py::object& s, const py::object& d) {
+        return create("randn", s, d, [](const Shape& s, Device d) { return randn(s, d); });
+      },
       py::arg("shape"), py::arg("device") = py::none());
   m.def("manual_seed", py::overload_cast<uint64_t>(&manual_seed), py::arg("seed"));
   m.def(
@@ -281,6 +419,9 @@ PYBIND11_MODULE(_asyncmlp, m) {
   m.def(
       "mean", [](const Tensor& a) { return mean(a); }, Release());
   m.def("waitall", &waitall, Release(), "wait for every queued op on every device");
+  m.def("check_finite", &check_finite, py::arg("a"), py::arg("what") = "check_finite", Release(),
+        "queue a check that every value of `a` (any shape) is finite: the next blocker on its device raises "
+        "KernelError (its op, device and sequence as attributes; `what` in its line) if one is NaN or infinite");
 
   // --- settings and statistics (runtime.h)
   m.def("set_blocking", &set_blocking, py::arg("on"), "synchronous mode: every push waits for its op");
@@ -377,7 +518,7 @@ PYBIND11_MODULE(_asyncmlp, m) {
       .def(py::init<>())
       .def("add",
            [](Sequential& s, const py::args& blocks) {
-             for (const py::handle& b : blocks) s.add(std::make_unique<SharedBlock>(b.cast<std::shared_ptr<Block>>()));
+             for (const py::handle& b : blocks) s.add(std::make_unique<SharedBlock>(block_of("Sequential.add", "a block", b)));
            })
       .def("__len__", &Sequential::size);
   py::class_<L2Loss>(m, "L2Loss")
@@ -385,7 +526,10 @@ PYBIND11_MODULE(_asyncmlp, m) {
       .def(
           "__call__", [](const L2Loss& l, const Tensor& p, const Tensor& y) { return l(p, y); }, Release());
   py::class_<PySGD>(m, "SGD")
-      .def(py::init<std::shared_ptr<Block>, float, float, float>(), py::arg("net"), py::arg("lr"),
+      .def(py::init([](const py::object& net, float lr, float momentum, float wd) {
+             return PySGD(block_of("SGD", "net", net), lr, momentum, wd);
+           }),
+           py::arg("net"), py::arg("lr"),
            py::arg("momentum") = 0.f, py::arg("wd") = 0.f)
       .def("step", &PySGD::step, py::arg("batch_size"), Release(),
            "queue one update per parameter, the gradients scaled by 1/batch_size; never blocks")
