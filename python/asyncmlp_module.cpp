@@ -33,6 +33,19 @@ namespace {
 
 using Release = py::call_guard<py::gil_scoped_release>;
 
+// A member function bound with its object taken by reference: pybind11 passes
+// a member function pointer's `self` as a pointer, which None makes null (a
+// segfault); a reference makes None a TypeError. Every method bound from a
+// member function goes through it.
+template <class C, class R, class... A>
+auto by_ref(R (C::*f)(A...) const) {
+  return [f](const C& c, A... a) -> R { return (c.*f)(std::forward<A>(a)...); };
+}
+template <class C, class R, class... A>
+auto by_ref(R (C::*f)(A...)) {
+  return [f](C& c, A... a) -> R { return (c.*f)(std::forward<A>(a)...); };
+}
+
 std::string type_name(py::handle h) { return py::str(py::type::handle_of(h).attr("__name__")); }
 
 // One dimension of a shape: an int (or anything with __index__, such as a
@@ -193,6 +206,17 @@ Tensor create(const char* op, py::handle shape, py::handle device, Make make) {
   return make(s, d);
 }
 
+// Whether `block` is `target` or holds it (a Sequential's Python-made blocks
+// are SharedBlocks): a Sequential added into itself would recurse for ever.
+bool holds(Block& block, const Block* target) {
+  if (&block == target) return true;
+  if (auto* shared = dynamic_cast<SharedBlock*>(&block)) return holds(*shared->block, target);
+  if (auto* seq = dynamic_cast<Sequential*>(&block))
+    for (size_t i = 0; i < seq->size(); ++i)
+      if (holds((*seq)[i], target)) return true;
+  return false;
+}
+
 // SGD over a net's parameters, taken at the first step: a Dense layer without
 // in_units has none until its first forward (deferred initialisation).
 struct PySGD {
@@ -286,9 +310,9 @@ PYBIND11_MODULE(_asyncmlp, m) {
 
   // --- devices
   py::class_<Device>(m, "Device")
-      .def_property_readonly("is_cuda", &Device::is_cuda)
-      .def_readonly("index", &Device::index)
-      .def("__str__", &Device::str)
+      .def_property_readonly("is_cuda", by_ref(&Device::is_cuda))
+      .def_property_readonly("index", [](const Device& d) { return d.index; })
+      .def("__str__", by_ref(&Device::str))
       .def("__repr__", [](const Device& d) { return "Device('" + d.str() + "')"; })
       .def("__eq__", [](const Device& a, const Device& b) { return a == b; })
       .def("__hash__", [](const Device& d) { return std::hash<std::string>()(d.str()); });
@@ -302,14 +326,14 @@ PYBIND11_MODULE(_asyncmlp, m) {
   // --- tensors and their blockers
   py::class_<Tensor>(m, "Tensor")
       .def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
-      .def_property_readonly("ndim", &Tensor::ndim)
-      .def_property_readonly("size", &Tensor::numel)
-      .def_property_readonly("device", &Tensor::device)
-      .def("wait_to_read", &Tensor::wait_to_read, Release(), "wait for the op that last wrote this tensor")
+      .def_property_readonly("ndim", by_ref(&Tensor::ndim))
+      .def_property_readonly("size", by_ref(&Tensor::numel))
+      .def_property_readonly("device", by_ref(&Tensor::device))
+      .def("wait_to_read", by_ref(&Tensor::wait_to_read), Release(), "wait for the op that last wrote this tensor")
       .def("asnumpy", &to_numpy, "wait, then copy out as a NumPy float32 array")
       .def("numpy", &to_numpy, "asnumpy()")
-      .def("item", &Tensor::item, Release(), "wait, then the one value (a one-element tensor)")
-      .def("__float__", &Tensor::item, Release())
+      .def("item", by_ref(&Tensor::item), Release(), "wait, then the one value (a one-element tensor)")
+      .def("__float__", by_ref(&Tensor::item), Release())
       .def("__repr__",
            [](const Tensor& t) {  // blocks, as printing an NDArray does
              std::ostringstream os;
@@ -319,14 +343,14 @@ PYBIND11_MODULE(_asyncmlp, m) {
              }
              return os.str();
            })
-      .def_property("requires_grad", &Tensor::requires_grad, [](Tensor& t, bool on) { t.requires_grad_(on); })
-      .def("requires_grad_", &Tensor::requires_grad_, py::arg("on") = true, py::return_value_policy::reference_internal)
+      .def_property("requires_grad", by_ref(&Tensor::requires_grad), [](Tensor& t, bool on) { t.requires_grad_(on); })
+      .def("requires_grad_", by_ref(&Tensor::requires_grad_), py::arg("on").none(false) = true, py::return_value_policy::reference_internal)
       .def_property_readonly("grad",
                              [](const Tensor& t) -> py::object {
                                const Tensor g = t.grad();
                                return g.defined() ? py::cast(g) : py::none();
                              })
-      .def("backward", &Tensor::backward, Release(), "queue the gradients of this tensor (a head gradient of ones)")
+      .def("backward", by_ref(&Tensor::backward), Release(), "queue the gradients of this tensor (a head gradient of ones)")
       .def(
           "__add__", [](const Tensor& a, const Tensor& b) { return add(a, b); }, Release())
       .def(
@@ -424,7 +448,7 @@ PYBIND11_MODULE(_asyncmlp, m) {
         "KernelError (its op, device and sequence as attributes; `what` in its line) if one is NaN or infinite");
 
   // --- settings and statistics (runtime.h)
-  m.def("set_blocking", &set_blocking, py::arg("on"), "synchronous mode: every push waits for its op");
+  m.def("set_blocking", &set_blocking, py::arg("on").none(false), "synchronous mode: every push waits for its op");
   m.def("blocking", &blocking);
   m.def(
       "set_alloc", [](const std::string& name) { set_alloc_policy(policy_named(name)); }, py::arg("policy"),
@@ -484,8 +508,8 @@ PYBIND11_MODULE(_asyncmlp, m) {
   // give the device's seconds between them, which on a GPU the host's clock cannot.
   py::class_<DeviceTimer>(m, "DeviceTimer")
       .def_static("mark", &DeviceTimer::mark, Release(), py::arg("device"), "queue a point on the device's timeline")
-      .def("reached", &DeviceTimer::reached, "has the device got here? (never blocks)")
-      .def("seconds_since", &DeviceTimer::seconds_since, Release(), py::arg("earlier"),
+      .def("reached", by_ref(&DeviceTimer::reached), "has the device got here? (never blocks)")
+      .def("seconds_since", by_ref(&DeviceTimer::seconds_since), Release(), py::arg("earlier"),
            "wait for both points, then the device's seconds from `earlier` to this one");
   m.def("reset_peaks", &reset_peaks, py::arg("device"), "restart the pool's and the queue's peaks from now");
   m.def("empty_cache", &empty_cache, Release(), py::arg("device"), "hand the pool's cached blocks back");
@@ -499,7 +523,7 @@ PYBIND11_MODULE(_asyncmlp, m) {
   py::class_<Block, std::shared_ptr<Block>>(m, "Block")
       .def(
           "__call__", [](Block& b, const Tensor& x) { return b(x); }, Release())
-      .def("describe", &Block::describe)
+      .def("describe", by_ref(&Block::describe))
       .def("parameters", [](Block& b) {
         std::vector<Tensor> out;
         for (Parameter* p : b.parameters()) out.push_back(p->value);
@@ -518,9 +542,14 @@ PYBIND11_MODULE(_asyncmlp, m) {
       .def(py::init<>())
       .def("add",
            [](Sequential& s, const py::args& blocks) {
-             for (const py::handle& b : blocks) s.add(std::make_unique<SharedBlock>(block_of("Sequential.add", "a block", b)));
+             std::vector<std::shared_ptr<Block>> checked;  // all or none added
+             for (const py::handle& b : blocks) {
+               checked.push_back(block_of("Sequential.add", "a block", b));
+               if (holds(*checked.back(), &s)) throw ShapeError("Sequential.add: a Sequential cannot hold itself");
+             }
+             for (auto& block : checked) s.add(std::make_unique<SharedBlock>(std::move(block)));
            })
-      .def("__len__", &Sequential::size);
+      .def("__len__", by_ref(&Sequential::size));
   py::class_<L2Loss>(m, "L2Loss")
       .def(py::init<>())
       .def(
@@ -531,7 +560,7 @@ PYBIND11_MODULE(_asyncmlp, m) {
            }),
            py::arg("net"), py::arg("lr"),
            py::arg("momentum") = 0.f, py::arg("wd") = 0.f)
-      .def("step", &PySGD::step, py::arg("batch_size"), Release(),
+      .def("step", by_ref(&PySGD::step), py::arg("batch_size"), Release(),
            "queue one update per parameter, the gradients scaled by 1/batch_size; never blocks")
-      .def("zero_grad", &PySGD::zero_grad, "drop the gradients (their memory returns once the queued updates ran)");
+      .def("zero_grad", by_ref(&PySGD::zero_grad), "drop the gradients (their memory returns once the queued updates ran)");
 }
