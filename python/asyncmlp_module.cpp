@@ -18,7 +18,11 @@
 #include <pybind11/stl.h>
 
 #include <limits>
+#include <chrono>
 #include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
 #include <sstream>
 #include <tuple>
 #include <string>
@@ -31,7 +35,90 @@ using namespace amlp;
 
 namespace {
 
-using Release = py::call_guard<py::gil_scoped_release>;
+// The GIL released around a call into the library. Python ends a thread that
+// takes the GIL back while the interpreter finalizes (a daemon thread at exit:
+// PyThread_exit_thread, a forced unwind). Seen before it asks, the thread
+// sleeps instead until the process is gone; met inside PyEval_RestoreThread,
+// the unwind passes through this destructor (noexcept(false): a noexcept
+// frame would abort the process, "terminate called without an active
+// exception") and pybind11's dispatcher, which lets it through.
+class NoGil {
+ public:
+  NoGil() : state_(PyEval_SaveThread()) {}
+  ~NoGil() noexcept(false) {
+    if (finalizing())
+      for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+    PyEval_RestoreThread(state_);
+  }
+  NoGil(const NoGil&) = delete;
+  NoGil& operator=(const NoGil&) = delete;
+
+ private:
+  static bool finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsFinalizing();
+#else
+    return _Py_IsFinalizing();
+#endif
+  }
+  PyThreadState* state_;
+};
+// Every call that queues (back-pressure may block it).
+using Release = py::call_guard<NoGil>;
+
+// --- blockers --------------------------------------------------------------------
+// A blocker waits with the GIL released, marked as a Python blocker of its
+// thread (BlockerMark), so that the library's blocker poll (set_blocker_poll,
+// installed at import) hears it: about every 10 ms the main thread's blocker
+// runs Python's signal handlers, and one that raises (Ctrl-C:
+// KeyboardInterrupt) ends the wait with that exception; a blocker on a device
+// its own thread holds in `with paused(dev):` raises at once. The queued work
+// stays queued and runs; what the blocker would have read arrives for a later one.
+thread_local int in_blocker = 0;
+unsigned long main_thread = 0;  // Python runs signal handlers in its main thread only
+
+struct BlockerMark {
+  BlockerMark() { ++in_blocker; }
+  ~BlockerMark() { --in_blocker; }
+};
+using Blocker = py::call_guard<BlockerMark, NoGil>;
+template <class F>
+auto as_blocker(F&& wait) {
+  BlockerMark mark;
+  NoGil nogil;
+  return wait();
+}
+
+// The devices held by `with paused(dev):` blocks, with the thread that entered each.
+std::mutex paused_mu;
+std::multiset<std::pair<std::thread::id, std::string>> paused_by;
+
+// QueuePause, known to the blockers of the thread that holds it.
+struct PythonPause {
+  explicit PythonPause(Device d) : pause(d), key(std::this_thread::get_id(), d.str()) {
+    std::lock_guard<std::mutex> lk(paused_mu);
+    paused_by.insert(key);
+  }
+  ~PythonPause() {
+    std::lock_guard<std::mutex> lk(paused_mu);
+    paused_by.erase(paused_by.find(key));
+  }
+  QueuePause pause;
+  std::pair<std::thread::id, std::string> key;
+};
+
+void poll_blocker(const std::string& queue, bool paused) {
+  if (!in_blocker) return;  // a wait the module did not start as a blocker
+  if (paused) {
+    std::lock_guard<std::mutex> lk(paused_mu);
+    if (paused_by.count({std::this_thread::get_id(), queue}))
+      throw WaitInterrupted("a blocker inside `with asyncmlp.paused(" + queue + "):` would wait for ever: " + queue +
+                            " starts the ops queued in the block when it ends (block after it)");
+  }
+  if (PyThread_get_thread_ident() != main_thread) return;
+  py::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() != 0) throw WaitInterrupted("interrupted");  // the handler's exception stays set
+}
 
 // A member function bound with its object taken by reference: pybind11 passes
 // a member function pointer's `self` as a pointer, which None makes null (a
@@ -116,7 +203,7 @@ Tensor array_from_numpy(const py::handle values, const py::handle device) {
   // released first, as the pool does) before NumPy makes a converted copy.
   if (const size_t limit = memory_stats(d).limit_bytes; limit && static_cast<uint64_t>(n) > limit / sizeof(float)) {
     {
-      py::gil_scoped_release nogil;
+      NoGil nogil;
       empty_cache(d);
     }
     const MemoryStats pool = memory_stats(d);
@@ -124,18 +211,14 @@ Tensor array_from_numpy(const py::handle values, const py::handle device) {
   }
   const auto f = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(a);
   if (!f) throw py::error_already_set();  // NumPy's own error (a MemoryError for its copy)
-  py::gil_scoped_release nogil;
+  NoGil nogil;
   return from_host(s, f.data(), d);
 }
 
 // A tensor's values as a NumPy float32 array of its shape: waits for its writer.
 // The array owns the copied-out values (no second copy).
 py::array_t<float> to_numpy(const Tensor& t) {
-  auto values = std::make_unique<std::vector<float>>();
-  {
-    py::gil_scoped_release nogil;
-    *values = t.to_host();
-  }
+  auto values = std::make_unique<std::vector<float>>(as_blocker([&] { return t.to_host(); }));
   std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
   float* data = values->data();
   py::capsule owner(values.release(), [](void* v) { delete static_cast<std::vector<float>*>(v); });
@@ -171,8 +254,8 @@ using NoGrad = Scope<NoGradGuard>;
 using DataQueue = Scope<DataQueueGuard, Device>;
 // `with asyncmlp.paused(dev):` — the device's worker held still: ops queue,
 // none starts, to see the frontend alone (a blocker on that device inside it
-// would wait for ever).
-using PausedQueue = Scope<QueuePause, Device>;
+// raises asyncmlp.Error instead of waiting for ever: poll_blocker).
+using PausedQueue = Scope<PythonPause, Device>;
 
 template <class S>
 py::class_<S> def_scope(py::module_& m, const char* name) {
@@ -202,7 +285,7 @@ template <class Make>
 Tensor create(const char* op, py::handle shape, py::handle device, Make make) {
   const Shape s = shape_of(op, shape);
   const Device d = device_of(device);
-  py::gil_scoped_release nogil;
+  NoGil nogil;
   return make(s, d);
 }
 
@@ -290,6 +373,8 @@ void def_errors(py::module_& m) {
       PyErr_SetString(errors.dropped, e.what());
     } catch (const DeviceFault& e) {
       PyErr_SetString(errors.fault, e.what());
+    } catch (const WaitInterrupted& e) {  // a blocker poll's: a signal handler's exception, or its line
+      if (!PyErr_Occurred()) PyErr_SetString(errors.error, e.what());
     } catch (const Error& e) {
       PyErr_SetString(errors.error, e.what());
     }
@@ -303,6 +388,8 @@ PYBIND11_MODULE(_asyncmlp, m) {
   // The module keeps a reader's machine: a loop that drops what it made holds
   // one iteration's memory, as in PyTorch ('enqueue', by name, shows the backlog's).
   set_alloc_policy(AllocPolicy::Stream);
+  main_thread = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
+  set_blocker_poll(&poll_blocker);
 
   // --- errors: one Python class per library error, its message the library's
   // line; each also subclasses the built-in a Python user catches.
@@ -329,19 +416,18 @@ PYBIND11_MODULE(_asyncmlp, m) {
       .def_property_readonly("ndim", by_ref(&Tensor::ndim))
       .def_property_readonly("size", by_ref(&Tensor::numel))
       .def_property_readonly("device", by_ref(&Tensor::device))
-      .def("wait_to_read", by_ref(&Tensor::wait_to_read), Release(), "wait for the op that last wrote this tensor")
+      .def("wait_to_read", by_ref(&Tensor::wait_to_read), Blocker(), "wait for the op that last wrote this tensor")
       .def("asnumpy", &to_numpy, "wait, then copy out as a NumPy float32 array")
       .def("numpy", &to_numpy, "asnumpy()")
-      .def("item", by_ref(&Tensor::item), Release(), "wait, then the one value (a one-element tensor)")
-      .def("__float__", by_ref(&Tensor::item), Release())
+      .def("item", by_ref(&Tensor::item), Blocker(), "wait, then the one value (a one-element tensor)")
+      .def("__float__", by_ref(&Tensor::item), Blocker())
       .def("__repr__",
            [](const Tensor& t) {  // blocks, as printing an NDArray does
-             std::ostringstream os;
-             {
-               py::gil_scoped_release nogil;
+             return as_blocker([&] {
+               std::ostringstream os;
                os << t;
-             }
-             return os.str();
+               return os.str();
+             });
            })
       .def_property("requires_grad", by_ref(&Tensor::requires_grad), [](Tensor& t, bool on) { t.requires_grad_(on); })
       .def("requires_grad_", by_ref(&Tensor::requires_grad_), py::arg("on").none(false) = true, py::return_value_policy::reference_internal)
@@ -442,7 +528,7 @@ PYBIND11_MODULE(_asyncmlp, m) {
       "sum", [](const Tensor& a) { return sum(a); }, Release());
   m.def(
       "mean", [](const Tensor& a) { return mean(a); }, Release());
-  m.def("waitall", &waitall, Release(), "wait for every queued op on every device");
+  m.def("waitall", &waitall, Blocker(), "wait for every queued op on every device");
   m.def("check_finite", &check_finite, py::arg("a"), py::arg("what") = "check_finite", Release(),
         "queue a check that every value of `a` (any shape) is finite: the next blocker on its device raises "
         "KernelError (its op, device and sequence as attributes; `what` in its line) if one is NaN or infinite");
@@ -509,7 +595,7 @@ PYBIND11_MODULE(_asyncmlp, m) {
   py::class_<DeviceTimer>(m, "DeviceTimer")
       .def_static("mark", &DeviceTimer::mark, Release(), py::arg("device"), "queue a point on the device's timeline")
       .def("reached", by_ref(&DeviceTimer::reached), "has the device got here? (never blocks)")
-      .def("seconds_since", by_ref(&DeviceTimer::seconds_since), Release(), py::arg("earlier"),
+      .def("seconds_since", by_ref(&DeviceTimer::seconds_since), Blocker(), py::arg("earlier"),
            "wait for both points, then the device's seconds from `earlier` to this one");
   m.def("reset_peaks", &reset_peaks, py::arg("device"), "restart the pool's and the queue's peaks from now");
   m.def("empty_cache", &empty_cache, Release(), py::arg("device"), "hand the pool's cached blocks back");
