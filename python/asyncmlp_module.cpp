@@ -5,7 +5,9 @@
 //
 // The GIL is released wherever a call may wait — every blocker (wait_to_read,
 // waitall, asnumpy, item, printing a tensor) and every call that queues an op,
-// which back-pressure may block — so another Python thread runs meanwhile.
+// which back-pressure may block, creation included (NoGil) — so another
+// Python thread runs meanwhile. A blocker (Blocker, as_blocker) hears Ctrl-C
+// and refuses to wait on a device its own paused() block holds (poll_blocker).
 // A tensor a queued op uses is held by that op in the engine (docs/design.md):
 // whatever Python does with its object, the op's memory lives until the op
 // has run. The library's errors become Python exceptions with the same line

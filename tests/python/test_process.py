@@ -178,3 +178,60 @@ def test_another_thread_runs_while_a_push_waits_under_back_pressure(create):
         """, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["100000", "True"], r.stdout
+
+
+FORK_MESSAGE = ("this process is a fork() of one that used asyncmlp, and a device's worker does not survive a fork: "
+                "use the library in the parent, or start the child afresh (exec; Python's multiprocessing with the "
+                "'spawn' or 'forkserver' start method)")
+
+
+def test_a_forked_child_raises_one_clear_error_and_the_parent_works_on():
+    r = python("""
+        import os, sys
+        import asyncmlp as am
+        a = am.ones((300, 300))
+        for _ in range(20):  # products queued as the process forks
+            a = am.dot(a, am.ones((300, 300))) * 1e-3
+        pid = os.fork()
+        if pid == 0:
+            for first_use in (lambda: am.ones(2), lambda: a.asnumpy(), am.waitall, lambda: a + 1):
+                try:
+                    first_use()
+                    print("child: worked")
+                except RuntimeError as e:
+                    print("child:", type(e).__name__, e)
+            sys.exit(0)  # the interpreter's own exit, tensors alive
+        _, status = os.waitpid(pid, 0)
+        print("status", status)
+        print("parent", round(float(am.sum(a).item()), 3), am.sum(am.ones((3, 3))).item())
+        """, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[:4] == ["child: Error " + FORK_MESSAGE] * 4, lines
+    assert lines[4] == "status 0"
+    assert lines[5].startswith("parent ") and lines[5].endswith(" 9.0"), lines[5]
+
+
+def test_a_fork_pool_made_while_products_are_queued_leaves_the_parent_working():
+    r = python("""
+        import multiprocessing as mp
+        import asyncmlp as am
+        def square(i):
+            return i * i
+        def use(i):
+            try:
+                return am.sum(am.ones((2, 2))).item()
+            except am.Error as e:
+                return str(e)
+        if __name__ == "__main__":
+            a = am.ones((400, 400))
+            for _ in range(20):
+                a = am.dot(a, am.ones((400, 400))) * 1e-3
+            with mp.get_context("fork").Pool(2) as pool:
+                print(pool.map(square, range(4)))
+                print(set(pool.map(use, range(2))))
+            am.waitall()
+            print(a.asnumpy().shape, am.sum(am.ones((2, 2))).item())
+        """, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["[0, 1, 4, 9]", repr({FORK_MESSAGE}), "(400, 400) 4.0"], r.stdout
