@@ -260,14 +260,17 @@ using DataQueue = Scope<DataQueueGuard, Device>;
 using PausedQueue = Scope<PythonPause, Device>;
 
 template <class S>
-py::class_<S> def_scope(py::module_& m, const char* name) {
-  return py::class_<S>(m, name)
-      .def("__enter__",
-           [](S& s) -> S& {
-             s.enter();
-             return s;
-           })
-      .def("__exit__", [](S& s, const py::args&) { s.exit(); });
+py::class_<S> def_scope(py::module_& m, const char* name, const char* doc) {
+  return py::class_<S>(m, name, doc)
+      .def(
+          "__enter__",
+          [](S& s) -> S& {
+            s.enter();
+            return s;
+          },
+          "start the block")
+      .def(
+          "__exit__", [](S& s, const py::args&) { s.exit(); }, "end the block (whatever it raised)");
 }
 
 AllocPolicy policy_named(const std::string& name) {
@@ -398,31 +401,53 @@ PYBIND11_MODULE(_asyncmlp, m) {
   def_errors(m);
 
   // --- devices
-  py::class_<Device>(m, "Device")
-      .def_property_readonly("is_cuda", by_ref(&Device::is_cuda))
-      .def_property_readonly("index", [](const Device& d) { return d.index; })
-      .def("__str__", by_ref(&Device::str))
-      .def("__repr__", [](const Device& d) { return "Device('" + d.str() + "')"; })
-      .def("__eq__", [](const Device& a, const Device& b) { return a == b; })
-      .def("__hash__", [](const Device& d) { return std::hash<std::string>()(d.str()); });
+  py::class_<Device>(m, "Device", "a device: cpu(i) or gpu(i), each with a queue and a worker of its own")
+      .def_property_readonly("is_cuda", by_ref(&Device::is_cuda), "whether this is a CUDA device")
+      .def_property_readonly(
+          "index", [](const Device& d) { return d.index; }, "its number among the devices of its kind")
+      .def("__str__", by_ref(&Device::str), "its name: 'cpu:0', 'cuda:1'")
+      .def(
+          "__repr__", [](const Device& d) { return "Device('" + d.str() + "')"; }, "its repr, as Device('cpu:0')")
+      .def(
+          "__eq__", [](const Device& a, const Device& b) { return a == b; }, py::arg("other"),
+          "the same kind and index")
+      .def(
+          "__hash__", [](const Device& d) { return std::hash<std::string>()(d.str()); },
+          "the hash of its name (devices key dicts)");
   m.def("cpu", &Device::cpu, py::arg("i") = 0, "CPU device i (a queue and a worker of its own)");
   m.def("gpu", &Device::cuda, py::arg("i") = 0, "CUDA device i (MXNet's name)");
   m.def("cuda", &Device::cuda, py::arg("i") = 0, "CUDA device i");
   m.def("num_gpus", &cuda_device_count, "GPUs this process sees (0 in a build without CUDA)");
   m.def(
-      "device", [](const std::string& s) { return parse_device(s); }, "'cpu', 'cpu:1', 'cuda:0', 'auto'");
+      "device", [](const std::string& s) { return parse_device(s); }, py::arg("name"),
+      "the device of a name: 'cpu', 'cpu:1', 'cuda:0', or 'auto' (cuda:0 where a GPU is seen, else cpu:0); "
+      "DeviceError for a name that does not parse or a device that is not there");
 
   // --- tensors and their blockers
-  py::class_<Tensor>(m, "Tensor")
-      .def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
-      .def_property_readonly("ndim", by_ref(&Tensor::ndim))
-      .def_property_readonly("size", by_ref(&Tensor::numel))
-      .def_property_readonly("device", by_ref(&Tensor::device))
-      .def("wait_to_read", by_ref(&Tensor::wait_to_read), Blocker(), "wait for the op that last wrote this tensor")
-      .def("asnumpy", &to_numpy, "wait, then copy out as a NumPy float32 array")
-      .def("numpy", &to_numpy, "asnumpy()")
-      .def("item", by_ref(&Tensor::item), Blocker(), "wait, then the one value (a one-element tensor)")
-      .def("__float__", by_ref(&Tensor::item), Blocker())
+  py::class_<Tensor>(m, "Tensor",
+                     "float32 values of a shape on one device, written by queued ops; made by ones, zeros, full, "
+                     "normal, uniform, randn, array and the ops (never by Tensor() itself)")
+      .def_property_readonly(
+          "shape", [](const Tensor& t) { return py::tuple(py::cast(t.shape())); }, "the shape, a tuple of ints")
+      .def_property_readonly("ndim", by_ref(&Tensor::ndim), "the number of dimensions, len(shape)")
+      .def_property_readonly("size", by_ref(&Tensor::numel), "the number of elements, the product of shape")
+      .def_property_readonly("device", by_ref(&Tensor::device), "the Device it lives on")
+      .def_property_readonly(
+          "dtype", [](const Tensor&) { return py::dtype::of<float>(); }, "numpy.float32: every tensor's")
+      .def("wait_to_read", by_ref(&Tensor::wait_to_read), Blocker(),
+           "block until the op that last wrote this tensor has run (raises what it raised)")
+      .def("asnumpy", &to_numpy, "block, then copy out: a NumPy float32 array of this shape")
+      .def("numpy", &to_numpy, "block, then copy out: a NumPy float32 array of this shape (asnumpy)")
+      .def(
+          "__array__",
+          [](const Tensor& t, const py::object& dtype) -> py::object {
+            py::array values = to_numpy(t);
+            return dtype.is_none() ? py::object(values) : values.attr("astype")(dtype);
+          },
+          py::arg("dtype") = py::none(),
+          "numpy.asarray(t): block, then copy out (a float32 array of this shape, or of `dtype`)")
+      .def("item", by_ref(&Tensor::item), Blocker(), "block, then the one value of a one-element tensor (any shape)")
+      .def("__float__", by_ref(&Tensor::item), Blocker(), "float(t): block, then the one value of a one-element tensor")
       .def("__repr__",
            [](const Tensor& t) {  // blocks, as printing an NDArray does
              return as_blocker([&] {
@@ -430,114 +455,140 @@ PYBIND11_MODULE(_asyncmlp, m) {
                os << t;
                return os.str();
              });
-           })
-      .def_property("requires_grad", by_ref(&Tensor::requires_grad), [](Tensor& t, bool on) { t.requires_grad_(on); })
-      .def("requires_grad_", by_ref(&Tensor::requires_grad_), py::arg("on").none(false) = true, py::return_value_policy::reference_internal)
-      .def_property_readonly("grad",
-                             [](const Tensor& t) -> py::object {
-                               const Tensor g = t.grad();
-                               return g.defined() ? py::cast(g) : py::none();
-                             })
-      .def("backward", by_ref(&Tensor::backward), Release(), "queue the gradients of this tensor (a head gradient of ones)")
+           },
+           "block, then 'Tensor(2, 3) on cpu:0 [...]' (its shape, device and leading values)")
+      .def_property(
+          "requires_grad", by_ref(&Tensor::requires_grad), [](Tensor& t, bool on) { t.requires_grad_(on); },
+          "whether ops that use this tensor record for autograd (a leaf: its grad is kept)")
+      .def("requires_grad_", by_ref(&Tensor::requires_grad_), py::arg("on").none(false) = true,
+           py::return_value_policy::reference_internal, "set requires_grad; returns this tensor")
+      .def_property_readonly(
+          "grad",
+          [](const Tensor& t) -> py::object {
+            const Tensor g = t.grad();
+            return g.defined() ? py::cast(g) : py::none();
+          },
+          "the gradient of the last backward(), this tensor's shape (None before one)")
+      .def("backward", by_ref(&Tensor::backward), Release(),
+           "queue the gradients of every leaf this tensor depends on (a head gradient of ones of its shape)")
       .def(
-          "__add__", [](const Tensor& a, const Tensor& b) { return add(a, b); }, Release())
+          "__add__", [](const Tensor& a, const Tensor& b) { return add(a, b); }, Release(), py::arg("other"), "t + u: elementwise, both of one shape and device (queued)")
       .def(
-          "__add__", [](const Tensor& a, float s) { return add_scalar(a, s); }, Release())
+          "__add__", [](const Tensor& a, float s) { return add_scalar(a, s); }, Release(), py::arg("other"), "t + s: s added to every element (queued)")
       .def(
-          "__radd__", [](const Tensor& a, float s) { return add_scalar(a, s); }, Release())
+          "__radd__", [](const Tensor& a, float s) { return add_scalar(a, s); }, Release(), py::arg("other"), "s + t: s added to every element (queued)")
       .def(
-          "__sub__", [](const Tensor& a, const Tensor& b) { return sub(a, b); }, Release())
+          "__sub__", [](const Tensor& a, const Tensor& b) { return sub(a, b); }, Release(), py::arg("other"), "t - u: elementwise, both of one shape and device (queued)")
       .def(
-          "__sub__", [](const Tensor& a, float s) { return add_scalar(a, -s); }, Release())
+          "__sub__", [](const Tensor& a, float s) { return add_scalar(a, -s); }, Release(), py::arg("other"), "t - s: s taken from every element (queued)")
       .def(
-          "__rsub__", [](const Tensor& a, float s) { return add_scalar(scale(a, -1.f), s); }, Release())
+          "__rsub__", [](const Tensor& a, float s) { return add_scalar(scale(a, -1.f), s); }, Release(), py::arg("other"), "s - t: every element taken from s (queued)")
       .def(
-          "__mul__", [](const Tensor& a, const Tensor& b) { return mul(a, b); }, Release())
+          "__mul__", [](const Tensor& a, const Tensor& b) { return mul(a, b); }, Release(), py::arg("other"), "t * u: elementwise, both of one shape and device (queued)")
       .def(
-          "__mul__", [](const Tensor& a, float s) { return scale(a, s); }, Release())
+          "__mul__", [](const Tensor& a, float s) { return scale(a, s); }, Release(), py::arg("other"), "t * s: every element times s (queued)")
       .def(
-          "__truediv__", [](const Tensor& a, float s) { return scale(a, 1.f / s); }, Release())
+          "__truediv__", [](const Tensor& a, float s) { return scale(a, 1.f / s); }, Release(), py::arg("other"), "t / s: every element divided by the scalar s (queued)")
       .def(
-          "__rmul__", [](const Tensor& a, float s) { return scale(a, s); }, Release())
+          "__rmul__", [](const Tensor& a, float s) { return scale(a, s); }, Release(), py::arg("other"), "s * t: every element times s (queued)")
       .def(
-          "__neg__", [](const Tensor& a) { return scale(a, -1.f); }, Release())
+          "__neg__", [](const Tensor& a) { return scale(a, -1.f); }, Release(), "-t: every element negated, the same shape (queued)")
       .def(
-          "__matmul__", [](const Tensor& a, const Tensor& b) { return matmul(a, b); }, Release())
+          "__matmul__", [](const Tensor& a, const Tensor& b) { return matmul(a, b); }, Release(), py::arg("other"), "t @ u: the matrix product, (n, k) @ (k, m) -> (n, m) (queued)")
       .def(
-          "sum", [](const Tensor& a) { return sum(a); }, Release())
+          "sum", [](const Tensor& a) { return sum(a); }, Release(), "the sum of every element: a 0-d tensor, shape () (queued)")
       .def(
-          "mean", [](const Tensor& a) { return mean(a); }, Release())
+          "mean", [](const Tensor& a) { return mean(a); }, Release(), "the mean of every element: a 0-d tensor, shape () (queued)")
       .def(
-          "copyto", [](const Tensor& a, const Device& d) { return copy_to(a, d); }, Release())
+          "copyto", [](const Tensor& a, const Device& d) { return copy_to(a, d); }, Release(), py::arg("device"), "a copy on `device`, the same shape (queued after this tensor's writer)")
       .def(
           "reshape", [](const Tensor& a, const py::args& shape) { return reshape(a, reshape_args(shape)); },
-          "the same buffer with another shape (ints or a tuple; one -1 inferred); no op is queued");
+          "t.reshape(2, 3) or t.reshape((2, 3)): the same buffer with another shape of as many elements (one -1 "
+          "inferred); differentiable; no op is queued");
 
   m.def(
       "array", [](const py::object& v, const py::object& d) { return array_from_numpy(v, d); }, py::arg("values"),
       py::arg("device") = py::none(),
-        "a tensor holding a NumPy array's values as float32 (copied at once)");
+        "a tensor of a NumPy array's shape holding its values as float32 (any numeric dtype and layout, or what "
+        "numpy.asarray takes; copied at once, then queued to the device)");
   m.def(
       "ones",
       [](const py::object& s, const py::object& d) {
         return create("ones", s, d, [](const Shape& s, Device d) { return ones(s, d); });
       },
-      py::arg("shape"), py::arg("device") = py::none());
+      py::arg("shape"), py::arg("device") = py::none(),
+      "a tensor of `shape` (an int or a tuple of ints) filled with ones, on `device` (a Device, its name, or None: "
+      "cpu(0)); queued");
   m.def(
       "zeros",
       [](const py::object& s, const py::object& d) {
         return create("zeros", s, d, [](const Shape& s, Device d) { return zeros(s, d); });
       },
-      py::arg("shape"), py::arg("device") = py::none());
+      py::arg("shape"), py::arg("device") = py::none(),
+      "a tensor of `shape` (an int or a tuple of ints) filled with zeros, on `device` (a Device, its name, or None: "
+      "cpu(0)); queued");
   m.def(
       "full",
       [](const py::object& s, float v, const py::object& d) {
         return create("full", s, d, [v](const Shape& s, Device d) { return full(s, v, d); });
       },
-      py::arg("shape"), py::arg("value"), py::arg("device") = py::none());
+      py::arg("shape"), py::arg("value"), py::arg("device") = py::none(),
+      "a tensor of `shape` (an int or a tuple of ints) filled with `value` (as float32), on `device`; queued");
   m.def(
       "normal",
       [](float loc, float scale, const py::object& s, const py::object& d) {
         return create("normal", s, d, [=](const Shape& s, Device d) { return randn(s, d, loc, scale); });
       },
       py::arg("loc") = 0.f, py::arg("scale") = 1.f, py::arg("shape") = py::make_tuple(1),
-      py::arg("device") = py::none(), "values drawn from N(loc, scale²) on the device's queue (manual_seed's stream)");
+      py::arg("device") = py::none(), "a tensor of `shape` drawn from N(loc, scale²) (finite, scale >= 0) on the device's queue "
+      "(manual_seed's stream)");
   m.def(
       "uniform",
       [](float low, float high, const py::object& s, const py::object& d) {
         return create("uniform", s, d, [=](const Shape& s, Device d) { return rand_uniform(s, d, low, high); });
       },
       py::arg("low") = 0.f, py::arg("high") = 1.f, py::arg("shape") = py::make_tuple(1),
-      py::arg("device") = py::none(), "values drawn from U[low, high) on the device's queue (manual_seed's stream)");
+      py::arg("device") = py::none(), "a tensor of `shape` drawn from U[low, high) (finite, low <= high) on the device's queue "
+      "(manual_seed's stream)");
   m.def(
       "reshape", [](const Tensor& a, const py::object& s) { return reshape(a, shape_of("reshape", s)); }, py::arg("a"),
-      py::arg("shape"), "the same buffer with another shape (one -1 inferred); no op is queued");
+      py::arg("shape"),
+      "a's buffer with another shape of as many elements (an int or a tuple; one -1 inferred); differentiable; no "
+      "op is queued");
   m.def(
       "randn",
       [](const py::object& s, const py::object& d) {
         return create("randn", s, d, [](const Shape& s, Device d) { return randn(s, d); });
       },
-      py::arg("shape"), py::arg("device") = py::none());
-  m.def("manual_seed", py::overload_cast<uint64_t>(&manual_seed), py::arg("seed"));
+      py::arg("shape"), py::arg("device") = py::none(),
+      "a tensor of `shape` drawn from N(0, 1) on the device's queue (manual_seed's stream)");
+  m.def("manual_seed", py::overload_cast<uint64_t>(&manual_seed), py::arg("seed"),
+        "restart the random stream (Philox) at `seed` (0 .. 2**64-1): the draws after it repeat on every backend");
   m.def(
-      "dot", [](const Tensor& a, const Tensor& b) { return matmul(a, b); }, Release());
+      "dot", [](const Tensor& a, const Tensor& b) { return matmul(a, b); }, py::arg("a"), py::arg("b"), Release(),
+      "the matrix product: a (n, k) and b (k, m), one device -> (n, m); queued");
   m.def(
-      "matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b); }, Release());
+      "matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b); }, py::arg("a"), py::arg("b"), Release(),
+      "the matrix product (dot, a @ b): a (n, k) and b (k, m), one device -> (n, m); queued");
   m.def(
-      "multiply", [](const Tensor& a, const Tensor& b) { return mul(a, b); }, Release());
-  m.def("relu", &relu, Release());
+      "multiply", [](const Tensor& a, const Tensor& b) { return mul(a, b); }, py::arg("a"), py::arg("b"), Release(),
+      "the elementwise product (a * b): a and b of one shape and device -> that shape; queued");
+  m.def("relu", &relu, py::arg("a"), Release(), "max(a, 0) elementwise: a tensor of a's shape; queued");
   m.def(
-      "sum", [](const Tensor& a) { return sum(a); }, Release());
+      "sum", [](const Tensor& a) { return sum(a); }, py::arg("a"), Release(),
+      "the sum of every element of a (any shape): a 0-d tensor, shape (); queued");
   m.def(
-      "mean", [](const Tensor& a) { return mean(a); }, Release());
-  m.def("waitall", &waitall, Blocker(), "wait for every queued op on every device");
+      "mean", [](const Tensor& a) { return mean(a); }, py::arg("a"), Release(),
+      "the mean of every element of a (any shape): a 0-d tensor, shape (); queued");
+  m.def("waitall", &waitall, Blocker(),
+        "block until every queued op on every device has run; raises the first error one of them kept");
   m.def("check_finite", &check_finite, py::arg("a"), py::arg("what") = "check_finite", Release(),
         "queue a check that every value of `a` (any shape) is finite: the next blocker on its device raises "
         "KernelError (its op, device and sequence as attributes; `what` in its line) if one is NaN or infinite");
 
   // --- settings and statistics (runtime.h)
   m.def("set_blocking", &set_blocking, py::arg("on").none(false), "synchronous mode: every push waits for its op");
-  m.def("blocking", &blocking);
+  m.def("blocking", &blocking, "whether synchronous mode is on (set_blocking)");
   m.def(
       "set_alloc", [](const std::string& name) { set_alloc_policy(policy_named(name)); }, py::arg("policy"),
       "when an op's outputs get memory: 'stream' (the module's default; PyTorch's caching allocator: a "
@@ -553,7 +604,8 @@ PYBIND11_MODULE(_asyncmlp, m) {
   m.def(
       "set_memory_limit",
       [](const Device& d, size_t bytes) { set_memory_limit(d, bytes, "asyncmlp.set_memory_limit()"); },
-      py::arg("device"), py::arg("bytes"));
+      py::arg("device"), py::arg("bytes"),
+      "the most bytes the device's pool may reserve (0: no limit); a request past it is an OutOfMemory");
   m.def(
       "memory_stats",
       [](const Device& d) {
@@ -594,7 +646,7 @@ PYBIND11_MODULE(_asyncmlp, m) {
       py::arg("device"), "the device queue's ops pushed, launched, completed, its backlog, its worker's busy seconds");
   // A point on a device's own timeline (a queued op; on CUDA an event): two
   // give the device's seconds between them, which on a GPU the host's clock cannot.
-  py::class_<DeviceTimer>(m, "DeviceTimer")
+  py::class_<DeviceTimer>(m, "DeviceTimer", "a point on a device's own timeline (DeviceTimer.mark(device))")
       .def_static("mark", &DeviceTimer::mark, Release(), py::arg("device"), "queue a point on the device's timeline")
       .def("reached", by_ref(&DeviceTimer::reached), "has the device got here? (never blocks)")
       .def("seconds_since", by_ref(&DeviceTimer::seconds_since), Blocker(), py::arg("earlier"),
@@ -603,31 +655,55 @@ PYBIND11_MODULE(_asyncmlp, m) {
   m.def("empty_cache", &empty_cache, Release(), py::arg("device"), "hand the pool's cached blocks back");
   m.def("process_rss_bytes", &process_rss_bytes, "this process's resident set size (/proc/self/statm)");
 
-  def_scope<PausedQueue>(m, "paused").def(py::init<Device>(), py::arg("device"));
-  def_scope<DataQueue>(m, "data_queue").def(py::init<Device>(), py::arg("device"));
-  def_scope<NoGrad>(m, "no_grad").def(py::init<>());
+  def_scope<PausedQueue>(m, "paused",
+                         "with paused(device): the device's worker starts no op until the block ends (ops queue); "
+                         "a blocker on that device inside the block raises asyncmlp.Error")
+      .def(py::init<Device>(), py::arg("device"), "a pause of `device`, taken as the block starts");
+  def_scope<DataQueue>(m, "data_queue",
+                       "with data_queue(device): ops queued inside go to the CPU device's data queue, which runs "
+                       "beside its main queue (data drawn ahead)")
+      .def(py::init<Device>(), py::arg("device"), "the data queue of `device` (a CPU device)");
+  def_scope<NoGrad>(m, "no_grad", "with no_grad(): ops inside record nothing for autograd (this thread)")
+      .def(py::init<>(), "a scope without autograd recording");
 
   // --- layers: Dense, ReLU, Sequential, L2Loss, SGD
-  py::class_<Block, std::shared_ptr<Block>>(m, "Block")
+  py::class_<Block, std::shared_ptr<Block>>(m, "Block", "a layer: Dense, ReLU, Sequential (not made itself)")
       .def(
-          "__call__", [](Block& b, const Tensor& x) { return b(x); }, Release())
-      .def("describe", by_ref(&Block::describe))
-      .def("parameters", [](Block& b) {
-        std::vector<Tensor> out;
-        for (Parameter* p : b.parameters()) out.push_back(p->value);
-        return out;
-      });
-  py::class_<Dense, Block, std::shared_ptr<Dense>>(m, "Dense")
-      .def(py::init([](int64_t units, const std::string& activation, int64_t in_units) {
-             if (activation != "" && activation != "relu")
-               throw ShapeError("Dense: activation must be None or 'relu' (got '" + activation + "')");
-             return std::make_shared<Dense>(units, activation == "relu" ? Activation::ReLU : Activation::None,
-                                            in_units);
+          "__call__", [](Block& b, const Tensor& x) { return b(x); }, py::arg("x"), Release(),
+          "the forward pass on x (batch, features) -> (batch, the block's outputs); queued")
+      .def("describe", by_ref(&Block::describe), "its layers in one line: 'Dense(3, relu) -> ReLU'")
+      .def(
+          "parameters",
+          [](Block& b) {
+            std::vector<Tensor> out;
+            for (Parameter* p : b.parameters()) out.push_back(p->value);
+            return out;
+          },
+          "its parameters' tensors (a Dense's weight (units, in_units) and bias (units,)), none before a deferred "
+          "Dense's first forward");
+  py::class_<Dense, Block, std::shared_ptr<Dense>>(m, "Dense",
+                                                 "a fully connected layer: x (batch, in_units) -> "
+                                                 "activation(x @ weight.T + bias), (batch, units)")
+      .def(py::init([](int64_t units, const py::object& activation, int64_t in_units) {
+             std::string name;
+             if (!activation.is_none()) {
+               if (!py::isinstance<py::str>(activation))
+                 throw py::type_error("Dense: activation must be None or 'relu', got " + type_name(activation));
+               name = activation.cast<std::string>();
+             }
+             if (name != "" && name != "relu")
+               throw ShapeError("Dense: activation must be None or 'relu' (got '" + name + "')");
+             return std::make_shared<Dense>(units, name == "relu" ? Activation::ReLU : Activation::None, in_units);
            }),
-           py::arg("units"), py::arg("activation") = "", py::arg("in_units") = 0);
-  py::class_<ReLU, Block, std::shared_ptr<ReLU>>(m, "ReLU").def(py::init<>());
-  py::class_<Sequential, Block, std::shared_ptr<Sequential>>(m, "Sequential")
-      .def(py::init<>())
+           py::arg("units"), py::arg("activation") = py::none(), py::arg("in_units") = 0,
+           "`units` outputs; activation None or 'relu'; in_units 0: taken from the first input (its weights drawn "
+           "then)");
+  py::class_<ReLU, Block, std::shared_ptr<ReLU>>(m, "ReLU", "max(x, 0) elementwise, x's shape")
+      .def(py::init<>(), "a ReLU layer");
+  py::class_<Sequential, Block, std::shared_ptr<Sequential>>(m, "Sequential",
+                                                             "blocks applied in turn: each one's output the next "
+                                                             "one's input")
+      .def(py::init<>(), "an empty Sequential")
       .def("add",
            [](Sequential& s, const py::args& blocks) {
              std::vector<std::shared_ptr<Block>> checked;  // all or none added
@@ -636,18 +712,23 @@ PYBIND11_MODULE(_asyncmlp, m) {
                if (holds(*checked.back(), &s)) throw ShapeError("Sequential.add: a Sequential cannot hold itself");
              }
              for (auto& block : checked) s.add(std::make_unique<SharedBlock>(std::move(block)));
-           })
-      .def("__len__", by_ref(&Sequential::size));
-  py::class_<L2Loss>(m, "L2Loss")
-      .def(py::init<>())
+           },
+           "append blocks (all or none: TypeError for a non-block, ShapeError for one that holds this Sequential)")
+      .def("__len__", by_ref(&Sequential::size), "the number of blocks added");
+  py::class_<L2Loss>(m, "L2Loss", "the squared-error loss, per example")
+      .def(py::init<>(), "an L2 loss")
       .def(
-          "__call__", [](const L2Loss& l, const Tensor& p, const Tensor& y) { return l(p, y); }, Release());
-  py::class_<PySGD>(m, "SGD")
+          "__call__", [](const L2Loss& l, const Tensor& p, const Tensor& y) { return l(p, y); }, py::arg("pred"),
+          py::arg("label"), Release(),
+          "0.5 * mean over columns of (pred - label)**2: pred (batch, c), label (batch, c) or (batch,) when c == 1 "
+          "-> (batch,); queued");
+  py::class_<PySGD>(m, "SGD", "stochastic gradient descent over a net's parameters")
       .def(py::init([](const py::object& net, float lr, float momentum, float wd) {
              return PySGD(block_of("SGD", "net", net), lr, momentum, wd);
            }),
-           py::arg("net"), py::arg("lr"),
-           py::arg("momentum") = 0.f, py::arg("wd") = 0.f)
+           py::arg("net"), py::arg("lr"), py::arg("momentum") = 0.f, py::arg("wd") = 0.f,
+           "SGD over `net` (a Block) with learning rate lr, momentum and weight decay wd; the parameters are "
+           "taken at the first step (after a deferred Dense's first forward)")
       .def("step", by_ref(&PySGD::step), py::arg("batch_size"), Release(),
            "queue one update per parameter, the gradients scaled by 1/batch_size; never blocks")
       .def("zero_grad", by_ref(&PySGD::zero_grad), "drop the gradients (their memory returns once the queued updates ran)");

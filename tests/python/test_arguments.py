@@ -202,3 +202,48 @@ def test_a_kernel_error_carries_its_device_and_sequence():
     assert err.device == "cpu:3" and err.op == "check_finite" and isinstance(err.sequence, int)
     assert f"(op #{err.sequence} on cpu:3)" in str(err) and "the loss" in str(err)
     am.waitall()  # reported once
+
+
+# --- Python's conventions -----------------------------------------------------
+
+def test_a_tensor_has_shape_dtype_device_and_asarray():
+    t = am.full((2, 3), 1.5, device=am.cpu(1))
+    assert t.shape == (2, 3) and t.dtype == np.float32 and t.device == am.cpu(1)
+    a = np.asarray(t)
+    assert a.dtype == np.float32 and a.shape == (2, 3) and (a == 1.5).all()
+    assert np.asarray(t, dtype=np.float64).dtype == np.float64
+    assert np.array_equal(np.add(t, 1), np.full((2, 3), 2.5, np.float32))  # NumPy reads it through __array__
+
+
+def test_dense_takes_activation_none_as_the_docs_show():
+    x = am.array(np.array([[-1.0, 2.0]], np.float32))
+    for dense in (am.Dense(3, activation=None, in_units=2), am.Dense(3, None, 2), am.Dense(3, in_units=2)):
+        assert dense.describe() == "Dense(3)" and dense(x).shape == (1, 3)
+    assert am.Dense(3, activation="relu").describe() == "Dense(3, relu)"
+    with pytest.raises(am.ShapeError, match="activation must be None or 'relu'"):
+        am.Dense(3, activation="tanh")
+    with pytest.raises(TypeError, match="activation must be None or 'relu', got int"):
+        am.Dense(3, activation=1)
+
+
+def test_help_shows_the_shapes():
+    assert "a (n, k) and b (k, m)" in am.dot.__doc__ and "-> (n, m)" in am.dot.__doc__
+    assert "dot(a: " in am.dot.__doc__  # named arguments
+
+
+def test_two_threads_on_one_device_get_one_clear_error():
+    import threading
+    dev = am.cpu(4)
+    am.ones(2, device=dev).wait_to_read()  # this thread drives cpu:4
+    caught = []
+
+    def other():
+        try:
+            am.ones(2, device=dev)
+        except am.Error as e:
+            caught.append(str(e))
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    assert len(caught) == 1 and caught[0].startswith("cpu:4 is driven by thread "), caught

@@ -114,6 +114,9 @@ KINDS = {
     "timer": NOT_A_VALUE + [
         ("a tensor", tensor), ("a timer of another device", lambda: am.DeviceTimer.mark(am.cpu(1)))],
     "any": NOT_A_VALUE + [("str", lambda: "x"), ("2**63", lambda: 2**63)],
+    "dtype": NOT_A_VALUE + [("str", lambda: "x"), ("int", lambda: 5), ("int32", lambda: np.int32),
+                            ("'f8'", lambda: "f8"), ("object dtype", lambda: np.dtype("O")),
+                            ("structured dtype", lambda: np.dtype("f4,i4"))],
     "self:Block": NOT_A_VALUE + [("a tensor", tensor), ("an L2Loss", lambda: am.L2Loss()),
                                  ("a deferred Dense", lambda: am.Dense(2))],
     "self:Sequential": NOT_A_VALUE + [("a Dense", lambda: am.Dense(2, in_units=2)), ("a tensor", tensor)],
@@ -196,6 +199,8 @@ TABLE = {
     "Tensor.ndim": (prop(am.Tensor, "ndim"), [T]),
     "Tensor.size": (prop(am.Tensor, "size"), [T]),
     "Tensor.device": (prop(am.Tensor, "device"), [T]),
+    "Tensor.dtype": (prop(am.Tensor, "dtype"), [T]),
+    "Tensor.__array__": method("Tensor", "__array__", T, ("dtype", "dtype", lambda: None)),
     "Tensor.grad": (prop(am.Tensor, "grad"), [T]),
     "Tensor.requires_grad": (lambda self, on: (am.Tensor.requires_grad.fget(self),
                                                am.Tensor.requires_grad.fset(self, on)),
@@ -399,6 +404,33 @@ def test_a_binding_without_a_row_is_found():
     unlisted, stale = rows_missing(Grown, TABLE)
     assert "new_function" in unlisted and "Tensor.new_method" in unlisted
     assert "Tensor.asnumpy" in stale  # the stand-in Tensor has no asnumpy
+
+
+def doc_text(name):
+    """A binding's docstring less pybind11's signature lines (which every binding has)."""
+    obj = module
+    for part in name.split("."):
+        obj = vars(obj)[part] if isinstance(obj, type) and part in vars(obj) else getattr(obj, part)
+    short = name.split(".")[-1]
+    return [line for line in (obj.__doc__ or "").splitlines()
+            if line.strip() and line.strip() != "Overloaded function."
+            and not line.strip().lstrip("0123456789. ").startswith(short + "(")]
+
+
+CONSTRUCTORLESS = {"Tensor.__init__", "Block.__init__", "Device.__init__", "DeviceTimer.__init__"}
+
+
+def test_every_binding_and_class_has_a_docstring():
+    empty = [n for n in sorted(bindings_of(module) - CONSTRUCTORLESS) if not doc_text(n)]
+    assert not empty, f"bindings without a docstring: {empty}"
+    classes = [n for n in dir(module) if isinstance(getattr(module, n), type) and not n.startswith("_")]
+    assert not [n for n in classes if not (getattr(module, n).__doc__ or "").strip()]
+
+
+def test_the_docstrings_of_the_ops_give_shapes():
+    for name in ("dot", "matmul", "Tensor.__matmul__", "ones", "sum", "L2Loss.__call__", "Block.__call__", "Dense"):
+        text = " ".join(doc_text(name)) if name != "Dense" else module.Dense.__doc__
+        assert "(" in text and ("shape" in text or "->" in text), (name, text)
 
 
 def test_every_kind_has_forms():
