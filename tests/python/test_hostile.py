@@ -10,10 +10,12 @@ without a binding, fails test_every_binding_has_a_row.
 
     python3 tests/python/test_hostile.py [GROUP]   # the cases' outcomes, one JSON line each
 """
+import ast
 import faulthandler
 import json
 import math
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -431,6 +433,27 @@ def test_the_docstrings_of_the_ops_give_shapes():
     for name in ("dot", "matmul", "Tensor.__matmul__", "ones", "sum", "L2Loss.__call__", "Block.__call__", "Dense"):
         text = " ".join(doc_text(name)) if name != "Dense" else module.Dense.__doc__
         assert "(" in text and ("shape" in text or "->" in text), (name, text)
+
+
+def test_the_type_stubs_are_the_modules():
+    root = pathlib.Path(__file__).resolve().parents[2]
+    pyi = root / "python" / "asyncmlp" / "_asyncmlp.pyi"
+    r = subprocess.run([sys.executable, str(root / "tools" / "python_stubs.py"), "--check", str(pyi)],
+                       capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    assert r.returncode == 0, r.stderr
+    tree = ast.parse(pyi.read_text())
+    named = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            named.add(node.name)
+        elif isinstance(node, ast.ClassDef):
+            named.add(node.name)
+            named |= {f"{node.name}.{d.name}" for d in node.body if isinstance(d, ast.FunctionDef)}
+    exceptions = {n for n in dir(module) if isinstance(getattr(module, n), type)
+                  and issubclass(getattr(module, n), BaseException)}
+    missing = sorted(bindings_of(module) - CONSTRUCTORLESS - named - exceptions)
+    assert not missing, f"bindings the stubs do not name: {missing}"
+    assert exceptions <= named
 
 
 def test_every_kind_has_forms():
