@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -98,6 +99,8 @@ def test_ctrl_c_interrupts_every_blocker_at_once():
     child = subprocess.Popen([sys.executable, "-c", f"BLOCKERS = {BLOCKERS!r}\n" + CTRL_C_CHILD],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
     latencies = {}
+    watchdog = threading.Timer(120, child.kill)  # a blocker that never hears the signal fails, not hangs
+    watchdog.start()
     try:
         for _ in BLOCKERS:
             line = child.stdout.readline().split()
@@ -112,6 +115,7 @@ def test_ctrl_c_interrupts_every_blocker_at_once():
             assert child.stdout.readline().split() == ["ran", line[1]]
         assert child.wait(timeout=60) == 0, child.stderr.read()
     finally:
+        watchdog.cancel()
         if child.poll() is None:
             child.kill()
             child.wait()
