@@ -74,6 +74,13 @@ struct DeviceFault : Error {
   using Error::Error;
 };
 
+// What a blocker poll (set_blocker_poll, runtime.h) throws to end a wait: the
+// library's waits pass it to the blocker's caller untouched (never kept as a
+// device's error), and the queued work stays queued.
+struct WaitInterrupted : Error {
+  using Error::Error;
+};
+
 // A kernel failed on a backend worker. Kept with the op's name and sequence
 // number, rethrown by the next blocker on the frontend (docs/design.md §5).
 //

@@ -18,6 +18,8 @@ Tensor full(const Shape& s, float value, Device d);
 inline Tensor zeros(const Shape& s, Device d) { return full(s, 0.f, d); }
 inline Tensor ones(const Shape& s, Device d) { return full(s, 1.f, d); }
 Tensor from_host(const Shape& s, const float* values, Device d);  // copies values at once
+// ShapeError unless mean and stddev are finite and stddev >= 0 (randn), or lo and
+// hi finite with lo <= hi (rand_uniform).
 Tensor randn(const Shape& s, Device d, float mean = 0.f, float stddev = 1.f);
 Tensor rand_uniform(const Shape& s, Device d, float lo = 0.f, float hi = 1.f);
 

@@ -236,6 +236,19 @@ uint64_t process_minor_faults();
 // Holds a device's worker still: ops queue up but none starts until the
 // guard is gone (so a demo can time the frontend alone). Pauses nest; the
 // runtime resumes every queue before it drains at exit.
+// The blockers' waits, heard by a frontend (the Python module: Ctrl-C, and a
+// blocker inside its own paused() block). While a thread that is no queue's
+// worker waits for a queue's op to start, poll(queue, paused) is called
+// first, then about every 10 ms until the op has started: `queue` the
+// queue's name ("cpu:0", "cpu:0 data"), `paused` whether a QueuePause holds
+// it. A WaitInterrupted it throws ends the wait and leaves the blocker with
+// it; the queued work stays queued and runs as it would have (what the
+// blocker would have read arrives later, for a later blocker). A device's
+// own completion wait after the launch (CUDA's) is not polled. nullptr, the
+// default: the waits sleep until woken.
+using BlockerPoll = void (*)(const std::string& queue, bool paused);
+void set_blocker_poll(BlockerPoll poll);
+
 class QueuePause {
  public:
   explicit QueuePause(Device d);

@@ -1,7 +1,10 @@
 // context.cpp — the registry of device contexts (context.h).
 #include "framework/core/context.h"
 
+#include <pthread.h>
+
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <string>
 #include <mutex>
@@ -19,6 +22,9 @@ namespace {
 
 constexpr int kMaxCuda = 16;
 
+// detail::check_not_forked: set in a child of fork() by the handler below.
+std::atomic<bool> forked_child{false};
+
 // Contexts live until exit; all queues are resumed and drained, then the
 // contexts are destroyed in reverse order of creation.
 struct Registry {
@@ -27,6 +33,11 @@ struct Registry {
   std::array<std::unique_ptr<DeviceContext>, kMaxCuda> cuda;
   std::vector<DeviceContext*> order;
   ~Registry() {
+    if (forked_child.load(std::memory_order_relaxed)) {  // no worker to drain or join here: left as they are
+      for (auto& slot : cpu) slot.release();
+      for (auto& slot : cuda) slot.release();
+      return;
+    }
     // A pause left behind (an exception past a demo's guard) must not hang exit.
     for (DeviceContext* c : order)
       for (Queue* q : c->queues()) q->resume_all();
@@ -49,6 +60,19 @@ struct Registry {
 Registry& registry() {
   static Registry r;
   return r;
+}
+
+void drain_before_fork() {
+  if (Queue::on_worker_thread()) return;  // a kernel that forks: its own queue cannot drain
+  for (Queue* q : live_queues())
+    if (!q->paused()) q->drain();  // an error met is kept for the parent's next blocker
+}
+
+void mark_forked_child() { forked_child.store(true, std::memory_order_relaxed); }
+
+void watch_fork() {
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(drain_before_fork, nullptr, mark_forked_child); });
 }
 
 // A GPU's pool carves its blocks out of geometrically growing segments
@@ -114,6 +138,7 @@ std::vector<Queue*> DeviceContext::queues() const {
 }
 
 DeviceContext& context(Device d) {
+  detail::check_not_forked();
   Registry& r = registry();
   if (d.index < 0 || (!d.is_cuda() && d.index >= kMaxCpuDevices) || (d.is_cuda() && d.index >= kMaxCuda))
     throw DeviceError(detail::device_absent(d.str()));
@@ -121,6 +146,7 @@ DeviceContext& context(Device d) {
   std::lock_guard<std::mutex> lk(r.mu);
   if (!slot) {
     check_environment();  // no device runs under a setting the environment misspelt (util/env.h)
+    watch_fork();
     slot = std::make_unique<DeviceContext>(d, make_backend(d));
     r.order.push_back(slot.get());
   }
@@ -135,7 +161,15 @@ std::vector<DeviceContext*> live_contexts() {
 
 std::vector<Queue*> live_queues() { return queue_registry::device_queues(); }
 
+void detail::check_not_forked() {
+  if (forked_child.load(std::memory_order_relaxed))
+    throw Error("this process is a fork() of one that used asyncmlp, and a device's worker does not survive a "
+                "fork: use the library in the parent, or start the child afresh (exec; Python's multiprocessing "
+                "with the 'spawn' or 'forkserver' start method)");
+}
+
 void detail::check_frontend(DeviceContext& c) {
+  check_not_forked();
   const std::thread::id me = std::this_thread::get_id();
   std::thread::id owner = c.frontend.load(std::memory_order_relaxed);
   if (owner == me) return;

@@ -74,6 +74,14 @@ namespace detail {
 // enqueue for the op's device and every declared tensor's, and by
 // Tensor::wait_to_read.
 void check_frontend(DeviceContext& c);
+// fork(): a device's worker does not survive into a child process (only the
+// forking thread does), so the library marks the child's copy unusable, and
+// this throws Error there (called by context(), check_frontend and waitall).
+// Before a fork, every queue that is not paused is drained: no worker is
+// inside a kernel as the process forks (OpenBLAS, whose own fork handler runs
+// after the library's, stops its threads safely only when no product is
+// running in them), so the parent goes on working.
+void check_not_forked();
 }  // namespace detail
 
 // The backend that serves `d` (throws DeviceError for a device the build

@@ -61,6 +61,7 @@ std::string device_absent(const std::string& name) {
 }  // namespace detail
 
 void waitall() {
+  detail::check_not_forked();
   const std::vector<Queue*> qs = live_queues();
   for (Queue* q : qs) q->drain();
   // One error per call, the first queue's; the others stay kept for the next

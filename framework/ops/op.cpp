@@ -17,7 +17,7 @@ void same_device(const char* op, std::initializer_list<const Tensor*> ts) {
     if (!first) first = t;
     else if (t->device() != first->device())
       throw DeviceError(detail::concat(op, ": tensors on ", first->device().str(), " and ", t->device().str(),
-                                       " (move one with copy_to())"));
+                                       " (copy one to the other's device first)"));
   }
 }
 

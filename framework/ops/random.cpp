@@ -1,6 +1,7 @@
 // random.cpp — randn and rand_uniform from one global Philox4x32-10 stream:
 // each op draws at the current (seed, offset) and advances it, so a seed
 // fixes every number on every backend. Kernels: cpu/random.cpp, cuda/random.cpp (cuRAND).
+#include <cmath>
 #include <mutex>
 
 #include "framework/ops/op.h"
@@ -70,6 +71,9 @@ static Tensor random_op(const char* op, const char* kernel, const Shape& s, Devi
 }
 
 Tensor randn(const Shape& s, Device d, float mean, float sd) {
+  if (!std::isfinite(mean) || !std::isfinite(sd) || sd < 0.f)
+    throw ShapeError(detail::concat("randn: the mean and the standard deviation must be finite and the deviation >= 0, got mean ",
+                                    mean, ", deviation ", sd));
   return random_op("randn", "random_normal", s, d, {scalar_bits(mean), scalar_bits(sd)},
                    [](Backend& be, const OpArgs& k) {
                      be.kernels.random_normal(be, k.out(0), k.scalar(0), k.scalar(1), k.scalar(2), k.scalar_float(3),
@@ -78,6 +82,8 @@ Tensor randn(const Shape& s, Device d, float mean, float sd) {
 }
 
 Tensor rand_uniform(const Shape& s, Device d, float lo, float hi) {
+  if (!std::isfinite(lo) || !std::isfinite(hi) || lo > hi)
+    throw ShapeError(detail::concat("rand_uniform: the bounds must be finite with low <= high, got [", lo, ", ", hi, ")"));
   return random_op("rand_uniform", "random_uniform", s, d, {scalar_bits(lo), scalar_bits(hi)},
                    [](Backend& be, const OpArgs& k) {
                      be.kernels.random_uniform(be, k.out(0), k.scalar(0), k.scalar(1), k.scalar(2), k.scalar_float(3),

@@ -16,6 +16,9 @@
 #include <sstream>
 #include <thread>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "framework/core/tensor/enqueue.h"
 #include "test_util.h"
 
@@ -712,6 +715,67 @@ TEST(QueuePauseDeathTest, ExitWithAQueueLeftPausedDrainsAndEnds) {
         std::exit(0);
       },
       ::testing::ExitedWithCode(0), "the queued op ran at exit");
+}
+
+// --- a frontend's blocker poll (set_blocker_poll) and fork() ----------------------------
+
+// What the poll throws ends the wait, untouched (never kept as the queue's
+// error); the queued op stays queued and runs once the pause ends, and to_host's
+// copy, abandoned by its waiter, writes into memory of its own.
+TEST(BlockerPoll, ItsWaitInterruptedEndsTheWaitAndTheQueuedWorkRunsOn) {
+  ScopedBlocking async(false);
+  const Device d = Device::cpu(5);
+  Tensor x = ones({4}, d);
+  x.wait_to_read();
+  static std::atomic<int> polls{0};
+  set_blocker_poll([](const std::string& queue, bool paused) {
+    ++polls;
+    if (paused) throw WaitInterrupted("a paused wait on " + queue);
+  });
+  Tensor y;
+  {
+    QueuePause pause(d);
+    y = scale(x, 2.f);
+    EXPECT_THROW(y.to_host(), WaitInterrupted);
+    EXPECT_THROW(y.wait_to_read(), WaitInterrupted);
+    try {
+      waitall();
+      ADD_FAILURE() << "waitall() waited on a paused queue";
+    } catch (const WaitInterrupted& e) {
+      EXPECT_STREQ(e.what(), "a paused wait on cpu:5");
+    }
+  }
+  set_blocker_poll(nullptr);
+  EXPECT_GE(polls.load(), 3);
+  EXPECT_EQ(y.to_host(), std::vector<float>(4, 2.f));
+  EXPECT_NO_THROW(waitall()) << "an interrupted wait was kept as an error";
+}
+
+// A fork drains the queues first (no worker inside a kernel): the parent goes
+// on; the child, whose workers did not survive, gets one Error at first use.
+TEST(Fork, TheParentWorksOnAndTheChildGetsOneErrorAtFirstUse) {
+  ScopedBlocking async(false);
+  const Device d = Device::cpu(6);
+  Tensor a = ones({64, 64}, d);
+  for (int i = 0; i < 10; ++i) a = scale(matmul(a, ones({64, 64}, d)), 1.f / 64);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    int code = 3;
+    try {
+      ones({2}, d);
+      code = 1;
+    } catch (const Error& e) {
+      code = std::string(e.what()).find("a fork() of one that used asyncmlp") != std::string::npos ? 0 : 2;
+    }
+    std::_Exit(code);
+  }
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: the child's first use did not raise; 2: another message";
+  EXPECT_EQ(a.to_host(), std::vector<float>(64 * 64, 1.f));
+  EXPECT_EQ(sum(ones({3, 3}, d)).item(), 9.f);
 }
 
 // drop_pending(): queued ops never run, their outputs carry Dropped, and

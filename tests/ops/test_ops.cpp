@@ -4,6 +4,7 @@
 // a bad shape or a device mismatch throws at the call site, names what does
 // not fit, and queues nothing.
 #include <cmath>
+#include <limits>
 #include <functional>
 #include <sstream>
 
@@ -220,6 +221,20 @@ TEST_P(Ops, RandomNumbersHaveTheirDistributionAndFollowTheSeed) {
 }
 
 // --- the frontend's checks -------------------------------------------------------
+
+TEST_P(Ops, RandomOpsRefuseADistributionThatIsNotOne) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const uint64_t offset = random_offset();
+  EXPECT_THROW(randn({2}, dev(), 0.f, -1.f), ShapeError);
+  EXPECT_THROW(randn({2}, dev(), 0.f, nan), ShapeError);
+  EXPECT_THROW(randn({2}, dev(), inf, 1.f), ShapeError);
+  EXPECT_THROW(rand_uniform({2}, dev(), 2.f, 1.f), ShapeError);
+  EXPECT_THROW(rand_uniform({2}, dev(), nan, 1.f), ShapeError);
+  EXPECT_THROW(rand_uniform({2}, dev(), 0.f, inf), ShapeError);
+  EXPECT_EQ(random_offset(), offset) << "a refused draw moved the stream";
+  EXPECT_EQ(randn({3}, dev(), 1.f, 0.f).to_host(), std::vector<float>(3, 1.f));  // a deviation of 0: the mean
+  EXPECT_EQ(rand_uniform({3}, dev(), 2.f, 2.f).to_host(), std::vector<float>(3, 2.f));
+}
 
 // A call that must fail at the call site: its arguments are made first (made
 // with ones(), queued), then the count of queued ops is taken, then the call.

@@ -314,6 +314,11 @@ void Queue::pause() {
   ++paused_;
 }
 
+bool Queue::paused() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return paused_ > 0;
+}
+
 void Queue::resume() {
   {
     std::lock_guard<std::mutex> lk(mu_);

@@ -148,6 +148,8 @@ class Queue final : private StepHost {
     Queue* q_;
   };
   void pause();   // prefer Pause: a bare pause() left behind by an exception hangs waiters
+  bool paused() const;
+  static bool on_worker_thread();  // this thread is some queue's worker
   void resume();
   void resume_all();
 
@@ -213,7 +215,6 @@ class Queue final : private StepHost {
   void note_name(uint64_t seq, const char* name);  // worker: op `seq` is starting
   const char* name_of(uint64_t seq) const;         // a recent op's name, or nullptr
   void wait_launched(uint64_t seq);  // blocks until launched_ >= seq (no sync, no rethrow)
-  static bool on_worker_thread();    // this thread is some queue's worker
   // Spins, yielding (on few cores, the thread waited for runs), until ready()
   // or 50 µs have passed; ready()'s last answer. A waiter's try before it
   // sleeps on a condition variable (waking a sleeping thread costs more than

@@ -1,9 +1,12 @@
 // queue_wait.cpp — waiting on a queue's ops: launched, completed, and the
 // blockers' waits with what they do with errors (queue.h).
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 
 #include "framework/core/queue/queue.h"
 #include "framework/error.h"
+#include "framework/runtime.h"
 
 namespace amlp {
 
@@ -12,6 +15,13 @@ namespace amlp {
 // sleeps, so streaming pushes never contend with a spinning worker
 // (ASYNCMLP_CANDIDATES=worker_spin makes it watch for a push first:
 // Queue::spin_for_push).
+
+namespace {
+std::atomic<BlockerPoll> blocker_poll{nullptr};
+constexpr auto kBlockerPollInterval = std::chrono::milliseconds(10);
+}  // namespace
+
+void set_blocker_poll(BlockerPoll poll) { blocker_poll.store(poll); }
 
 void Queue::wait_launched(uint64_t seq) {
   if (launched_seen_.load(std::memory_order_acquire) >= seq) return;
@@ -23,9 +33,28 @@ void Queue::wait_launched(uint64_t seq) {
     if (!on_worker_thread()) release_steps_everywhere("a blocker waited inside the step");
   }
   if (spin_until([&] { return launched_seen_.load(std::memory_order_acquire) >= seq; })) return;
+  const BlockerPoll poll = on_worker_thread() ? nullptr : blocker_poll.load();
   std::unique_lock<std::mutex> lk(mu_);
   ++done_waiters_;
-  done_cv_.wait(lk, [&] { return launched_ >= seq; });
+  if (!poll) {
+    done_cv_.wait(lk, [&] { return launched_ >= seq; });
+  } else {
+    // The frontend's hook first, then between waits of kBlockerPollInterval;
+    // what it throws leaves the wait (and the queue as it is).
+    while (launched_ < seq) {
+      const bool paused = paused_ > 0;
+      lk.unlock();
+      try {
+        poll(name_, paused);
+      } catch (...) {
+        lk.lock();
+        --done_waiters_;
+        throw;
+      }
+      lk.lock();
+      done_cv_.wait_for(lk, kBlockerPollInterval, [&] { return launched_ >= seq; });
+    }
+  }
   --done_waiters_;
 }
 
@@ -42,6 +71,8 @@ void Queue::wait_complete(uint64_t seq) {
 void Queue::wait_for(uint64_t seq) {
   try {
     wait_complete(seq);
+  } catch (const WaitInterrupted&) {
+    throw;
   } catch (const std::exception& e) {  // the device failed after the launch (CUDA: a faulting kernel)
     keep_error(exposed_fault(name_of(seq), seq, e), /*device_fault=*/true);
   }
@@ -61,6 +92,8 @@ void Queue::drain(uint64_t seq) {
   }
   try {
     wait_complete(last);
+  } catch (const WaitInterrupted&) {
+    throw;
   } catch (const std::exception& e) {  // the device failed after the launch (CUDA: a faulting kernel)
     keep_error(exposed_fault(name_of(last), last, e), /*device_fault=*/true);
   }

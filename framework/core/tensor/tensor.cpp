@@ -148,18 +148,20 @@ void Tensor::wait_to_read() const {
 }
 
 std::vector<float> Tensor::to_host() const {
-  std::vector<float> out(static_cast<size_t>(numel()));
+  // The op and this call share the values: a wait that ends early (a blocker
+  // poll's WaitInterrupted) leaves the queued copy its own destination.
+  using Values = std::shared_ptr<std::vector<float>>;
+  const Values out = std::make_shared<std::vector<float>>(static_cast<size_t>(numel()));
   DeviceContext& c = detail::ctx_of(*this);
   Queue& q = current_queue(c);  // where enqueue puts it
-  // Queued like any op (so it follows the writer), then waited for: `out`
-  // outlives it.
-  const uint64_t seq = detail::enqueue(c, {"to_host", kWaitsForHost}, {this}, {},
-                                       {detail::pointer_bits(out.data()), nbytes()}, [](Backend& be, const OpArgs& a) {
-    be.copy_to_host(a.scalar_ptr<void>(0), a.in(0), a.scalar(1));
+  // Queued like any op (so it follows the writer), then waited for.
+  const uint64_t seq = detail::enqueue(c, {"to_host", kWaitsForHost}, {this}, {}, {nbytes()}, detail::payload(out),
+                                       [](Backend& be, const OpArgs& a) {
+    be.copy_to_host(a.payload<Values>()->data(), a.in(0), a.scalar(0));
   });
   q.drain(seq);
   rethrow_upstream(*detail::storage_of(*this), q);
-  return out;
+  return std::move(*out);
 }
 
 float Tensor::item() const {
