@@ -42,7 +42,7 @@ def test_the_package_tested_is_the_wheel_installed_in_the_venv():
 def test_help_from_the_venv_shows_a_bindings_documentation():
     r = subprocess.run([os.path.join(VENV, "bin", "python"), "-c", "import asyncmlp; help(asyncmlp.dot)"],
                        capture_output=True, text=True, timeout=60, env={**os.environ, "PAGER": "cat"})
-    assert r.returncode == 0 and "dot(" in r.stdout, r
+    assert r.returncode == 0 and "dot(a: " in r.stdout and "a (n, k) and b (k, m)" in r.stdout, r  # with the shapes
 
 
 def test_the_docs_training_loop_is_the_example_and_prints_its_lines():
