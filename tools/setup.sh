@@ -77,7 +77,7 @@ amlp_install_packages() {  # PACKAGES...: those not installed yet, with apt-get
 
 amlp_build() {
   local dir=$1; shift
-  local args=(-G Ninja -DCMAKE_BUILD_TYPE=Release)
+  local args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DASYNCMLP_WERROR=ON)
   # CUDA architectures: CMakeLists.txt's default (the GPUs the machine has, else Hopper
   # with its PTX), one compile of each kernel.
   [ "${AMLP_NO_CUDA:-0}" = 1 ] && args+=(-DASYNCMLP_CUDA=OFF)
