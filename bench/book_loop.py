@@ -52,22 +52,8 @@ RATIO_TARGET = 1.1  # one barrier / a barrier each op
 PEAK_TARGET_OPS = 4  # tracked peak growth, in outputs of the op
 
 
-class OneLineParser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit 2
-        sys.stderr.write(f"{PROG}: {message} (try --help)\n")
-        sys.exit(2)
-
-
-def human_s(s):
-    if s >= 1:
-        return f"{s:.3f} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.3f} ms"
-    return f"{s * 1e6:.2f} µs"
-
-
-def mb(b):
-    return f"{b / 1e6:.1f} MB"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
+from chapter import OneLineParser, human_s, mb  # noqa: E402  (the chapter's one-line errors and units)
 
 
 # --- the variants: how x is made, the barrier each op and the one at the end;

@@ -55,7 +55,7 @@ MARKDOWN_INPUT_LIMIT = 16 << 20  # --json's figures are a few KiB
 
 class OneLineParser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2 (argparse's usage block is not an error message)
-        sys.stderr.write(f"chapter.py: {message} (try --help)\n")
+        sys.stderr.write(f"{self.prog}: {message} (try --help)\n")
         sys.exit(2)
 
 

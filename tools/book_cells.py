@@ -386,7 +386,7 @@ def run_tab(cells, show):
 
 class OneLineParser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2
-        sys.stderr.write(f"{PROG}: {message} (try --help)\n")
+        sys.stderr.write(f"{self.prog}: {message} (try --help)\n")
         sys.exit(2)
 
 

@@ -186,14 +186,8 @@ def markdown_table(f):
     return head + "\n".join(table) + "\n"
 
 
-class OneLineParser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit 2
-        sys.stderr.write(f"{PROG}: {message} (try --help)\n")
-        sys.exit(2)
-
-
 def main(argv):
-    p = OneLineParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = book_cells.OneLineParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--batches", type=int, help="the data iterator's batches (default: the book's 100)")
     p.add_argument("--json", action="store_true", help="the figures as JSON on standard output (the text on stderr)")
     p.add_argument("--markdown", action="store_true", help="docs/python.md's table from --json's figures on stdin")
