@@ -59,6 +59,12 @@ shards_summary() {
   amlp_log "$1: $ok tests passed in its shards, $(printf '%s' "$skipped" | grep -c .) skipped${skipped:+:}"
   [ -z "$skipped" ] || printf '  %s\n' $skipped >&2
 }
+# OpenBLAS's idle threads sleep at once instead of spinning on sched_yield for
+# 2^28 cycles after each GEMM (its default): on two cores shared by three test
+# processes the spin was the release suites' and the ASan suite's sys time
+# (a quick.ini run under ASan: 2.5 CPU-seconds, 1.6 with this; the ASan suite
+# 142, 115). It changes no result.
+export OPENBLAS_THREAD_TIMEOUT=4
 # A shard that waits (a signal a second later, a FIFO nobody writes, mpirun
 # starting its ranks) leaves its core to a third.
 san_jobs=$((jobs + 1))
