@@ -28,6 +28,12 @@
 //   BM_TrainStepPaired      the driver's whole batch (data drawn, step, zero_grad, item()) paired
 //                           with the same floor: the end-to-end ratio against the GEMM floor.
 //
+// Checkpoints (target: 100,000 one-unit layers within 2x the time of 10,000 layers of 10):
+//   BM_SaveParameters/L/W   save_parameters of an MLP of L ReLU layers of width W (input W,
+//                           batch 1, one output) to a file: every value read back, the file
+//                           written whole.
+//   BM_LoadParameters/L/W   load_parameters of that file into the same network, then waitall().
+//
 // Random numbers (targets: ≥ 1 G numbers/s on 2 cores, a 1024×512 batch in ≤ 0.5 ms), items/s:
 //   BM_RandomNormal, BM_RandomUniform   randn / rand_uniform (1024, 512) on cpu:0, then waitall():
 //                           the public ops, vectorised Philox on both cores. CPU column: the
@@ -40,11 +46,15 @@
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -183,6 +193,37 @@ struct MlpGemmFloor {
   }
 };
 
+// An MLP of state.range(0) layers of width state.range(1), initialised, and its file.
+struct CheckpointModel {
+  std::unique_ptr<amlp::Sequential> net;
+  std::string path;
+  explicit CheckpointModel(const benchmark::State& state) {
+    const int64_t layers = state.range(0), width = state.range(1);
+    amlp::manual_seed(42);
+    net = amlp::models::make_mlp({std::vector<int64_t>(static_cast<size_t>(layers), width)}, 1);
+    net->forward(amlp::randn({1, width}, kCpu));  // deferred initialisation
+    amlp::waitall();
+    path = "/tmp/bench_engine_" + std::to_string(::getpid()) + ".safetensors";
+  }
+  ~CheckpointModel() { std::remove(path.c_str()); }
+};
+
+void BM_SaveParameters(benchmark::State& state) {
+  CheckpointModel m(state);
+  for (auto _ : state) amlp::save_parameters(m.path, *m.net);
+  state.counters["tensors"] = static_cast<double>(m.net->parameters().size());
+}
+
+void BM_LoadParameters(benchmark::State& state) {
+  CheckpointModel m(state);
+  amlp::save_parameters(m.path, *m.net);
+  for (auto _ : state) {
+    amlp::load_parameters(m.path, *m.net);
+    amlp::waitall();
+  }
+  state.counters["tensors"] = static_cast<double>(m.net->parameters().size());
+}
+
 void BM_MlpStep(benchmark::State& state) {
   MlpStep step;
   for (auto _ : state) step.run();
@@ -317,6 +358,8 @@ BENCHMARK(BM_MlpStep)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_MlpGemmFloor)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_MlpStepPaired)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_TrainStepPaired)->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK(BM_SaveParameters)->Args({10000, 10})->Args({10000, 1})->Args({100000, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LoadParameters)->Args({10000, 10})->Args({10000, 1})->Args({100000, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_RandomNormal)->Unit(benchmark::kMicrosecond)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_RandomUniform)->Unit(benchmark::kMicrosecond)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_RandomNormalOneCore)->Unit(benchmark::kMicrosecond)->UseRealTime();

@@ -17,6 +17,33 @@ void set_grad_enabled(bool on) { t_grad_enabled = on; }
 NoGradGuard::NoGradGuard() : prev_(t_grad_enabled) { t_grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { t_grad_enabled = prev_; }
 
+namespace {
+// Empties n: its closures first (what they keep of its inputs is also in
+// `inputs`), then its inputs, each input's node that nothing else holds moved
+// into `orphans` before the input goes.
+void take_apart(Node& n, std::vector<std::shared_ptr<Node>>& orphans) {
+  n.backward = nullptr;
+  n.unit_backward = nullptr;
+  n.relu.reset();
+  for (Tensor& t : n.inputs) {
+    const std::shared_ptr<TensorImpl>& impl = t.impl_ptr();
+    if (impl && impl.use_count() == 1 && impl->grad_fn && impl->grad_fn.use_count() == 1)
+      orphans.push_back(std::move(impl->grad_fn));
+  }
+  n.inputs.clear();
+}
+}  // namespace
+
+Node::~Node() {
+  std::vector<std::shared_ptr<Node>> orphans;
+  take_apart(*this, orphans);
+  while (!orphans.empty()) {
+    std::shared_ptr<Node> n = std::move(orphans.back());
+    orphans.pop_back();
+    take_apart(*n, orphans);
+  }  // n goes here, empty: its own ~Node has nothing to free
+}
+
 namespace detail {
 
 bool any_requires_grad(std::initializer_list<const Tensor*> ts) {
@@ -30,7 +57,12 @@ void record(Tensor& out, const char* name, std::vector<Tensor> inputs,
             std::function<std::vector<Tensor>(const Tensor&)> bw, std::function<std::vector<Tensor>()> unit_bw) {
   TensorImpl* o = out.impl();
   o->requires_grad = true;
-  o->grad_fn = std::make_shared<Node>(Node{name, std::move(inputs), std::move(bw), std::move(unit_bw), nullptr});
+  auto n = std::make_shared<Node>();
+  n->name = name;
+  n->inputs = std::move(inputs);
+  n->backward = std::move(bw);
+  n->unit_backward = std::move(unit_bw);
+  o->grad_fn = std::move(n);
 }
 
 std::vector<std::shared_ptr<TensorImpl>> tape_of(const Tensor& root) {

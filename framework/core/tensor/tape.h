@@ -21,7 +21,7 @@ namespace amlp {
 struct ReluHandoff;  // ops/linalg.cpp
 
 struct Node {
-  const char* name;
+  const char* name = nullptr;
   std::vector<Tensor> inputs;  // what the backward needs (and where grads go)
   // Given dL/d(output), returns dL/d(input_i) for each input (undefined where
   // an input needs none).
@@ -35,6 +35,11 @@ struct Node {
   // the op consuming its output needs to fold the ReLU's backward, and this
   // op's bias gradient, into its input-gradient GEMM (ops/linalg.cpp).
   std::shared_ptr<ReluHandoff> relu;
+
+  // Frees the nodes only this one holds (its inputs' nodes, theirs, ...) one
+  // after another, not by recursion: a graph of 100,000 layers dropped
+  // without a backward pass would otherwise overflow the stack.
+  ~Node();
 };
 
 // grad_enabled() and NoGradGuard: framework/tensor.h (public).
