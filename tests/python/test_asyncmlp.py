@@ -184,6 +184,18 @@ def test_elementwise_products_differentiate_and_no_grad_records_nothing():
         a * am.ones((4, 3))
 
 
+def test_a_deep_graph_dropped_without_a_backward_pass_is_freed():
+    # 150,000 recorded ops in a chain, dropped: freed node by node, not by a recursion as deep
+    # as the chain (which overflowed the stack and killed the interpreter with a segfault).
+    x = am.ones((1,)).requires_grad_()
+    y = x
+    for _ in range(150000):
+        y = y + 1
+    assert y.item() == 150001.0
+    del y
+    assert x.requires_grad and am.sum(x * 2).item() == 2.0
+
+
 def test_sgd_zero_grad_drops_the_gradients():
     net = am.Sequential()
     net.add(am.Dense(2, in_units=3))
