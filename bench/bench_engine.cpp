@@ -28,7 +28,8 @@
 //   BM_TrainStepPaired      the driver's whole batch (data drawn, step, zero_grad, item()) paired
 //                           with the same floor: the end-to-end ratio against the GEMM floor.
 //
-// Checkpoints (target: 100,000 one-unit layers within 2x the time of 10,000 layers of 10):
+// Checkpoints (target: linear in the tensors, 100,000 one-unit layers within 2x ten times
+// 10,000 of them; 10,000 layers of 10 beside them for the bytes):
 //   BM_SaveParameters/L/W   save_parameters of an MLP of L ReLU layers of width W (input W,
 //                           batch 1, one output) to a file: every value read back, the file
 //                           written whole.
