@@ -408,7 +408,7 @@ def results_row(r, results, title_start, first, label, has=None):
 
 
 def check_readme(r, live, results):
-    page, q, d = "README.md", live.quick, live.d2l
+    page, q = "README.md", live.quick
     half = next((t for t in tables(r.pages[page]) if t.header[:2] == ["mode", "h/d"]), None)
     if half is None:
         r.fail(page, "no h/d = 1/2 table")
@@ -425,21 +425,6 @@ def check_readme(r, live, results):
     r.quote(page, r"Predicted memory is peak backlog × bytes per batch: (?P<mb>[\d.]+) MB at this shape whatever the "
             r"machine \((?P<b>[\d,]+) bytes; (?P<less>\d+) fewer in a batch whose loss is not read\)",
             {"mb": mb1(q.read), "b": f"{q.read:,}", "less": str(q.read - q.unread)}, "quick.ini's bytes per batch")
-    r.quote(page, r"At the book's size a batch is\s+(?P<b>[\d,]+) bytes \((?P<mb>[\d.]+) MB\)",
-            {"b": f"{d.read:,}", "mb": mb1(d.read)}, "the book's bytes per batch")
-    pol = live.policies
-    ws, per = pol["run+data"]["working_set_bytes"], pol["run+data"]["data_bytes_per_batch"]
-    m = re.search(r"the data of (\d+)\s+batches", r.pages[page])
-    lead = int(m.group(1)) if m else 0
-    t, row = results_row(r, results, "The allocation policies", "policy", "run+data")
-    if row:
-        ws = near_run(ws, row[t.col("working set MB")].text, per)
-    want_lead = row[t.col("peak data lead")].text if row else "?"
-    r.quote(page, r"one batch's working set, \+(?P<run>[\d.]+) MB; with `--data-queue` the data ops run ahead\s+too: "
-            r"\+(?P<total>[\d.]+) MB in \[docs/results.md\]\(docs/results.md\)'s run \(the data of (?P<lead>\d+)\s+"
-            r"batches, (?P<per>[\d.]+) MB each, and a (?P<ws>[\d.]+) MB working set\)",
-            {"run": mb1(pol["run"]["working_set_bytes"]), "total": mb1(ws + lead * per), "lead": want_lead,
-             "per": mb2(per), "ws": mb1(ws)}, "--alloc run")
 
 
 def check_memory_model(r, live, results):
@@ -641,12 +626,12 @@ class Figures(unittest.TestCase):
         return path, header
 
     def test_saved_tensors_named(self):
-        """README.md's names and shapes of --save's tensors, against a saved file (features 32, hidden 2048,512)."""
+        """docs/cli.md's names and shapes of --save's tensors, against a saved file (features 32, hidden 2048,512)."""
         with tempfile.TemporaryDirectory() as tmp:
             _, header = self.saved(tmp)
         env = {"features": 32, "h1": 2048, "h2": 512, "hL": 512}
-        m = re.search(r"The tensors\s+are the layers' in order.*?With NumPy alone", self.pages["README.md"], re.S)
-        self.assertIsNotNone(m, "README.md: no list of --save's tensors")
+        m = re.search(r"The tensors\s+are the layers' in order.*?With NumPy alone", self.pages["docs/cli.md"], re.S)
+        self.assertIsNotNone(m, "docs/cli.md: no list of --save's tensors")
         named = re.findall(r"`(dense(\d|L)\.(weight|bias))`\s+\(([^)]*)\)", m.group(0))
         self.assertGreaterEqual(len(named), 6)
         for name, layer, _, shape in named:
@@ -657,13 +642,13 @@ class Figures(unittest.TestCase):
         self.assertEqual(set(header), {n.replace("denseL", "dense2") for n, *_ in named})
 
     def test_numpy_snippet_reads_the_file(self):
-        """README.md's NumPy snippet, run on a saved file: the shapes it prints, and the comment under it."""
+        """docs/cli.md's NumPy snippet, run on a saved file: the shapes it prints, and the comment under it."""
         try:
             import numpy  # noqa: F401
         except ImportError:
             self.skipTest("NumPy is not installed")
-        block = re.search(r"### Reading `--save`'s file back.*?```python\n(.*?)```", self.pages["README.md"], re.S)
-        self.assertIsNotNone(block, "README.md: no NumPy snippet")
+        block = re.search(r"### Reading `--save`'s file back.*?```python\n(.*?)```", self.pages["docs/cli.md"], re.S)
+        self.assertIsNotNone(block, "docs/cli.md: no NumPy snippet")
         with tempfile.TemporaryDirectory() as tmp:
             _, header = self.saved(tmp)
             p = subprocess.run([sys.executable, "-c", block.group(1)], capture_output=True, text=True, cwd=tmp,
