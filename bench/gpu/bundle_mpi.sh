@@ -7,7 +7,7 @@
 # There, with BUILD/rt on LD_LIBRARY_PATH:
 #   export OPAL_PREFIX=$PWD/BUILD/mpi PATH=$PWD/BUILD/mpi/bin:$PATH
 #   export PMIX_MCA_mca_base_component_path=$PWD/BUILD/mpi/pmix
-# (bench/gpu/run_gpu_checks.sh does so). OPAL_PREFIX makes OpenMPI look for
+# (bench/gpu/gpu_kit.py does so). OPAL_PREFIX makes OpenMPI look for
 # its components and help files under the new prefix instead of its own.
 # Usage: bench/gpu/bundle_mpi.sh [BUILD_DIR]   (default: build-gpu)
 set -euo pipefail

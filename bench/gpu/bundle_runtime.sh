@@ -5,7 +5,7 @@
 #   LD_LIBRARY_PATH=$PWD/BUILD/rt:/usr/local/cuda/lib64:<NCCL's folder>
 # Left out: CUDA's own libraries and the C/C++ runtime (the GPU machine has
 # its own, CUDA 13 as the nvcc here) and NCCL (hundreds of MB; the GPU
-# machine has one in PyTorch's environment, found by run_gpu_checks.sh).
+# machine has one in PyTorch's environment, found by gpu_kit.py).
 # Usage: bench/gpu/bundle_runtime.sh [BUILD_DIR]   (default: build-gpu)
 set -euo pipefail
 build=${1:-build-gpu}

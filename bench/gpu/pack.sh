@@ -11,7 +11,7 @@
 # archive ARCHIVE (default
 # build-gpu.tar.xz at the repository root: an ignored path, carried with
 # the run tool's `carry`). Inside, the build is always build-gpu/{bin,rt},
-# whatever BUILD's name here; run_gpu_checks.sh's first phase (unpack)
+# whatever BUILD's name here; gpu_kit.py's first step (quick's unpack)
 # unpacks it at the repository root.
 #
 #   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""table.py — the goals table of run_gpu_checks.sh quick and matrix (the
-matrix command's last step prints it, from both folders).
+"""table.py — the goals table of gpu_kit.py quick and matrix (the matrix
+command's last step prints it, from both folders; `gpu_kit.py table` too).
 
   python3 bench/gpu/table.py out/gpu/quick [out/gpu/matrix]
 
