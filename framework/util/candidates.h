@@ -1,7 +1,8 @@
-// candidates.h — the GPU kernel candidates ASYNCMLP_CANDIDATES turns on
-// (util/env.h reads it once): kernels built beside the default and off
-// until a lease measured them faster (docs/gpu.md, "Candidates"). A light
-// header: the kernel table's compositions ask candidate_on() at each call.
+// candidates.h — the candidates ASYNCMLP_CANDIDATES turns on (util/env.h
+// reads it once): GPU kernels and an engine behaviour built beside the
+// default and off until a measurement chose them (docs/gpu.md, "Candidates").
+// A light header: the kernel table's compositions and the queue's worker ask
+// candidate_on().
 #pragma once
 
 namespace amlp {
