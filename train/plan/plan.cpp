@@ -5,31 +5,28 @@
 
 namespace amlp::train {
 
-RunSpec planned_run(const Options& o, PlanKind kind, const std::string& label, const std::string& tag) {
-  RunSpec p{o, label};
-  p.kind = kind;
-  p.tag = tag;
-  if (kind != PlanKind::Single && !o.memory_log.empty()) p.options.memory_log = tagged_path(o.memory_log, tag);
+RunSpec planned_run(const Options& o, const std::string& label, const std::string& tag) {
+  RunSpec p{o, label, tag};
+  if (!o.memory_log.empty()) p.options.memory_log = tagged_path(o.memory_log, tag);
   return p;
 }
 
-void add_graph_row(const Options& o, std::vector<RunSpec>& rows, PlanKind kind) {
+void add_graph_row(const Options& o, std::vector<RunSpec>& rows) {
   for (RunSpec& p : rows) p.options.graph = false;
   if (!o.graph) return;
-  rows.push_back(planned_run(o, kind, "graph", "graph"));
+  rows.push_back(planned_run(o, "graph", "graph"));
   Options& g = rows.back().options;
   g.sync = {SyncPolicy::Never, 0};
   g.max_pending_ops = 0;
   g.max_pending_bytes = 0;
   g.alloc = AllocPolicy::Enqueue;
   g.data_queue = false;
-  rows.back().like = "CUDA graphs, one launch a batch";
 }
 
 std::vector<RunSpec> plan_runs(const Options& o) {
   std::string label = to_string(o.sync);
   if (o.max_pending_ops || o.max_pending_bytes) label += " (bounded)";
-  return {planned_run(o, PlanKind::Single, label, file_tag(o.sync))};
+  return {RunSpec{o, label, file_tag(o.sync)}};
 }
 
 std::vector<std::string> memory_logs(const std::vector<RunSpec>& plan) {

@@ -4,7 +4,7 @@
 // train/plan/outputs.h. train/runs/run_plan.h runs them.
 //
 //   std::vector<RunSpec> plan = plan_runs(options);        // the one run
-//   plan.push_back(planned_run(options, PlanKind::Compare, "every=10", "every10"));
+//   plan.push_back(planned_run(options, "every=10", "every10"));  // one of a study's runs
 #pragma once
 #include <iosfwd>
 #include <string>
@@ -14,13 +14,13 @@
 
 namespace amlp::train {
 
-// A run of `o`, reported under `label`; one of several (any kind but Single)
-// writes its memory log tagged with `tag` (outputs.h tagged_path).
-RunSpec planned_run(const Options& o, PlanKind kind, const std::string& label, const std::string& tag);
+// One of a study's runs of `o`, reported under `label`, its memory log tagged
+// with `tag` (outputs.h tagged_path).
+RunSpec planned_run(const Options& o, const std::string& label, const std::string& tag);
 // With --graph on, a comparison's rows run without step graphs and one more
 // row, "graph", runs unsynchronized and unbounded with them; with it off,
 // the rows run without them.
-void add_graph_row(const Options& o, std::vector<RunSpec>& rows, PlanKind kind);
+void add_graph_row(const Options& o, std::vector<RunSpec>& rows);
 // The one run --sync asks for, labelled by its mode ("(bounded)" under back-pressure).
 std::vector<RunSpec> plan_runs(const Options& o);
 // The memory logs a plan's runs write, in order.

@@ -10,6 +10,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,11 +21,7 @@
 
 namespace amlp::train {
 
-enum class PlanKind {
-  Single,    // the run --sync asks for
-  Compare,   // --compare: batch, none, every=K for each K in --compare-every, bounded
-  Policies,  // --compare-policies: enqueue, run, and on a CPU device run with the data queue
-};
+struct RunResult;
 
 // The plan stage's one type: a run as the plan asks for it, the options as
 // set for this run (back-pressure and the allocation policy apply to this
@@ -32,12 +29,14 @@ enum class PlanKind {
 struct RunSpec {
   Options options;    // as the plan set them for this run
   std::string label;  // reported under: "batch", "none", "every=10", "bounded", "enqueue", "run+data"
-  PlanKind kind = PlanKind::Single;
-  std::string tag;   // in file names: batch, none, every10, bounded, enqueue, run, run+data
-  std::string like;  // --compare-policies: which framework behaves like this
-  // --compare's bounded run without --max-pending-bytes: bounded at two
-  // batches' footprint, the largest bytes per batch of the runs before it.
-  bool bound_from_earlier = false;
+  std::string tag;    // in file names: batch, none, every10, bounded, enqueue, run, run+data
+  // What a study (train/studies/) adds to its runs; unset for the one run
+  // --sync asks for. `from_earlier` sets this run's options from the results
+  // of the runs before it (--compare's bounded run: its bound from their
+  // bytes per batch); `heading` is the line printed before the run, from its
+  // options as they then are ("\n== bounded (none, max-pending-bytes 7.6 MB) ==").
+  std::function<void(Options&, const std::vector<RunResult>&)> from_earlier;
+  std::function<std::string(const RunSpec&)> heading;
 };
 
 enum class RunStatus {

@@ -1,8 +1,8 @@
-// report.h — what train_mlp prints of its runs: one run's summary, the
-// --compare table and the --compare-policies table (report.cpp).
+// report.h — what train_mlp prints of one run: its summary (report.cpp), each
+// line a figure of train/report/run_figures.h. A study's tables are the
+// study's own (train/studies/).
 //
 //   print_summary(r, std::cout);
-//   print_compare_table(results, std::cout);
 #pragma once
 #include <iosfwd>
 #include <vector>
@@ -13,7 +13,5 @@
 namespace amlp::train {
 
 void print_summary(const RunResult& r, std::ostream& out);
-void print_compare_table(const std::vector<RunResult>& rs, std::ostream& out);
-void print_policy_table(const std::vector<RunResult>& rs, std::ostream& out);
 
 }  // namespace amlp::train

@@ -14,25 +14,6 @@
 
 namespace amlp::train {
 
-namespace {
-
-// "\n== none ==", "\n== bounded (none, max-pending-bytes 7.6 MB) ==",
-// "\n== run (--sync none --alloc run) ==": the heading of a comparison's run.
-std::string heading(const RunSpec& p) {
-  const Options& o = p.options;
-  std::string h = "\n== " + p.label;
-  if (p.kind == PlanKind::Policies)
-    h += std::string(" (--sync none --alloc ") + to_string(o.alloc) + (o.data_queue ? " --data-queue" : "") +
-         (o.graph ? " --graph on" : "") + ")";
-  else if (o.graph)
-    h += " (none, --graph on)";
-  else if (o.max_pending_bytes)
-    h += " (none, max-pending-bytes " + format_mb(double(o.max_pending_bytes)) + ")";
-  return h + " ==";
-}
-
-}  // namespace
-
 void run_plan(const std::vector<RunSpec>& plan, std::ostream& out, std::vector<RunResult>& results) {
   for (const RunSpec& p : plan) {
     // The interrupted run was the last; across processes every rank decides alike.
@@ -42,14 +23,8 @@ void run_plan(const std::vector<RunSpec>& plan, std::ostream& out, std::vector<R
       break;
     }
     RunSpec s = p;
-    if (p.bound_from_earlier) {
-      size_t bpb = 0;
-      for (const RunResult& r : results) bpb = std::max(bpb, r.measured.bytes_per_batch);
-      s.options.max_pending_bytes = 2 * bpb;
-      if (dist::ProcessGroup* g = rank_group(s.options))  // every rank bounded alike
-        s.options.max_pending_bytes = static_cast<size_t>(rank0_value(*g, int64_t(s.options.max_pending_bytes)));
-    }
-    if (p.kind != PlanKind::Single) out << heading(s) << std::endl;
+    if (p.from_earlier) p.from_earlier(s.options, results);
+    if (p.heading) out << p.heading(s) << std::endl;
     try {
       results.push_back(run_experiment(s, out));
     } catch (const RunFailed& e) {

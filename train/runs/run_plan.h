@@ -11,7 +11,7 @@
 
 namespace amlp::train {
 
-// Runs `plan` in order, printing a heading before each run of a comparison,
+// Runs `plan` in order, printing the heading a study gives a run before it,
 // appending each result to `results` as it ends (a failed run's partial
 // result too, before RunFailed propagates); stops after an interrupted run.
 // The devices are left clean (nothing pending, the cache handed back).
