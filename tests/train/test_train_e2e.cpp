@@ -33,7 +33,7 @@ using amlp::testing::json_text;
 // function below.
 struct Compare {
   Options options;
-  const std::vector<int>& every() const { return options.studies.find<CompareSettings>("compare")->every; }
+  const std::vector<int>& every() const { return options.studies.find<CompareSettings>()->every; }
   std::string output;
   amlp::Json trace;
   std::map<std::string, RunResult> runs;

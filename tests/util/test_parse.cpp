@@ -650,7 +650,7 @@ void check_outcome(const std::vector<std::string>& args, Tally& tally) {
       EXPECT_TRUE(o.momentum >= 0 && o.momentum < 1) << o.momentum;
       EXPECT_LE(o.max_pending_bytes, kMaxByteSize);
       EXPECT_LE(o.memory_limit, kMaxByteSize);
-      if (const train::CompareSettings* c = o.studies.find<train::CompareSettings>("compare"))
+      if (const train::CompareSettings* c = o.studies.find<train::CompareSettings>())
         for (int k : c->every) EXPECT_TRUE(k >= 1 && k <= 1000000) << k;
       break;
     }

@@ -12,9 +12,9 @@
 //         if (!vm["sweep"].as<bool>()) return {};  // not asked for: no settings
 //         return SweepSettings{vm["sweep-fractions"].as<std::vector<double>>(), ...};
 //       },
-//       [](const Options& o) -> std::string { return o.studies.asked("compare-policies") ? "..." : ""; }}};
+//       [](const Options& o) -> std::string { return o.studies.asked<PoliciesSettings>() ? "..." : ""; }}};
 //
-//   if (const SweepSettings* s = o.studies.find<SweepSettings>("sweep")) ...
+//   if (const SweepSettings* s = o.studies.find<SweepSettings>()) ...
 #pragma once
 #include <any>
 #include <string>

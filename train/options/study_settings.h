@@ -1,10 +1,12 @@
 // study_settings.h — the settings of the studies a run's options ask for
 // (--compare, --sweep, --sync auto, ...), each kept under its study's name
 // and read only by that study's file (train/studies/; their options:
-// study_options.h).
+// study_options.h). A settings type names its study once (kStudy), and is
+// found by its type.
 //
-//   o.studies.asked("compare")                                    // --compare given
-//   const SweepSettings* s = o.studies.find<SweepSettings>("sweep");   // nullptr: not asked for
+//   struct SweepSettings { static constexpr const char* kStudy = "sweep"; ... };
+//   const SweepSettings* s = o.studies.find<SweepSettings>();  // nullptr: --sweep not given
+//   o.studies.asked<PoliciesSettings>()                         // --compare-policies given
 #pragma once
 #include <any>
 #include <map>
@@ -16,13 +18,18 @@ namespace amlp::train {
 // The settings of the studies asked for, each under its study's name.
 class StudySettings {
  public:
-  bool asked(const std::string& study) const { return by_study_.count(study) != 0; }
-  // The study's settings, or nullptr when it was not asked for (or `T` is not their type).
+  // Whether the study whose settings are a `T` was asked for.
   template <class T>
-  const T* find(const std::string& study) const {
-    const auto it = by_study_.find(study);
+  bool asked() const {
+    return by_study_.count(T::kStudy) != 0;
+  }
+  // Its settings, or nullptr when it was not asked for.
+  template <class T>
+  const T* find() const {
+    const auto it = by_study_.find(T::kStudy);
     return it == by_study_.end() ? nullptr : std::any_cast<T>(&it->second);
   }
+  // The registry's (study_options.h): the settings a study's entry read, under its name.
   void set(const std::string& study, std::any settings) { by_study_[study] = std::move(settings); }
 
  private:

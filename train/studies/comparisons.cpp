@@ -258,7 +258,7 @@ struct SingleRun : Study {};  // the defaults: the plan's one run, its summary
 
 struct Compare : Study {
   std::vector<RunSpec> plan(const Options& o) const override {
-    return compare_plan(o, o.studies.find<CompareSettings>("compare")->every);
+    return compare_plan(o, o.studies.find<CompareSettings>()->every);
   }
   void report(const Options&, const std::vector<RunResult>& results, std::ostream& out) const override {
     print_compare_table(results, out);
@@ -312,10 +312,10 @@ struct HostWorkMatch : Study {
 // The run --sync asks for when no other study makes the runs: the last resort.
 const RegisterStudy single_run{{"single run", false, 1000, [](const Options&) { return true; },
                                 [] { return std::unique_ptr<Study>(std::make_unique<SingleRun>()); }}};
-const RegisterStudy compare{{"compare", false, 20, [](const Options& o) { return o.studies.asked("compare"); },
+const RegisterStudy compare{{"compare", false, 20, [](const Options& o) { return o.studies.asked<CompareSettings>(); },
                              [] { return std::unique_ptr<Study>(std::make_unique<Compare>()); }}};
 const RegisterStudy compare_policies{{"compare-policies", false, 30,
-                                      [](const Options& o) { return o.studies.asked("compare-policies"); },
+                                      [](const Options& o) { return o.studies.asked<PoliciesSettings>(); },
                                       [] { return std::unique_ptr<Study>(std::make_unique<ComparePolicies>()); }}};
 // Measured once, before any other study's runs (and before --sync auto's measurement).
 const RegisterStudy host_work_match{{"host-work match", true, 10, [](const Options& o) { return o.host_work.match_device; },
@@ -333,8 +333,8 @@ const RegisterStudyOptions compare_options{{"compare", 20,
       return CompareSettings{vm["compare-every"].as<std::vector<int>>()};
     },
     [](const Options& o) -> std::string {
-      if (!o.studies.asked("compare")) return "";
-      if (o.studies.asked("compare-policies"))
+      if (!o.studies.asked<CompareSettings>()) return "";
+      if (o.studies.asked<PoliciesSettings>())
         return "--compare and --compare-policies each print a table of their own: choose one";
       return one_model_problem(o, "--compare");
     }}};
@@ -350,7 +350,7 @@ const RegisterStudyOptions compare_policies_options{{"compare-policies", 30,
       return PoliciesSettings{};
     },
     [](const Options& o) -> std::string {
-      return o.studies.asked("compare-policies") ? one_model_problem(o, "--compare-policies") : "";
+      return o.studies.asked<PoliciesSettings>() ? one_model_problem(o, "--compare-policies") : "";
     }}};
 // clang-format on
 

@@ -3,7 +3,7 @@
 // policies); and the one run --sync asks for, when neither is asked (study.h).
 // --sweep runs --compare's modes at each fraction (train/studies/sweep.h).
 //
-//   if (const CompareSettings* c = o.studies.find<CompareSettings>("compare"))
+//   if (const CompareSettings* c = o.studies.find<CompareSettings>())
 //     run_plan(compare_plan(o, c->every), out, results);
 #pragma once
 #include <vector>
@@ -14,10 +14,13 @@ namespace amlp::train {
 
 // --compare: on; --compare-every: the K of its every=K modes.
 struct CompareSettings {
+  static constexpr const char* kStudy = "compare";
   std::vector<int> every{2, 10};
 };
 // --compare-policies: on (nothing else to set).
-struct PoliciesSettings {};
+struct PoliciesSettings {
+  static constexpr const char* kStudy = "compare-policies";
+};
 
 // --compare-every's value: "2,10", each in [1, 10^6], none twice (two runs of
 // one mode would write one memory log); throws amlp::ParseError.

@@ -107,7 +107,7 @@ void run_sweep(const Options& o, std::ostream& out, std::vector<RunResult>& runs
                 "quickest of %d measurements over %d synchronized batches, after 3 to warm up",
                 s.device_s * 1e3, s.queue_host_s * 1e3, kDeviceRepeats, s.calibration_batches);
   out << line << std::endl;
-  const SweepSettings& settings = *o.studies.find<SweepSettings>("sweep");
+  const SweepSettings& settings = *o.studies.find<SweepSettings>();
   for (const double f : settings.fractions) {
     if (interrupted(o)) break;
     const double target = f * s.device_s;
@@ -358,7 +358,7 @@ class Sweep : public Study {
   std::vector<std::string> memory_logs(const Options& o) const override {  // --compare's for each fraction
     std::vector<std::string> logs;
     if (o.memory_log.empty()) return logs;
-    const SweepSettings& settings = *o.studies.find<SweepSettings>("sweep");
+    const SweepSettings& settings = *o.studies.find<SweepSettings>();
     for (double f : settings.fractions) {
       Options c = o;
       c.memory_log = tagged_path(o.memory_log, fraction_tag(f));
@@ -390,7 +390,7 @@ class Sweep : public Study {
 };
 
 // Before --compare and --compare-policies: --sweep runs --compare's modes itself.
-const RegisterStudy sweep{{"sweep", false, 10, [](const Options& o) { return o.studies.asked("sweep"); },
+const RegisterStudy sweep{{"sweep", false, 10, [](const Options& o) { return o.studies.asked<SweepSettings>(); },
                            [] { return std::unique_ptr<Study>(std::make_unique<Sweep>()); }}};
 
 // clang-format off
@@ -407,9 +407,9 @@ const RegisterStudyOptions sweep_options{{"sweep", 40,
       return SweepSettings{vm["sweep-fractions"].as<std::vector<double>>(), vm["compare-every"].as<std::vector<int>>()};
     },
     [](const Options& o) -> std::string {
-      if (!o.studies.asked("sweep")) return "";
+      if (!o.studies.asked<SweepSettings>()) return "";
       if (std::string why = one_model_problem(o, "--sweep"); !why.empty()) return why;
-      if (o.studies.asked("compare-policies"))
+      if (o.studies.asked<PoliciesSettings>())
         return "--sweep runs --compare's modes, not the allocation policies: drop --compare-policies";
       if (o.host_work.ns || o.host_work.match_device)
         return "--sweep sets the host work itself, at each of --sweep-fractions x d: drop --host-work";

@@ -24,6 +24,7 @@ namespace amlp::train {
 
 // --sweep: on; --sweep-fractions, and --compare-every (the modes of --compare it runs).
 struct SweepSettings {
+  static constexpr const char* kStudy = "sweep";  // its options' entry (study_options.h)
   std::vector<double> fractions{0, 0.25, 0.5, 0.75, 1, 1.5};
   std::vector<int> compare_every{2, 10};
 };

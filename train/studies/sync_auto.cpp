@@ -11,7 +11,9 @@
 #include "train/plan/plan.h"
 #include "train/runs/run_plan.h"
 #include "train/options/study_options.h"
+#include "train/studies/comparisons.h"
 #include "train/studies/study.h"
+#include "train/studies/sweep.h"
 
 namespace amlp::train {
 
@@ -111,7 +113,7 @@ AutoChoice resolve_sync_auto(const Options& o, std::ostream& out) {
     bpb = rank0_value(*g, bpb), largest = rank0_value(*g, largest);
   }
   AutoChoice c = choose_sync(o.batches, double(h) * 1e-9, double(d) * 1e-9, size_t(bpb), size_t(largest),
-                             o.studies.find<SyncAutoSettings>("sync auto")->budget);
+                             o.studies.find<SyncAutoSettings>()->budget);
   out << "sync auto: " << c.why << " (over " << r.asked.options.batches << " synchronized batches)" << std::endl;
   return c;
 }
@@ -132,7 +134,7 @@ struct SyncAuto : Study {
 // After --host-work match (its h is what --sync auto measures with).
 const RegisterStudy sync_auto{{"sync auto", true, 20,
                                [](const Options& o) {
-                                 const SyncAutoSettings* s = o.studies.find<SyncAutoSettings>("sync auto");
+                                 const SyncAutoSettings* s = o.studies.find<SyncAutoSettings>();
                                  return s && s->automatic;
                                },
                                [] { return std::unique_ptr<Study>(std::make_unique<SyncAuto>()); }}};
@@ -149,11 +151,11 @@ const RegisterStudyOptions sync_auto_options{{"sync auto", 50,
       return s;
     },
     [](const Options& o) -> std::string {
-      const SyncAutoSettings* s = o.studies.find<SyncAutoSettings>("sync auto");
+      const SyncAutoSettings* s = o.studies.find<SyncAutoSettings>();
       if (!s) return "";
       if (!s->automatic) return "--memory-budget is the budget --sync auto chooses within: add --sync auto";
       if (!s->budget) return "--sync auto needs --memory-budget BYTES, the memory it may hold for queued batches";
-      if (o.studies.asked("compare") || o.studies.asked("sweep") || o.studies.asked("compare-policies"))
+      if (o.studies.asked<CompareSettings>() || o.studies.asked<SweepSettings>() || o.studies.asked<PoliciesSettings>())
         return "--sync auto chooses one run's mode; --compare, --sweep and --compare-policies run modes of their own";
       if (o.max_pending_bytes || o.max_pending_ops)
         return "--sync auto chooses the pending-bytes bound itself: drop --max-pending-bytes and --max-pending";

@@ -25,6 +25,7 @@ namespace amlp::train {
 
 // --sync auto and --memory-budget, as given (either alone is refused).
 struct SyncAutoSettings {
+  static constexpr const char* kStudy = "sync auto";
   bool automatic = false;
   size_t budget = 0;
 };

@@ -56,7 +56,7 @@ TEST(TrainOptions, DefaultsAreTheBooksExperiment) {
   EXPECT_EQ(o.sync.policy, SyncPolicy::EveryBatch);
   EXPECT_EQ(o.max_pending_ops, 0u);
   EXPECT_EQ(o.max_pending_bytes, 0u);
-  EXPECT_FALSE(o.studies.asked("compare"));
+  EXPECT_FALSE(o.studies.asked<CompareSettings>());
   EXPECT_EQ(o.device_text, "auto");
   EXPECT_EQ(o.device_fell_back, cuda_device_count() == 0);
   EXPECT_FALSE(o.memory_limit.has_value()) << "--memory-limit defaults to auto (the device's own budget)";
@@ -103,8 +103,8 @@ TEST(TrainOptions, ReadsEveryOption) {
   ASSERT_TRUE(o.memory_limit.has_value());
   EXPECT_EQ(*o.memory_limit, size_t(1) << 30);
   EXPECT_TRUE(o.blocking && o.tf32 && o.check_finite);
-  ASSERT_NE(o.studies.find<CompareSettings>("compare"), nullptr);
-  EXPECT_EQ(o.studies.find<CompareSettings>("compare")->every, (std::vector<int>{3, 5}));
+  ASSERT_NE(o.studies.find<CompareSettings>(), nullptr);
+  EXPECT_EQ(o.studies.find<CompareSettings>()->every, (std::vector<int>{3, 5}));
 }
 
 TEST(TrainOptions, HelpDocumentsEveryOptionWithItsDefault) {
@@ -274,7 +274,7 @@ TEST(TrainOptions, CommandLineBeatsConfigBeatsDefault) {
   EXPECT_EQ(p.options.batches, 9);      // command line wins
   EXPECT_EQ(p.options.batch_size, 64);  // the file beats the default
   EXPECT_EQ(p.options.sync.policy, SyncPolicy::Never);
-  EXPECT_TRUE(p.options.studies.asked("compare"));         // a switch from the file
+  EXPECT_TRUE(p.options.studies.asked<CompareSettings>());         // a switch from the file
   EXPECT_EQ(p.options.features, 512);                      // default
   ParseOutcome q = parse("--sync batch --config " + ini);  // order on the line does not matter
   ASSERT_EQ(q.status, ParseStatus::Run) << q.message;

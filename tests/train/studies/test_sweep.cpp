@@ -10,6 +10,7 @@
 #include "train/options/options.h"
 #include "train/predict/predict.h"
 #include "train/plan/outputs.h"
+#include "train/studies/comparisons.h"
 #include "train/studies/sweep.h"
 #include "train/train_test_util.h"
 #include "sanitized.h"
@@ -31,20 +32,20 @@ using testing::split_lines;
 TEST(SweepOptions, FractionsDefaultAndParse) {
   const ParseOutcome d = parse_options(std::vector<std::string>{});
   ASSERT_EQ(d.status, ParseStatus::Run) << d.message;
-  EXPECT_FALSE(d.options.studies.asked("sweep"));
-  EXPECT_EQ(d.options.studies.find<SweepSettings>("sweep"), nullptr);
+  EXPECT_FALSE(d.options.studies.asked<SweepSettings>());
+  EXPECT_EQ(d.options.studies.find<SweepSettings>(), nullptr);
   const ParseOutcome a = parse_options({"--sweep"});
   ASSERT_EQ(a.status, ParseStatus::Run) << a.message;
-  ASSERT_NE(a.options.studies.find<SweepSettings>("sweep"), nullptr);
-  EXPECT_EQ(a.options.studies.find<SweepSettings>("sweep")->fractions,
+  ASSERT_NE(a.options.studies.find<SweepSettings>(), nullptr);
+  EXPECT_EQ(a.options.studies.find<SweepSettings>()->fractions,
             (std::vector<double>{0, 0.25, 0.5, 0.75, 1, 1.5}));
-  EXPECT_EQ(a.options.studies.find<SweepSettings>("sweep")->compare_every, (std::vector<int>{2, 10}));
+  EXPECT_EQ(a.options.studies.find<SweepSettings>()->compare_every, (std::vector<int>{2, 10}));
   const ParseOutcome p = parse_options({"--sweep", "--sweep-fractions", "0.5,2", "--compare-every", "4"});
   ASSERT_EQ(p.status, ParseStatus::Run) << p.message;
-  ASSERT_NE(p.options.studies.find<SweepSettings>("sweep"), nullptr);
-  EXPECT_EQ(p.options.studies.find<SweepSettings>("sweep")->fractions, (std::vector<double>{0.5, 2}));
-  EXPECT_EQ(p.options.studies.find<SweepSettings>("sweep")->compare_every, (std::vector<int>{4}));
-  EXPECT_FALSE(p.options.studies.asked("compare"));  // --compare-every alone does not ask for --compare
+  ASSERT_NE(p.options.studies.find<SweepSettings>(), nullptr);
+  EXPECT_EQ(p.options.studies.find<SweepSettings>()->fractions, (std::vector<double>{0.5, 2}));
+  EXPECT_EQ(p.options.studies.find<SweepSettings>()->compare_every, (std::vector<int>{4}));
+  EXPECT_FALSE(p.options.studies.asked<CompareSettings>());  // --compare-every alone does not ask for --compare
 }
 
 TEST(SweepOptions, IniKeySweepTrue) {
@@ -52,8 +53,8 @@ TEST(SweepOptions, IniKeySweepTrue) {
   const std::string ini = dir.write("s.ini", "sweep = true\nsweep-fractions = 0,1\n");
   const ParseOutcome p = parse_options({"--config", ini});
   ASSERT_EQ(p.status, ParseStatus::Run) << p.message;
-  ASSERT_NE(p.options.studies.find<SweepSettings>("sweep"), nullptr);
-  EXPECT_EQ(p.options.studies.find<SweepSettings>("sweep")->fractions, (std::vector<double>{0, 1}));
+  ASSERT_NE(p.options.studies.find<SweepSettings>(), nullptr);
+  EXPECT_EQ(p.options.studies.find<SweepSettings>()->fractions, (std::vector<double>{0, 1}));
 }
 
 // Bad input: one line naming the option, exit 2, nothing run.

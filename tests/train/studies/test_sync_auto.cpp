@@ -25,11 +25,11 @@ constexpr size_t kMB = 1000000;
 TEST(SyncAutoOptions, ParsesAndRefusesWhatDoesNotCombine) {
   const ParseOutcome p = parse_options({"--sync", "auto", "--memory-budget", "64MB"});
   ASSERT_EQ(p.status, ParseStatus::Run) << p.message;
-  const SyncAutoSettings* s = p.options.studies.find<SyncAutoSettings>("sync auto");
+  const SyncAutoSettings* s = p.options.studies.find<SyncAutoSettings>();
   ASSERT_NE(s, nullptr);
   EXPECT_TRUE(s->automatic);
   EXPECT_EQ(s->budget, 64 * kMB);
-  EXPECT_FALSE(parse_options({"--sync", "none"}).options.studies.asked("sync auto"));
+  EXPECT_FALSE(parse_options({"--sync", "none"}).options.studies.asked<SyncAutoSettings>());
   expect_bad_input({
       {"--sync auto", "--sync auto needs --memory-budget"},
       {"--memory-budget 64MB", "add --sync auto"},
