@@ -1,7 +1,6 @@
 // comparisons.cpp — the studies whose runs are modes back to back (--compare,
 // --compare-policies): their runs, the heading before each, their tables and
-// their options; the one run --sync asks for, and --host-work match
-// (comparisons.h, study.h).
+// their options; and the one run --sync asks for (comparisons.h, study.h).
 #include "train/studies/comparisons.h"
 
 #include <algorithm>
@@ -304,11 +303,6 @@ struct ComparePolicies : Study {
   }
 };
 
-// Measured once, before the runs, for every mode.
-struct HostWorkMatch : Study {
-  void settle(Options& o, std::ostream& out) const override { o.host_work = resolve_host_work(o, out); }
-};
-
 // The run --sync asks for when no other study makes the runs: the last resort.
 const RegisterStudy single_run{{"single run", false, 1000, [](const Options&) { return true; },
                                 [] { return std::unique_ptr<Study>(std::make_unique<SingleRun>()); }}};
@@ -317,9 +311,6 @@ const RegisterStudy compare{{"compare", false, 20, [](const Options& o) { return
 const RegisterStudy compare_policies{{"compare-policies", false, 30,
                                       [](const Options& o) { return o.studies.asked<PoliciesSettings>(); },
                                       [] { return std::unique_ptr<Study>(std::make_unique<ComparePolicies>()); }}};
-// Measured once, before any other study's runs (and before --sync auto's measurement).
-const RegisterStudy host_work_match{{"host-work match", true, 10, [](const Options& o) { return o.host_work.match_device; },
-                                     [] { return std::unique_ptr<Study>(std::make_unique<HostWorkMatch>()); }}};
 
 // clang-format off
 const RegisterStudyOptions compare_options{{"compare", 20,
