@@ -76,6 +76,15 @@ Tensor reshape(const Tensor& a, const Shape& s);
 // --- not differentiable ------------------------------------------------------
 Tensor copy_to(const Tensor& a, Device d);              // waits for the source's writer
 void copy_(Tensor& dst, const Tensor& src);             // same shape, same device
+// The values of xs one after another, each flattened, in one new tensor of
+// shape (total,) on their device, by one queued op however many there are (a
+// checkpoint's 200,000 parameters read back in a few ops, not 200,000).
+// Error when xs is empty or holds an undefined tensor; DeviceError across devices.
+Tensor pack(const std::vector<Tensor>& xs);
+// Its inverse, in place: xs[i] takes the next numel(xs[i]) values of `packed`
+// (shape (total,), on their device), by one queued op. ShapeError unless the
+// counts add up to packed's.
+void unpack_(const std::vector<Tensor>& xs, const Tensor& packed);
 // Rows [begin, end) of x (R, ...) as a new tensor on device d, by one queued
 // copy (on d; on the GPU's side when one side is a GPU; staged through the
 // host between two GPUs, like copy_to). ShapeError unless 0 <= begin <= end <= R.

@@ -48,6 +48,48 @@ std::string kind_of(const Block& b) {
 
 }  // namespace
 
+namespace {
+
+// Tensors read or written together: a run of consecutive tensors of one
+// device, up to kChunkBytes or kChunkTensors, moved by one pack or unpack_
+// op and one host copy (a model of 100,000 layers has 200,000 tensors: a few
+// dozen ops, not 200,000); a tensor of kChunkBytes or more is a chunk alone,
+// moved as it is.
+constexpr size_t kChunkBytes = size_t{8} << 20;
+constexpr size_t kChunkTensors = 8192;
+struct Chunk {
+  size_t begin, end;  // tensors [begin, end)
+};
+template <class TensorOf>
+std::vector<Chunk> chunks_of(size_t n, TensorOf tensor) {
+  std::vector<Chunk> out;
+  size_t bytes = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const Tensor& t = tensor(i);
+    const bool alone = t.nbytes() >= kChunkBytes;
+    if (out.empty() || alone || bytes + t.nbytes() > kChunkBytes || out.back().end - out.back().begin >= kChunkTensors ||
+        tensor(out.back().begin).device() != t.device() || tensor(out.back().begin).nbytes() >= kChunkBytes) {
+      out.push_back({i, i + 1});
+      bytes = t.nbytes();
+    } else {
+      out.back().end = i + 1;
+      bytes += t.nbytes();
+    }
+  }
+  return out;
+}
+
+void append_shape(std::string& h, const Shape& s) {
+  h += '[';
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) h += ',';
+    h += std::to_string(s[i]);
+  }
+  h += ']';
+}
+
+}  // namespace
+
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors) {
   // The header written as text, an entry per tensor in its order: linear in
   // the tensors (a Json object's insertion looks its keys up one by one).
@@ -58,31 +100,55 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
     if (name == "__metadata__" || !names.insert(name).second)
       throw Error(quote(path) + " not written: the tensor name " + quote(name) + " is " +
                   (name == "__metadata__" ? "the format's own" : "given twice"));
-  // The copies queued kAhead tensors ahead of the one read: a wait finds most
-  // of them done, where a blocking read per tensor was a round trip to the
-  // worker each (a model of 100,000 layers has 200,000 tensors); the staging
-  // memory in flight stays that many tensors'.
-  constexpr size_t kAhead = 256;
-  std::vector<HostCopy> copies(tensors.size());
-  for (size_t ti = 0; ti < std::min(kAhead, tensors.size()); ++ti) copies[ti] = tensors[ti].second.to_host_async();
-  for (size_t ti = 0; ti < tensors.size(); ++ti) {
-    if (ti + kAhead < tensors.size()) copies[ti + kAhead] = tensors[ti + kAhead].second.to_host_async();
-    const auto& [name, t] = tensors[ti];
-    HostCopy read = std::move(copies[ti]);  // its staging memory goes with the iteration
-    const std::vector<float>& v = read.get();
-    // The reader refuses a value that is not finite (parameters_problem): such a file is never written.
-    if (const auto bad = std::find_if(v.begin(), v.end(), [](float x) { return !std::isfinite(x); }); bad != v.end())
-      throw Error(quote(path) + " not written: tensor " + quote(name) + " holds " + number_text(*bad) + " (value " +
-                  std::to_string(bad - v.begin()) + " of " + std::to_string(v.size()) + "): a parameter must be finite");
-    const size_t begin = data.size();
-    data.resize(begin + v.size() * sizeof(float));
-    for (size_t i = 0; i < v.size(); ++i) {  // little-endian whatever the host
-      uint32_t bits;
-      std::memcpy(&bits, &v[i], 4);
-      for (int k = 0; k < 4; ++k) data[begin + 4 * i + k] = static_cast<char>((bits >> (8 * k)) & 0xff);
+  // Each chunk's values come back by one host copy, queued kAhead chunks
+  // ahead of the one read: a wait finds most of them done, and the staging
+  // memory in flight stays that many chunks'.
+  const std::vector<Chunk> chunks = chunks_of(tensors.size(), [&](size_t i) -> const Tensor& { return tensors[i].second; });
+  constexpr size_t kAhead = 2;
+  std::vector<HostCopy> copies(chunks.size());
+  auto start = [&](size_t ci) {
+    const Chunk& ch = chunks[ci];
+    if (ch.end - ch.begin == 1) {
+      copies[ci] = tensors[ch.begin].second.to_host_async();
+      return;
     }
-    h += "," + Json(name).dump() + R"(:{"dtype":"F32","shape":)" + Json(t.shape()).dump() + R"(,"data_offsets":[)" +
-         std::to_string(begin) + "," + std::to_string(data.size()) + "]}";
+    std::vector<Tensor> group;
+    group.reserve(ch.end - ch.begin);
+    for (size_t i = ch.begin; i < ch.end; ++i) group.push_back(tensors[i].second);
+    copies[ci] = pack(group).to_host_async();
+  };
+  for (size_t ci = 0; ci < std::min(kAhead, chunks.size()); ++ci) start(ci);
+  for (size_t ci = 0; ci < chunks.size(); ++ci) {
+    if (ci + kAhead < chunks.size()) start(ci + kAhead);
+    HostCopy read = std::move(copies[ci]);  // its staging memory goes with the iteration
+    const std::vector<float>& values = read.get();
+    size_t at = 0;
+    for (size_t ti = chunks[ci].begin; ti < chunks[ci].end; ++ti) {
+      const auto& [name, t] = tensors[ti];
+      const float* v = values.data() + at;
+      const size_t n = static_cast<size_t>(t.numel());
+      at += n;
+      // The reader refuses a value that is not finite (parameters_problem): such a file is never written.
+      if (const float* bad = std::find_if(v, v + n, [](float x) { return !std::isfinite(x); }); bad != v + n)
+        throw Error(quote(path) + " not written: tensor " + quote(name) + " holds " + number_text(*bad) + " (value " +
+                    std::to_string(bad - v) + " of " + std::to_string(n) + "): a parameter must be finite");
+      const size_t begin = data.size();
+      data.resize(begin + n * sizeof(float));
+      for (size_t i = 0; i < n; ++i) {  // little-endian whatever the host
+        uint32_t bits;
+        std::memcpy(&bits, &v[i], 4);
+        for (int k = 0; k < 4; ++k) data[begin + 4 * i + k] = static_cast<char>((bits >> (8 * k)) & 0xff);
+      }
+      h += ',';
+      h += Json(name).dump();
+      h += R"(:{"dtype":"F32","shape":)";
+      append_shape(h, t.shape());
+      h += R"(,"data_offsets":[)";
+      h += std::to_string(begin);
+      h += ',';
+      h += std::to_string(data.size());
+      h += "]}";
+    }
   }
   h += "}";
   h.append((8 - h.size() % 8) % 8, ' ');  // the data starts 8-byte aligned (the format allows trailing spaces)
@@ -152,10 +218,25 @@ void load_parameters(const std::string& path, const std::vector<NamedValues>& go
   std::unordered_map<std::string_view, const NamedValues*> by_name;
   for (const NamedValues& v : got) by_name.emplace(v.name, &v);
   NoGradGuard ng;
-  for (const auto& [name, p] : ps) {
-    const NamedValues& v = *by_name.at(name);  // parameters_problem found each
-    Tensor src = from_host(v.shape, v.values.data(), p->value.device());
-    copy_(p->value, src);
+  // A chunk of parameters at a time (chunks_of): its values gathered here,
+  // queued by one from_host and spread by one unpack_.
+  std::vector<float> staged;
+  for (const Chunk& ch : chunks_of(ps.size(), [&](size_t i) -> const Tensor& { return ps[i].second->value; })) {
+    if (ch.end - ch.begin == 1) {
+      Parameter& p = *ps[ch.begin].second;
+      const NamedValues& v = *by_name.at(ps[ch.begin].first);  // parameters_problem found each
+      copy_(p.value, from_host(v.shape, v.values.data(), p.value.device()));
+      continue;
+    }
+    staged.clear();
+    std::vector<Tensor> group;
+    group.reserve(ch.end - ch.begin);
+    for (size_t i = ch.begin; i < ch.end; ++i) {
+      const NamedValues& v = *by_name.at(ps[i].first);
+      staged.insert(staged.end(), v.values.begin(), v.values.end());
+      group.push_back(ps[i].second->value);
+    }
+    unpack_(group, from_host({static_cast<int64_t>(staged.size())}, staged.data(), group.front().device()));
   }
 }
 

@@ -1,6 +1,7 @@
 // copy.cpp — data in and out of devices: from_host, copy_to (across
 // devices), slice_rows (rows of a tensor onto any device), copy_ (same
-// device), and check_finite. Kernels: the backends' stream copies
+// device), pack and unpack_ (many tensors as one, same device), and
+// check_finite. Kernels: the backends' stream copies
 // (core/backend/stream.h: cpu/cpu_backend.cpp, cuda/cuda_backend.cpp), the peer copy
 // of their collectives between GPUs (cuda/collectives.cpp), and the
 // finiteness check (cpu/elementwise.cpp, cuda/check_finite.cu).
@@ -136,6 +137,63 @@ void copy_(Tensor& dst, const Tensor& src) {
   const size_t bytes = src.nbytes();
   enqueue(ctx_of(dst), "copy", {&src}, {&dst}, {bytes}, [](Backend& be, const OpArgs& k) {
     be.copy(k.out(0), k.in(0), k.scalar(0));
+  });
+}
+
+namespace {
+// pack's and unpack_'s checks: every tensor defined and on one device; each one's bytes, in order.
+std::vector<uint64_t> packed_bytes(const char* op, const std::vector<Tensor>& xs, const Tensor* packed) {
+  if (xs.empty()) throw Error(detail::concat(op, ": no tensors"));
+  std::vector<uint64_t> bytes;
+  bytes.reserve(xs.size());
+  const Tensor& first = packed ? *packed : xs.front();
+  for (const Tensor& x : xs) {
+    need_defined(op, {&x});
+    same_device(op, {&first, &x});
+    bytes.push_back(x.nbytes());
+  }
+  return bytes;
+}
+}  // namespace
+
+Tensor pack(const std::vector<Tensor>& xs) {
+  std::vector<uint64_t> bytes = packed_bytes("pack", xs, nullptr);
+  int64_t total = 0;
+  for (const Tensor& x : xs) total += x.numel();
+  DeviceContext& c = ctx_of(xs.front());
+  Tensor y = alloc({total}, c);
+  std::vector<const Tensor*> reads;
+  reads.reserve(xs.size());
+  for (const Tensor& x : xs) reads.push_back(&x);
+  enqueue(c, "pack", reads, {&y}, bytes, [](Backend& be, const OpArgs& k) {
+    float* out = k.out(0);
+    for (size_t i = 0; i < k.reads(); ++i) {
+      const size_t n = k.scalar(i);
+      if (n) be.copy(out, k.in(i), n);
+      out += n / sizeof(float);
+    }
+  });
+  return y;
+}
+
+void unpack_(const std::vector<Tensor>& xs, const Tensor& packed) {
+  need_defined("unpack_", {&packed});
+  std::vector<uint64_t> bytes = packed_bytes("unpack_", xs, &packed);
+  int64_t total = 0;
+  for (const Tensor& x : xs) total += x.numel();
+  if (packed.ndim() != 1 || packed.numel() != total)
+    throw ShapeError(detail::concat("unpack_: the tensors hold ", total, " values, the packed tensor is ",
+                                    shape_str(packed.shape())));
+  std::vector<const Tensor*> writes;
+  writes.reserve(xs.size());
+  for (const Tensor& x : xs) writes.push_back(&x);
+  enqueue(ctx_of(packed), "unpack", {&packed}, writes, bytes, [](Backend& be, const OpArgs& k) {
+    const float* in = k.in(0);
+    for (size_t i = 0; i < k.writes(); ++i) {
+      const size_t n = k.scalar(i);
+      if (n) be.copy(k.out(i), in, n);
+      in += n / sizeof(float);
+    }
   });
 }
 

@@ -94,6 +94,44 @@ TEST_P(Checkpoint, ARoundTripGivesTheSameParametersBitwise) {
   }
 }
 
+// Many small tensors travel in chunks of one op each way, a large one alone:
+// every chunk boundary keeps each tensor's values in its place.
+TEST_P(Checkpoint, ManyTensorsAndALargeOneRoundTripInChunks) {
+  ScratchDir dir;
+  std::vector<std::pair<std::string, Tensor>> ts;
+  for (int i = 0; i < 20000; ++i)
+    ts.emplace_back("t" + std::to_string(i), from_host({2}, std::vector<float>{float(i), -float(i)}.data(), dev()));
+  std::vector<float> big(3u << 20);  // 12 MiB: a chunk of its own
+  for (size_t i = 0; i < big.size(); ++i) big[i] = float(i % 1000);
+  ts.insert(ts.begin() + 10000, {"big", from_host({int64_t(big.size())}, big.data(), dev())});
+  save_safetensors(dir.file("m.safetensors"), ts);
+  const std::vector<NamedValues> got = read_safetensors(dir.file("m.safetensors"));
+  ASSERT_EQ(got.size(), ts.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].name, ts[i].first);
+    if (ts[i].first == "big") {
+      EXPECT_EQ(got[i].values, big);
+    } else {
+      const float v = std::stof(ts[i].first.substr(1));
+      ASSERT_EQ(got[i].values, (std::vector<float>{v, -v})) << ts[i].first;
+    }
+  }
+  const uint64_t before = queue_stats(dev()).pushed;
+  auto n = net(1, models::LayerSpec{std::vector<int64_t>(5000, 2)});
+  const uint64_t pushed_by_net = queue_stats(dev()).pushed - before;
+  save_parameters(dir.file("n.safetensors"), *n);
+  auto m = net(2, models::LayerSpec{std::vector<int64_t>(5000, 2)});
+  const uint64_t loads_before = queue_stats(dev()).pushed;
+  load_parameters(dir.file("n.safetensors"), *m);
+  EXPECT_LE(queue_stats(dev()).pushed - loads_before, 10u);  // 10,002 tensors: two chunks, an upload and an unpack each
+  EXPECT_GT(pushed_by_net, 10000u);
+  const auto pn = named_parameters(*n), pm = named_parameters(*m);
+  ASSERT_EQ(pn.size(), pm.size());
+  for (size_t i = 0; i < pn.size(); i += 997)
+    EXPECT_EQ(pn[i].second->value.to_host(), pm[i].second->value.to_host()) << pn[i].first;
+  EXPECT_EQ(pn.back().second->value.to_host(), pm.back().second->value.to_host());
+}
+
 TEST_P(Checkpoint, AHandWrittenFileIsRead) {
   ScratchDir dir;
   const float v[2] = {1.5f, -2.f};

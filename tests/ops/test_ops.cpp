@@ -186,6 +186,60 @@ TEST_P(Ops, CopiesAcrossDevices) {
   EXPECT_EQ(dst.to_host(), v);
 }
 
+TEST_P(Ops, PackAndUnpackMoveManyTensorsAsOne) {
+  Tensor a = make({2, 2}, {1, 2, 3, 4}), b = make({0}, {}), c = make({3}, {5, 6, 7}), d = make({}, {8});
+  Tensor p = pack({a, b, c, d});
+  EXPECT_EQ(p.shape(), (Shape{8}));
+  EXPECT_EQ(p.device(), dev());
+  EXPECT_EQ(p.to_host(), (std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8}));
+  Tensor x = zeros({2, 2}, dev()), y = zeros({0}, dev()), z = zeros({3}, dev()), w = zeros({}, dev());
+  unpack_({x, y, z, w}, scale(p, -1.f));  // queued behind the op that writes its input
+  EXPECT_EQ(x.to_host(), (std::vector<float>{-1, -2, -3, -4}));
+  EXPECT_EQ(z.to_host(), (std::vector<float>{-5, -6, -7}));
+  EXPECT_EQ(w.item(), -8.f);
+  // Later writes to the packed tensor or its sources do not reach what was made from them.
+  copy_(a, zeros({2, 2}, dev()));
+  EXPECT_EQ(p.to_host()[0], 1.f);
+  // Many tensors, one op each way.
+  std::vector<Tensor> many, back;
+  for (int i = 0; i < 3000; ++i) {
+    many.push_back(make({1}, {float(i)}));
+    back.push_back(zeros({1}, dev()));
+  }
+  const uint64_t before = queue_stats(dev()).pushed;
+  Tensor q = pack(many);
+  unpack_(back, q);
+  EXPECT_EQ(queue_stats(dev()).pushed - before, 2u);
+  EXPECT_EQ(back[2999].item(), 2999.f);
+}
+
+// What `f` throws as an `E`, or a line saying it threw nothing.
+template <class E, class F>
+std::string thrown(F f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "(nothing thrown)";
+}
+
+TEST_P(Ops, PackAndUnpackRefuseWhatDoesNotFitInOneLine) {
+  Tensor a = make({2}, {1, 2});
+  const uint64_t before = queue_stats(dev()).pushed;
+  EXPECT_EQ(thrown<Error>([&] { pack({}); }), "pack: no tensors");
+  EXPECT_EQ(thrown<Error>([&] { pack({a, Tensor()}); }), "pack: undefined tensor argument");
+  EXPECT_EQ(thrown<Error>([&] { unpack_({}, a); }), "unpack_: no tensors");
+  EXPECT_EQ(thrown<ShapeError>([&] { unpack_({a}, make({3}, {1, 2, 3})); }),
+            "unpack_: the tensors hold 2 values, the packed tensor is (3,)");
+  EXPECT_EQ(thrown<ShapeError>([&] { unpack_({a}, make({1, 2}, {1, 2})); }),
+            "unpack_: the tensors hold 2 values, the packed tensor is (1, 2)");
+  EXPECT_EQ(queue_stats(dev()).pushed - before, 2u);  // the two make()s: nothing of the refused calls
+  Tensor elsewhere = copy_to(a, dev() == Device::cpu(1) ? Device::cpu(0) : Device::cpu(1));
+  EXPECT_NE(thrown<DeviceError>([&] { pack({a, elsewhere}); }).find("pack: tensors on "), std::string::npos);
+  EXPECT_EQ(a.to_host(), (std::vector<float>{1, 2}));
+}
+
 TEST_P(Ops, RandomNumbersHaveTheirDistributionAndFollowTheSeed) {
   const int64_t n = 100000;
   manual_seed(2024);
