@@ -1,4 +1,5 @@
-// Covers train/options/options.cpp, train/options/program_options.cpp, train/plan/outputs.cpp (tagged_path).
+// Covers train/options/options.cpp, option_table.cpp, option_values.cpp, option_checks.cpp, config_file.cpp,
+// help_text.cpp, program_options.cpp, train/plan/outputs.cpp (tagged_path).
 // test_train_options.cpp — train_mlp's options: defaults, every kind of bad
 // input (one line naming the culprit, exit status 2, nothing written), config
 // files (precedence, comments, a byte-order mark, FIFOs and pipes), and the
