@@ -142,6 +142,10 @@ void status_options(Declare& d) {
   // clang-format on
 }
 
+// The tables' captions, in --help and in docs/cli.md.
+const char* const kTrainingCaption = "Training options (also INI keys)";
+const char* const kCommandLineCaption = "Command line only";
+
 // The studies' options (study_options.h): a function-local static, filled by
 // the studies' static RegisterStudyOptions objects whatever order their
 // files' initialisers run in, kept by order.
@@ -153,7 +157,7 @@ std::vector<StudyOptionsEntry>& study_options_registry() {
 }  // namespace
 
 po::options_description general_options() {
-  po::options_description d("Training options (also INI keys)", kHelpWidth, kHelpWidth / 2);
+  po::options_description d(kTrainingCaption, kHelpWidth, kHelpWidth / 2);
   Declare declare(d);
   run_options(declare);
   execution_options(declare);
@@ -164,10 +168,15 @@ po::options_description general_options() {
 }
 
 po::options_description command_line_only() {
-  po::options_description d("Command line only", kHelpWidth, kHelpWidth / 2);
+  po::options_description d(kCommandLineCaption, kHelpWidth, kHelpWidth / 2);
   d.add_options()("help,h", "print this help and exit")("version", "print the version and exit");
   Declare(d).text("config", "FILE.ini", "", "INI file of options; keys are the long names (default: none)");
   return d;
+}
+
+std::string options_markdown() {
+  return std::string(kCommandLineCaption) + ":\n\n" + markdown_table(command_line_only()) + "\n" + kTrainingCaption +
+         ":\n\n" + markdown_table(general_options());
 }
 
 po::options_description stray_arguments() {  // hidden: catches words that are not options

@@ -9,7 +9,10 @@
 //   cmdline.add(command_line_only()).add(general);          // --help's tables
 //   ... po::store(...), po::notify(vm) ...
 //   Options o = to_options(vm);
+//   std::string doc = options_markdown();   // docs/cli.md's tables, as they must read
 #pragma once
+#include <string>
+
 #include "train/options/options.h"
 #include "train/options/program_options.h"
 
@@ -26,6 +29,12 @@ po::options_description general_options();
 po::options_description command_line_only();
 // Hidden: the words that are not options, which parse_options refuses.
 po::options_description stray_arguments();
+
+// docs/cli.md's tables of the options, as the page must read: each table's
+// caption as --help writes it, then the table (program_options.h's
+// markdown_table); tests/train/options/test_train_options.cpp checks the page
+// against it and prints it to paste when they differ.
+std::string options_markdown();
 
 // The values, already parsed and checked when they were stored, as Options
 // (the studies' settings under their names; `settings` is left empty).
