@@ -1,4 +1,4 @@
-// Covers train/options/options.cpp, train/runs/distributed_run.cpp (--distributed).
+// Covers train/options/option_values.cpp, option_checks.cpp, train/runs/distributed_run.cpp (--distributed).
 // --distributed through the option parser:
 // its values, the refusal in a build without MPI (read_distributed, the
 // parser's reader, told the build has none) and with --devices; each one

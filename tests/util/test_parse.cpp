@@ -1,4 +1,4 @@
-// Covers framework/util/parse.cpp, train/options/options.cpp (the fuzz test).
+// Covers framework/util/parse.cpp, train/options/options.cpp and option_values.cpp (the fuzz test).
 // framework/parse.h, the one parser for the numbers, byte
 // sizes and lists people type: ranges named in every message, decimal only
 // (no hex, octal, '+', whitespace or trailing junk), byte units, lists with

@@ -14,6 +14,10 @@
 // type and the framework/parse.h parser that reads it (decimal only: no hex,
 // '+' or whitespace; a message names the range), and Boost calls that parser
 // when it stores the value, from the command line or the config file.
+//
+// The option table is option_table.h's, the readers of the values
+// option_values.h's (included here: the studies' declarations use them too),
+// the config file's reading config_file.h's and --help's prose help_text.h's.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -25,6 +29,7 @@
 #include "framework/runtime.h"
 #include "models/mlp.h"
 #include "train/options/host_work.h"
+#include "train/options/option_values.h"
 #include "train/options/study_settings.h"
 #include "train/options/sync_policy.h"
 
@@ -93,18 +98,6 @@ struct Options {
   std::string settings;
 };
 
-// --sync's value: a mode, or auto (train/studies/sync_auto.h: the models
-// choose, and `mode` is batch until they have).
-struct SyncChoice {
-  SyncMode mode;
-  bool automatic = false;
-};
-// "auto", or what parse_sync_mode reads; throws amlp::ParseError naming auto too.
-SyncChoice parse_sync_choice(const std::string& text);
-// A byte size, "256MiB", "1G", "4096" (framework/parse.h's parse_byte_size);
-// throws amlp::ParseError.
-size_t read_bytes(const std::string& text);
-
 // The devices a run trains on: --devices, or the one device.
 std::vector<Device> run_devices(const Options& s);
 
@@ -131,20 +124,9 @@ ParseOutcome parse_options(int argc, const char* const argv[]);
 // --help's last part: what --compare runs, and the exit statuses.
 std::string help_after_models();
 
-// --distributed: "none" → false, "mpi" → true; ParseError for anything else,
-// and for "mpi" when `with_mpi` is false (a build without MPI), saying why.
-bool read_distributed(const std::string& text, bool with_mpi);
-
-// --host-work-kind: "wait" | "compute"; throws amlp::ParseError naming both.
-HostWorkKind parse_host_work_kind(const std::string& text);
-// --host-work: DURATION ("2ms", "250us", "0"; framework/parse.h) or "match".
-HostWork parse_host_work(const std::string& text);
-
 // "" when the parsed options combine, else why not (one line); parse_options
 // calls it after every value has parsed.
 std::string options_problem(const Options& o);
-// --last-batch's value: "drop" or "keep" (ParseError otherwise).
-std::string read_last_batch(const std::string& text);
 // --data and --targets: both or neither, each a float32 C-order .npy (its
 // header read, the file's size checked), one target per row, at least a
 // batch of rows; sets `features` from X and `batches` to one pass's. One

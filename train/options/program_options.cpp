@@ -27,6 +27,20 @@ std::string one_line(std::string text) {
   return text;
 }
 
+// `text` in a Markdown table's cell as it reads in --help: '|' escaped (in
+// `code` too, as GitHub's tables take it), and '<' outside `code`, which
+// would otherwise open an HTML tag ("cuda:<rank on the host>").
+std::string markdown_cell(const std::string& text) {
+  std::string cell;
+  bool in_code = false;
+  for (char c : text) {
+    if (c == '`') in_code = !in_code;
+    if (c == '|' || (c == '<' && !in_code)) cell += '\\';
+    cell += c;
+  }
+  return cell;
+}
+
 }  // namespace
 
 std::string option_error(const po::error& e, const std::string& where) {
@@ -64,7 +78,7 @@ std::string settings_text(const po::options_description& table, const std::vecto
         if (given) break;
       }
       if (!given) {
-        if (const auto* d = dynamic_cast<const DefaultText*>(kind))
+        if (const auto* d = dynamic_cast<const DeclaredValue*>(kind))
           value = d->default_text();
         else if (vm.count(key) && vm[key].value().type() == typeid(std::string))
           value = vm[key].as<std::string>();
@@ -73,6 +87,25 @@ std::string settings_text(const po::options_description& table, const std::vecto
     text += key + "=" + value + "\n";
   }
   return text;
+}
+
+std::string markdown_table(const po::options_description& table) {
+  std::string t = "| option (default) | meaning |\n|---|---|\n";
+  for (const auto& option : table.options()) {
+    // "-h" where the option has a short name, else its long name without dashes.
+    const std::string shorter = option->canonical_display_name(po::command_line_style::allow_dash_for_short);
+    std::string name = "--" + option->long_name(), given = "";
+    const po::value_semantic* kind = option->semantic().get();
+    if (const auto* d = dynamic_cast<const DeclaredValue*>(kind)) {
+      name += " " + d->value_name();
+      if (!d->default_text().empty()) given = " (`" + d->default_text() + "`)";
+    } else if (kind->max_tokens() != 0) {
+      name += " " + option->format_parameter();
+    }
+    const std::string cell = (shorter.rfind('-', 0) == 0 ? "`" + shorter + "`, " : "") + "`" + name + "`" + given;
+    t += "| " + markdown_cell(cell) + " | " + markdown_cell(option->description()) + " |\n";
+  }
+  return t;
 }
 
 }  // namespace amlp::train

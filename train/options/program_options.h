@@ -43,10 +43,12 @@ Parser<T> int_in(int64_t min, int64_t max) {
   return [=](const std::string& t) { return static_cast<T>(parse_int(t, "", min, max)); };
 }
 
-// An option's default as the text it was declared with (Parsed<T>'s).
-class DefaultText {
+// An option's value as it was declared (Parsed<T>'s): the name --help gives
+// it ("N", "auto|none|BYTES") and its default as text ("" = none given).
+class DeclaredValue {
  public:
-  virtual ~DefaultText() = default;
+  virtual ~DeclaredValue() = default;
+  virtual const std::string& value_name() const = 0;
   virtual const std::string& default_text() const = 0;
 };
 
@@ -54,7 +56,7 @@ class DefaultText {
 // boost::lexical_cast, which takes "+5", " 5" and, through strtod, "0x10" and
 // "nan"), with a default that the same parser read from its text.
 template <class T>
-class Parsed : public po::value_semantic_codecvt_helper<char>, public DefaultText {
+class Parsed : public po::value_semantic_codecvt_helper<char>, public DeclaredValue {
  public:
   Parsed(std::string key, std::string value_name, std::string default_text, Parser<T> parse)
       : key_(std::move(key)),
@@ -66,6 +68,7 @@ class Parsed : public po::value_semantic_codecvt_helper<char>, public DefaultTex
   std::string name() const override {  // an empty default ("none given") is not shown
     return default_text_.empty() ? value_name_ : value_name_ + " (=" + default_text_ + ")";
   }
+  const std::string& value_name() const override { return value_name_; }
   const std::string& default_text() const override { return default_text_; }
   unsigned min_tokens() const override { return 1; }
   unsigned max_tokens() const override { return 1; }
@@ -111,9 +114,9 @@ class Declare {
     d_.add_options()(key, new Parsed<T>(key, value_name, def, std::move(parse)), help);
     return *this;
   }
+  // A value taken as written (a path): its text is its value.
   Declare& text(const char* key, const char* value_name, const char* def, const char* help) {
-    d_.add_options()(key, po::value<std::string>()->default_value(def)->value_name(value_name), help);
-    return *this;
+    return option<std::string>(key, value_name, def, [](const std::string& t) { return t; }, help);
   }
   Declare& flag(const char* key, const char* help) {
     d_.add_options()(key, po::bool_switch(), help);
@@ -136,5 +139,12 @@ std::string settings_text(const po::options_description& table, const std::vecto
 // '--batches' needs a value", "given more than once"; `where` is the config
 // file ("" on the command line). A quoted value past 64 characters is cut.
 std::string option_error(const po::error& e, const std::string& where);
+
+// `table` as a Markdown table, one row per option in the table's order: the
+// option and its value's name as --help writes them, its default (where it
+// has one) and its help, "| `--batches N` (`100`) | minibatches to train |";
+// a flag "| `--quiet` | ... |", one with a short name "| `-h`, `--help` | ... |".
+// A '|' is escaped, and a '<' outside `code`, so each cell reads as --help's text.
+std::string markdown_table(const po::options_description& table);
 
 }  // namespace amlp::train

@@ -1,6 +1,6 @@
 // study_options.h — the options of train_mlp's studies (train/studies/), each
 // study's declared, read and checked in that study's own file. The option
-// table (options.cpp, which keeps their registry) takes them in after one
+// table (option_table.cpp, which keeps their registry) takes them in after one
 // run's options; Options keeps the settings of each study the options ask for
 // under the study's name (study_settings.h), and only that study's file knows
 // their type.

@@ -8,7 +8,7 @@ namespace amlp::train {
 
 DataSet::DataSet(const Options& s)
     : x_(NpyFile::open(s.data)), y_(NpyFile::open(s.targets)), shuffle_(s.shuffle), seed_(s.seed) {
-  if (shuffle_) order_.resize(static_cast<size_t>(x_.rows()));  // its bytes checked up front (options.cpp data_problem)
+  if (shuffle_) order_.resize(static_cast<size_t>(x_.rows()));  // its bytes checked up front (data_probe.cpp data_problem)
 }
 
 int64_t DataSet::row(int64_t i) const { return shuffle_ ? order_[static_cast<size_t>(i)] : i; }

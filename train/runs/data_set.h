@@ -31,7 +31,7 @@ class DataSet {
   // The file's row at place i of the epoch begun last: i itself, or with
   // --shuffle the epoch's permutation (the only memory kept per row, 8
   // bytes, held up front to --memory-limit, else to the host's budget:
-  // train/options/options.cpp data_problem).
+  // train/options/data_probe.cpp data_problem).
   int64_t row(int64_t i) const;
   // The whole order of the epoch begun last (row indices into the files), made on each call.
   std::vector<int64_t> order() const;

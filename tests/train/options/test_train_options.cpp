@@ -1,4 +1,5 @@
-// Covers train/options/options.cpp, train/options/program_options.cpp, train/plan/outputs.cpp (tagged_path).
+// Covers train/options/options.cpp, option_table.cpp, option_values.cpp, option_checks.cpp, config_file.cpp,
+// help_text.cpp, program_options.cpp, train/plan/outputs.cpp (tagged_path).
 // test_train_options.cpp — train_mlp's options: defaults, every kind of bad
 // input (one line naming the culprit, exit status 2, nothing written), config
 // files (precedence, comments, a byte-order mark, FIFOs and pipes), and the
@@ -18,7 +19,9 @@
 #include "framework/parse.h"
 #include "framework/nn/sgd.h"
 #include "train/options/file_options.h"
+#include "train/options/option_table.h"
 #include "train/options/options.h"
+#include "train/options/program_options.h"
 #include "train/plan/outputs.h"
 #include "train/plan/plan.h"
 #include "train/options/sync_policy.h"
@@ -145,6 +148,42 @@ TEST(TrainOptions, HelpDocumentsEveryOptionWithItsDefault) {
   EXPECT_EQ(r.out.rfind(p.message, 0), 0u) << "train_mlp --help starts with the option table";
   EXPECT_NE(r.out.find("Memory model"), std::string::npos);
   EXPECT_NE(r.out.find(help_after_models()), std::string::npos);
+}
+
+// An options table in Markdown: a row per option in order, the value's name
+// and default as --help writes them, a '|' escaped (in `code` too) and a '<'
+// outside `code`, so the page reads as --help does.
+TEST(OptionTable, MarkdownHasARowPerOptionAsHelpWritesIt) {
+  po::options_description d("Some", kHelpWidth, kHelpWidth / 2);
+  d.add_options()("help,h", "print it");
+  Declare(d)
+      .option<int>("batches", "N", "100", int_in(1, 1000), "minibatches, in [1, 1000]")
+      .option<std::string>("mode", "off|on", "", [](const std::string& t) { return t; }, "on <rank> or `x|<y>`")
+      .flag("quiet", "no status (default: off)")
+      .text("trace", "FILE.json", "", "a trace");
+  EXPECT_EQ(markdown_table(d),
+            "| option (default) | meaning |\n"
+            "|---|---|\n"
+            "| `-h`, `--help` | print it |\n"
+            "| `--batches N` (`100`) | minibatches, in [1, 1000] |\n"
+            "| `--mode off\\|on` | on \\<rank> or `x\\|<y>` |\n"
+            "| `--quiet` | no status (default: off) |\n"
+            "| `--trace FILE.json` | a trace |\n");
+}
+
+// docs/cli.md's tables of the options are the ones option_table.cpp declares,
+// row for row (each option, its value, its default and its help, as --help
+// prints them), so the page cannot drift from the declarations.
+TEST(OptionTable, CliMdsTablesAreTheDeclaredOnes) {
+  const std::string doc = amlp::testing::read_file(source_file("docs/cli.md"));
+  const std::string open = "<!-- options: train/options/option_table.cpp -->\n", close = "<!-- /options -->";
+  const size_t a = doc.find(open), b = doc.find(close);
+  ASSERT_NE(a, std::string::npos) << "docs/cli.md lacks " << open;
+  ASSERT_NE(b, std::string::npos) << "docs/cli.md lacks " << close;
+  const std::string want = options_markdown();
+  EXPECT_EQ(doc.substr(a + open.size(), b - a - open.size()), want)
+      << "docs/cli.md's tables between the two markers must read (train/options/option_table.cpp's):\n"
+      << want;
 }
 
 TEST(TrainOptions, VersionPrintsTheVersionString) {

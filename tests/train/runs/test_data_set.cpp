@@ -1,5 +1,5 @@
 // Covers train/runs/data_set.cpp and train_mlp's --data, --targets,
-// --shuffle and --last-batch (train/options/options.cpp's data_problem):
+// --shuffle and --last-batch (train/options/data_probe.cpp's data_problem):
 // batches are the files' rows in order (or a per-epoch permutation from the
 // seed), a last partial batch dropped or kept, and every wrong file or
 // combination is one line and exit 2. No timing assertions.

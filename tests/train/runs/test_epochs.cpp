@@ -1,6 +1,6 @@
 // Covers train/runs/experiment.cpp's epochs, train/report/report.cpp's and
 // summary_json.cpp's per-epoch figures, train/runs/memory_log.cpp's epoch
-// column and train/options/options.cpp's --epochs: E passes of --batches
+// column and train/options/option_table.cpp's --epochs: E passes of --batches
 // batches, each ending as a real loop's does (its last loss read in every
 // mode), the pool keeping its blocks from one epoch to the next. No timing
 // assertions.

@@ -1,5 +1,5 @@
 // Covers train/runs/trainer.cpp (load, save), train/plan/parameters_file.cpp,
-// and --load/--save in train/options/options.cpp, through the real binary.
+// and --load/--save in train/options/option_table.cpp, through the real binary.
 // --save writes the trained parameters as safetensors (also when a signal
 // interrupts the run, after the queued batches); --load starts from them,
 // checked before anything runs: a file that does not fit the model is one
