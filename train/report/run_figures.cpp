@@ -19,29 +19,6 @@ Json finite(double v) { return std::isfinite(v) ? Json(v) : Json(); }
 // null where a text is empty ("no error", "not chosen").
 Json text_or_null(const std::string& s) { return s.empty() ? Json() : Json(s); }
 
-template <typename R>
-Json object_of(const std::vector<Figure<R>>& figures, const R& r) {
-  Json out = Json::object();
-  for (const Figure<R>& f : figures)
-    if (f.present(r)) out[f.key] = f.value(r);
-  return out;
-}
-
-template <typename R>
-Json array_of(const std::vector<Figure<R>>& figures, const std::vector<R>& rs) {
-  Json out = Json::array();
-  for (const R& r : rs) out.push_back(object_of(figures, r));
-  return out;
-}
-
-template <typename R>
-std::string table(const std::vector<Figure<R>>& figures) {
-  std::string out = "| key | unit | meaning |\n|---|---|---|\n";
-  for (const Figure<R>& f : figures)
-    out += "| `" + std::string(f.key) + "` | " + f.unit + " | " + f.meaning + " |\n";
-  return out;
-}
-
 // The tables: one row a key, in the summary's order.
 // clang-format off
 const std::vector<RunFigure> kRunFigures = {
@@ -100,7 +77,7 @@ const std::vector<RunFigure> kRunFigures = {
   {"predicted_wall_s", "s", "the throughput model's wall time", [](const RunResult& r) -> Json { return r.predicted.wall_s; }},
   {"data_parallel", "", "true: the batch was split across `--devices`", [](const RunResult& r) -> Json { return r.data_parallel(); }},
   {"blas_threads", "threads", "each CPU GEMM's threads with `--devices` (0: as set)", [](const RunResult& r) -> Json { return r.measured.blas_threads; }},
-  {"devices", "", "one object per device (the next table)", [](const RunResult& r) -> Json { return array_of(device_figures(), r.measured.per_device); }},
+  {"devices", "", "one object per device (the next table)", [](const RunResult& r) -> Json { return figures_array(device_figures(), r.measured.per_device); }},
   {"device_allocs", "calls", "calls to the devices' own allocators during the run (cudaMalloc, ...)", [](const RunResult& r) -> Json { return r.measured.device_allocs; }},
   {"ops_per_batch", "ops", "ops queued per batch, every device's (the data's draw and the timers included)", [](const RunResult& r) -> Json { return r.measured.ops_per_batch; }},
   {"fresh_bytes", "bytes", "bytes the pools had to back fresh ([cpu-pool.md](cpu-pool.md))", [](const RunResult& r) -> Json { return r.measured.fresh_bytes; }},
@@ -117,13 +94,13 @@ const std::vector<RunFigure> kRunFigures = {
   {"fresh_populator_s", "s", "the populator thread's backing seconds, off the worker's clock", [](const RunResult& r) -> Json { return r.measured.backing.populator_s; }},
   {"fresh_populator_bytes", "bytes", "the bytes the populator thread backed", [](const RunResult& r) -> Json { return r.measured.backing.populator_bytes; }},
   {"distributed", "", "`true` with `--distributed mpi` (under mpirun or not), else `false`", [](const RunResult& r) -> Json { return r.asked.options.distributed; }},
-  {"ranks", "", "`--distributed mpi`, written by rank 0: one object per rank (the rank table below)", [](const RunResult& r) -> Json { return array_of(rank_figures(), r.measured.ranks); }},
+  {"ranks", "", "`--distributed mpi`, written by rank 0: one object per rank (the rank table below)", [](const RunResult& r) -> Json { return figures_array(rank_figures(), r.measured.ranks); }},
   {"comm_alpha_s", "s", "the all-reduce's measured latency, alpha", [](const RunResult& r) -> Json { return r.measured.comm_alpha_s; }},
   {"comm_beta_s_per_byte", "s/byte", "the all-reduce's measured seconds per byte, beta", [](const RunResult& r) -> Json { return r.measured.comm_beta_s_per_byte; }},
   {"comm_exposed_s_per_batch", "s", "the reductions' exposed seconds per batch, as the model has them", [](const RunResult& r) -> Json { return r.predicted.comm_exposed_s; }},
-  {"graph", "", "`--graph on`: the first device's step verdicts (the graph table below); null without", [](const RunResult& r) -> Json { return r.asked.options.graph ? object_of(graph_figures(), r.measured.graph) : Json(); }},
+  {"graph", "", "`--graph on`: the first device's step verdicts (the graph table below); null without", [](const RunResult& r) -> Json { return r.asked.options.graph ? figures_object(graph_figures(), r.measured.graph) : Json(); }},
   {"epochs", "", "with `--epochs E` > 1 only: `asked` (E) and `each`, one object per epoch that ended (the epoch table below)",
-   [](const RunResult& r) -> Json { return {{"asked", r.asked.options.epochs}, {"each", array_of(epoch_figures(), r.measured.epochs)}}; },
+   [](const RunResult& r) -> Json { return {{"asked", r.asked.options.epochs}, {"each", figures_array(epoch_figures(), r.measured.epochs)}}; },
    [](const RunResult& r) { return r.asked.options.epochs > 1; }},
 };
 
@@ -189,12 +166,12 @@ const std::vector<Figure<RankResult>>& rank_figures() { return kRankFigures; }
 const std::vector<Figure<EpochResult>>& epoch_figures() { return kEpochFigures; }
 const std::vector<Figure<StepGraphStats>>& graph_figures() { return kGraphFigures; }
 
-Json run_json(const RunResult& r) { return object_of(run_figures(), r); }
+Json run_json(const RunResult& r) { return figures_object(run_figures(), r); }
 
 std::string figures_markdown() {
-  return table(run_figures()) + "\nEach of `devices`:\n\n" + table(device_figures()) + "\nEach of `ranks`:\n\n" +
-         table(rank_figures()) + "\n`graph`:\n\n" + table(graph_figures()) + "\nEach of `epochs`' `each`:\n\n" +
-         table(epoch_figures());
+  return figures_table(run_figures()) + "\nEach of `devices`:\n\n" + figures_table(device_figures()) + "\nEach of `ranks`:\n\n" +
+         figures_table(rank_figures()) + "\n`graph`:\n\n" + figures_table(graph_figures()) + "\nEach of `epochs`' `each`:\n\n" +
+         figures_table(epoch_figures());
 }
 
 // The printed summary's lines (print_summary in report.cpp prints them, a

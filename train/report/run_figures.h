@@ -35,6 +35,29 @@ struct Figure {
 };
 using RunFigure = Figure<RunResult>;
 
+// An R's object: every figure that is present, in order; an array of them;
+// and a table's Markdown (key, unit, meaning), as docs/cli.md shows it.
+template <typename R>
+Json figures_object(const std::vector<Figure<R>>& figures, const R& r) {
+  Json out = Json::object();
+  for (const Figure<R>& f : figures)
+    if (f.present(r)) out[f.key] = f.value(r);
+  return out;
+}
+template <typename R>
+Json figures_array(const std::vector<Figure<R>>& figures, const std::vector<R>& rs) {
+  Json out = Json::array();
+  for (const R& r : rs) out.push_back(figures_object(figures, r));
+  return out;
+}
+template <typename R>
+std::string figures_table(const std::vector<Figure<R>>& figures) {
+  std::string out = "| key | unit | meaning |\n|---|---|---|\n";
+  for (const Figure<R>& f : figures)
+    out += "| `" + std::string(f.key) + "` | " + f.unit + " | " + f.meaning + " |\n";
+  return out;
+}
+
 const std::vector<RunFigure>& run_figures();
 const std::vector<Figure<DeviceResult>>& device_figures();
 const std::vector<Figure<RankResult>>& rank_figures();
