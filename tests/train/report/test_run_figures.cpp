@@ -1,12 +1,14 @@
 // test_run_figures.cpp — the printed summary (train/report/run_figures.cpp's
-// summary_lines, report.cpp's print_summary): for runs whose figures are set
-// by hand, covering every line and each of its forms (a synchronized run; a
-// failed one with back-pressure, --sync auto and host work the device
-// outruns; data parallelism under run with the data queue and a graph;
-// two ranks with the all-reduce and fresh memory priced by the probe;
-// epochs with d taken apart), each line reads exactly as written here.
+// summary_lines, from the run table's rows, and report.cpp's print_summary):
+// for runs whose figures are set by hand, covering every line and each of
+// its forms (a synchronized run; a failed one with back-pressure, --sync
+// auto and host work the device outruns; data parallelism under run with the
+// data queue and a graph; two ranks with the all-reduce and fresh memory
+// priced by the probe; epochs with d taken apart), each line reads exactly
+// as written here.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -226,6 +228,20 @@ TEST(SummaryLines, EpochsWithDTakenApartAndFreshMemoryCounted) {
             "  predicted wall      0.050 s = 20 x (h + d) + fresh 0.010 s (measured) (measured / predicted = 10.000)\n"
             "  final loss          0.25\n"
             "  memory limit        no limit\n");
+}
+
+// The summary's lines come from the run table's rows: each row that prints
+// has a place of its own, the places run 0, 1, 2, ... without a gap, and
+// the first and last lines are the device's and the memory limit's rows'.
+TEST(SummaryLines, EachPrintingRowHasAPlaceOfItsOwn) {
+  std::map<int, std::string> by_place;
+  for (const RunFigure& f : run_figures())
+    if (f.printed.lines) EXPECT_TRUE(by_place.emplace(f.printed.place, f.key).second) << f.key << ": its place is taken";
+  ASSERT_FALSE(by_place.empty());
+  EXPECT_EQ(by_place.begin()->first, 0);
+  EXPECT_EQ(by_place.rbegin()->first, int(by_place.size()) - 1);
+  EXPECT_EQ(by_place.begin()->second, "device");
+  EXPECT_EQ(by_place.rbegin()->second, "memory_limit_bytes");
 }
 
 }  // namespace
