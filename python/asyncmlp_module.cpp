@@ -386,6 +386,15 @@ void def_errors(py::module_& m) {
   });
 }
 
+// memory_stats() and queue_stats() as a dict: every field of the record, by
+// the name framework/stats.h declares it under (for_each_field), in its order.
+template <typename Stats>
+py::dict stats_dict(const Stats& s) {
+  py::dict out;
+  for_each_field(s, [&out](const std::string& name, auto value, const char*) { out[py::str(name)] = value; });
+  return out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_asyncmlp, m) {
@@ -608,43 +617,11 @@ PYBIND11_MODULE(_asyncmlp, m) {
       py::arg("device"), py::arg("bytes"),
       "the most bytes the device's pool may reserve (0: no limit); a request past it is an OutOfMemory");
   m.def(
-      "memory_stats",
-      [](const Device& d) {
-        const MemoryStats s = memory_stats(d);
-        py::dict out;
-        out["bytes_in_use"] = s.bytes_in_use;
-        out["peak_bytes"] = s.peak_bytes;
-        out["reserved_bytes"] = s.reserved_bytes;
-        out["alloc_count"] = s.alloc_count;
-        out["free_count"] = s.free_count;
-        out["bytes_allocated_total"] = s.bytes_allocated_total;
-        out["stream_reuses"] = s.stream_reuses;
-        out["limit_bytes"] = s.limit_bytes;
-        out["fresh_bytes"] = s.fresh.bytes();
-        out["fresh_worker_s"] = s.fresh.worker_s;
-        return out;
-      },
-      py::arg("device"), "the device pool's bytes in use, peak, reserved, allocations, fresh memory backed");
+      "memory_stats", [](const Device& d) { return stats_dict(memory_stats(d)); }, py::arg("device"),
+      "the device pool's bytes in use, peak, reserved, allocations, fresh memory backed");
   m.def(
-      "queue_stats",
-      [](const Device& d) {
-        const QueueStats s = queue_stats(d);
-        py::dict out;
-        out["pushed"] = s.pushed;
-        out["launched"] = s.launched;
-        out["completed"] = s.completed;
-        out["depth"] = s.depth;
-        out["unlaunched"] = s.unlaunched;
-        out["peak_unlaunched"] = s.peak_unlaunched;
-        out["wakes"] = s.wakes;
-        out["wake_s"] = s.wake_s;
-        out["backlog_bytes"] = s.backlog_bytes;
-        out["peak_backlog_bytes"] = s.peak_backlog_bytes;
-        out["busy_s"] = s.busy_s;
-        out["held_s"] = s.held_s;
-        return out;
-      },
-      py::arg("device"), "the device queue's ops pushed, launched, completed, its backlog, its worker's busy seconds");
+      "queue_stats", [](const Device& d) { return stats_dict(queue_stats(d)); }, py::arg("device"),
+      "the device queue's ops pushed, launched, completed, its backlog, its worker's busy seconds");
   // A point on a device's own timeline (a queued op; on CUDA an event): two
   // give the device's seconds between them, which on a GPU the host's clock cannot.
   py::class_<DeviceTimer>(m, "DeviceTimer", "a point on a device's own timeline (DeviceTimer.mark(device))")

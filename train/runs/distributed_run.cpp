@@ -57,20 +57,43 @@ int64_t local_batch_rows(const Options& s) {
   return s.batch_size / g->size() + (g->rank() < s.batch_size % g->size() ? 1 : 0);
 }
 
+// clang-format off
+const std::vector<GatheredRankFigure> kGatheredRankFigures = {
+  {"samples_per_s", [](const RunResult& r) { return r.measured.samples_per_s; }, [](RankResult& k, double v) { k.samples_per_s = v; }},
+  {"wall_s", [](const RunResult& r) { return r.measured.wall_s; }, [](RankResult& k, double v) { k.wall_s = v; }},
+  {"mem_increase_bytes", [](const RunResult& r) { return double(r.measured.mem_increase_bytes); }, [](RankResult& k, double v) { k.mem_increase_bytes = static_cast<size_t>(v); }},
+  {"predicted_increase_bytes", [](const RunResult& r) { return double(r.predicted.increase_bytes); }, [](RankResult& k, double v) { k.predicted_increase_bytes = static_cast<size_t>(v); }},
+  {"host_s_per_batch", [](const RunResult& r) { return r.measured.host_s_per_batch; }, [](RankResult& k, double v) { k.host_s_per_batch = v; }},
+  {"device_s_per_batch", [](const RunResult& r) { return r.measured.device_s_per_batch; }, [](RankResult& k, double v) { k.device_s_per_batch = v; }},
+};
+// clang-format on
+
+const std::vector<GatheredRankFigure>& gathered_rank_figures() { return kGatheredRankFigures; }
+
+std::vector<double> rank_figures_row(const RunResult& r) {
+  std::vector<double> row;
+  for (const GatheredRankFigure& f : kGatheredRankFigures) row.push_back(f.read(r));
+  return row;
+}
+
+RankResult rank_result_of(int rank, const std::vector<double>& row) {
+  if (row.size() != kGatheredRankFigures.size())
+    throw Error("rank " + std::to_string(rank) + " sent " + std::to_string(row.size()) + " figures, not " +
+                std::to_string(kGatheredRankFigures.size()));
+  RankResult k;
+  k.rank = rank;
+  for (size_t i = 0; i < row.size(); ++i) kGatheredRankFigures[i].write(k, row[i]);
+  return k;
+}
+
 void gather_rank_figures(std::vector<RunResult>& results) {
   if (results.empty()) return;
   dist::ProcessGroup* g = rank_group(results.front().asked.options);
   if (!g) return;
   for (RunResult& r : results) {
-    const std::vector<std::vector<double>> rows =
-        g->gather({r.measured.samples_per_s, r.measured.wall_s, double(r.measured.mem_increase_bytes),
-                   double(r.predicted.increase_bytes), r.measured.host_s_per_batch, r.measured.device_s_per_batch});
+    const std::vector<std::vector<double>> rows = g->gather(rank_figures_row(r));
     r.measured.ranks.clear();
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const std::vector<double>& f = rows[i];
-      r.measured.ranks.push_back(RankResult{static_cast<int>(i), f[0], f[1], static_cast<size_t>(f[2]),
-                                            static_cast<size_t>(f[3]), f[4], f[5]});
-    }
+    for (size_t i = 0; i < rows.size(); ++i) r.measured.ranks.push_back(rank_result_of(static_cast<int>(i), rows[i]));
   }
 }
 

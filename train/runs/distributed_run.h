@@ -38,6 +38,22 @@ bool any_rank(dist::ProcessGroup& g, bool v);
 // This rank's rows of a global batch (the batch itself outside a distributed run).
 int64_t local_batch_rows(const Options& s);
 
+// The figures each rank sends rank 0 (RankResult's, but its rank), declared
+// once: the name of each (its key in the summary's rank objects,
+// report/run_figures.cpp), how a rank reads it from its run and where rank 0
+// puts it. The gather sends them in this order, one double each, and
+// unpacks them by this list.
+struct GatheredRankFigure {
+  const char* name;
+  double (*read)(const RunResult&);      // this rank's value
+  void (*write)(RankResult&, double);    // into rank 0's record of the rank
+};
+const std::vector<GatheredRankFigure>& gathered_rank_figures();
+
+// One rank's figures as the gather sends them (the list's order) and back.
+std::vector<double> rank_figures_row(const RunResult& r);
+RankResult rank_result_of(int rank, const std::vector<double>& row);
+
 // Collective: each run's per-rank figures (RankResult) gathered into rank 0's results.
 void gather_rank_figures(std::vector<RunResult>& results);
 

@@ -306,50 +306,74 @@ void print_sweep_table(const SweepResult& s, std::ostream& out) {
   out.flush();
 }
 
-namespace {
+// The tables of sweep.h: one row a key, in the summary's order.
+// clang-format off
+const std::vector<Figure<SweepRowOf>> kSweepRowFigures = {
+  {"fraction", "", "f: the h/d asked for", [](const SweepRowOf& p) -> Json { return p.row.fraction; }},
+  {"mode", "", "the mode of `--compare`: `batch`, `none`, `every=K`, `bounded`", [](const SweepRowOf& p) -> Json { return p.row.mode; }},
+  {"run", "", "its run's index in `runs`", [](const SweepRowOf& p) -> Json { return p.row.run; }},
+  {"host_work_s", "s", "the host work asked for per batch, calibrated so that the measured h is f x d", [](const SweepRowOf& p) -> Json { return p.row.host_work_ns * 1e-9; }},
+  {"target_h_s", "s", "f x d", [](const SweepRowOf& p) -> Json { return p.row.target_h_s; }},
+  {"h_s", "s", "h, measured in the run", [](const SweepRowOf& p) -> Json { return p.row.h_s; }},
+  {"d_s", "s", "d, measured in the run", [](const SweepRowOf& p) -> Json { return p.row.d_s; }},
+  {"x", "", "h over the sweep's d", [](const SweepRowOf& p) -> Json { return p.sweep.device_s > 0 ? p.row.h_s / p.sweep.device_s : 0.0; }},
+  {"wall_s", "s", "the run's wall time", [](const SweepRowOf& p) -> Json { return p.row.wall_s; }},
+  {"predicted_wall_s", "s", "the throughput model's (the run's `predicted_wall_s`)", [](const SweepRowOf& p) -> Json { return p.row.predicted_wall_s; }},
+  {"samples_per_s", "samples/s", "the run's throughput", [](const SweepRowOf& p) -> Json { return p.row.samples_per_s; }},
+  {"predicted_samples_per_s", "samples/s", "the throughput model's", [](const SweepRowOf& p) -> Json { return p.row.predicted_samples_per_s; }},
+  {"speedup", "", "over `batch` at this fraction", [](const SweepRowOf& p) -> Json { return p.row.speedup; }},
+  {"predicted_speedup", "", "`batch`'s predicted wall time over this one's", [](const SweepRowOf& p) -> Json { return p.row.predicted_speedup; }},
+  {"peak_backlog", "batches", "the most batches alive at once", [](const SweepRowOf& p) -> Json { return p.row.peak_backlog; }},
+  {"predicted_backlog", "batches", "the backlog predicted from the run's h and d", [](const SweepRowOf& p) -> Json { return p.row.predicted_backlog; }},
+  {"mem_increase_bytes", "bytes", "the run's tracked memory increase", [](const SweepRowOf& p) -> Json { return p.row.mem_increase_bytes; }},
+  {"predicted_increase_bytes", "bytes", "the memory model's: peak backlog x bytes per batch (capped when bounded)", [](const SweepRowOf& p) -> Json { return p.row.predicted_increase_bytes; }},
+  {"model_increase_bytes", "bytes", "from h and d alone: predicted backlog x bytes per batch (capped)", [](const SweepRowOf& p) -> Json { return p.row.model_increase_bytes; }},
+};
 
-// --summary-json's "sweep" (a row per fraction and mode) and "sweep_model" (the curves).
+const std::vector<Figure<SweepResult>> kSweepModelFigures = {
+  {"device_s", "s", "d, over synchronized batches", [](const SweepResult& s) -> Json { return s.device_s; }},
+  {"queue_host_s", "s", "h with no host work: queueing a batch", [](const SweepResult& s) -> Json { return s.queue_host_s; }},
+  {"batches", "batches", "each run's", [](const SweepResult& s) -> Json { return s.batches; }},
+  {"epochs", "", "each run's (`--epochs`; a row is its run's last)", [](const SweepResult& s) -> Json { return s.epochs; }},
+  {"batch_size", "rows", "each batch's", [](const SweepResult& s) -> Json { return s.batch_size; }},
+  {"bytes_per_batch", "bytes", "what one batch allocates (the curves' memory unit)", [](const SweepResult& s) -> Json { return s.bytes_per_batch; }},
+  {"curves", "", "one object per mode (the next table)", [](const SweepResult& s) -> Json { return figures_array(sweep_curve_figures(), s.curves); }},
+};
+
+const std::vector<Figure<SweepCurve>> kSweepCurveFigures = {
+  {"mode", "", "the mode", [](const SweepCurve& c) -> Json { return c.mode; }},
+  {"every", "batches", "the model's synchronization interval K", [](const SweepCurve& c) -> Json { return c.every; }},
+  {"points", "", "its predictions over x = h/d at the sweep's d, without fresh memory (the next table)", [](const SweepCurve& c) -> Json { return figures_array(sweep_point_figures(), c.points); }},
+};
+
+const std::vector<Figure<SweepCurvePoint>> kSweepPointFigures = {
+  {"x", "", "h/d", [](const SweepCurvePoint& p) -> Json { return p.x; }},
+  {"speedup", "", "the predicted speed-up over `batch`", [](const SweepCurvePoint& p) -> Json { return p.speedup; }},
+  {"backlog", "batches", "the predicted backlog", [](const SweepCurvePoint& p) -> Json { return p.backlog; }},
+  {"increase_bytes", "bytes", "the predicted memory increase", [](const SweepCurvePoint& p) -> Json { return p.increase_bytes; }},
+};
+// clang-format on
+
+const std::vector<Figure<SweepRowOf>>& sweep_row_figures() { return kSweepRowFigures; }
+const std::vector<Figure<SweepResult>>& sweep_model_figures() { return kSweepModelFigures; }
+const std::vector<Figure<SweepCurve>>& sweep_curve_figures() { return kSweepCurveFigures; }
+const std::vector<Figure<SweepCurvePoint>>& sweep_point_figures() { return kSweepPointFigures; }
+
 Json sweep_rows_json(const SweepResult& s) {
   Json rows = Json::array();
-  for (const SweepRow& r : s.rows)
-    rows.push_back({{"fraction", r.fraction},
-                    {"mode", r.mode},
-                    {"run", r.run},
-                    {"host_work_s", r.host_work_ns * 1e-9},
-                    {"target_h_s", r.target_h_s},
-                    {"h_s", r.h_s},
-                    {"d_s", r.d_s},
-                    {"x", s.device_s > 0 ? r.h_s / s.device_s : 0.0},
-                    {"wall_s", r.wall_s},
-                    {"predicted_wall_s", r.predicted_wall_s},
-                    {"samples_per_s", r.samples_per_s},
-                    {"predicted_samples_per_s", r.predicted_samples_per_s},
-                    {"speedup", r.speedup},
-                    {"predicted_speedup", r.predicted_speedup},
-                    {"peak_backlog", r.peak_backlog},
-                    {"predicted_backlog", r.predicted_backlog},
-                    {"mem_increase_bytes", r.mem_increase_bytes},
-                    {"predicted_increase_bytes", r.predicted_increase_bytes},
-                    {"model_increase_bytes", r.model_increase_bytes}});
+  for (const SweepRow& r : s.rows) rows.push_back(figures_object(sweep_row_figures(), SweepRowOf{s, r}));
   return rows;
 }
 
-Json sweep_model_json(const SweepResult& s) {
-  Json curves = Json::array();
-  for (const SweepCurve& c : s.curves) {
-    Json points = Json::array();
-    for (const SweepCurvePoint& p : c.points)
-      points.push_back({{"x", p.x}, {"speedup", p.speedup}, {"backlog", p.backlog}, {"increase_bytes", p.increase_bytes}});
-    curves.push_back({{"mode", c.mode}, {"every", c.every}, {"points", points}});
-  }
-  return {{"device_s", s.device_s},
-          {"queue_host_s", s.queue_host_s},
-          {"batches", s.batches},
-          {"epochs", s.epochs},
-          {"batch_size", s.batch_size},
-          {"bytes_per_batch", s.bytes_per_batch},
-          {"curves", curves}};
+Json sweep_model_json(const SweepResult& s) { return figures_object(sweep_model_figures(), s); }
+
+std::string sweep_markdown() {
+  return "Each of `\"sweep\"`:\n\n" + figures_table(sweep_row_figures()) + "\n`\"sweep_model\"`:\n\n" +
+         figures_table(sweep_model_figures()) + "\nEach of `curves`:\n\n" + figures_table(sweep_curve_figures()) +
+         "\nEach of `points`:\n\n" + figures_table(sweep_point_figures());
 }
+
+namespace {
 
 // Its own loop (d measured, host work calibrated per fraction), one table,
 // and the summary's "sweep" and "sweep_model" sections once it has started.

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "train/plan/run_result.h"
+#include "train/report/run_figures.h"
 
 namespace amlp::train {
 
@@ -72,6 +73,25 @@ struct SweepResult {
   std::vector<SweepRow> rows;
   std::vector<SweepCurve> curves;
 };
+
+// --summary-json's "sweep" (a row per fraction and mode) and "sweep_model"
+// (the curves), declared once as run_figures.h's tables are: each key, its
+// unit, meaning and how it is read. The sections are built from these
+// tables, and docs/cli.md's tables of their keys are sweep_markdown()'s
+// (tests/train/studies/test_sweep.cpp, which prints them to paste when they
+// differ). A row is read beside its sweep (x: its h over the sweep's d).
+struct SweepRowOf {
+  const SweepResult& sweep;
+  const SweepRow& row;
+};
+const std::vector<Figure<SweepRowOf>>& sweep_row_figures();
+const std::vector<Figure<SweepResult>>& sweep_model_figures();
+const std::vector<Figure<SweepCurve>>& sweep_curve_figures();
+const std::vector<Figure<SweepCurvePoint>>& sweep_point_figures();
+Json sweep_rows_json(const SweepResult& s);
+Json sweep_model_json(const SweepResult& s);
+// docs/cli.md's tables of those keys, a Markdown table per table above.
+std::string sweep_markdown();
 
 // Runs the sweep into `s`, appending every run to `runs` (a failed run's
 // partial result and its row too, before RunFailed propagates); stops after

@@ -206,6 +206,44 @@ TEST_F(Sweep, CurvesComeFromTheThroughputAndMemoryModels) {
   }
 }
 
+// The sections' objects have the keys sweep.cpp declares, in its order.
+template <typename R>
+std::vector<std::string> declared(const std::vector<Figure<R>>& figures) {
+  std::vector<std::string> keys;
+  for (const Figure<R>& f : figures) keys.push_back(f.key);
+  return keys;
+}
+std::vector<std::string> keys_of(const amlp::Json& object) {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : object.items()) keys.push_back(k);
+  return keys;
+}
+
+TEST_F(Sweep, SectionsHaveTheDeclaredKeysInOrder) {
+  ASSERT_EQ(ran_->code, 0) << ran_->err;
+  const amlp::Json s = read_json(dir_->file("s.json"));
+  for (const amlp::Json& row : s.at("sweep")) EXPECT_EQ(keys_of(row), declared(sweep_row_figures()));
+  const amlp::Json& model = s.at("sweep_model");
+  EXPECT_EQ(keys_of(model), declared(sweep_model_figures()));
+  const amlp::Json& curve = model.at("curves").at(0);
+  EXPECT_EQ(keys_of(curve), declared(sweep_curve_figures()));
+  EXPECT_EQ(keys_of(curve.at("points").at(0)), declared(sweep_point_figures()));
+}
+
+// docs/cli.md's tables of the sweep's keys are the ones sweep.cpp declares,
+// row for row (key, unit, meaning), so the page cannot drift from the code.
+TEST(SweepKeys, CliMdsTablesAreTheDeclaredOnes) {
+  const std::string doc = read_file(source_file("docs/cli.md"));
+  const std::string open = "<!-- sweep keys: train/studies/sweep.cpp -->\n", close = "<!-- /sweep keys -->";
+  const size_t a = doc.find(open), b = doc.find(close);
+  ASSERT_NE(a, std::string::npos) << "docs/cli.md lacks " << open;
+  ASSERT_NE(b, std::string::npos) << "docs/cli.md lacks " << close;
+  const std::string want = sweep_markdown();
+  EXPECT_EQ(doc.substr(a + open.size(), b - a - open.size()), want)
+      << "docs/cli.md's tables between the two markers must read (train/studies/sweep.cpp's):\n"
+      << want;
+}
+
 // tools/plot_sweep.py draws both panels from the summary (skipped without matplotlib).
 TEST_F(Sweep, PlotRendersSvgAndPng) {
   ASSERT_EQ(ran_->code, 0) << ran_->err;
