@@ -82,7 +82,7 @@ void set_step_graph(Device d, int warmup);
 // A program's step (a training batch): the ops queued on `d` between the two.
 void begin_step(Device d);
 void end_step(Device d);
-// A batch's memory on `d` (core/graph/step_memory.h): between the two, each
+// A batch's memory on `d` (core/memory/step_memory.h): between the two, each
 // allocation takes the graph slot's block for its position in the batch, so
 // a steady step gets the addresses its graph was recorded with. Opened before
 // the batch's data is drawn (its buffers are the step's inputs), closed after

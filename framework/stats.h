@@ -164,7 +164,7 @@ struct StepGraphStats {
   uint64_t invalidations = 0;  // a graph dropped: the ops changed, an interrupt, a failure
   std::string last_reason;     // why the last armed step (or graph) was given up
   uint64_t capture_failures = 0;  // recordings or replays that failed: their ops ran one by one
-  size_t slot_bytes = 0;       // the device's graph slots' blocks (core/graph/step_memory.h), busy and free
+  size_t slot_bytes = 0;       // the device's graph slots' blocks (core/memory/step_memory.h), busy and free
 };
 
 }  // namespace amlp

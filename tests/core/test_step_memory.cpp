@@ -1,5 +1,5 @@
 // test_step_memory.cpp — a step's buffers come from its graph slot
-// (core/graph/step_memory.h), so a steady step two batches later has the same
+// (core/memory/step_memory.h), so a steady step two batches later has the same
 // addresses; a buffer the frontend still holds is never handed out again; an
 // op that stages through the host inside a step makes it run eagerly.
 #include <gtest/gtest.h>

@@ -10,7 +10,7 @@
 #include <mutex>
 #include <vector>
 
-#include "framework/core/graph/step_memory.h"
+#include "framework/core/memory/step_memory.h"
 #include "framework/parse.h"
 
 #ifndef MADV_POPULATE_WRITE
@@ -36,7 +36,7 @@ size_t predicted_increase(const RunResult& r, size_t i) {
   // waiting to be queued has already allocated its output.
   size_t p = backlog_increase(r.measured.peak_backlog_batches, d.bytes_per_batch, r.asked.options.max_pending_bytes,
                               r.measured.largest_tensor_bytes);
-  // --graph on: a batch's buffers are its graph slot's (core/graph/step_memory.h),
+  // --graph on: a batch's buffers are its graph slot's (core/memory/step_memory.h),
   // handed to the batch two later once no handle holds them, however many
   // batches are queued: the slots hold the run's batches.
   if (r.asked.options.graph) p = std::min(p, graph_slots_bytes(d.bytes_per_batch));

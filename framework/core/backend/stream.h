@@ -7,7 +7,7 @@
 #pragma once
 #include <cstddef>
 
-#include "framework/core/graph/stream_sync.h"
+#include "framework/core/backend/stream_sync.h"
 
 namespace amlp {
 

@@ -39,9 +39,9 @@
 #include <string>
 #include <vector>
 
-#include "framework/core/tensor/op.h"
+#include "framework/core/op/op.h"
 #include "framework/core/graph/step_graph.h"
-#include "framework/core/graph/stream_sync.h"
+#include "framework/core/backend/stream_sync.h"
 #include "framework/stats.h"
 
 namespace amlp {

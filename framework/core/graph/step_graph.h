@@ -40,7 +40,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/core/tensor/op_traits.h"
+#include "framework/core/op/op_traits.h"
 #include "framework/stats.h"
 
 namespace amlp {

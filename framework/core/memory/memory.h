@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "framework/core/memory/buffer_state.h"
-#include "framework/core/graph/step_memory.h"
+#include "framework/core/memory/step_memory.h"
 #include "framework/stats.h"
 
 namespace amlp {

@@ -56,9 +56,9 @@
 
 #include "framework/core/queue/backlog.h"
 #include "framework/core/memory/block_cache.h"
-#include "framework/core/tensor/op.h"
+#include "framework/core/op/op.h"
 #include "framework/core/graph/step_capture.h"
-#include "framework/core/graph/stream_sync.h"
+#include "framework/core/backend/stream_sync.h"
 #include "framework/core/queue/worker_clock.h"
 #include "framework/stats.h"
 

@@ -1,5 +1,5 @@
 // op.cpp — an op's kernel arguments, checked (op.h).
-#include "framework/core/tensor/op.h"
+#include "framework/core/op/op.h"
 
 #include "framework/core/memory/memory.h"
 #include "framework/error.h"

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "framework/core/memory/buffer_state.h"
-#include "framework/core/tensor/op_traits.h"
+#include "framework/core/op/op_traits.h"
 
 namespace amlp {
 

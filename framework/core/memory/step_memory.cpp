@@ -1,5 +1,5 @@
 // step_memory.cpp — the graph slots' blocks (step_memory.h).
-#include "framework/core/graph/step_memory.h"
+#include "framework/core/memory/step_memory.h"
 
 namespace amlp {
 
