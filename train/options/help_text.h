@@ -1,7 +1,7 @@
 // help_text.h — --help's prose around the option tables: what the program
-// does before them; after them the models (train/predict/predict.h), what
-// --compare and --sweep run and the exit statuses (help_after_models,
-// options.h); and --version's line.
+// does before them; after them the models (train/predict/predict.h), each
+// study's paragraph (its StudyOptionsEntry::help, in its own file) and the
+// exit statuses (help_after_models, options.h); and --version's line.
 //
 //   std::string help = help_text(tables);   // the usage, then the tables as Boost prints them
 #pragma once

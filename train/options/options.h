@@ -121,7 +121,7 @@ constexpr int kExitBadInput = 2;
 constexpr int kExitRunFailed = 1;
 
 ParseOutcome parse_options(int argc, const char* const argv[]);
-// --help's last part: what --compare runs, and the exit statuses.
+// --help's last part: each study's paragraph (what --compare and --sweep run), then the exit statuses.
 std::string help_after_models();
 
 // "" when the parsed options combine, else why not (one line); parse_options

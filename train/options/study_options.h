@@ -37,6 +37,8 @@ struct StudyOptionsEntry {
   // "" when its settings combine with the rest of the options (every value
   // parsed, every study read), else why not: one line, exit 2.
   std::string (*problem)(const Options& o) = nullptr;
+  // Its paragraph in --help after the option tables (help_after_models), or nullptr.
+  const char* help = nullptr;
 };
 struct RegisterStudyOptions {
   explicit RegisterStudyOptions(const StudyOptionsEntry& e);

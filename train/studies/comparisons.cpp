@@ -328,7 +328,13 @@ const RegisterStudyOptions compare_options{{"compare", 20,
       if (o.studies.asked<PoliciesSettings>())
         return "--compare and --compare-policies each print a table of their own: choose one";
       return one_model_problem(o, "--compare");
-    }}};
+    },
+    "\n--compare runs, back to back on one device with the same seed: batch, none, every=K for\n"
+    "  each K in --compare-every, and 'bounded' (none with --max-pending-bytes, by default two\n"
+    "  batches' footprint). --sync is ignored; --max-pending/--max-pending-bytes apply to the\n"
+    "  bounded mode only. With --memory-log out/mem.csv it writes one log per mode:\n"
+    "  out/mem.batch.csv, out/mem.none.csv, out/mem.every2.csv, out/mem.every10.csv,\n"
+    "  out/mem.bounded.csv. --summary-json writes one object per mode.\n"}};
 const RegisterStudyOptions compare_policies_options{{"compare-policies", 30,
     [](Declare& d) {
       d.flag("compare-policies",

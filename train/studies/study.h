@@ -1,10 +1,13 @@
 // study.h — what train_mlp studies, plugged into one runner. A study says
 // which runs it needs and how it reports them; the driver calls the studies
 // the options ask for and never branches on which they are. A study's file
-// holds all of it: its options, their checks and its settings
-// (train/options/study_options.h RegisterStudyOptions), the runs it plans,
-// the files they write, its table and its summary's sections; one run's
-// options (train/options/options.h) know none of it.
+// holds all of it: its options, their checks, its paragraph in --help and
+// its settings, found by their type (train/options/study_options.h
+// RegisterStudyOptions, study_settings.h), the runs it plans with the heading
+// before each and what they take from earlier runs (RunSpec's hooks), the
+// files they write, its tables and its summary's sections; one run's options
+// (train/options/options.h), the runner (train/runs/run_plan.h) and the
+// report (train/report/) know none of it.
 //
 //   Options resolved = o;
 //   std::vector<std::unique_ptr<Study>> studies = studies_for(o);
@@ -15,7 +18,9 @@
 //   main.write_summary(o.summary_json, results);
 //
 // Adding a study: its file (a class, its RegisterStudy below and its
-// RegisterStudyOptions) and its docs.
+// RegisterStudyOptions) and its docs (docs/cli.md, whose option table is
+// regenerated from the declarations); train/studies/host_work_match.cpp is
+// the smallest.
 #pragma once
 #include <iosfwd>
 #include <memory>

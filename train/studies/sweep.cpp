@@ -438,7 +438,16 @@ const RegisterStudyOptions sweep_options{{"sweep", 40,
       if (o.host_work.ns || o.host_work.match_device)
         return "--sweep sets the host work itself, at each of --sweep-fractions x d: drop --host-work";
       return "";
-    }}};
+    },
+    "\n--sweep first measures d, the device's time per batch, and h0, the frontend's with no host work,\n"
+    "  over 16 synchronized batches (the quickest of 3), then runs --compare's modes at each fraction f\n"
+    "  of --sweep-fractions with the frontend's time per batch h = f x d: the host work\n"
+    "  (--host-work-kind) is timed alone, then in 16 synchronized batches, and corrected by the miss\n"
+    "  (at most 2 x h0 or f x d / 4). One table: per (f, mode) samples/s, speed-up over batch, peak\n"
+    "  backlog and memory increase, each beside the models' predictions. --memory-log out/mem.csv\n"
+    "  writes out/mem.h0.5d.none.csv ...;\n"
+    "  --summary-json writes {\"runs\": [...], \"sweep\": [one row per (f, mode)], \"sweep_model\": {the\n"
+    "  models' curves over h/d}} (tools/plot_sweep.py draws it).\n"}};
 // clang-format on
 
 }  // namespace

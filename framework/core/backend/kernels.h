@@ -10,7 +10,8 @@
 // CUDA header appears here.
 //
 // A kernel lives in four files: its op's frontend (ops/*.cpp), this
-// declaration, its CPU body and its CUDA body. Each backend's body file ends
+// declaration, its CPU body and its CUDA body; its op adds a fifth, its
+// public declaration in framework/ops.h (docs/design.md, "Adding an op"). Each backend's body file ends
 // with a function that puts its kernels into the table (cpu/elementwise.cpp's
 // add_elementwise_kernels, ...); the backend's constructor calls each, then
 // complete_kernels(), which gives an entry left empty its composition below.
