@@ -96,6 +96,7 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   std::string h = R"({"__metadata__":{"format":"asyncmlp"})";
   std::string data;
   std::unordered_set<std::string> names;
+  names.reserve(tensors.size());
   for (const auto& [name, t] : tensors)
     if (name == "__metadata__" || !names.insert(name).second)
       throw Error(quote(path) + " not written: the tensor name " + quote(name) + " is " +
@@ -175,16 +176,29 @@ void save_parameters(const std::string& path, Sequential& net) {
 
 std::string parameters_problem(const std::string& path, const std::vector<NamedValues>& got,
                                const std::vector<std::pair<std::string, Shape>>& want) {
-  // By name, once each: linear in the tensors (a model of 100,000 layers has 200,000).
+  // By name, once each: linear in the tensors (a model of 100,000 layers has
+  // 200,000). A file in the model's order (as save_parameters writes it) is
+  // matched position by position, with no map.
+  const bool in_order = got.size() == want.size() && std::equal(got.begin(), got.end(), want.begin(),
+      [](const NamedValues& g, const std::pair<std::string, Shape>& w) { return g.name == w.first; });
   std::unordered_map<std::string_view, const NamedValues*> by_name;
-  for (const NamedValues& v : got) by_name.emplace(v.name, &v);
   std::unordered_set<std::string_view> wanted_names;
-  for (const auto& wanted : want) {
-    const std::string& name = wanted.first;
-    const auto& shape = wanted.second;
-    wanted_names.insert(name);
-    const auto found = by_name.find(name);
-    const NamedValues* it = found == by_name.end() ? nullptr : found->second;
+  if (!in_order) {
+    by_name.reserve(got.size());
+    for (const NamedValues& v : got) by_name.emplace(v.name, &v);
+    wanted_names.reserve(want.size());
+  }
+  for (size_t wi = 0; wi < want.size(); ++wi) {
+    const std::string& name = want[wi].first;
+    const auto& shape = want[wi].second;
+    const NamedValues* it = nullptr;
+    if (in_order) {
+      it = &got[wi];
+    } else {
+      wanted_names.insert(name);
+      const auto found = by_name.find(name);
+      it = found == by_name.end() ? nullptr : found->second;
+    }
     if (!it) return quote(path) + " has no tensor " + quote(name) + " (the model's is " + shape_text(shape) + ")";
     if (it->shape != shape)
       return quote(path) + ": tensor " + quote(name) + " is " + shape_text(it->shape) + " in the file, " +
@@ -196,9 +210,10 @@ std::string parameters_problem(const std::string& path, const std::vector<NamedV
              "): a parameter must be finite";
     }
   }
-  for (const NamedValues& v : got)
-    if (!wanted_names.count(v.name))
-      return quote(path) + ": tensor " + quote(v.name) + " " + shape_text(v.shape) + " is not one of the model's";
+  if (!in_order)
+    for (const NamedValues& v : got)
+      if (!wanted_names.count(v.name))
+        return quote(path) + ": tensor " + quote(v.name) + " " + shape_text(v.shape) + " is not one of the model's";
   return "";
 }
 
@@ -215,8 +230,16 @@ void load_parameters(const std::string& path, const std::vector<NamedValues>& go
   std::vector<std::pair<std::string, Shape>> want;
   for (const auto& [name, p] : ps) want.emplace_back(name, p->value.shape());
   if (const std::string why = parameters_problem(path, got, want); !why.empty()) throw ShapeError(why);
+  // The file's tensor for each parameter: at its position when the file is in
+  // the model's order, else by name (parameters_problem found each).
+  const bool in_order = std::equal(got.begin(), got.end(), ps.begin(), ps.end(),
+                                   [](const NamedValues& g, const auto& p) { return g.name == p.first; });
   std::unordered_map<std::string_view, const NamedValues*> by_name;
-  for (const NamedValues& v : got) by_name.emplace(v.name, &v);
+  if (!in_order) {
+    by_name.reserve(got.size());
+    for (const NamedValues& v : got) by_name.emplace(v.name, &v);
+  }
+  auto values_of = [&](size_t i) -> const NamedValues& { return in_order ? got[i] : *by_name.at(ps[i].first); };
   NoGradGuard ng;
   // A chunk of parameters at a time (chunks_of): its values gathered here,
   // queued by one from_host and spread by one unpack_.
@@ -224,7 +247,7 @@ void load_parameters(const std::string& path, const std::vector<NamedValues>& go
   for (const Chunk& ch : chunks_of(ps.size(), [&](size_t i) -> const Tensor& { return ps[i].second->value; })) {
     if (ch.end - ch.begin == 1) {
       Parameter& p = *ps[ch.begin].second;
-      const NamedValues& v = *by_name.at(ps[ch.begin].first);  // parameters_problem found each
+      const NamedValues& v = values_of(ch.begin);
       copy_(p.value, from_host(v.shape, v.values.data(), p.value.device()));
       continue;
     }
@@ -232,7 +255,7 @@ void load_parameters(const std::string& path, const std::vector<NamedValues>& go
     std::vector<Tensor> group;
     group.reserve(ch.end - ch.begin);
     for (size_t i = ch.begin; i < ch.end; ++i) {
-      const NamedValues& v = *by_name.at(ps[i].first);
+      const NamedValues& v = values_of(i);
       staged.insert(staged.end(), v.values.begin(), v.values.end());
       group.push_back(ps[i].second->value);
     }

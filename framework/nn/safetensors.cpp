@@ -54,6 +54,30 @@ struct Entry {
 // tree was checked: an object of tensors, each key once; a tensor an object
 // with an F32 dtype, a shape of sizes and two data_offsets that hold it (other
 // keys skipped); an optional __metadata__ of strings to strings.
+// An open object's keys so far, to refuse one given twice: a few in a list (a
+// tensor's dtype, shape and data_offsets: no hashing, no node per key), a set
+// once there are more (the header's tensors, 200,000 in a model of 100,000 layers).
+class ObjectKeys {
+ public:
+  // False when `k` was given before.
+  bool insert(const std::string& k) {
+    if (!many_.empty()) return many_.insert(k).second;
+    if (std::find(few_.begin(), few_.end(), k) != few_.end()) return false;
+    few_.push_back(k);
+    if (few_.size() > kFew) {
+      many_.reserve(4 * kFew);
+      for (std::string& f : few_) many_.insert(std::move(f));
+      few_.clear();
+    }
+    return true;
+  }
+
+ private:
+  static constexpr size_t kFew = 8;
+  std::vector<std::string> few_;
+  std::unordered_set<std::string> many_;
+};
+
 class HeaderReader {
  public:
   std::vector<Entry> entries;
@@ -83,7 +107,7 @@ class HeaderReader {
     return close();
   }
   bool key(std::string& k) {
-    if (!keys_.back().insert(k).second) {  // a key twice: a reader that kept the last would take another file
+    if (!keys_.back().insert(k)) {  // a key twice: a reader that kept the last would take another file
       return fail("not a safetensors file: its header gives the key " + quote(k) + " twice");
     }
     if (skipping_) return true;
@@ -191,7 +215,7 @@ class HeaderReader {
   bool has_dtype_ = false, has_shape_ = false, has_offsets_ = false;
   std::vector<int64_t> shape_;
   std::vector<uint64_t> offsets_;
-  std::vector<std::unordered_set<std::string>> keys_;  // each open object's keys so far
+  std::vector<ObjectKeys> keys_;  // each open object's keys so far
 };
 
 // The header's tensors; a problem is an Error naming the file. The format's

@@ -132,6 +132,26 @@ TEST_P(Checkpoint, ManyTensorsAndALargeOneRoundTripInChunks) {
   EXPECT_EQ(pn.back().second->value.to_host(), pm.back().second->value.to_host());
 }
 
+// A file in the model's order is matched by position, any other by name: both
+// load the same parameters, and a name the model lacks is refused either way.
+TEST_P(Checkpoint, AFileInAnotherOrderLoadsByName) {
+  ScratchDir dir;
+  auto a = net(1), b = net(2);
+  std::vector<std::pair<std::string, Tensor>> ts;
+  for (auto& [name, p] : named_parameters(*a)) ts.emplace_back(name, p->value);
+  std::reverse(ts.begin(), ts.end());
+  save_safetensors(dir.file("r.safetensors"), ts);
+  load_parameters(dir.file("r.safetensors"), *b);
+  const auto pa = named_parameters(*a), pb = named_parameters(*b);
+  for (size_t i = 0; i < pa.size(); ++i)
+    EXPECT_EQ(pa[i].second->value.to_host(), pb[i].second->value.to_host()) << pa[i].first;
+  ts.front().first = "dense9.bias";  // in order but for one name
+  std::reverse(ts.begin(), ts.end());
+  save_safetensors(dir.file("x.safetensors"), ts);
+  EXPECT_NE(error_of(dir.file("x.safetensors")).find("has no tensor 'dense2.bias'"), std::string::npos)
+      << error_of(dir.file("x.safetensors"));
+}
+
 TEST_P(Checkpoint, AHandWrittenFileIsRead) {
   ScratchDir dir;
   const float v[2] = {1.5f, -2.f};
