@@ -294,6 +294,19 @@ Tensor create(const char* op, py::handle shape, py::handle device, Make make) {
   return make(s, d);
 }
 
+// A library op that Python calls by another name (normal is randn with a
+// mean and a deviation): its refusal names the Python call, with the same class.
+template <class F>
+Tensor called_as(const char* lib, const char* py_name, F&& f) {
+  try {
+    return f();
+  } catch (const ShapeError& e) {
+    const std::string what = e.what(), prefix = std::string(lib) + ": ";
+    if (what.rfind(prefix, 0) != 0) throw;
+    throw ShapeError(py_name + (": " + what.substr(prefix.size())));
+  }
+}
+
 // Whether `block` is `target` or holds it (a Sequential's Python-made blocks
 // are SharedBlocks): a Sequential added into itself would recurse for ever.
 bool holds(Block& block, const Block* target) {
@@ -547,7 +560,9 @@ PYBIND11_MODULE(_asyncmlp, m) {
   m.def(
       "normal",
       [](float loc, float scale, const py::object& s, const py::object& d) {
-        return create("normal", s, d, [=](const Shape& s, Device d) { return randn(s, d, loc, scale); });
+        return create("normal", s, d, [=](const Shape& s, Device d) {
+          return called_as("randn", "normal", [&] { return randn(s, d, loc, scale); });
+        });
       },
       py::arg("loc") = 0.f, py::arg("scale") = 1.f, py::arg("shape") = py::make_tuple(1),
       py::arg("device") = py::none(), "a tensor of `shape` drawn from N(loc, scale²) (finite, scale >= 0) on the device's queue "
@@ -555,7 +570,9 @@ PYBIND11_MODULE(_asyncmlp, m) {
   m.def(
       "uniform",
       [](float low, float high, const py::object& s, const py::object& d) {
-        return create("uniform", s, d, [=](const Shape& s, Device d) { return rand_uniform(s, d, low, high); });
+        return create("uniform", s, d, [=](const Shape& s, Device d) {
+          return called_as("rand_uniform", "uniform", [&] { return rand_uniform(s, d, low, high); });
+        });
       },
       py::arg("low") = 0.f, py::arg("high") = 1.f, py::arg("shape") = py::make_tuple(1),
       py::arg("device") = py::none(), "a tensor of `shape` drawn from U[low, high) (finite, low <= high) on the device's queue "

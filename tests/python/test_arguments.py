@@ -111,6 +111,7 @@ def test_a_random_op_refuses_a_bad_distribution(call):
     with pytest.raises(ValueError) as e:
         call()
     assert isinstance(e.value, am.ShapeError) and "\n" not in str(e.value)
+    assert str(e.value).startswith(("normal: ", "uniform: ")), str(e.value)  # the Python call, not the library's
 
 
 def test_random_ops_take_good_distributions():
