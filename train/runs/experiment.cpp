@@ -134,10 +134,11 @@ std::string failure_message(const RunSpec& s, const RunResult& r, const RunMeter
   throw RunFailed(r.measured.error, r);
 }
 
-// The book's lines: "batch 50, time 1.2345 sec" at batches 50 and 100 of
-// each epoch (shorter runs: at the halfway point and at the end), the time
-// since the loop started, as each such batch's data is drawn; the run ends
-// with "increased memory" (check_finished).
+// The book's lines: "batch 50, time 1.2345 sec" at every 50th batch of an
+// epoch and at its last (the book's 50 and 100 in a run of 100; runs of fewer
+// than 100 batches: at the halfway point and at the end), the time since the
+// loop started, once such a batch's data is queued; the run ends with "increased
+// memory" (check_finished).
 class BookLinesPart : public LoopPart {
  public:
   explicit BookLinesPart(Loop& loop) : loop_(loop) {}

@@ -259,7 +259,7 @@ class Queue final : private StepHost {
   const bool spin_;               // ASYNCMLP_CANDIDATES=worker_spin (util/candidates.h)
   bool front_running_ = false;    // pending_.front() is the op the worker is running
   std::atomic<uint64_t> launched_seen_{0};  // lock-free mirror of launched_ for waiters
-  std::atomic<uint64_t> pushed_seen_{0};    // lock-free mirror of pushed_ for the worker (after_op's tail)
+  std::atomic<uint64_t> pushed_seen_{0};    // lock-free mirror of pushed_ for the worker: after_op's tail, spin_for_push's watch
   std::atomic<uint64_t> drop_upto_{0};      // ops up to this seq are dropped, not run
   WorkerClock clock_;                       // the worker's busy periods (QueueStats::busy_s), under mu_
   std::atomic<uint64_t> kernel_ns_{0};      // inside the kernel functions while clocked (QueueStats::kernel_s)
