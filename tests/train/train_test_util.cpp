@@ -35,6 +35,17 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
+::testing::AssertionResult page_section_is(const std::string& doc, const std::string& open, const std::string& close,
+                                           const std::string& want, const std::string& source) {
+  const std::string text = read_file(source_file(doc));
+  const size_t a = text.find(open), b = text.find(close, a == std::string::npos ? 0 : a);
+  if (a == std::string::npos) return ::testing::AssertionFailure() << doc << " lacks " << open;
+  if (b == std::string::npos) return ::testing::AssertionFailure() << doc << " lacks " << close;
+  if (text.compare(a + open.size(), b - a - open.size(), want) == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << doc << "'s text between " << open << " and " << close
+                                       << " must read (" << source << "'s):\n" << want;
+}
+
 amlp::Json read_json(const std::string& path) { return amlp::Json::parse(read_file(path)); }
 amlp::Json parse_json(const std::string& text) { return amlp::Json::parse(text); }
 std::string json_text(const amlp::Json& j) { return j.dump(); }

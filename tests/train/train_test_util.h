@@ -59,6 +59,13 @@ class ScratchDir {
 
 std::string read_file(const std::string& path);
 
+// Whether the text of the repository's page `doc` ("docs/cli.md") between the
+// line `open` (its newline included) and `close` is `want`, which `source`
+// (the code that declares it) generates; else what the page lacks, or the
+// text to paste between the markers.
+::testing::AssertionResult page_section_is(const std::string& doc, const std::string& open, const std::string& close,
+                                           const std::string& want, const std::string& source);
+
 // The whole file as JSON; throws amlp::Json::parse_error when it is not.
 amlp::Json read_json(const std::string& path);
 // `text` as JSON (throws amlp::Json::parse_error), and a value's compact text.

@@ -175,15 +175,9 @@ TEST(OptionTable, MarkdownHasARowPerOptionAsHelpWritesIt) {
 // row for row (each option, its value, its default and its help, as --help
 // prints them), so the page cannot drift from the declarations.
 TEST(OptionTable, CliMdsTablesAreTheDeclaredOnes) {
-  const std::string doc = amlp::testing::read_file(source_file("docs/cli.md"));
-  const std::string open = "<!-- options: train/options/option_table.cpp -->\n", close = "<!-- /options -->";
-  const size_t a = doc.find(open), b = doc.find(close);
-  ASSERT_NE(a, std::string::npos) << "docs/cli.md lacks " << open;
-  ASSERT_NE(b, std::string::npos) << "docs/cli.md lacks " << close;
-  const std::string want = options_markdown();
-  EXPECT_EQ(doc.substr(a + open.size(), b - a - open.size()), want)
-      << "docs/cli.md's tables between the two markers must read (train/options/option_table.cpp's):\n"
-      << want;
+  EXPECT_TRUE(amlp::testing::page_section_is("docs/cli.md", "<!-- options: train/options/option_table.cpp -->\n",
+                                              "<!-- /options -->", options_markdown(),
+                                              "train/options/option_table.cpp"));
 }
 
 TEST(TrainOptions, VersionPrintsTheVersionString) {

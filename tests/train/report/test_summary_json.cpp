@@ -109,15 +109,8 @@ TEST(SummaryJsonStructure, KeepsKeyOrderAndMergesArrays) {
 // docs/cli.md's table of a run's keys is the one run_figures.cpp declares,
 // row for row (key, unit, meaning), so the page cannot drift from the code.
 TEST(RunFigures, CliMdsTableIsTheDeclaredOne) {
-  const std::string doc = read_file(source_file("docs/cli.md"));
-  const std::string open = "<!-- run figures: train/report/run_figures.cpp -->\n", close = "<!-- /run figures -->";
-  const size_t a = doc.find(open), b = doc.find(close);
-  ASSERT_NE(a, std::string::npos) << "docs/cli.md lacks " << open;
-  ASSERT_NE(b, std::string::npos) << "docs/cli.md lacks " << close;
-  const std::string want = train::figures_markdown();
-  EXPECT_EQ(doc.substr(a + open.size(), b - a - open.size()), want)
-      << "docs/cli.md's table between the two markers must read (train/report/run_figures.cpp's):\n"
-      << want;
+  EXPECT_TRUE(page_section_is("docs/cli.md", "<!-- run figures: train/report/run_figures.cpp -->\n",
+                              "<!-- /run figures -->", train::figures_markdown(), "train/report/run_figures.cpp"));
 }
 
 // The fixture's runs (every study's, captured from train_mlp) have the

@@ -233,15 +233,8 @@ TEST_F(Sweep, SectionsHaveTheDeclaredKeysInOrder) {
 // docs/cli.md's tables of the sweep's keys are the ones sweep.cpp declares,
 // row for row (key, unit, meaning), so the page cannot drift from the code.
 TEST(SweepKeys, CliMdsTablesAreTheDeclaredOnes) {
-  const std::string doc = read_file(source_file("docs/cli.md"));
-  const std::string open = "<!-- sweep keys: train/studies/sweep.cpp -->\n", close = "<!-- /sweep keys -->";
-  const size_t a = doc.find(open), b = doc.find(close);
-  ASSERT_NE(a, std::string::npos) << "docs/cli.md lacks " << open;
-  ASSERT_NE(b, std::string::npos) << "docs/cli.md lacks " << close;
-  const std::string want = sweep_markdown();
-  EXPECT_EQ(doc.substr(a + open.size(), b - a - open.size()), want)
-      << "docs/cli.md's tables between the two markers must read (train/studies/sweep.cpp's):\n"
-      << want;
+  EXPECT_TRUE(amlp::testing::page_section_is("docs/cli.md", "<!-- sweep keys: train/studies/sweep.cpp -->\n",
+                                              "<!-- /sweep keys -->", sweep_markdown(), "train/studies/sweep.cpp"));
 }
 
 // tools/plot_sweep.py draws both panels from the summary (skipped without matplotlib).
