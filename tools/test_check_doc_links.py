@@ -4,29 +4,20 @@ resolve, and pages made to break each rule are caught.
 
   python3 tools/test_check_doc_links.py        (a CTest test: check_doc_links_tests)
 """
-import atexit
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import check_doc_links  # noqa: E402
+from scratch_tree import scratch_tree  # noqa: E402
 
 
 def tree(files):
     """A scratch repository holding `files` (relative path -> text)."""
-    root = tempfile.mkdtemp(prefix="doc_links.")
-    atexit.register(shutil.rmtree, root, ignore_errors=True)
-    for rel, text in files.items():
-        path = os.path.join(root, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-    return root
+    return scratch_tree(files, "doc_links.")
 
 
 GOOD = {

@@ -5,29 +5,22 @@ a folder with no place, the Python module's includes).
 
   python3 tools/test_check_layout.py        (a CTest test: check_layout_tests)
 """
-import atexit
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECK = os.path.join(HERE, "check_layout.py")
 REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from scratch_tree import scratch_tree  # noqa: E402
 
 
 def tree(files):
     """A scratch repository holding `files` (relative path -> the paths it includes)."""
-    root = tempfile.mkdtemp(prefix="layout.")
-    atexit.register(shutil.rmtree, root, ignore_errors=True)
-    for rel, includes in files.items():
-        path = os.path.join(root, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write("#pragma once\n" + "".join(f'#include "{inc}"\n' for inc in includes))
-    return root
+    return scratch_tree({rel: "#pragma once\n" + "".join(f'#include "{inc}"\n' for inc in includes)
+                         for rel, includes in files.items()}, "layout.")
 
 
 def check(root, *folders):

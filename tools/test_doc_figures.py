@@ -20,20 +20,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import doc_figures  # noqa: E402
+from scratch_tree import scratch_tree  # noqa: E402
 
 VM = {"kind": "machine", "machine": "a 2-core VM", "command": "train_mlp --config configs/quick.ini"}
 
 
 def tree(files):
-    """A scratch repository holding `files` (relative path -> text, or a dict written as JSON)."""
-    root = tempfile.mkdtemp(prefix="doc_figures.")
-    atexit.register(shutil.rmtree, root, ignore_errors=True)
-    os.makedirs(os.path.join(root, "docs"))
-    for rel, text in files.items():
-        path = os.path.join(root, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(json.dumps(text) if isinstance(text, dict) else text)
+    """A scratch repository holding docs/ and `files` (relative path -> text, or a dict written as JSON)."""
+    root = scratch_tree({rel: json.dumps(t) if isinstance(t, dict) else t for rel, t in files.items()}, "doc_figures.")
+    os.makedirs(os.path.join(root, "docs"), exist_ok=True)
     return root
 
 
