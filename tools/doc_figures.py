@@ -158,8 +158,9 @@ def load_records(root, page):
         return json.load(f)
 
 
-def check_page(root, page):
-    p = Page(page, root)
+def check_page(root, page, p=None):
+    """The page's errors; `p`: the page already read (a Page), else it is read here."""
+    p = p or Page(page, root)
     errors = list(p.errors)
     records = load_records(root, page)
     rel = os.path.relpath(record_path(root, page), root)
@@ -249,8 +250,8 @@ def main():
         return 0
     errors, blocks, figures = [], 0, 0
     for page in pages(args.root):
-        errors += check_page(args.root, page)
         p = Page(page, args.root)
+        errors += check_page(args.root, page, p)
         blocks += len(p.blocks)
         figures += sum(len(f) for _, f in p.blocks.values())
     for e in errors:
