@@ -141,31 +141,35 @@ void copy_(Tensor& dst, const Tensor& src) {
 }
 
 namespace {
-// pack's and unpack_'s checks: every tensor defined and on one device; each one's bytes, in order.
-std::vector<uint64_t> packed_bytes(const char* op, const std::vector<Tensor>& xs, const Tensor* packed) {
-  if (xs.empty()) throw Error(detail::concat(op, ": no tensors"));
+// pack's and unpack_'s checks: every tensor defined and on one device. The
+// op's scalars: each one's bytes, in order; and their values in all.
+struct Packed {
   std::vector<uint64_t> bytes;
-  bytes.reserve(xs.size());
+  int64_t total = 0;
+};
+Packed packed_layout(const char* op, const std::vector<Tensor>& xs, const Tensor* packed) {
+  if (xs.empty()) throw Error(detail::concat(op, ": no tensors"));
+  Packed p;
+  p.bytes.reserve(xs.size());
   const Tensor& first = packed ? *packed : xs.front();
   for (const Tensor& x : xs) {
     need_defined(op, {&x});
     same_device(op, {&first, &x});
-    bytes.push_back(x.nbytes());
+    p.bytes.push_back(x.nbytes());
+    p.total += x.numel();
   }
-  return bytes;
+  return p;
 }
 }  // namespace
 
 Tensor pack(const std::vector<Tensor>& xs) {
-  std::vector<uint64_t> bytes = packed_bytes("pack", xs, nullptr);
-  int64_t total = 0;
-  for (const Tensor& x : xs) total += x.numel();
+  Packed p = packed_layout("pack", xs, nullptr);
   DeviceContext& c = ctx_of(xs.front());
-  Tensor y = alloc({total}, c);
+  Tensor y = alloc({p.total}, c);
   std::vector<const Tensor*> reads;
   reads.reserve(xs.size());
   for (const Tensor& x : xs) reads.push_back(&x);
-  enqueue(c, "pack", reads, {&y}, bytes, [](Backend& be, const OpArgs& k) {
+  enqueue(c, "pack", reads, {&y}, p.bytes, [](Backend& be, const OpArgs& k) {
     float* out = k.out(0);
     for (size_t i = 0; i < k.reads(); ++i) {
       const size_t n = k.scalar(i);
@@ -178,16 +182,14 @@ Tensor pack(const std::vector<Tensor>& xs) {
 
 void unpack_(const std::vector<Tensor>& xs, const Tensor& packed) {
   need_defined("unpack_", {&packed});
-  std::vector<uint64_t> bytes = packed_bytes("unpack_", xs, &packed);
-  int64_t total = 0;
-  for (const Tensor& x : xs) total += x.numel();
-  if (packed.ndim() != 1 || packed.numel() != total)
-    throw ShapeError(detail::concat("unpack_: the tensors hold ", total, " values, the packed tensor is ",
+  Packed p = packed_layout("unpack_", xs, &packed);
+  if (packed.ndim() != 1 || packed.numel() != p.total)
+    throw ShapeError(detail::concat("unpack_: the tensors hold ", p.total, " values, the packed tensor is ",
                                     shape_str(packed.shape())));
   std::vector<const Tensor*> writes;
   writes.reserve(xs.size());
   for (const Tensor& x : xs) writes.push_back(&x);
-  enqueue(ctx_of(packed), "unpack", {&packed}, writes, bytes, [](Backend& be, const OpArgs& k) {
+  enqueue(ctx_of(packed), "unpack", {&packed}, writes, p.bytes, [](Backend& be, const OpArgs& k) {
     const float* in = k.in(0);
     for (size_t i = 0; i < k.writes(); ++i) {
       const size_t n = k.scalar(i);
