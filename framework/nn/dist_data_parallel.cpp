@@ -25,11 +25,18 @@ DistDataParallel::DistDataParallel(dist::ProcessGroup& g, Device device,
   std::string shapes;
   for (Parameter* p : parameters()) shapes += p->name + " " + shape_str(p->value.shape()) + "\n";
   g.check_same("model parameters", shapes);
-  for (Parameter* p : parameters()) {
-    std::vector<float> v = p->value.to_host();
-    g.broadcast(v, 0);
-    if (g.rank() != 0) copy_(p->value, from_host(p->value.shape(), v.data(), device_));
-  }
+  // All of them as one tensor (pack): one read back, one broadcast, one write.
+  const std::vector<Tensor> values = parameter_values();
+  if (values.empty()) return;
+  std::vector<float> v = pack(values).to_host();
+  g.broadcast(v, 0);
+  if (g.rank() != 0) unpack_(values, from_host({static_cast<int64_t>(v.size())}, v.data(), device_));
+}
+
+std::vector<Tensor> DistDataParallel::parameter_values() {
+  std::vector<Tensor> values;
+  for (Parameter* p : parameters()) values.push_back(p->value);
+  return values;
 }
 
 std::vector<int64_t> DistDataParallel::split(int64_t rows) const {
@@ -87,12 +94,9 @@ Tensor DistDataParallel::mean(const Tensor& per_sample, int64_t global_rows) con
 }
 
 uint64_t DistDataParallel::checksum() {
-  std::string bytes;
-  for (Parameter* p : parameters()) {
-    const std::vector<float> v = p->value.to_host();
-    bytes.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
-  }
-  return dist::text_hash(bytes);
+  const std::vector<Tensor> values = parameter_values();
+  const std::vector<float> v = values.empty() ? std::vector<float>{} : pack(values).to_host();
+  return dist::text_hash(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
 }
 
 }  // namespace amlp

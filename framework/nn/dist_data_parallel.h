@@ -70,6 +70,7 @@ class DistDataParallel {
   uint64_t checksum();
 
  private:
+  std::vector<Tensor> parameter_values();  // the replica's parameters' tensors, in order
   dist::ProcessGroup* group_;
   Device device_;
   std::unique_ptr<Block> replica_;
