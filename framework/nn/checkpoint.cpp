@@ -2,6 +2,7 @@
 #include "framework/nn/checkpoint.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -50,25 +51,21 @@ std::string kind_of(const Block& b) {
 
 namespace {
 
-// Tensors read or written together: a run of consecutive tensors of one
-// device, up to kChunkBytes or kChunkTensors, moved by one pack or unpack_
-// op and one host copy (a model of 100,000 layers has 200,000 tensors: a few
-// dozen ops, not 200,000); a tensor of kChunkBytes or more is a chunk alone,
-// moved as it is.
-constexpr size_t kChunkBytes = size_t{8} << 20;
-constexpr size_t kChunkTensors = 8192;
+// Tensors read or written together (checkpoint.h: ChunkLimits).
+std::atomic<size_t> g_chunk_bytes{ChunkLimits{}.bytes}, g_chunk_tensors{ChunkLimits{}.tensors};
 struct Chunk {
   size_t begin, end;  // tensors [begin, end)
 };
 template <class TensorOf>
 std::vector<Chunk> chunks_of(size_t n, TensorOf tensor) {
+  const ChunkLimits limit = checkpoint_chunk_limits();
   std::vector<Chunk> out;
   size_t bytes = 0;
   for (size_t i = 0; i < n; ++i) {
     const Tensor& t = tensor(i);
-    const bool alone = t.nbytes() >= kChunkBytes;
-    if (out.empty() || alone || bytes + t.nbytes() > kChunkBytes || out.back().end - out.back().begin >= kChunkTensors ||
-        tensor(out.back().begin).device() != t.device() || tensor(out.back().begin).nbytes() >= kChunkBytes) {
+    const bool alone = t.nbytes() >= limit.bytes;
+    if (out.empty() || alone || bytes + t.nbytes() > limit.bytes || out.back().end - out.back().begin >= limit.tensors ||
+        tensor(out.back().begin).device() != t.device() || tensor(out.back().begin).nbytes() >= limit.bytes) {
       out.push_back({i, i + 1});
       bytes = t.nbytes();
     } else {
@@ -89,6 +86,16 @@ void append_shape(std::string& h, const Shape& s) {
 }
 
 }  // namespace
+
+ChunkLimits checkpoint_chunk_limits() { return {g_chunk_bytes.load(), g_chunk_tensors.load()}; }
+
+void set_checkpoint_chunk_limits(ChunkLimits limits) {
+  if (limits.bytes == 0 || limits.tensors == 0)
+    throw Error("set_checkpoint_chunk_limits: each limit must be at least 1 (got " + std::to_string(limits.bytes) +
+                " bytes, " + std::to_string(limits.tensors) + " tensors)");
+  g_chunk_bytes = limits.bytes;
+  g_chunk_tensors = limits.tensors;
+}
 
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors) {
   // The header written as text, an entry per tensor in its order: linear in

@@ -48,4 +48,17 @@ std::string parameters_problem(const std::string& path, const std::vector<std::p
 std::string parameters_problem(const std::string& path, const std::vector<NamedValues>& got,
                                const std::vector<std::pair<std::string, Shape>>& want);
 
+// How saving and loading move tensors to and from their device: a run of
+// consecutive tensors of one device, up to `bytes` or `tensors`, by one pack
+// or unpack_ op and one host copy (a model of 100,000 layers has 200,000
+// tensors: a few dozen ops, not 200,000); a tensor of `bytes` or more alone,
+// as it is. The defaults suit any model; the tests cross the limits at small
+// sizes. Set them while no save or load runs; each is at least 1.
+struct ChunkLimits {
+  size_t bytes = size_t{8} << 20;
+  size_t tensors = 8192;
+};
+ChunkLimits checkpoint_chunk_limits();
+void set_checkpoint_chunk_limits(ChunkLimits limits);
+
 }  // namespace amlp

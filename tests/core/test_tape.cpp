@@ -1,6 +1,8 @@
 // test_tape.cpp — the tape (framework/core/tensor/tape.cpp): a graph that is
 // dropped without a backward pass is freed node after node, not by
 // recursion, however deep.
+#include <pthread.h>
+
 #include "framework/core/tensor/tape.h"
 #include "framework/core/tensor/tensor_impl.h"
 #include "test_util.h"
@@ -10,15 +12,39 @@ namespace {
 
 // Each node held its inputs, each input its node: a chain of 100,000 Dense
 // layers dropped without a backward pass was freed by recursion as deep as the
-// chain and overflowed the stack (a segfault, under any build). 150,000 ops is
-// past that depth with room.
+// chain and overflowed the stack (a segfault, under any build). The chain is
+// dropped here on a thread of a 256 KiB stack: recursion through 20,000 nodes
+// (several frames of tens of bytes or more each, per node) would need
+// megabytes of it.
+void on_a_small_stack(void (*f)(void*), void* arg) {
+  struct Call {
+    void (*f)(void*);
+    void* arg;
+  } call{f, arg};
+  pthread_attr_t attr;
+  ASSERT_EQ(pthread_attr_init(&attr), 0);
+  ASSERT_EQ(pthread_attr_setstacksize(&attr, size_t{256} << 10), 0);
+  pthread_t t;
+  ASSERT_EQ(pthread_create(
+                &t, &attr,
+                [](void* c) -> void* {
+                  static_cast<Call*>(c)->f(static_cast<Call*>(c)->arg);
+                  return nullptr;
+                },
+                &call),
+            0);
+  pthread_attr_destroy(&attr);
+  ASSERT_EQ(pthread_join(t, nullptr), 0);
+}
+
 TEST(Tape, AChainDroppedWithoutABackwardPassIsFreedWithoutRecursion) {
+  constexpr int kChain = 20000;
   const Device d = Device::cpu(0);
   Tensor x = ones({1}, d);
   x.requires_grad_();
   Tensor y = x;
-  for (int i = 0; i < 150000; ++i) y = add_scalar(y, 1.f);
-  EXPECT_EQ(y.item(), 150001.f);
+  for (int i = 0; i < kChain; ++i) y = add_scalar(y, 1.f);
+  EXPECT_EQ(y.item(), float(kChain + 1));
   ASSERT_NE(y.impl()->grad_fn, nullptr);
   std::weak_ptr<Node> first;
   {
@@ -27,7 +53,8 @@ TEST(Tape, AChainDroppedWithoutABackwardPassIsFreedWithoutRecursion) {
     first = z.impl()->grad_fn;
   }
   ASSERT_FALSE(first.expired());
-  y = Tensor();  // the chain's last handle: all 150,000 nodes go here
+  // The chain's last handle, dropped on the small stack: all 20,000 nodes go there.
+  on_a_small_stack([](void* t) { *static_cast<Tensor*>(t) = Tensor(); }, &y);
   EXPECT_TRUE(first.expired());
   EXPECT_TRUE(x.requires_grad());  // the leaf keeps what it was
 }
