@@ -238,15 +238,18 @@ uint64_t process_minor_faults();
 // runtime resumes every queue before it drains at exit.
 // The blockers' waits, heard by a frontend (the Python module: Ctrl-C, and a
 // blocker inside its own paused() block). While a thread that is no queue's
-// worker waits for a queue's op to start, poll(queue, paused) is called
-// first, then about every 10 ms until the op has started: `queue` the
+// worker waits for a queue's op to start, poll(queue, paused, Blocker) is
+// called first, then about every 10 ms until the op has started: `queue` the
 // queue's name ("cpu:0", "cpu:0 data"), `paused` whether a QueuePause holds
 // it. A WaitInterrupted it throws ends the wait and leaves the blocker with
 // it; the queued work stays queued and runs as it would have (what the
 // blocker would have read arrives later, for a later blocker). A device's
-// own completion wait after the launch (CUDA's) is not polled. nullptr, the
-// default: the waits sleep until woken.
-using BlockerPoll = void (*)(const std::string& queue, bool paused);
+// own completion wait after the launch (CUDA's) is not polled. A push that
+// back-pressure holds (set_max_pending) is polled the same way, with Push:
+// what the poll throws leaves the push with it and queues nothing (the call
+// that pushed fails). nullptr, the default: the waits sleep until woken.
+enum class PolledWait { Blocker, Push };
+using BlockerPoll = void (*)(const std::string& queue, bool paused, PolledWait wait);
 void set_blocker_poll(BlockerPoll poll);
 
 class QueuePause {

@@ -6,8 +6,9 @@
 // The GIL is released wherever a call may wait — every blocker (wait_to_read,
 // waitall, asnumpy, item, printing a tensor) and every call that queues an op,
 // which back-pressure may block, creation included (NoGil) — so another
-// Python thread runs meanwhile. A blocker (Blocker, as_blocker) hears Ctrl-C
-// and refuses to wait on a device its own paused() block holds (poll_blocker).
+// Python thread runs meanwhile. A blocker (Blocker, as_blocker), and a call
+// whose op back-pressure holds, hears Ctrl-C and refuses to wait on a device
+// its own paused() block holds (poll_blocker).
 // A tensor a queued op uses is held by that op in the engine (docs/design.md):
 // whatever Python does with its object, the op's memory lives until the op
 // has run. The library's errors become Python exceptions with the same line
@@ -109,13 +110,18 @@ struct PythonPause {
   std::pair<std::thread::id, std::string> key;
 };
 
-void poll_blocker(const std::string& queue, bool paused) {
-  if (!in_blocker) return;  // a wait the module did not start as a blocker
+void poll_blocker(const std::string& queue, bool paused, PolledWait wait) {
+  // A push that back-pressure holds (set_max_pending) is heard from any call: an op's.
+  if (!in_blocker && wait != PolledWait::Push) return;  // a wait the module did not start as a blocker
   if (paused) {
     std::lock_guard<std::mutex> lk(paused_mu);
-    if (paused_by.count({std::this_thread::get_id(), queue}))
+    if (paused_by.count({std::this_thread::get_id(), queue})) {
+      if (wait == PolledWait::Push)
+        throw WaitInterrupted("an op inside `with asyncmlp.paused(" + queue + "):` past set_max_pending's bound would " +
+                              "wait for ever: " + queue + " starts the ops queued in the block when it ends");
       throw WaitInterrupted("a blocker inside `with asyncmlp.paused(" + queue + "):` would wait for ever: " + queue +
                             " starts the ops queued in the block when it ends (block after it)");
+    }
   }
   if (PyThread_get_thread_ident() != main_thread) return;
   py::gil_scoped_acquire gil;

@@ -728,7 +728,7 @@ TEST(BlockerPoll, ItsWaitInterruptedEndsTheWaitAndTheQueuedWorkRunsOn) {
   Tensor x = ones({4}, d);
   x.wait_to_read();
   static std::atomic<int> polls{0};
-  set_blocker_poll([](const std::string& queue, bool paused) {
+  set_blocker_poll([](const std::string& queue, bool paused, PolledWait) {
     ++polls;
     if (paused) throw WaitInterrupted("a paused wait on " + queue);
   });
@@ -749,6 +749,54 @@ TEST(BlockerPoll, ItsWaitInterruptedEndsTheWaitAndTheQueuedWorkRunsOn) {
   EXPECT_GE(polls.load(), 3);
   EXPECT_EQ(y.to_host(), std::vector<float>(4, 2.f));
   EXPECT_NO_THROW(waitall()) << "an interrupted wait was kept as an error";
+}
+
+// A push that back-pressure holds is polled as a blocker is (PolledWait::Push):
+// what the poll throws leaves the push with it, nothing is queued, and the
+// pins the push took are undone (the backlog as before, and empty once the
+// queue has run), under either way of counting an output's bytes.
+TEST(BlockerPoll, APushHeldByBackPressureIsPolledAndQueuesNothing) {
+  ScopedBlocking async(false);
+  const Device d = Device::cpu(7);
+  Tensor x = ones({256}, d);
+  x.wait_to_read();
+  static std::atomic<int> push_polls{0};
+  set_blocker_poll([](const std::string& queue, bool paused, PolledWait wait) {
+    if (wait == PolledWait::Push) ++push_polls;
+    if (paused) throw WaitInterrupted("a held push on " + queue);
+  });
+  for (AllocPolicy policy : {AllocPolicy::Stream, AllocPolicy::Run}) {
+    SCOPED_TRACE(policy == AllocPolicy::Run ? "run" : "stream");
+    ScopedAllocPolicy alloc(policy);
+    push_polls = 0;
+    Tensor y, z;
+    {
+      ScopedMaxPending bound(/*ops=*/2, /*bytes=*/0);
+      QueuePause pause(d);
+      y = scale(x, 2.f);
+      z = scale(y, 2.f);  // two ops pending: the bound
+      const QueueStats before = queue_stats(d);
+      try {
+        Tensor w = scale(z, 2.f);
+        ADD_FAILURE() << "a push waited on a paused queue past its bound";
+      } catch (const WaitInterrupted& e) {
+        EXPECT_STREQ(e.what(), "a held push on cpu:7");
+      }
+      const QueueStats after = queue_stats(d);
+      EXPECT_EQ(after.pushed, before.pushed) << "the interrupted push queued nothing";
+      EXPECT_EQ(after.backlog_bytes, before.backlog_bytes);
+      EXPECT_EQ(after.unallocated_bytes, before.unallocated_bytes);
+      EXPECT_GT(before.backlog_bytes + before.unallocated_bytes, 0u);
+    }
+    EXPECT_GE(push_polls.load(), 1);
+    EXPECT_EQ(z.to_host(), std::vector<float>(256, 4.f));
+    EXPECT_NO_THROW(waitall()) << "an interrupted push was kept as an error";
+    const QueueStats done = queue_stats(d);
+    EXPECT_EQ(done.backlog_bytes, 0u);
+    EXPECT_EQ(done.unallocated_bytes, 0u);
+    EXPECT_EQ(scale(z, 2.f).to_host(), std::vector<float>(256, 8.f)) << "the queue pushes on";
+  }
+  set_blocker_poll(nullptr);
 }
 
 // A fork drains the queues first (no worker inside a kernel): the parent goes

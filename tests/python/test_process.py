@@ -1,5 +1,5 @@
 """import asyncmlp in a process's life: a blocker inside paused(), Ctrl-C
-during each blocker, the interpreter's exit with a daemon thread pushing,
+during each blocker and during an op back-pressure holds, the interpreter's exit with a daemon thread pushing,
 the GIL released while a push waits under back-pressure. Each runs in a
 child interpreter (a hang or an abort there fails the test, not pytest)."""
 import os
@@ -49,6 +49,86 @@ def test_a_blocker_inside_paused_raises_at_once(blocker):
     assert raised == ("raised: Error a blocker inside `with asyncmlp.paused(cpu:0):` would wait for ever: "
                       "cpu:0 starts the ops queued in the block when it ends (block after it)"), raised
     assert values == "[[2.0, 2.0], [2.0, 2.0]]"
+
+
+def test_an_op_held_by_back_pressure_inside_paused_raises_at_once():
+    r = python("""
+        import asyncmlp as am
+        dev = am.cpu(0)
+        x = am.ones((2, 2), device=dev)
+        x.wait_to_read()
+        am.set_max_pending(ops=4)
+        with am.paused(dev):
+            try:
+                for i in range(10):
+                    x = x + 1
+            except am.Error as e:
+                print("raised at op", i, type(e).__name__, e, am.queue_stats(dev)["unlaunched"])
+        print(x.asnumpy().tolist())  # the four queued ops ran once the block ended
+        """, timeout=30)
+    assert r.returncode == 0, r.stderr
+    raised, values = r.stdout.splitlines()
+    assert raised == ("raised at op 4 Error an op inside `with asyncmlp.paused(cpu:0):` past set_max_pending's "
+                      "bound would wait for ever: cpu:0 starts the ops queued in the block when it ends 4"), raised
+    assert values == "[[5.0, 5.0], [5.0, 5.0]]"
+
+
+# Ctrl-C while back-pressure holds an op: another thread holds the device
+# paused, so the op waits however fast the machine; KeyboardInterrupt reaches
+# the call at once, the held op is not queued, and what was queued runs.
+CTRL_C_PUSH_CHILD = """
+import threading, time
+import asyncmlp as am
+dev = am.cpu(0)
+x = am.ones((64, 64), device=dev)
+x.wait_to_read()
+hold, held = threading.Event(), threading.Event()
+def holder():
+    with am.paused(dev):
+        held.set()
+        hold.wait()
+t = threading.Thread(target=holder)
+t.start()
+held.wait()
+am.set_max_pending(ops=1)
+x = x * 3  # queued behind the pause: the bound
+print("pushing", flush=True)
+try:
+    y = x + 1
+    print("returned", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", time.monotonic(), am.queue_stats(dev)["unlaunched"], flush=True)
+hold.set()
+t.join()
+am.set_max_pending(ops=0)
+assert x.asnumpy().max() == 3.0 and x.asnumpy().min() == 3.0
+print("ran", flush=True)
+"""
+
+
+def test_ctrl_c_interrupts_an_op_held_by_back_pressure():
+    child = subprocess.Popen([sys.executable, "-c", CTRL_C_PUSH_CHILD], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    watchdog = threading.Timer(120, child.kill)  # a push that never hears the signal fails, not hangs
+    watchdog.start()
+    try:
+        assert child.stdout.readline().split() == ["pushing"], child.stderr.read() if child.poll() is not None else ""
+        time.sleep(0.2)  # into the push: back-pressure holds it until the signal
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        said = child.stdout.readline().split()
+        assert said[:1] == ["interrupted"], said
+        assert said[2] == "1", f"{said}: the held op was queued after all"
+        assert child.stdout.readline().split() == ["ran"]
+        assert child.wait(timeout=60) == 0, child.stderr.read()
+    finally:
+        watchdog.cancel()
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    latency = float(said[1]) - sent
+    print("Ctrl-C to KeyboardInterrupt in a held push, seconds:", round(latency, 4))
+    assert latency < 1.0, latency  # the poll is every 10 ms; loose for a loaded machine
 
 
 def test_a_blocker_on_another_device_inside_paused_waits():

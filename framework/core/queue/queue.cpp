@@ -100,7 +100,15 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
           lk.lock();
         }
         ++space_waiters_;
-        space_cv_.wait(lk, fits);
+        try {
+          wait_for_space(lk, fits);
+        } catch (...) {  // a blocker poll's WaitInterrupted (runtime.h): nothing was pushed
+          --space_waiters_;
+          held_ns_ += ns_since(w0);
+          lk.unlock();
+          unpin_unpushed(bufs.refs, added);
+          throw;
+        }
         --space_waiters_;
         held_ns_ += ns_since(w0);
       }

@@ -215,6 +215,12 @@ class Queue final : private StepHost {
   void note_name(uint64_t seq, const char* name);  // worker: op `seq` is starting
   const char* name_of(uint64_t seq) const;         // a recent op's name, or nullptr
   void wait_launched(uint64_t seq);  // blocks until launched_ >= seq (no sync, no rethrow)
+  // A push held by back-pressure: waits under `lk` until fits(), polling the
+  // blocker poll (runtime.h) on a frontend thread; what the poll throws leaves
+  // with `lk` held. unpin_unpushed undoes the pins of a push that then did not
+  // happen (`added`: the bytes pin() returned for it).
+  void wait_for_space(std::unique_lock<std::mutex>& lk, const std::function<bool()>& fits);
+  void unpin_unpushed(OpRefs& refs, BacklogBytes added);
   // Spins, yielding (on few cores, the thread waited for runs), until ready()
   // or 50 µs have passed; ready()'s last answer. A waiter's try before it
   // sleeps on a condition variable (waking a sleeping thread costs more than

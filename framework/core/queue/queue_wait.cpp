@@ -45,7 +45,7 @@ void Queue::wait_launched(uint64_t seq) {
       const bool paused = paused_ > 0;
       lk.unlock();
       try {
-        poll(name_, paused);
+        poll(name_, paused, PolledWait::Blocker);
       } catch (...) {
         lk.lock();
         --done_waiters_;
@@ -56,6 +56,43 @@ void Queue::wait_launched(uint64_t seq) {
     }
   }
   --done_waiters_;
+}
+
+void Queue::wait_for_space(std::unique_lock<std::mutex>& lk, const std::function<bool()>& fits) {
+  const BlockerPoll poll = on_worker_thread() ? nullptr : blocker_poll.load();
+  if (!poll) {
+    space_cv_.wait(lk, fits);
+    return;
+  }
+  // As wait_launched: the frontend's hook first, then between waits.
+  while (!fits()) {
+    const bool paused = paused_ > 0;
+    lk.unlock();
+    try {
+      poll(name_, paused, PolledWait::Push);
+    } catch (...) {
+      lk.lock();
+      throw;
+    }
+    lk.lock();
+    space_cv_.wait_for(lk, kBlockerPollInterval, fits);
+  }
+}
+
+void Queue::unpin_unpushed(OpRefs& refs, BacklogBytes added) {
+  // The buffers this push pinned first were never counted (backlog_.add): their
+  // last pin is this push's, so unpinning frees them along with whatever an op
+  // launched meanwhile left this push to free last; only the latter is debited.
+  BacklogBytes freed = unpin_and_release(refs, this);
+  freed.existing -= added.existing;
+  freed.unallocated -= added.unallocated;
+  bool wake;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    backlog_.sub(freed);
+    wake = space_waiters_ > 0;
+  }
+  if (wake) space_cv_.notify_all();
 }
 
 void Queue::wait_complete(uint64_t seq) {
