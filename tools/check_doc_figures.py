@@ -346,7 +346,10 @@ def check_results(r, live):
                 r.same(page, row[t.col("MB/batch")], mb2(shape.bytes(mode)), what + " MB/batch")
                 r.same(page, row[t.col("ops/batch")], g(shape.ops(mode)), what + " ops/batch")
                 backlog = row[t.col("peak backlog")]
-                if mode not in ("run", "run+data"):
+                if mode == "stream":  # each batch's ops take the blocks the one before dropped
+                    r.same(page, row[t.col("predicted MB")], mb1(shape.predicted(mode, 1)),
+                           what + " predicted MB = one batch's bytes")
+                elif mode not in ("run", "run+data"):
                     r.same(page, row[t.col("predicted MB")], mb1(shape.predicted(mode, int(backlog.text))),
                            what + " predicted MB = peak backlog × bytes per batch")
                 if mode == "batch":
@@ -389,7 +392,7 @@ def check_results(r, live):
             r.same(page, run[t.col("predicted MB")], mb1(pol["run"]["working_set_bytes"]), "`run` predicted")
             ws, per = pol["run+data"]["working_set_bytes"], pol["run+data"]["data_bytes_per_batch"]
             ws = near_run(ws, data[t.col("working set MB")].text, per)
-            lead = int(data[t.col("peak data lead")].text)
+            lead = float(data[t.col("peak data lead")].text)
             r.same(page, data[t.col("working set MB")], mb1(ws), "`run+data` working set")
             r.same(page, data[t.col("data ahead MB")], mb1(lead * per), "`run+data` data ahead = lead × data per batch")
             r.same(page, data[t.col("predicted MB")], mb1(ws + lead * per), "`run+data` predicted = working set + data ahead")
@@ -455,7 +458,7 @@ def check_memory_model(r, live, results):
     t, _ = results_row(r, results, "The allocation policies", "mode", "run")
     if t:
         rows = t.by_label()
-        for label in ("enqueue", "run", "run+data"):
+        for label in ("enqueue", "run", "run+data", "stream"):
             row = rows[label]
             r.quote(page, rf"\n{re.escape(label)} +[A-Za-z',. ]+? +(?P<mem>[\d.]+) +(?P<pred>[\d.]+) +(?P<ratio>[\d.]+)"
                     rf" +(?P<sps>\d+) +(?P<loss>[\d.]+)\n",
@@ -467,10 +470,13 @@ def check_memory_model(r, live, results):
         pt, prow = results_row(r, results, "The allocation policies", "policy", "run+data")
         if prow:
             ws = near_run(ws, prow[pt.col("working set MB")].text, per)
-        lead = int(prow[pt.col("peak data lead")].text) if prow else 0
-        r.quote(page, r"\| \+(?P<total>[\d.]+) MB: (?P<lead>\d+) batches × (?P<per>[\d.]+) MB of data \+ a (?P<ws>[\d.]+) "
-                r"MB working set \|", {"total": mb1(ws + lead * per), "lead": str(lead), "per": mb2(per), "ws": mb1(ws)},
-                "`run+data`")
+        lead = float(prow[pt.col("peak data lead")].text) if prow else 0  # batches, a fraction
+        r.quote(page, r"\| \+(?P<mem>[\d.]+) MB measured; the model's \+(?P<total>[\d.]+) MB: (?P<lead>\d+) batches × "
+                r"(?P<per>[\d.]+) MB of data \+ a (?P<ws>[\d.]+) MB working set \|",
+                {"mem": rows["run+data"][t.col("mem incr MB")].text, "total": mb1(ws + lead * per),
+                 "lead": str(round(lead)), "per": mb2(per), "ws": mb1(ws)}, "`run+data`")
+        r.quote(page, r"\| \+(?P<stream>[\d.]+) MB: one batch's bytes, which the next batch's ops take over \|",
+                {"stream": mb1(d.predicted("stream", 1))}, "`stream`")
         r.quote(page, r"\| \+(?P<run>[\d.]+) MB: one batch's working set \|",
                 {"run": mb1(pol["run"]["working_set_bytes"])}, "`run`")
         n = rows["enqueue"][t.col("peak backlog")].text
@@ -478,7 +484,7 @@ def check_memory_model(r, live, results):
                 {"mem": mb1(d.predicted("enqueue", int(n))), "n": n, "per": mb2(d.unread)}, "`enqueue`")
         r.quote(page, r"\((?P<lead>\d+) in that run\); the working sets, (?P<run>[\d.]+) MB and\s+(?P<ws>[\d.]+) MB, and "
                 r"the (?P<per>[\d.]+) MB of data per batch do not",
-                {"lead": str(lead), "run": mb1(pol["run"]["working_set_bytes"]), "ws": mb1(ws), "per": mb2(per)},
+                {"lead": str(round(lead)), "run": mb1(pol["run"]["working_set_bytes"]), "ws": mb1(ws), "per": mb2(per)},
                 "the policies' working sets")
     # --host-work match at the book's size: results.md's run, printed.
     t, _ = results_row(r, results, "The book size with host work", "mode", "batch", has="vs batch")
