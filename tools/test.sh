@@ -94,7 +94,7 @@ fi
 amlp_log "all tests passed"
 amlp_phase_table
 # The README's figure for this command from a fresh clone on two cores ("| `bash
-# tools/test.sh` | 11 min |"): this run's time beside it, when this run is one.
+# tools/test.sh` | N min |"): this run's time beside it, when this run is one.
 if [ "$fresh" = 1 ] && [ "$fast" = 0 ] && [ "$jobs" = 2 ]; then
   said=$(sed -n 's/^| `bash tools\/test.sh` | \([0-9.]*\) min .*/\1/p' README.md | head -1)
   if [ -n "$said" ]; then
