@@ -59,11 +59,12 @@ int main(int argc, char** argv) {
     waitall();
     std::cout << kProgram << ": " << g.name() << " trained " << steps << " steps" << std::endl;
   } catch (const dist::DistError& e) {  // bad input, refused on every rank: rank 0 says why
-    if (g.rank() == 0) std::cerr << kProgram << ": error: " << e.what() << std::endl;
+    if (g.rank() == 0) std::cerr << (std::string(kProgram) + ": error: " + e.what() + "\n") << std::flush;
     g.finalize();
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << kProgram << ": error: " << g.name() << ": " << e.what() << std::endl;
+    // One write: the other rank's line (framework/dist/failure.cpp) never lands inside it.
+    std::cerr << (std::string(kProgram) + ": error: " + g.name() + ": " + e.what() + "\n") << std::flush;
     g.abort_all(e.what(), 1);
   }
   g.finalize();
