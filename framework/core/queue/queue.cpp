@@ -10,6 +10,7 @@
 #include "framework/core/memory/memory.h"
 #include "framework/core/queue/queue_registry.h"
 #include "framework/error.h"
+#include "framework/runtime.h"
 #include "framework/trace.h"
 
 namespace amlp {
@@ -101,7 +102,7 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
         }
         ++space_waiters_;
         try {
-          wait_for_space(lk, fits);
+          polled_wait(lk, space_cv_, fits, PolledWait::Push);
         } catch (...) {  // a blocker poll's WaitInterrupted (runtime.h): nothing was pushed
           --space_waiters_;
           held_ns_ += ns_since(w0);

@@ -33,49 +33,37 @@ void Queue::wait_launched(uint64_t seq) {
     if (!on_worker_thread()) release_steps_everywhere("a blocker waited inside the step");
   }
   if (spin_until([&] { return launched_seen_.load(std::memory_order_acquire) >= seq; })) return;
-  const BlockerPoll poll = on_worker_thread() ? nullptr : blocker_poll.load();
   std::unique_lock<std::mutex> lk(mu_);
   ++done_waiters_;
-  if (!poll) {
-    done_cv_.wait(lk, [&] { return launched_ >= seq; });
-  } else {
-    // The frontend's hook first, then between waits of kBlockerPollInterval;
-    // what it throws leaves the wait (and the queue as it is).
-    while (launched_ < seq) {
-      const bool paused = paused_ > 0;
-      lk.unlock();
-      try {
-        poll(name_, paused, PolledWait::Blocker);
-      } catch (...) {
-        lk.lock();
-        --done_waiters_;
-        throw;
-      }
-      lk.lock();
-      done_cv_.wait_for(lk, kBlockerPollInterval, [&] { return launched_ >= seq; });
-    }
+  try {
+    polled_wait(lk, done_cv_, [&] { return launched_ >= seq; }, PolledWait::Blocker);
+  } catch (...) {
+    --done_waiters_;
+    throw;
   }
   --done_waiters_;
 }
 
-void Queue::wait_for_space(std::unique_lock<std::mutex>& lk, const std::function<bool()>& fits) {
+void Queue::polled_wait(std::unique_lock<std::mutex>& lk, std::condition_variable& cv,
+                        const std::function<bool()>& ready, PolledWait what) {
   const BlockerPoll poll = on_worker_thread() ? nullptr : blocker_poll.load();
   if (!poll) {
-    space_cv_.wait(lk, fits);
+    cv.wait(lk, ready);
     return;
   }
-  // As wait_launched: the frontend's hook first, then between waits.
-  while (!fits()) {
+  // The frontend's hook first, then between waits of kBlockerPollInterval;
+  // what it throws leaves the wait (and the queue as it is).
+  while (!ready()) {
     const bool paused = paused_ > 0;
     lk.unlock();
     try {
-      poll(name_, paused, PolledWait::Push);
+      poll(name_, paused, what);
     } catch (...) {
       lk.lock();
       throw;
     }
     lk.lock();
-    space_cv_.wait_for(lk, kBlockerPollInterval, fits);
+    cv.wait_for(lk, kBlockerPollInterval, ready);
   }
 }
 
@@ -86,13 +74,7 @@ void Queue::unpin_unpushed(OpRefs& refs, BacklogBytes added) {
   BacklogBytes freed = unpin_and_release(refs, this);
   freed.existing -= added.existing;
   freed.unallocated -= added.unallocated;
-  bool wake;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    backlog_.sub(freed);
-    wake = space_waiters_ > 0;
-  }
-  if (wake) space_cv_.notify_all();
+  debit_backlog(freed);
 }
 
 void Queue::wait_complete(uint64_t seq) {
