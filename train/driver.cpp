@@ -17,11 +17,9 @@
 
 namespace amlp::train {
 
-namespace {
-
-// One line in one write: several ranks' lines share mpirun's output, and a
-// line written in pieces would interleave with another rank's.
 void write_line(std::ostream& err, const std::string& line) { err << (line + '\n') << std::flush; }
+
+namespace {
 
 // Writes what the trace recorded, also when the run failed, marked with how
 // it ended; true when it was written. A failure to write it is reported

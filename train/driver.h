@@ -6,6 +6,7 @@
 //   return run_driver(p.options, std::cout, std::cerr);
 #pragma once
 #include <iosfwd>
+#include <string>
 #include <vector>
 
 #include "train/options/options.h"
@@ -20,5 +21,9 @@ namespace amlp::train {
 // written in every case, each run marked with how it ended. `results`, when
 // given, receives the runs, a failed or interrupted one with what it measured.
 int run_driver(const Options& o, std::ostream& out, std::ostream& err, std::vector<RunResult>* results = nullptr);
+
+// `line` and a newline in one write: several ranks' lines share mpirun's
+// output, and a line written in pieces would interleave with another rank's.
+void write_line(std::ostream& err, const std::string& line);
 
 }  // namespace amlp::train

@@ -67,18 +67,17 @@ int main(int argc, char** argv) {
   using namespace amlp::train;
   install_checked_stdout();  // first: a closed fd 1 gets /dev/null before any file can take its number
   amlp::set_memory_limit_knob("--memory-limit");  // what out-of-memory advice names
-  // Each error line is one write, so that ranks of a distributed run never mix their lines.
   const ParseOutcome p = parse_options(argc, argv);
   switch (p.status) {
     case ParseStatus::Error:
-      std::cerr << ("train_mlp: error: " + std::string(p.message) + "\n") << std::flush;
+      write_line(std::cerr, "train_mlp: error: " + p.message);
       return p.exit_code;
     case ParseStatus::Exit:
       std::cout << p.message;
       if (p.help) std::cout << models_help() << help_after_models() << "\n" << file_options_help();
       std::cout.flush();
       if (const std::string why = output_problem(std::cout); !why.empty()) {
-        std::cerr << ("train_mlp: error: " + std::string(why) + "\n") << std::flush;
+        write_line(std::cerr, "train_mlp: error: " + why);
         return kExitRunFailed;
       }
       return 0;
@@ -88,7 +87,7 @@ int main(int argc, char** argv) {
   for (const std::string& why :
        {outputs_problem(p.options, planned_memory_logs(p.options)), load_problem(p.options)})  // before anything runs
     if (!why.empty()) {
-      std::cerr << ("train_mlp: error: " + std::string(why) + "\n") << std::flush;
+      write_line(std::cerr, "train_mlp: error: " + why);
       return kExitBadInput;
     }
   // SIGINT/SIGTERM/SIGHUP: stop queueing, finish, write everything marked
@@ -96,7 +95,7 @@ int main(int argc, char** argv) {
   try {
     amlp::check_environment();  // a library switch set to a value it does not take: bad input
   } catch (const amlp::EnvError& e) {
-    std::cerr << ("train_mlp: error: " + std::string(e.what()) + "\n") << std::flush;
+    write_line(std::cerr, std::string("train_mlp: error: ") + e.what());
     return kExitBadInput;
   }
   install_interrupt_handlers();
