@@ -15,9 +15,10 @@ AMLP_PACKAGES=(cmake ninja-build g++ pkg-config libboost-program-options-dev lib
                libgtest-dev libbenchmark-dev nlohmann-json3-dev python3 python3-matplotlib
                openmpi-bin libopenmpi-dev pybind11-dev python3-dev python3-numpy python3-pytest)
 # What the test command adds: the wheel and its venv (tools/python_venv.sh), the
-# notebook's executor (tests/python/test_notebook.py).
+# notebook's executor (tests/python/test_notebook.py), and ccache, with which a build
+# of sources compiled before, in this clone or another, is copies (amlp_build).
 AMLP_TEST_PACKAGES=(python3-pip python3-setuptools python3-wheel python3-venv python3-nbclient python3-nbformat
-                    python3-ipykernel)
+                    python3-ipykernel ccache)
 
 # The interpreter for tools/plot_memory.py: Debian's, which sees python3-matplotlib (a python3
 # earlier on PATH, such as a virtual environment's, may not), else python3.
@@ -81,9 +82,18 @@ amlp_build() {
   # CUDA architectures: CMakeLists.txt's default (the GPUs the machine has, else Hopper
   # with its PTX), one compile of each kernel.
   [ "${AMLP_NO_CUDA:-0}" = 1 ] && args+=(-DASYNCMLP_CUDA=OFF)
-  # ccache when it is installed (never required): what was compiled before with the same
-  # flags, in any build folder or clone, is a copy.
-  command -v ccache >/dev/null && args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+  # ccache when it is installed (test.sh installs it; run.sh does not need it): a compile
+  # done before with the same flags and sources, in any build folder or clone, is a copy.
+  # Paths under the clone are hashed relative to it (base_dir, hash_dir false), so a fresh
+  # clone hits what another clone compiled. Precompiled headers are off under it: CMake
+  # passes them by absolute path inside -Xclang, which ccache cannot make relative, and a
+  # header precompiled in one clone names that clone's files, so every test source would
+  # miss.
+  if command -v ccache >/dev/null; then
+    local launcher="env;CCACHE_BASEDIR=$AMLP_ROOT;CCACHE_NOHASHDIR=true;ccache"
+    args+=(-DCMAKE_C_COMPILER_LAUNCHER="$launcher" -DCMAKE_CXX_COMPILER_LAUNCHER="$launcher"
+           -DCMAKE_CUDA_COMPILER_LAUNCHER="$launcher" -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON)
+  fi
   # clang when it is installed (test.sh installs it) and no compiler is named (CXX or an
   # argument): the release build in 0.58x gcc's compiler-seconds (212 against 368 on
   # two cores, the CUDA backend aside, whose host compiler stays nvcc's default).

@@ -40,9 +40,19 @@ std::string current_device() {
   return "cuda:" + std::to_string(d);
 }
 
+// The source file from the repository's root (framework/cuda/x.cpp), whichever path
+// the compiler was given (absolute, or relative to the build folder under ccache):
+// the same message from every build and clone.
+const char* from_root(const char* file) {
+  const char* from = file;
+  for (const char* p = std::strstr(file, "framework/"); p; p = std::strstr(p + 1, "framework/")) from = p;
+  return from;
+}
+
 std::string message(const char* file, int line, const char* call, const char* status, int code,
                     const std::string& where) {
-  return detail::concat(file, ":", line, ": ", call, " failed: ", status, " (code ", code, ") on ", where);
+  return detail::concat(from_root(file), ":", line, ": ", call, " failed: ", status, " (code ", code, ") on ",
+                        where);
 }
 
 }  // namespace
@@ -84,7 +94,7 @@ void log_failure(const char* file, int line, const char* call, const char* statu
     std::string m = message(file, line, call, status, code, current_device());
     std::fprintf(stderr, "asyncmlp: %s\n", m.c_str());
   } catch (...) {
-    std::fprintf(stderr, "asyncmlp: %s:%d: %s failed: %s\n", file, line, call, status);
+    std::fprintf(stderr, "asyncmlp: %s:%d: %s failed: %s\n", from_root(file), line, call, status);
   }
   (void)cudaGetLastError();
 }
