@@ -50,11 +50,21 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def default_book(root=ROOT):
-    """<repo>/../shared/book; for a clone of a local checkout without one
-    beside it (a CI clone), the one beside the checkout it was cloned from."""
+    """<repo>/../shared/book; for a git worktree, the one beside its main
+    checkout; for a clone of a local checkout without one beside it (a CI
+    clone), the one beside the checkout it was cloned from."""
     here = os.path.normpath(os.path.join(root, "..", "shared", "book"))
     if os.path.isdir(here):
         return here
+    try:
+        common = subprocess.run(["git", "-C", root, "rev-parse", "--path-format=absolute", "--git-common-dir"],
+                                capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        common = ""
+    if common:
+        beside = os.path.normpath(os.path.join(os.path.dirname(common), "..", "shared", "book"))
+        if os.path.isdir(beside):
+            return beside
     try:
         origin = subprocess.run(["git", "-C", root, "config", "--get", "remote.origin.url"], capture_output=True,
                                 text=True, timeout=10).stdout.strip()

@@ -148,3 +148,18 @@ def test_list_shows_every_cell_without_running_it():
     assert r.returncode == 0, r.stderr
     listed = json.loads(r.stdout)
     assert [(c["edition"], c["tab"]) for c in listed] == [p for p in PAIRS for _ in range(CELL_COUNTS[p])]
+
+
+def test_the_default_book_is_found_beside_a_worktrees_main_checkout(tmp_path):
+    """A git worktree elsewhere (no shared/book beside it) reads the book beside
+    the checkout whose worktree it is; a folder that is no checkout, <root>/../shared/book."""
+    main, elsewhere = tmp_path / "work" / "main", tmp_path / "wt" / "x"
+    (tmp_path / "work" / "shared" / "book").mkdir(parents=True)
+    main.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
+    for args in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "x"], ["worktree", "add", "-q", str(elsewhere)]):
+        subprocess.run([*git, "-C", str(main), *args], check=True, capture_output=True)
+    assert book_cells.default_book(str(elsewhere)) == str(tmp_path / "work" / "shared" / "book")
+    lone = tmp_path / "lone" / "p"
+    lone.mkdir(parents=True)
+    assert book_cells.default_book(str(lone)) == str(tmp_path / "lone" / "shared" / "book")
