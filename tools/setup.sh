@@ -84,13 +84,15 @@ amlp_build() {
   [ "${AMLP_NO_CUDA:-0}" = 1 ] && args+=(-DASYNCMLP_CUDA=OFF)
   # ccache when it is installed (test.sh installs it; run.sh does not need it): a compile
   # done before with the same flags and sources, in any build folder or clone, is a copy.
-  # Paths under the clone are hashed relative to it (base_dir, hash_dir false), so a fresh
-  # clone hits what another clone compiled. Precompiled headers are off under it: CMake
+  # Paths under the clone are hashed relative to it (base_dir, hash_dir false; the unity
+  # sources name their files from the root, cmake/unity.cmake), so a fresh clone hits
+  # what another clone compiled. Depend mode: a miss costs no preprocessor run (the
+  # compiler's dependency file names the headers). Precompiled headers are off under it: CMake
   # passes them by absolute path inside -Xclang, which ccache cannot make relative, and a
   # header precompiled in one clone names that clone's files, so every test source would
   # miss.
   if command -v ccache >/dev/null; then
-    local launcher="env;CCACHE_BASEDIR=$AMLP_ROOT;CCACHE_NOHASHDIR=true;ccache"
+    local launcher="env;CCACHE_BASEDIR=$AMLP_ROOT;CCACHE_NOHASHDIR=true;CCACHE_DEPEND=true;ccache"
     args+=(-DCMAKE_C_COMPILER_LAUNCHER="$launcher" -DCMAKE_CXX_COMPILER_LAUNCHER="$launcher"
            -DCMAKE_CUDA_COMPILER_LAUNCHER="$launcher" -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON)
   fi
