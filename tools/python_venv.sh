@@ -16,6 +16,8 @@ rm -rf "$build/wheel"
 ASYNCMLP_BUILD_DIR=$build "$py" -m pip wheel --quiet --no-build-isolation --no-deps --no-index \
   --wheel-dir "$build/wheel" "$root"
 wheel=$(ls "$build"/wheel/asyncmlp-*.whl)
-"$py" -m venv --clear --system-site-packages "$build/venv"
+# No pip of its own (ensurepip's copy was half this script's time): Debian's, seen
+# through --system-site-packages, installs into the environment.
+"$py" -m venv --clear --without-pip --system-site-packages "$build/venv"
 "$build/venv/bin/python" -m pip install --quiet --no-deps --no-index "$wheel"
 "$build/venv/bin/python" -c 'import asyncmlp, sys; print(f"asyncmlp {asyncmlp.__version__} installed in {sys.prefix}: {asyncmlp.__file__}")'
