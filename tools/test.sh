@@ -109,15 +109,14 @@ if [ "$fresh" = 1 ] && [ "$fast" = 0 ] && [ "$jobs" = 2 ]; then
   read -r hits1 misses1 < <(ccache_counts)
   hits=$((hits1 - hits0)) misses=$((misses1 - misses0))
   row=$(grep '^| `bash tools/test.sh` | ' README.md | head -1)
+  said=$(printf '%s\n' "$row" | sed -n 's/^| `bash tools\/test.sh` | \([0-9.]*\) min .*/\1/p')
   if [ $((10 * hits)) -ge $((9 * (hits + misses))) ] && [ "$hits" -gt 0 ]; then
     kind="its compiles ccache's copies ($hits of $((hits + misses)))"
     said=$(printf '%s\n' "$row" | sed -n 's/.*; \([0-9.]*\) min where ccache .*/\1/p')
   elif [ $((hits + misses)) = 0 ]; then
     kind="compiling (no ccache)"
-    said=$(printf '%s\n' "$row" | sed -n 's/^| `bash tools\/test.sh` | \([0-9.]*\) min .*/\1/p')
   else
     kind="compiling ($misses of $((hits + misses)) compiles not in ccache)"
-    said=$(printf '%s\n' "$row" | sed -n 's/^| `bash tools\/test.sh` | \([0-9.]*\) min .*/\1/p')
   fi
   if [ -n "$said" ]; then
     awk -v s="$SECONDS" -v m="$said" -v k="$kind" 'BEGIN {
