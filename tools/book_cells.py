@@ -56,26 +56,25 @@ def default_book(root=ROOT):
     here = os.path.normpath(os.path.join(root, "..", "shared", "book"))
     if os.path.isdir(here):
         return here
-    try:
-        common = subprocess.run(["git", "-C", root, "rev-parse", "--path-format=absolute", "--git-common-dir"],
-                                capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        common = ""
-    if common:
-        beside = os.path.normpath(os.path.join(os.path.dirname(common), "..", "shared", "book"))
-        if os.path.isdir(beside):
-            return beside
-    try:
-        origin = subprocess.run(["git", "-C", root, "config", "--get", "remote.origin.url"], capture_output=True,
-                                text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return here
-    if origin.startswith("file://"):
-        origin = origin[len("file://"):]
-    if origin and os.path.isdir(origin):
-        there = os.path.normpath(os.path.join(origin, "..", "shared", "book"))
-        if os.path.isdir(there):
-            return there
+
+    def git(*args):  # what git prints, or "" (no git, no checkout)
+        try:
+            return subprocess.run(["git", "-C", root, *args], capture_output=True, text=True,
+                                  timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    def checkouts():  # the worktree's main checkout, then the clone's origin: asked in turn
+        common = git("rev-parse", "--path-format=absolute", "--git-common-dir")  # <main checkout>/.git
+        yield os.path.dirname(common) if common else ""
+        origin = git("config", "--get", "remote.origin.url")
+        yield origin[len("file://"):] if origin.startswith("file://") else origin
+
+    for checkout in checkouts():
+        if checkout and os.path.isdir(checkout):
+            there = os.path.normpath(os.path.join(checkout, "..", "shared", "book"))
+            if os.path.isdir(there):
+                return there
     return here
 
 

@@ -40,9 +40,10 @@ std::string current_device() {
   return "cuda:" + std::to_string(d);
 }
 
-// The source file from the repository's root (framework/cuda/x.cpp), whichever path
-// the compiler was given (absolute, or relative to the build folder under ccache):
-// the same message from every build and clone.
+// The source file from the repository's root (framework/cuda/x.cu), whichever path
+// __FILE__ holds: the C++ files' is already from the root (CMakeLists.txt's
+// -ffile-prefix-map), nvcc's kernels' absolute. The same message from every build
+// and clone.
 const char* from_root(const char* file) {
   const char* from = file;
   for (const char* p = std::strstr(file, "framework/"); p; p = std::strstr(p + 1, "framework/")) from = p;

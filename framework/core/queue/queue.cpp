@@ -100,17 +100,14 @@ uint64_t Queue::push(const char* name, Kernel k, OpBuffers bufs, std::vector<Que
           release_steps_everywhere("a push waited for back-pressure inside the step");
           lk.lock();
         }
-        ++space_waiters_;
         try {
-          polled_wait(lk, space_cv_, fits, PolledWait::Push);
+          polled_wait(lk, space_cv_, space_waiters_, fits, PolledWait::Push);
         } catch (...) {  // a blocker poll's WaitInterrupted (runtime.h): nothing was pushed
-          --space_waiters_;
           held_ns_ += ns_since(w0);
           lk.unlock();
           unpin_unpushed(bufs.refs, added);
           throw;
         }
-        --space_waiters_;
         held_ns_ += ns_since(w0);
       }
     }

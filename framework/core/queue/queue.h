@@ -216,13 +216,14 @@ class Queue final : private StepHost {
   void note_name(uint64_t seq, const char* name);  // worker: op `seq` is starting
   const char* name_of(uint64_t seq) const;         // a recent op's name, or nullptr
   void wait_launched(uint64_t seq);  // blocks until launched_ >= seq (no sync, no rethrow)
-  // Waits on `cv` under `lk` until ready(): a blocker for its op to start,
-  // a push held by back-pressure for room. On a frontend thread it polls the
+  // Waits on `cv` under `lk` until ready(), counted in `waiters` meanwhile
+  // (done_waiters_, space_waiters_): a blocker for its op to start, a push
+  // held by back-pressure for room. On a frontend thread it polls the
   // blocker poll (runtime.h) as it waits; what the poll throws leaves with
   // `lk` held. unpin_unpushed undoes the pins of a push that then did not
   // happen (`added`: the bytes pin() returned for it).
-  void polled_wait(std::unique_lock<std::mutex>& lk, std::condition_variable& cv, const std::function<bool()>& ready,
-                   PolledWait what);
+  void polled_wait(std::unique_lock<std::mutex>& lk, std::condition_variable& cv, int& waiters,
+                   const std::function<bool()>& ready, PolledWait what);
   void unpin_unpushed(OpRefs& refs, BacklogBytes added);
   // Spins, yielding (on few cores, the thread waited for runs), until ready()
   // or 50 µs have passed; ready()'s last answer. A waiter's try before it

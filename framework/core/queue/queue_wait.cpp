@@ -34,18 +34,18 @@ void Queue::wait_launched(uint64_t seq) {
   }
   if (spin_until([&] { return launched_seen_.load(std::memory_order_acquire) >= seq; })) return;
   std::unique_lock<std::mutex> lk(mu_);
-  ++done_waiters_;
-  try {
-    polled_wait(lk, done_cv_, [&] { return launched_ >= seq; }, PolledWait::Blocker);
-  } catch (...) {
-    --done_waiters_;
-    throw;
-  }
-  --done_waiters_;
+  polled_wait(lk, done_cv_, done_waiters_, [&] { return launched_ >= seq; }, PolledWait::Blocker);
 }
 
-void Queue::polled_wait(std::unique_lock<std::mutex>& lk, std::condition_variable& cv,
+void Queue::polled_wait(std::unique_lock<std::mutex>& lk, std::condition_variable& cv, int& waiters,
                         const std::function<bool()>& ready, PolledWait what) {
+  // Counted while it waits (the notifier wakes `cv` only for a count above 0);
+  // it leaves, returning or throwing, with `lk` held: the count drops under it.
+  struct Counted {
+    int& n;
+    explicit Counted(int& c) : n(c) { ++n; }
+    ~Counted() { --n; }
+  } counted(waiters);
   const BlockerPoll poll = on_worker_thread() ? nullptr : blocker_poll.load();
   if (!poll) {
     cv.wait(lk, ready);
